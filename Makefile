@@ -1,0 +1,114 @@
+# hcasim — build, test and run. Everything builds into build/.
+#   make            libraries and tools          make test      every Criterion suite
+#   make run        the default simulation       make deps      install missing packages
+#   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
+# See README.md.
+
+BUILD   := build
+SAN     ?= 0
+CC      ?= gcc
+JOBS    ?= 2
+
+DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
+            libinih-dev
+
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
+LDFLAGS :=
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+OBJ := $(BUILD)/obj
+LIB := $(BUILD)/lib
+BIN := $(BUILD)/bin
+
+SIM_SRCS := $(wildcard sim/*.c) $(wildcard model/*.c) $(wildcard model/hw/*.c) \
+            $(wildcard firmware/*.c)
+DRV_SRCS := $(wildcard driver/*.c)
+APP_SRCS := $(wildcard sim/apps/*.c)
+TEST_SRCS := $(wildcard testbench/*.c)
+
+SIM_OBJS  := $(SIM_SRCS:%.c=$(OBJ)/%.o)
+DRV_OBJS  := $(DRV_SRCS:%.c=$(OBJ)/%.o)
+TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
+
+LIBHCASIM  := $(LIB)/libhcasim.so.0
+LIBIBVERBS := $(LIB)/libibverbs.so.1
+APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc
+TESTBIN    := $(BUILD)/test/hcasim-tests
+HEADER     := $(BUILD)/include/hcasim.h
+
+.PHONY: all run test deps docs check-docs clean
+all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
+
+# Rebuild everything when the flags change (SAN=0 <-> SAN=1).
+FLAGS_STAMP := $(BUILD)/.flags
+$(shell mkdir -p $(BUILD); echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $(FLAGS_STAMP) || \
+	echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $(FLAGS_STAMP))
+
+$(OBJ)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(CURDIR)/$(BUILD)"' \
+	-DHCASIM_SAN=$(SAN)
+
+$(LIBHCASIM): $(SIM_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $^ -linih
+	ln -sf libhcasim.so.0 $(LIB)/libhcasim.so
+
+$(LIBIBVERBS): $(DRV_OBJS) $(LIBHCASIM) driver/libibverbs.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=driver/libibverbs.map \
+		$(LDFLAGS) -o $@ $(DRV_OBJS) -L$(LIB) -lhcasim -Wl,-rpath,'$$ORIGIN'
+	ln -sf libibverbs.so.1 $(LIB)/libibverbs.so
+
+$(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
+
+$(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
+$(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
+
+$(HEADER): sim/hcasim.h
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(TESTBIN): $(TEST_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(LIB) -libverbs -lhcasim \
+		-Wl,-rpath,'$$ORIGIN/../lib' $$(pkg-config --libs criterion)
+
+# Run everything the tests need, then every suite. Criterion prints its Synthesis line.
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+test: deps all $(TESTBIN)
+	$(ASAN_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
+
+run: deps all
+	$(BIN)/hcasim-run
+
+docs: $(BIN)/hcasim-gendoc
+	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
+	$(BIN)/hcasim-gendoc config > docs/config-keys.md
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || \
+			missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "make deps: installing$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+		echo "make deps: missing packages:$$missing"; \
+		echo "  run: sudo apt-get install -y$$missing"; exit 1; \
+	fi
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -1,0 +1,299 @@
+/* Driver: command submission through the mailbox, the event queue, DMA-able memory.
+ *
+ * Command sequence (each step's ordering need is stated where it is done):
+ *   1. write input to the input mailbox, fill the entry, set own = device;
+ *   2. ring CMD_DOORBELL with the token (a posted MMIO write, ordered after the stores of 1 —
+ *      on silicon a wmb() between them; here the stores are visible at once);
+ *   3. wait: poll the entry's own byte (charging host.poll_ns per poll), or sleep until the
+ *      CMD event for our token arrives through EQ 0 and MSI-X;
+ *   4. read status and output (on silicon an rmb() after seeing own == 0). */
+#include "driver/drv.h"
+#include "sim/error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD_IN_OFF 256
+#define CMD_OUT_OFF 512
+#define CMD_PAGE_BYTES 4096
+
+int drv_fail(int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sim_error(-err, "%s", msg);
+	errno = err;
+	return err;
+}
+
+int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map)
+{
+	size_t len = (bytes + 4095) & ~(size_t)4095;
+	void *p = NULL;
+	int64_t id;
+
+	if (!len)
+		len = 4096;
+	if (posix_memalign(&p, 4096, len))
+		return drv_fail(ENOMEM, "out of host memory for a %zu-byte queue", len);
+	memset(p, 0, len);
+	id = sim_pcie_map(d->fn, p, len, perm);
+	if (id < 0) {
+		free(p);
+		return drv_fail((int)-id, "%s", hcasim_last_error());
+	}
+	*mem = p;
+	*map = id;
+	return 0;
+}
+
+void drv_dma_free(struct drv_dev *d, void *mem, int64_t map)
+{
+	if (!mem)
+		return;
+	sim_pcie_unmap(d->fn, map);
+	free(mem);
+}
+
+/* ---- event queue 0 ---- */
+
+static void eq_irq(void *arg, unsigned vector)
+{
+	struct drv_dev *d = arg;
+
+	(void)vector;
+	d->irq_pending = true;
+}
+
+void drv_eq_process(struct drv_dev *d)
+{
+	const uint32_t size = 1u << DRV_EQ_LOG_SIZE;
+	bool any = false;
+
+	d->irq_pending = false;
+	for (;;) {
+		struct hca_eqe *e = &d->eq[d->eq_ci & (size - 1)];
+		uint8_t want = ((d->eq_ci >> DRV_EQ_LOG_SIZE) & 1) ? 0 : 1;
+
+		if ((e->owner & 1) != want)
+			break;
+		/* rmb() on silicon: read the EQE body only after its owner bit. */
+		switch (e->type) {
+		case HCA_EQE_CMD:
+			if (e->data[0] == d->token)
+				d->cmd_done = true;
+			break;
+		case HCA_EQE_PORT_CHANGE: {
+			struct ibv_async_event ev = { .event_type = e->subtype == IBV_PORT_ACTIVE
+									   ? IBV_EVENT_PORT_ACTIVE
+									   : IBV_EVENT_PORT_ERR };
+
+			ev.element.port_num = (int)e->data[0];
+			/* Only ACTIVE and DOWN are events (IBA 11.6.3); INIT/ARMED are not. */
+			if (e->subtype == IBV_PORT_ACTIVE || e->subtype == IBV_PORT_DOWN)
+				drv_post_async(d, &ev);
+			break;
+		}
+		case HCA_EQE_DMA_FAULT:
+			d->dma_faults_seen++;
+			fprintf(stderr,
+				"hcasim: %s: device reported a DMA fault at 0x%llx (%u bytes, %s)\n",
+				d->ibdev.name,
+				(unsigned long long)e->data[0] | ((unsigned long long)e->data[1] << 32),
+				e->data[2], e->data[3] == SIM_DMA_READ ? "read" : "write");
+			break;
+		default:
+			break;
+		}
+		d->eq_ci++;
+		any = true;
+	}
+	/* Report the consumer index and re-arm in one write. */
+	if (any || d->cmd_irq)
+		sim_pcie_mmio_write32(d->fn, HCA_REG_EQ_DOORBELL, HCA_EQ_DB(d->eqn, 1, d->eq_ci));
+}
+
+/* ---- commands ---- */
+
+static bool irq_pending(void *p)
+{
+	return ((struct drv_dev *)p)->irq_pending;
+}
+
+/* Describe a failed command: status, and the field or rule the syndrome names. */
+static void cmd_message(const struct hca_cmd_desc *c, uint8_t status, uint32_t syn, char *buf,
+			size_t len)
+{
+	uint32_t detail = HCA_SYN_DETAIL(syn);
+	char field[96] = "";
+
+	switch (HCA_SYN_REASON(syn)) {
+	case HCA_SYN_FIELD:
+	case HCA_SYN_HANDLE:
+	case HCA_SYN_ADDR:
+		if (detail == 0xffffff || !hca_field_path(c->in, detail, field, sizeof(field)))
+			snprintf(field, sizeof(field), "offset %u", detail);
+		snprintf(buf, len, "%s: %s: field %s", c->name, hca_status_doc(status), field);
+		return;
+	case HCA_SYN_TRANSITION:
+		snprintf(buf, len, "%s: invalid QP state transition %s -> %s", c->name,
+			 hca_qps_name(detail >> 4), hca_qps_name(detail & 0xf));
+		return;
+	case HCA_SYN_MISSING:
+		snprintf(buf, len, "%s: required attribute %s is missing for this transition",
+			 c->name, hca_qpa_name(detail));
+		return;
+	case HCA_SYN_EXTRA:
+		snprintf(buf, len, "%s: attribute %s is not allowed in this transition", c->name,
+			 hca_qpa_name(detail));
+		return;
+	case HCA_SYN_CAP:
+		snprintf(buf, len, "%s: attribute %s needs a device capability this HCA does not "
+			 "report", c->name, hca_qpa_name(detail));
+		return;
+	case HCA_SYN_CUR_STATE:
+		snprintf(buf, len, "%s: IBV_QP_CUR_STATE differs from the QP's state %s", c->name,
+			 hca_qps_name(detail));
+		return;
+	case HCA_SYN_ROCE_GRH:
+		snprintf(buf, len, "%s: a connected QP on a RoCE port needs a GRH (ah_attr.is_global)",
+			 c->name);
+		return;
+	case HCA_SYN_BUSY:
+		snprintf(buf, len, "%s: still in use by %u object(s)", c->name, detail);
+		return;
+	case HCA_SYN_LIMIT:
+		snprintf(buf, len, "%s: device limit reached", c->name);
+		return;
+	case HCA_SYN_LENGTH:
+		snprintf(buf, len, "%s: %s does not match the format", c->name,
+			 detail ? "out_len" : "in_len");
+		return;
+	default:
+		snprintf(buf, len, "%s: %s", c->name, hca_status_doc(status));
+	}
+}
+
+int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
+	    size_t out_len)
+{
+	volatile struct hca_cmd_entry *e = (volatile struct hca_cmd_entry *)d->cmd_page;
+	const struct hca_cmd_desc *c = hca_cmd_find(opcode);
+	struct hcasim_cmd_record *rec;
+	uint64_t start = hcasim_now_ps();
+	char msg[256];
+	int rc = 0;
+
+	if (!c || in_len > CMD_OUT_OFF - CMD_IN_OFF || out_len > CMD_PAGE_BYTES - CMD_OUT_OFF)
+		return drv_fail(EINVAL, "driver: command 0x%x with %zu/%zu bytes", opcode, in_len,
+				out_len);
+	memcpy(d->cmd_page + CMD_IN_OFF, in, in_len);
+	memset(d->cmd_page + CMD_OUT_OFF, 0, out_len);
+	memset((void *)e, 0, sizeof(*e));
+	e->opcode = opcode;
+	e->in_len = (uint32_t)in_len;
+	e->out_len = (uint32_t)out_len;
+	e->token = ++d->token;
+	e->in_addr = (uint64_t)(uintptr_t)(d->cmd_page + CMD_IN_OFF);
+	e->out_addr = (uint64_t)(uintptr_t)(d->cmd_page + CMD_OUT_OFF);
+	e->own = HCA_CMD_OWN_DEVICE;
+	d->cmd_done = false;
+	sim_pcie_mmio_write32(d->fn, HCA_REG_CMD_DOORBELL, d->token);
+	if (d->cmd_irq) {
+		/* Sleep until the CMD event for our token arrives (MSI-X, then EQ 0). */
+		while (!d->cmd_done) {
+			int r = sim_host_wait(irq_pending, d, d->cmd_timeout_ps);
+
+			if (r) {
+				rc = r == -EDEADLK ? EDEADLK : ETIMEDOUT;
+				break;
+			}
+			drv_eq_process(d);
+		}
+	} else {
+		while (e->own & HCA_CMD_OWN_DEVICE) {
+			if (hcasim_now_ps() - start > d->cmd_timeout_ps) {
+				rc = ETIMEDOUT;
+				break;
+			}
+			if (!sim_events_pending(sim_kernel())) {
+				rc = EDEADLK;
+				break;
+			}
+			sim_host_advance(d->poll_ps);
+		}
+		if (d->irq_pending)
+			drv_eq_process(d);
+	}
+	if (!rc && (e->own & HCA_CMD_OWN_DEVICE))
+		rc = EIO; /* event before ownership: a device bug */
+	rec = &d->log[d->log_next];
+	d->log_next = (d->log_next + 1) % DRV_CMD_LOG;
+	if (d->log_count < DRV_CMD_LOG)
+		d->log_count++;
+	*rec = (struct hcasim_cmd_record){ opcode,	  c->name,	  rc ? 0xff : e->status,
+					   start,	  hcasim_now_ps(), e->start_cycle,
+					   e->done_cycle };
+	if (rc)
+		return drv_fail(rc, "%s: command %s did not complete (%s)", d->ibdev.name,
+				c->name, rc == EDEADLK ? "device idle, no completion will come" :
+				rc == EIO ? "completion event before ownership" : "timed out");
+	if (e->status != HCA_STATUS_OK) {
+		cmd_message(c, e->status, e->syndrome, msg, sizeof(msg));
+		return drv_fail(hca_status_errno(e->status), "%s: %s", d->ibdev.name, msg);
+	}
+	memcpy(out, d->cmd_page + CMD_OUT_OFF, out_len);
+	return 0;
+}
+
+int drv_cmd_setup(struct drv_dev *d)
+{
+	struct hca_cmd_empty none = { 0 };
+	struct hca_eq_create_in eq = { 0 };
+	struct hca_handle_out h;
+	char mode[32];
+	int rc;
+
+	rc = drv_dma_alloc(d, CMD_PAGE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&d->cmd_page,
+			   &d->cmd_map);
+	if (rc)
+		return rc;
+	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_LO, (uint32_t)(uintptr_t)d->cmd_page);
+	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_HI,
+			      (uint32_t)((uint64_t)(uintptr_t)d->cmd_page >> 32));
+	/* Until EQ 0 exists, commands are polled (as mlx5 does at probe). */
+	d->cmd_irq = false;
+	rc = drv_cmd(d, HCA_CMD_QUERY_HCA_CAP, &none, sizeof(none), &d->cap, sizeof(d->cap));
+	if (!rc)
+		rc = drv_cmd(d, HCA_CMD_INIT_HCA, &none, sizeof(none), &none, sizeof(none));
+	if (rc)
+		return rc;
+	rc = drv_dma_alloc(d, HCA_EQE_BYTES << DRV_EQ_LOG_SIZE, SIM_DMA_READ | SIM_DMA_WRITE,
+			   (void **)&d->eq, &d->eq_map);
+	if (rc)
+		return rc;
+	hcasim_config_get("driver.cmd_completion", mode, sizeof(mode));
+	eq.ring_addr = (uint64_t)(uintptr_t)d->eq;
+	eq.log_size = DRV_EQ_LOG_SIZE;
+	eq.vector = 0;
+	eq.event_mask = (1ull << HCA_EQE_PORT_CHANGE) | (1ull << HCA_EQE_DMA_FAULT) |
+			(1ull << HCA_EQE_COMP);
+	if (!strcmp(mode, "interrupt"))
+		eq.event_mask |= 1ull << HCA_EQE_CMD;
+	rc = drv_cmd(d, HCA_CMD_CREATE_EQ, &eq, sizeof(eq), &h, sizeof(h));
+	if (rc)
+		return rc;
+	d->eqn = h.handle;
+	d->eq_ci = 0;
+	sim_pcie_set_irq(d->fn, eq.vector, eq_irq, d);
+	sim_pcie_mmio_write32(d->fn, HCA_REG_EQ_DOORBELL, HCA_EQ_DB(d->eqn, 1, 0));
+	d->cmd_irq = !strcmp(mode, "interrupt");
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* Driver internals: the libibverbs provider for the simulated HCA. The driver reaches the
+ * device only through sim/pcie.h's host API (MMIO, DMA mappings, MSI-X) and the formats of
+ * model/hw/ — never model internals — so it is a driver that would run on silicon.
+ *
+ * Ownership: every object handed to the user embeds its ibv_* struct first, with ->context
+ * set (the verbs.h inline functions dispatch through it), and carries a magic word so that a
+ * handle of the wrong kind or of a destroyed object is refused with EINVAL. */
+#ifndef DRV_DRV_H
+#define DRV_DRV_H
+
+#include <infiniband/verbs.h>
+
+#include "model/hw/hca_hw.h"
+#include "sim/hcasim.h"
+#include "sim/pcie.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DRV_MAX_DEVS 16
+#define DRV_CMD_LOG 256
+#define DRV_EQ_LOG_SIZE 8
+#define DRV_ASYNC_QUEUE 256
+
+enum drv_magic {
+	DRV_MAGIC_CTX = 0x48435458,
+	DRV_MAGIC_PD = 0x48435044,
+	DRV_MAGIC_MR = 0x48434d52,
+	DRV_MAGIC_CQ = 0x48434351,
+	DRV_MAGIC_QP = 0x48435150,
+	DRV_MAGIC_SRQ = 0x48435352,
+	DRV_MAGIC_AH = 0x48434148,
+	DRV_MAGIC_CHAN = 0x48434348,
+	DRV_MAGIC_DEAD = 0xdeaddead,
+};
+
+struct drv_ctx;
+
+/* One HCA as the driver knows it (a PCI function it has probed). */
+struct drv_dev {
+	struct ibv_device ibdev;       /* handed to the user */
+	struct sim_pcie_fn *fn;        /* PCIe function */
+	struct sim_kernel *kernel;     /* kernel it was probed in (re-probe after a reboot) */
+	struct hca_hca_cap cap;        /* from QUERY_HCA_CAP at probe */
+	/* command interface */
+	uint8_t *cmd_page;             /* entry at 0, input at 256, output at 512 */
+	int64_t cmd_map;               /* IOMMU mapping */
+	uint32_t token;                /* last token used */
+	bool cmd_irq;                  /* wait for CMD events instead of polling */
+	bool cmd_done;                 /* CMD event for the current token seen */
+	/* event queue 0: commands, port changes, completions, faults */
+	struct hca_eqe *eq;            /* ring */
+	int64_t eq_map;                /* IOMMU mapping */
+	uint32_t eqn, eq_ci;           /* EQ number, consumer index */
+	bool irq_pending;              /* MSI-X arrived, EQ not yet processed */
+	uint64_t dma_faults_seen;      /* DMA_FAULT events received */
+	/* host costs */
+	uint64_t verb_ps, poll_ps, cmd_timeout_ps;
+	/* command log for hcasim_cmd_log() */
+	struct hcasim_cmd_record log[DRV_CMD_LOG];
+	unsigned log_next, log_count;
+	struct drv_ctx *ctxs;          /* open contexts (async event fan-out) */
+	unsigned nah;                  /* address handles alive */
+};
+
+struct drv_ctx {
+	struct verbs_context vctx;          /* context.abi_compat = extended */
+	uint32_t magic;                     /* DRV_MAGIC_CTX */
+	struct drv_dev *dev;                /* device */
+	struct drv_ctx *next;               /* in dev->ctxs */
+	struct ibv_async_event async[DRV_ASYNC_QUEUE]; /* undelivered async events */
+	unsigned async_head, async_count;
+};
+
+struct drv_pd {
+	struct ibv_pd pd;   /* user handle */
+	uint32_t magic;     /* DRV_MAGIC_PD */
+	uint32_t pdn;       /* device PD number */
+	unsigned nah;       /* AHs in it */
+};
+
+struct drv_mr {
+	struct ibv_mr mr;   /* user handle */
+	uint32_t magic;     /* DRV_MAGIC_MR */
+	int64_t map;        /* IOMMU mapping of the region */
+};
+
+struct drv_chan {
+	struct ibv_comp_channel ch; /* user handle; fd is an eventfd */
+	uint32_t magic;             /* DRV_MAGIC_CHAN */
+};
+
+struct drv_cq {
+	struct ibv_cq cq;   /* user handle */
+	uint32_t magic;     /* DRV_MAGIC_CQ */
+	uint32_t cqn;       /* device CQ number */
+	void *ring;         /* CQE ring */
+	int64_t ring_map;
+	uint64_t *db;       /* doorbell record */
+	int64_t db_map;
+	uint32_t log_size;  /* ring entries = 2^log_size */
+};
+
+struct drv_srq {
+	struct ibv_srq srq; /* user handle */
+	uint32_t magic;     /* DRV_MAGIC_SRQ */
+	uint32_t srqn;      /* device SRQ number */
+	void *ring;         /* receive ring */
+	int64_t ring_map;
+	uint64_t *db;       /* doorbell record */
+	int64_t db_map;
+};
+
+struct drv_qp {
+	struct ibv_qp_ex qpx;  /* user handle: qpx.qp_base is the ibv_qp */
+	uint32_t magic;        /* DRV_MAGIC_QP */
+	int sq_sig_all;        /* as created */
+	struct ibv_qp_cap cap; /* actual sizes */
+	void *sq, *rq;         /* rings */
+	int64_t sq_map, rq_map;
+	uint64_t *db;          /* doorbell record */
+	int64_t db_map;
+};
+
+struct drv_ah {
+	struct ibv_ah ah;          /* user handle */
+	uint32_t magic;            /* DRV_MAGIC_AH */
+	struct ibv_ah_attr attr;   /* the address vector */
+};
+
+/* device.c */
+struct drv_dev *drv_dev_of(struct ibv_context *ctx);
+struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if not ours */
+void drv_charge_verb(struct drv_dev *d);
+int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
+void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
+
+/* cmd.c: run a command; 0 or a positive errno, with the message in hcasim_last_error(). */
+int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
+	    size_t out_len);
+int drv_cmd_setup(struct drv_dev *d);
+void drv_eq_process(struct drv_dev *d);
+
+/* DMA-able memory: page-aligned, zeroed, mapped for the device; 0 or positive errno. */
+int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map);
+void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
+
+/* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
+int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define DRV_OBJ(type, ptr, magic_)                                                        \
+	((ptr) && ((type *)(void *)(ptr))->magic == (magic_) ? (type *)(void *)(ptr) : NULL)
+
+#endif

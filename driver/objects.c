@@ -1,0 +1,624 @@
+/* Driver: protection domains, memory regions, completion channels and queues, SRQs and
+ * address handles. Each verb validates what only the driver can see (NULL and foreign
+ * handles, verbs-level flags) and leaves the rest to the firmware's checks. */
+#include "driver/drv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* ---- PD ---- */
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+	struct drv_dev *d = drv_dev_of(ctx);
+	struct hca_cmd_empty none = { 0 };
+	struct hca_handle_out out;
+	struct drv_pd *pd;
+
+	if (!d)
+		return NULL;
+	drv_charge_verb(d);
+	if (drv_cmd(d, HCA_CMD_ALLOC_PD, &none, sizeof(none), &out, sizeof(out)))
+		return NULL;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		struct hca_handle_in in = { .handle = out.handle };
+
+		drv_cmd(d, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
+		drv_fail(ENOMEM, "ibv_alloc_pd: out of memory");
+		return NULL;
+	}
+	pd->pd.context = ctx;
+	pd->pd.handle = out.handle;
+	pd->magic = DRV_MAGIC_PD;
+	pd->pdn = out.handle;
+	return &pd->pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct hca_handle_in in;
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+	int rc;
+
+	if (!pd)
+		return drv_fail(EINVAL, "ibv_dealloc_pd: not a live PD");
+	d = drv_dev_of(pd->pd.context);
+	drv_charge_verb(d);
+	if (pd->nah)
+		return drv_fail(EBUSY, "ibv_dealloc_pd: %u address handle(s) still in the PD",
+				pd->nah);
+	in = (struct hca_handle_in){ .handle = pd->pdn };
+	rc = drv_cmd(d, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
+	if (rc)
+		return rc;
+	pd->magic = DRV_MAGIC_DEAD;
+	free(pd);
+	return 0;
+}
+
+/* ---- MR ---- */
+
+#define VERBS_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                        \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* True if every page of [addr, addr+len) is mapped in this process (what pinning checks). */
+static bool range_resident(const void *addr, size_t len)
+{
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)4095, end = (uintptr_t)addr + len;
+	unsigned char vec[64];
+
+	while (start < end) {
+		size_t chunk = end - start > 64 * 4096 ? 64 * 4096 : end - start;
+
+		if (mincore((void *)start, chunk, vec) && errno == ENOMEM)
+			return false;
+		start += (chunk + 4095) & ~(size_t)4095;
+	}
+	return true;
+}
+
+static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
+				    unsigned int access)
+{
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct hca_mkey_in in = { 0 };
+	struct hca_mkey_out out;
+	struct drv_dev *d;
+	struct drv_mr *mr;
+	unsigned perm = SIM_DMA_READ;
+	int64_t map;
+	int rc;
+
+	if (!pd) {
+		drv_fail(EINVAL, "ibv_reg_mr: not a live PD");
+		return NULL;
+	}
+	d = drv_dev_of(pd->pd.context);
+	drv_charge_verb(d);
+	/* Optional access flags (IBV_ACCESS_OPTIONAL_RANGE) may be ignored by a provider, as
+	 * libibverbs documents; every other unknown bit is an error. */
+	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~(unsigned)VERBS_MR_ACCESS) {
+		drv_fail(EINVAL, "ibv_reg_mr: access flags 0x%x not supported by this device",
+			 access & ~(unsigned)VERBS_MR_ACCESS);
+		return NULL;
+	}
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		drv_fail(EINVAL, "ibv_reg_mr: IBV_ACCESS_REMOTE_WRITE/ATOMIC require "
+			 "IBV_ACCESS_LOCAL_WRITE");
+		return NULL;
+	}
+	if (!length) {
+		drv_fail(EINVAL, "ibv_reg_mr: length 0");
+		return NULL;
+	}
+	if ((uintptr_t)addr + length < (uintptr_t)addr) {
+		drv_fail(EINVAL, "ibv_reg_mr: range wraps the address space");
+		return NULL;
+	}
+	if (!addr || !range_resident(addr, length)) {
+		drv_fail(EFAULT, "ibv_reg_mr: [%p, +%zu) is not mapped in this process", addr,
+			 length);
+		return NULL;
+	}
+	if (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
+		perm |= SIM_DMA_WRITE;
+	map = sim_pcie_map(d->fn, addr, length, perm);
+	if (map < 0) {
+		drv_fail((int)-map, "ibv_reg_mr: %s", hcasim_last_error());
+		return NULL;
+	}
+	in.pdn = pd->pdn;
+	in.access = access;
+	in.start = (uint64_t)(uintptr_t)addr;
+	in.length = length;
+	in.iova = iova;
+	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), &out, sizeof(out));
+	if (rc) {
+		sim_pcie_unmap(d->fn, map);
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		struct hca_handle_in h = { .handle = out.lkey };
+		struct hca_cmd_empty none;
+
+		drv_cmd(d, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
+		sim_pcie_unmap(d->fn, map);
+		drv_fail(ENOMEM, "ibv_reg_mr: out of memory");
+		return NULL;
+	}
+	mr->mr.context = pd->pd.context;
+	mr->mr.pd = ibpd;
+	mr->mr.addr = addr;
+	mr->mr.length = length;
+	mr->mr.handle = out.lkey;
+	mr->mr.lkey = out.lkey;
+	mr->mr.rkey = out.rkey;
+	mr->magic = DRV_MAGIC_MR;
+	mr->map = map;
+	return &mr->mr;
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return reg_mr_common(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			       int access)
+{
+	return reg_mr_common(pd, addr, length, iova, (unsigned)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	return reg_mr_common(pd, addr, length, iova, access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct drv_mr *mr = DRV_OBJ(struct drv_mr, ibmr, DRV_MAGIC_MR);
+	struct hca_handle_in in;
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+	int rc;
+
+	if (!mr)
+		return drv_fail(EINVAL, "ibv_dereg_mr: not a live MR");
+	d = drv_dev_of(mr->mr.context);
+	drv_charge_verb(d);
+	in = (struct hca_handle_in){ .handle = mr->mr.lkey };
+	rc = drv_cmd(d, HCA_CMD_DESTROY_MKEY, &in, sizeof(in), &none, sizeof(none));
+	if (rc)
+		return rc;
+	sim_pcie_unmap(d->fn, mr->map);
+	mr->magic = DRV_MAGIC_DEAD;
+	free(mr);
+	return 0;
+}
+
+/* ---- completion channels ---- */
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+	struct drv_dev *d = drv_dev_of(ctx);
+	struct drv_chan *ch;
+
+	if (!d)
+		return NULL;
+	drv_charge_verb(d);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		drv_fail(ENOMEM, "ibv_create_comp_channel: out of memory");
+		return NULL;
+	}
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->ch.fd < 0) {
+		free(ch);
+		drv_fail(errno, "ibv_create_comp_channel: eventfd failed");
+		return NULL;
+	}
+	ch->ch.context = ctx;
+	ch->ch.refcnt = 0;
+	ch->magic = DRV_MAGIC_CHAN;
+	return &ch->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_MAGIC_CHAN);
+
+	if (!ch)
+		return drv_fail(EINVAL, "ibv_destroy_comp_channel: not a live channel");
+	if (ch->ch.refcnt)
+		return drv_fail(EBUSY, "ibv_destroy_comp_channel: %d CQ(s) still use it",
+				ch->ch.refcnt);
+	close(ch->ch.fd);
+	ch->magic = DRV_MAGIC_DEAD;
+	free(ch);
+	return 0;
+}
+
+/* ---- CQ ---- */
+
+static int cq_ring_alloc(struct drv_dev *d, int cqe, void **ring, int64_t *map, uint32_t *log)
+{
+	uint32_t entries = hca_cq_ring_entries((uint32_t)cqe);
+
+	*log = hca_log2(entries);
+	return drv_dma_alloc(d, (size_t)entries * HCA_CQE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, ring,
+			     map);
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct drv_dev *d = drv_dev_of(ctx);
+	struct drv_chan *ch = channel ? DRV_OBJ(struct drv_chan, channel, DRV_MAGIC_CHAN) : NULL;
+	struct hca_cq_in in = { 0 };
+	struct hca_cq_out out;
+	struct drv_cq *cq;
+
+	if (!d)
+		return NULL;
+	drv_charge_verb(d);
+	if (channel && (!ch || ch->ch.context != ctx)) {
+		drv_fail(EINVAL, "ibv_create_cq: channel is not a live channel of this context");
+		return NULL;
+	}
+	if (cqe < 1 || (uint32_t)cqe > d->cap.max_cqe) {
+		drv_fail(EINVAL, "ibv_create_cq: cqe %d outside 1..%u", cqe, d->cap.max_cqe);
+		return NULL;
+	}
+	if (comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
+		drv_fail(EINVAL, "ibv_create_cq: comp_vector %d outside 0..%d", comp_vector,
+			 ctx->num_comp_vectors - 1);
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		drv_fail(ENOMEM, "ibv_create_cq: out of memory");
+		return NULL;
+	}
+	if (cq_ring_alloc(d, cqe, &cq->ring, &cq->ring_map, &cq->log_size) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &cq->db_map))
+		goto err_free;
+	in.cqe = (uint32_t)cqe;
+	in.eqn = d->eqn;
+	in.ring_addr = (uint64_t)(uintptr_t)cq->ring;
+	in.db_addr = (uint64_t)(uintptr_t)cq->db;
+	in.log_size = cq->log_size;
+	if (drv_cmd(d, HCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)))
+		goto err_free;
+	cq->cq.context = ctx;
+	cq->cq.channel = channel;
+	cq->cq.cq_context = cq_context;
+	cq->cq.handle = out.cqn;
+	cq->cq.cqe = (int)out.cqe;
+	pthread_mutex_init(&cq->cq.mutex, NULL);
+	pthread_cond_init(&cq->cq.cond, NULL);
+	cq->magic = DRV_MAGIC_CQ;
+	cq->cqn = out.cqn;
+	if (ch)
+		ch->ch.refcnt++;
+	return &cq->cq;
+err_free:
+	drv_dma_free(d, cq->db, cq->db_map);
+	drv_dma_free(d, cq->ring, cq->ring_map);
+	free(cq);
+	return NULL;
+}
+
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_MAGIC_CQ);
+	struct hca_cq_resize_in in = { 0 };
+	struct hca_cq_out out;
+	struct drv_dev *d;
+	void *ring;
+	int64_t map;
+	uint32_t log;
+	int rc;
+
+	if (!cq)
+		return drv_fail(EINVAL, "ibv_resize_cq: not a live CQ");
+	d = drv_dev_of(cq->cq.context);
+	drv_charge_verb(d);
+	if (cqe < 1 || (uint32_t)cqe > d->cap.max_cqe)
+		return drv_fail(EINVAL, "ibv_resize_cq: cqe %d outside 1..%u", cqe, d->cap.max_cqe);
+	rc = cq_ring_alloc(d, cqe, &ring, &map, &log);
+	if (rc)
+		return rc;
+	in.cqn = cq->cqn;
+	in.cqe = (uint32_t)cqe;
+	in.ring_addr = (uint64_t)(uintptr_t)ring;
+	in.log_size = log;
+	rc = drv_cmd(d, HCA_CMD_RESIZE_CQ, &in, sizeof(in), &out, sizeof(out));
+	if (rc) {
+		drv_dma_free(d, ring, map);
+		return rc;
+	}
+	drv_dma_free(d, cq->ring, cq->ring_map);
+	cq->ring = ring;
+	cq->ring_map = map;
+	cq->log_size = log;
+	cq->cq.cqe = (int)out.cqe;
+	return 0;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_MAGIC_CQ);
+	struct hca_handle_in in;
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+	int rc;
+
+	if (!cq)
+		return drv_fail(EINVAL, "ibv_destroy_cq: not a live CQ");
+	d = drv_dev_of(cq->cq.context);
+	drv_charge_verb(d);
+	in = (struct hca_handle_in){ .handle = cq->cqn };
+	rc = drv_cmd(d, HCA_CMD_DESTROY_CQ, &in, sizeof(in), &none, sizeof(none));
+	if (rc)
+		return rc;
+	if (cq->cq.channel)
+		cq->cq.channel->refcnt--;
+	drv_dma_free(d, cq->db, cq->db_map);
+	drv_dma_free(d, cq->ring, cq->ring_map);
+	pthread_mutex_destroy(&cq->cq.mutex);
+	pthread_cond_destroy(&cq->cq.cond);
+	cq->magic = DRV_MAGIC_DEAD;
+	free(cq);
+	return 0;
+}
+
+/* ---- SRQ ---- */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+{
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct hca_srq_create_in in = { 0 };
+	struct hca_srq_out out;
+	struct drv_srq *srq;
+	struct drv_dev *d;
+	uint32_t entries, stride;
+
+	if (!pd) {
+		drv_fail(EINVAL, "ibv_create_srq: not a live PD");
+		return NULL;
+	}
+	d = drv_dev_of(pd->pd.context);
+	drv_charge_verb(d);
+	if (!init) {
+		drv_fail(EINVAL, "ibv_create_srq: NULL init_attr");
+		return NULL;
+	}
+	if (!init->attr.max_wr || init->attr.max_wr > d->cap.max_srq_wr) {
+		drv_fail(EINVAL, "ibv_create_srq: max_wr %u outside 1..%u", init->attr.max_wr,
+			 d->cap.max_srq_wr);
+		return NULL;
+	}
+	if (init->attr.max_sge > d->cap.max_srq_sge) {
+		drv_fail(EINVAL, "ibv_create_srq: max_sge %u above %u", init->attr.max_sge,
+			 d->cap.max_srq_sge);
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		drv_fail(ENOMEM, "ibv_create_srq: out of memory");
+		return NULL;
+	}
+	entries = hca_wq_entries(init->attr.max_wr + 1);
+	stride = hca_rq_stride(init->attr.max_sge);
+	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&srq->db, &srq->db_map))
+		goto err_free;
+	in.pdn = pd->pdn;
+	in.max_wr = init->attr.max_wr;
+	in.max_sge = init->attr.max_sge;
+	in.srq_limit = 0; /* ibv_create_srq(3): srq_limit is ignored; armed by ibv_modify_srq */
+	in.ring_addr = (uint64_t)(uintptr_t)srq->ring;
+	in.db_addr = (uint64_t)(uintptr_t)srq->db;
+	if (drv_cmd(d, HCA_CMD_CREATE_SRQ, &in, sizeof(in), &out, sizeof(out)))
+		goto err_free;
+	srq->srq.context = pd->pd.context;
+	srq->srq.srq_context = init->srq_context;
+	srq->srq.pd = ibpd;
+	srq->srq.handle = out.srqn;
+	pthread_mutex_init(&srq->srq.mutex, NULL);
+	pthread_cond_init(&srq->srq.cond, NULL);
+	srq->magic = DRV_MAGIC_SRQ;
+	srq->srqn = out.srqn;
+	init->attr.max_wr = out.max_wr;
+	init->attr.max_sge = out.max_sge;
+	init->attr.srq_limit = out.srq_limit;
+	return &srq->srq;
+err_free:
+	drv_dma_free(d, srq->db, srq->db_map);
+	drv_dma_free(d, srq->ring, srq->ring_map);
+	free(srq);
+	return NULL;
+}
+
+int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct hca_srq_modify_in in = { 0 };
+	struct hca_srq_out out;
+	struct drv_dev *d;
+	int rc;
+
+	if (!srq)
+		return drv_fail(EINVAL, "ibv_modify_srq: not a live SRQ");
+	d = drv_dev_of(srq->srq.context);
+	drv_charge_verb(d);
+	if (!attr)
+		return drv_fail(EINVAL, "ibv_modify_srq: NULL attr");
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return drv_fail(EINVAL, "ibv_modify_srq: unknown mask bits 0x%x",
+				mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT));
+	in.srqn = srq->srqn;
+	in.attr_mask = (uint32_t)mask;
+	in.max_wr = attr->max_wr;
+	in.srq_limit = attr->srq_limit;
+	rc = drv_cmd(d, HCA_CMD_MODIFY_SRQ, &in, sizeof(in), &out, sizeof(out));
+	if (rc == EOPNOTSUPP)
+		/* As mlx5: resizing without IBV_DEVICE_SRQ_RESIZE is an invalid request. */
+		return drv_fail(EINVAL, "ibv_modify_srq: IBV_SRQ_MAX_WR (resize) is not supported "
+				"by this device (no IBV_DEVICE_SRQ_RESIZE)");
+	return rc;
+}
+
+int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct hca_handle_in in;
+	struct hca_srq_out out;
+	struct drv_dev *d;
+	int rc;
+
+	if (!srq)
+		return drv_fail(EINVAL, "ibv_query_srq: not a live SRQ");
+	if (!attr)
+		return drv_fail(EINVAL, "ibv_query_srq: NULL attr");
+	d = drv_dev_of(srq->srq.context);
+	drv_charge_verb(d);
+	in = (struct hca_handle_in){ .handle = srq->srqn };
+	rc = drv_cmd(d, HCA_CMD_QUERY_SRQ, &in, sizeof(in), &out, sizeof(out));
+	if (rc)
+		return rc;
+	attr->max_wr = out.max_wr;
+	attr->max_sge = out.max_sge;
+	attr->srq_limit = out.srq_limit;
+	return 0;
+}
+
+int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct hca_handle_in in;
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+	int rc;
+
+	if (!srq)
+		return drv_fail(EINVAL, "ibv_destroy_srq: not a live SRQ");
+	d = drv_dev_of(srq->srq.context);
+	drv_charge_verb(d);
+	in = (struct hca_handle_in){ .handle = srq->srqn };
+	rc = drv_cmd(d, HCA_CMD_DESTROY_SRQ, &in, sizeof(in), &none, sizeof(none));
+	if (rc)
+		return rc;
+	drv_dma_free(d, srq->db, srq->db_map);
+	drv_dma_free(d, srq->ring, srq->ring_map);
+	pthread_mutex_destroy(&srq->srq.mutex);
+	pthread_cond_destroy(&srq->srq.cond);
+	srq->magic = DRV_MAGIC_DEAD;
+	free(srq);
+	return 0;
+}
+
+/* ---- AH (a driver object: the address vector travels in each UD WQE) ---- */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
+{
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct hca_port_info pi;
+	struct drv_dev *d;
+	struct drv_ah *ah;
+
+	if (!pd) {
+		drv_fail(EINVAL, "ibv_create_ah: not a live PD");
+		return NULL;
+	}
+	d = drv_dev_of(pd->pd.context);
+	drv_charge_verb(d);
+	if (!attr) {
+		drv_fail(EINVAL, "ibv_create_ah: NULL attr");
+		return NULL;
+	}
+	if (drv_query_port_info(d, attr->port_num, &pi))
+		return NULL;
+	if (attr->sl > 15) {
+		drv_fail(EINVAL, "ibv_create_ah: sl %u above 15", attr->sl);
+		return NULL;
+	}
+	if (attr->static_rate > IBV_RATE_1200_GBPS) {
+		drv_fail(EINVAL, "ibv_create_ah: unknown static_rate %u", attr->static_rate);
+		return NULL;
+	}
+	if (pi.link_layer == 2 && !attr->is_global) {
+		drv_fail(EINVAL, "ibv_create_ah: a RoCE port needs a GRH (is_global)");
+		return NULL;
+	}
+	if (attr->is_global) {
+		union ibv_gid g;
+
+		if (attr->grh.sgid_index >= pi.gid_tbl_len) {
+			drv_fail(EINVAL, "ibv_create_ah: sgid_index %u outside the GID table",
+				 attr->grh.sgid_index);
+			return NULL;
+		}
+		if (attr->grh.flow_label > 0xfffff) {
+			drv_fail(EINVAL, "ibv_create_ah: flow_label 0x%x wider than 20 bits",
+				 attr->grh.flow_label);
+			return NULL;
+		}
+		if (ibv_query_gid(pd->pd.context, attr->port_num, attr->grh.sgid_index, &g))
+			return NULL;
+		if (!g.global.subnet_prefix && !g.global.interface_id) {
+			drv_fail(EINVAL, "ibv_create_ah: sgid_index %u is not populated",
+				 attr->grh.sgid_index);
+			return NULL;
+		}
+	} else if (!attr->dlid) {
+		drv_fail(EINVAL, "ibv_create_ah: dlid 0 is not a valid destination");
+		return NULL;
+	}
+	if (d->nah >= d->cap.max_ah) {
+		drv_fail(ENOMEM, "ibv_create_ah: device limit of %u address handles reached",
+			 d->cap.max_ah);
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		drv_fail(ENOMEM, "ibv_create_ah: out of memory");
+		return NULL;
+	}
+	ah->ah.context = pd->pd.context;
+	ah->ah.pd = ibpd;
+	ah->ah.handle = ++d->nah;
+	ah->magic = DRV_MAGIC_AH;
+	ah->attr = *attr;
+	pd->nah++;
+	return &ah->ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	struct drv_ah *ah = DRV_OBJ(struct drv_ah, ibah, DRV_MAGIC_AH);
+	struct drv_pd *pd;
+
+	if (!ah)
+		return drv_fail(EINVAL, "ibv_destroy_ah: not a live AH");
+	pd = (struct drv_pd *)ah->ah.pd;
+	drv_dev_of(ah->ah.context)->nah--;
+	pd->nah--;
+	ah->magic = DRV_MAGIC_DEAD;
+	free(ah);
+	return 0;
+}

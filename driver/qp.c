@@ -1,0 +1,390 @@
+/* Driver: queue pairs. ibv_create_qp sizes the rings by model/hw's rule and returns the
+ * actual capabilities; ibv_modify_qp hands the mask and every attribute to MODIFY_QP, whose
+ * firmware enforces the transition table (firmware/qp_rules.c) and the value rules; the
+ * driver refuses only what it cannot pass on faithfully (values wider than the command's
+ * fields, mask bits the device has no attribute for). */
+#include "driver/drv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The device's attribute bits are libibverbs' (model/hw/qpattr.def). */
+#define SAME_BIT(n) _Static_assert((unsigned)HCA_QPA_##n == (unsigned)IBV_QP_##n, #n)
+SAME_BIT(STATE);
+SAME_BIT(CUR_STATE);
+SAME_BIT(EN_SQD_ASYNC_NOTIFY);
+SAME_BIT(ACCESS_FLAGS);
+SAME_BIT(PKEY_INDEX);
+SAME_BIT(PORT);
+SAME_BIT(QKEY);
+SAME_BIT(AV);
+SAME_BIT(PATH_MTU);
+SAME_BIT(TIMEOUT);
+SAME_BIT(RETRY_CNT);
+SAME_BIT(RNR_RETRY);
+SAME_BIT(RQ_PSN);
+SAME_BIT(MAX_QP_RD_ATOMIC);
+SAME_BIT(ALT_PATH);
+SAME_BIT(MIN_RNR_TIMER);
+SAME_BIT(SQ_PSN);
+SAME_BIT(MAX_DEST_RD_ATOMIC);
+SAME_BIT(PATH_MIG_STATE);
+SAME_BIT(CAP);
+SAME_BIT(DEST_QPN);
+#undef SAME_BIT
+
+static struct drv_qp *qp_of(struct ibv_qp *qp)
+{
+	return DRV_OBJ(struct drv_qp, qp, DRV_MAGIC_QP);
+}
+
+static struct drv_cq *cq_of(struct ibv_cq *cq, struct ibv_context *ctx)
+{
+	struct drv_cq *c = DRV_OBJ(struct drv_cq, cq, DRV_MAGIC_CQ);
+
+	return c && c->cq.context == ctx ? c : NULL;
+}
+
+static void qp_free(struct drv_dev *d, struct drv_qp *qp)
+{
+	drv_dma_free(d, qp->db, qp->db_map);
+	drv_dma_free(d, qp->rq, qp->rq_map);
+	drv_dma_free(d, qp->sq, qp->sq_map);
+	free(qp);
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
+{
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct hca_qp_create_in in = { 0 };
+	struct hca_qp_create_out out;
+	struct drv_cq *scq, *rcq;
+	struct drv_srq *srq = NULL;
+	struct ibv_context *ctx;
+	struct drv_dev *d;
+	struct drv_qp *qp;
+	uint32_t sq_entries, rq_entries;
+	struct ibv_qp *q;
+
+	if (!pd) {
+		drv_fail(EINVAL, "ibv_create_qp: not a live PD");
+		return NULL;
+	}
+	ctx = pd->pd.context;
+	d = drv_dev_of(ctx);
+	drv_charge_verb(d);
+	if (!init) {
+		drv_fail(EINVAL, "ibv_create_qp: NULL init_attr");
+		return NULL;
+	}
+	switch (init->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		drv_fail(EOPNOTSUPP, "ibv_create_qp: qp_type %d is not supported by this device",
+			 init->qp_type);
+		return NULL;
+	default:
+		drv_fail(EINVAL, "ibv_create_qp: unknown qp_type %d", init->qp_type);
+		return NULL;
+	}
+	scq = cq_of(init->send_cq, ctx);
+	rcq = cq_of(init->recv_cq, ctx);
+	if (!scq || !rcq) {
+		drv_fail(EINVAL, "ibv_create_qp: %s is not a live CQ of this context",
+			 !scq ? "send_cq" : "recv_cq");
+		return NULL;
+	}
+	if (init->srq) {
+		srq = DRV_OBJ(struct drv_srq, init->srq, DRV_MAGIC_SRQ);
+		if (!srq || srq->srq.context != ctx) {
+			drv_fail(EINVAL, "ibv_create_qp: srq is not a live SRQ of this context");
+			return NULL;
+		}
+	}
+	in.caps.max_send_wr = init->cap.max_send_wr;
+	in.caps.max_send_sge = init->cap.max_send_sge;
+	in.caps.max_inline = init->cap.max_inline_data;
+	/* With an SRQ the receive sizes are ignored (ibv_create_qp(3)). */
+	in.caps.max_recv_wr = srq ? 0 : init->cap.max_recv_wr;
+	in.caps.max_recv_sge = srq ? 0 : init->cap.max_recv_sge;
+	if (in.caps.max_send_wr > d->cap.max_qp_wr || in.caps.max_recv_wr > d->cap.max_qp_wr) {
+		drv_fail(EINVAL, "ibv_create_qp: cap.max_%s_wr %u above the device's %u",
+			 in.caps.max_send_wr > d->cap.max_qp_wr ? "send" : "recv",
+			 in.caps.max_send_wr > d->cap.max_qp_wr ? in.caps.max_send_wr
+								: in.caps.max_recv_wr,
+			 d->cap.max_qp_wr);
+		return NULL;
+	}
+	if (in.caps.max_send_sge > d->cap.max_sge || in.caps.max_recv_sge > d->cap.max_sge) {
+		drv_fail(EINVAL, "ibv_create_qp: cap.max_%s_sge above the device's %u",
+			 in.caps.max_send_sge > d->cap.max_sge ? "send" : "recv", d->cap.max_sge);
+		return NULL;
+	}
+	if (in.caps.max_inline > d->cap.max_inline) {
+		drv_fail(EINVAL, "ibv_create_qp: cap.max_inline_data %u above the device's %u",
+			 in.caps.max_inline, d->cap.max_inline);
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		drv_fail(ENOMEM, "ibv_create_qp: out of memory");
+		return NULL;
+	}
+	sq_entries = hca_wq_entries(in.caps.max_send_wr);
+	rq_entries = hca_wq_entries(in.caps.max_recv_wr);
+	if (drv_dma_alloc(d,
+			  (size_t)sq_entries * hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline),
+			  SIM_DMA_READ, &qp->sq, &qp->sq_map) ||
+	    (!srq && drv_dma_alloc(d, (size_t)rq_entries * hca_rq_stride(in.caps.max_recv_sge),
+				   SIM_DMA_READ, &qp->rq, &qp->rq_map)) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&qp->db, &qp->db_map)) {
+		qp_free(d, qp);
+		return NULL;
+	}
+	in.type = (uint8_t)init->qp_type;
+	in.sq_sig_all = init->sq_sig_all ? 1 : 0;
+	in.has_srq = srq ? 1 : 0;
+	in.pdn = pd->pdn;
+	in.send_cqn = scq->cqn;
+	in.recv_cqn = rcq->cqn;
+	in.srqn = srq ? srq->srqn : 0;
+	in.sq_addr = (uint64_t)(uintptr_t)qp->sq;
+	in.rq_addr = (uint64_t)(uintptr_t)qp->rq;
+	in.db_addr = (uint64_t)(uintptr_t)qp->db;
+	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
+		qp_free(d, qp);
+		return NULL;
+	}
+	q = &qp->qpx.qp_base;
+	q->context = ctx;
+	q->qp_context = init->qp_context;
+	q->pd = ibpd;
+	q->send_cq = init->send_cq;
+	q->recv_cq = init->recv_cq;
+	q->srq = init->srq;
+	q->handle = out.qpn;
+	q->qp_num = out.qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = init->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	qp->magic = DRV_MAGIC_QP;
+	qp->sq_sig_all = init->sq_sig_all ? 1 : 0;
+	qp->cap.max_send_wr = out.caps.max_send_wr;
+	qp->cap.max_recv_wr = out.caps.max_recv_wr;
+	qp->cap.max_send_sge = out.caps.max_send_sge;
+	qp->cap.max_recv_sge = out.caps.max_recv_sge;
+	qp->cap.max_inline_data = out.caps.max_inline;
+	init->cap = qp->cap;
+	return q;
+}
+
+static void av_to_hw(const struct ibv_ah_attr *a, struct hca_av *h)
+{
+	h->dlid = a->dlid;
+	h->sl = a->sl;
+	h->src_path_bits = a->src_path_bits;
+	h->static_rate = a->static_rate;
+	h->is_global = a->is_global ? 1 : 0;
+	h->port_num = a->port_num;
+	h->sgid_index = a->grh.sgid_index;
+	h->flow_label = a->grh.flow_label;
+	h->hop_limit = a->grh.hop_limit;
+	h->traffic_class = a->grh.traffic_class;
+	memcpy(h->dgid, a->grh.dgid.raw, 16);
+}
+
+static void av_from_hw(const struct hca_av *h, struct ibv_ah_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->dlid = h->dlid;
+	a->sl = h->sl;
+	a->src_path_bits = h->src_path_bits;
+	a->static_rate = h->static_rate;
+	a->is_global = h->is_global;
+	a->port_num = h->port_num;
+	a->grh.sgid_index = h->sgid_index;
+	a->grh.flow_label = h->flow_label;
+	a->grh.hop_limit = h->hop_limit;
+	a->grh.traffic_class = h->traffic_class;
+	memcpy(a->grh.dgid.raw, h->dgid, 16);
+}
+
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_qp_modify_in in = { 0 };
+	struct hca_qp_modify_out out;
+	struct hca_qp_attr *h = &in.attr;
+	struct drv_dev *d;
+	int rc;
+
+	if (!qp)
+		return drv_fail(EINVAL, "ibv_modify_qp: not a live QP");
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb(d);
+	if (!attr)
+		return drv_fail(EINVAL, "ibv_modify_qp: NULL attr");
+	if ((unsigned)mask & ~(unsigned)HCA_QPA_ALL)
+		return drv_fail(EINVAL, "ibv_modify_qp: attribute mask bits 0x%x are not supported "
+				"by this device", (unsigned)mask & ~(unsigned)HCA_QPA_ALL);
+	{
+		unsigned long long max_;
+
+#define CHECK(bit, field, m)                                                                       \
+	do {                                                                                       \
+		max_ = (m);                                                                        \
+		if ((mask & (bit)) && ((long long)attr->field < 0 ||                               \
+				       (unsigned long long)attr->field > max_))                   \
+			return drv_fail(EINVAL, "ibv_modify_qp: attr->" #field " = %lld is out of "  \
+					"range", (long long)attr->field);                          \
+	} while (0)
+		CHECK(IBV_QP_STATE, qp_state, IBV_QPS_ERR);
+		CHECK(IBV_QP_CUR_STATE, cur_qp_state, IBV_QPS_ERR);
+		CHECK(IBV_QP_PATH_MTU, path_mtu, 0xff);
+		CHECK(IBV_QP_PATH_MIG_STATE, path_mig_state, 0xff);
+		CHECK(IBV_QP_ACCESS_FLAGS, qp_access_flags, 0x7fffffff);
+#undef CHECK
+	}
+	in.qpn = ibqp->qp_num;
+	in.attr_mask = (uint32_t)mask;
+	in.cur_state = (uint8_t)attr->cur_qp_state;
+	in.next_state = (uint8_t)attr->qp_state;
+	h->qkey = attr->qkey;
+	h->rq_psn = attr->rq_psn;
+	h->sq_psn = attr->sq_psn;
+	h->dest_qpn = attr->dest_qp_num;
+	h->access_flags = (uint32_t)attr->qp_access_flags;
+	h->pkey_index = attr->pkey_index;
+	h->alt_pkey_index = attr->alt_pkey_index;
+	h->path_mtu = (uint8_t)attr->path_mtu;
+	h->path_mig_state = (uint8_t)attr->path_mig_state;
+	h->en_sqd_async_notify = attr->en_sqd_async_notify ? 1 : 0;
+	h->max_rd_atomic = attr->max_rd_atomic;
+	h->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	h->min_rnr_timer = attr->min_rnr_timer;
+	h->port_num = attr->port_num;
+	h->timeout = attr->timeout;
+	h->retry_cnt = attr->retry_cnt;
+	h->rnr_retry = attr->rnr_retry;
+	h->alt_port_num = attr->alt_port_num;
+	h->alt_timeout = attr->alt_timeout;
+	av_to_hw(&attr->ah_attr, &h->av);
+	av_to_hw(&attr->alt_ah_attr, &h->alt_av);
+	rc = drv_cmd(d, HCA_CMD_MODIFY_QP, &in, sizeof(in), &out, sizeof(out));
+	if (rc)
+		return rc;
+	ibqp->state = (enum ibv_qp_state)out.state; /* libibverbs keeps qp->state current */
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_handle_in in;
+	struct hca_qp_query_out o;
+	struct drv_dev *d;
+	int rc;
+
+	if (!qp)
+		return drv_fail(EINVAL, "ibv_query_qp: not a live QP");
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb(d);
+	if (!attr || !init)
+		return drv_fail(EINVAL, "ibv_query_qp: NULL %s", !attr ? "attr" : "init_attr");
+	if ((unsigned)mask & ~(unsigned)HCA_QPA_ALL)
+		return drv_fail(EINVAL, "ibv_query_qp: unknown attribute mask bits 0x%x",
+				(unsigned)mask & ~(unsigned)HCA_QPA_ALL);
+	in = (struct hca_handle_in){ .handle = ibqp->qp_num };
+	rc = drv_cmd(d, HCA_CMD_QUERY_QP, &in, sizeof(in), &o, sizeof(o));
+	if (rc)
+		return rc;
+	/* Like the kernel, every attribute is returned whatever the mask asks for. */
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = (enum ibv_qp_state)o.state;
+	attr->cur_qp_state = (enum ibv_qp_state)o.state;
+	attr->path_mtu = (enum ibv_mtu)o.attr.path_mtu;
+	attr->path_mig_state = (enum ibv_mig_state)o.attr.path_mig_state;
+	attr->qkey = o.attr.qkey;
+	attr->rq_psn = o.attr.rq_psn;
+	attr->sq_psn = o.attr.sq_psn;
+	attr->dest_qp_num = o.attr.dest_qpn;
+	attr->qp_access_flags = (int)o.attr.access_flags;
+	attr->cap = qp->cap;
+	av_from_hw(&o.attr.av, &attr->ah_attr);
+	av_from_hw(&o.attr.alt_av, &attr->alt_ah_attr);
+	attr->pkey_index = o.attr.pkey_index;
+	attr->alt_pkey_index = o.attr.alt_pkey_index;
+	attr->en_sqd_async_notify = o.attr.en_sqd_async_notify;
+	attr->sq_draining = o.attr.sq_draining;
+	attr->max_rd_atomic = o.attr.max_rd_atomic;
+	attr->max_dest_rd_atomic = o.attr.max_dest_rd_atomic;
+	attr->min_rnr_timer = o.attr.min_rnr_timer;
+	attr->port_num = o.attr.port_num;
+	attr->timeout = o.attr.timeout;
+	attr->retry_cnt = o.attr.retry_cnt;
+	attr->rnr_retry = o.attr.rnr_retry;
+	attr->alt_port_num = o.attr.alt_port_num;
+	attr->alt_timeout = o.attr.alt_timeout;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	ibqp->state = attr->qp_state;
+	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_handle_in in;
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+	int rc;
+
+	if (!qp)
+		return drv_fail(EINVAL, "ibv_destroy_qp: not a live QP");
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb(d);
+	in = (struct hca_handle_in){ .handle = ibqp->qp_num };
+	rc = drv_cmd(d, HCA_CMD_DESTROY_QP, &in, sizeof(in), &none, sizeof(none));
+	if (rc)
+		return rc;
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	qp->magic = DRV_MAGIC_DEAD;
+	qp_free(d, qp);
+	return 0;
+}
+
+int hcasim_qp_force_state(struct ibv_qp *ibqp, int state)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_qp_force_in in;
+	struct hca_cmd_empty none;
+	int rc;
+
+	if (!qp)
+		return -drv_fail(EINVAL, "hcasim_qp_force_state: not a live QP");
+	if (state < IBV_QPS_RESET || state > IBV_QPS_ERR)
+		return -drv_fail(EINVAL, "hcasim_qp_force_state: state %d out of range", state);
+	in = (struct hca_qp_force_in){ .qpn = ibqp->qp_num, .state = (uint32_t)state };
+	rc = drv_cmd(drv_dev_of(ibqp->context), HCA_CMD_DEBUG_FORCE_QP_STATE, &in, sizeof(in),
+		     &none, sizeof(none));
+	if (!rc)
+		ibqp->state = (enum ibv_qp_state)state;
+	return -rc;
+}

@@ -1,0 +1,236 @@
+/* Command processor: fetch the entry by DMA, check lengths, opcode and token, run the handler
+ * with its modelled cost, write the output and then the status (model/hw/cmd.def lists the
+ * commands and their costs). */
+#include "firmware/fw.h"
+#include "sim/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fw_cmd {
+	uint16_t opcode;       /* opcode */
+	const char *name;      /* for traces */
+	fw_handler fn;         /* handler */
+	size_t in_len, out_len; /* exact mailbox sizes */
+	uint32_t cost_cycles;  /* firmware execution cost */
+};
+
+static const struct fw_cmd cmd_table[] = {
+#define CMD(name, op, in, out, cost, doc)                                                          \
+	{ op, #name, fw_cmd_##name, sizeof(struct in), sizeof(struct out), cost },
+#include "model/hw/cmd.def"
+#undef CMD
+};
+
+static const struct fw_cmd *cmd_lookup(uint16_t opcode)
+{
+	for (size_t i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
+		if (cmd_table[i].opcode == opcode)
+			return &cmd_table[i];
+	return NULL;
+}
+
+/* ---- object tables ---- */
+
+static void table_init(struct fw_table *t, size_t size, uint32_t first, uint64_t max)
+{
+	free(t->objs);
+	memset(t, 0, sizeof(*t));
+	t->size = size;
+	t->first = first;
+	t->max = (uint32_t)max;
+	t->cursor = first;
+}
+
+void *fw_obj(struct fw_table *t, uint32_t idx)
+{
+	bool *live;
+
+	if (idx < t->first || idx >= t->cap)
+		return NULL;
+	live = (bool *)((char *)t->objs + (size_t)idx * t->size); /* every object starts with live */
+	return *live ? live : NULL;
+}
+
+/* Make slot idx exist (tables grow on demand: a device with 16 M QPs costs nothing until
+ * they are created). */
+static void table_grow(struct fw_table *t, uint32_t idx)
+{
+	uint32_t end = t->first + t->max, cap = t->cap ? t->cap : 64;
+	void *o;
+
+	while (cap <= idx)
+		cap *= 2;
+	if (cap > end)
+		cap = end;
+	o = realloc(t->objs, (size_t)cap * t->size);
+	SIM_ASSERT(o != NULL, "out of memory growing a firmware table to %u", cap);
+	memset((char *)o + (size_t)t->cap * t->size, 0, (size_t)(cap - t->cap) * t->size);
+	t->objs = o;
+	t->cap = cap;
+}
+
+int64_t fw_obj_alloc(struct fw_table *t)
+{
+	uint32_t end = t->first + t->max; /* indexes [first, first + max) */
+
+	if (t->live >= t->max)
+		return -1;
+	for (uint32_t n = 0; n < t->max; n++) {
+		uint32_t idx = t->cursor;
+
+		t->cursor = t->cursor + 1 >= end ? t->first : t->cursor + 1;
+		if (idx >= t->cap)
+			table_grow(t, idx);
+		if (!fw_obj(t, idx)) {
+			bool *live = (bool *)((char *)t->objs + (size_t)idx * t->size);
+
+			*live = true;
+			t->live++;
+			return idx;
+		}
+	}
+	return -1;
+}
+
+void fw_obj_free(struct fw_table *t, uint32_t idx)
+{
+	bool *live = fw_obj(t, idx);
+
+	SIM_ASSERT(live != NULL, "freeing a dead object %u", idx);
+	*live = false;
+	t->live--;
+}
+
+void fw_reset_objects(struct fw_state *fw)
+{
+	const struct sim_config *c = &fw->dev->cfg;
+	uint8_t *variants = NULL;
+	uint32_t nvar = fw->mkeys.cap;
+
+	/* MKEY variants survive a reset so that stale keys stay invalid. */
+	if (nvar) {
+		variants = malloc(nvar);
+		SIM_ASSERT(variants != NULL, "out of memory");
+		for (uint32_t i = 0; i < nvar; i++)
+			variants[i] = ((struct fw_mkey *)fw->mkeys.objs)[i].variant;
+	}
+	table_init(&fw->pds, sizeof(struct fw_pd), 1, c->max_pd);
+	table_init(&fw->mkeys, sizeof(struct fw_mkey), 1, c->max_mr);
+	table_init(&fw->cqs, sizeof(struct fw_cq), 1, c->max_cq);
+	table_init(&fw->srqs, sizeof(struct fw_srq), 1, c->max_srq);
+	table_init(&fw->qps, sizeof(struct fw_qp), HCA_FIRST_QPN, c->max_qp);
+	if (variants) {
+		/* Re-create the slots to keep their variants. */
+		fw->mkeys.objs = calloc(nvar, sizeof(struct fw_mkey));
+		SIM_ASSERT(fw->mkeys.objs != NULL, "out of memory");
+		fw->mkeys.cap = nvar;
+		for (uint32_t i = 0; i < nvar; i++)
+			((struct fw_mkey *)fw->mkeys.objs)[i].variant = variants[i];
+		free(variants);
+	}
+	hm_eq_reset(fw->dev);
+}
+
+struct fw_state *fw_create(struct hm_dev *d)
+{
+	struct fw_state *fw = calloc(1, sizeof(*fw));
+
+	SIM_ASSERT(fw != NULL, "out of memory");
+	fw->dev = d;
+	fw_reset_objects(fw);
+	return fw;
+}
+
+void fw_destroy(struct fw_state *fw)
+{
+	if (!fw)
+		return;
+	free(fw->pds.objs);
+	free(fw->mkeys.objs);
+	free(fw->cqs.objs);
+	free(fw->srqs.objs);
+	free(fw->qps.objs);
+	free(fw);
+}
+
+bool fw_dma_ok(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm)
+{
+	return addr && sim_iommu_allowed(fw->dev->fn, addr, len, perm);
+}
+
+/* ---- the mailbox loop ---- */
+
+static struct fw_result check_entry(const struct hca_cmd_entry *e, uint32_t token,
+				    const struct fw_cmd **cmd)
+{
+	*cmd = cmd_lookup(e->opcode);
+	if (!*cmd)
+		return FW_FIELD(BAD_OPCODE, hca_cmd_entry, opcode);
+	if (e->token != token)
+		return FW_FIELD(BAD_TOKEN, hca_cmd_entry, token);
+	if (e->in_len != (*cmd)->in_len)
+		return FW_FAIL(BAD_LENGTH, LENGTH, 0);
+	if (e->out_len != (*cmd)->out_len)
+		return FW_FAIL(BAD_LENGTH, LENGTH, 1);
+	return FW_OK;
+}
+
+sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
+{
+	struct hca_cmd_entry e;
+	const struct fw_cmd *cmd = NULL;
+	struct fw_result r;
+	uint8_t in[256], out[256];
+	uint64_t start_cycle = sim_clock_cycles(&d->core, t);
+
+	if (sim_dma_read_timed(d->fn, d->cmdq_addr, &e, sizeof(e), &t)) {
+		/* The entry itself is unreachable: nothing can be written back. The fault was
+		 * reported by the IOMMU callback; CMD_STATUS shows BAD_ADDR. */
+		SIM_TRACE(warn, cmd, d->devno, "command entry at 0x%llx unreadable",
+			  (unsigned long long)d->cmdq_addr);
+		d->cmd_busy = false;
+		d->last_status = HCA_STATUS_BAD_ADDR;
+		return t;
+	}
+	if (!(e.own & HCA_CMD_OWN_DEVICE)) {
+		/* Software rang without handing the entry over: answer BAD_TOKEN so the driver
+		 * learns of its bug instead of waiting forever. */
+		SIM_TRACE(warn, cmd, d->devno, "entry not owned by the device (own=0x%x)", e.own);
+	}
+	r = check_entry(&e, token, &cmd);
+	if (r.status == HCA_STATUS_OK && !(e.own & HCA_CMD_OWN_DEVICE))
+		r = FW_FIELD(BAD_TOKEN, hca_cmd_entry, own);
+	SIM_TRACE(cmd, exec, d->devno, "op=%s(0x%x) token=%u", cmd ? cmd->name : "?", e.opcode,
+		  e.token);
+	if (r.status == HCA_STATUS_OK && !d->initialized && e.opcode != HCA_CMD_QUERY_HCA_CAP &&
+	    e.opcode != HCA_CMD_INIT_HCA)
+		r = FW_FAIL(NOT_INITIALIZED, NONE, 0);
+	if (r.status == HCA_STATUS_OK && e.in_len &&
+	    sim_dma_read_timed(d->fn, e.in_addr, in, e.in_len, &t))
+		r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, in_addr));
+	if (r.status == HCA_STATUS_OK && e.out_len && !fw_dma_ok(d->fw, e.out_addr, e.out_len,
+								 SIM_DMA_WRITE))
+		r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, out_addr));
+	if (r.status == HCA_STATUS_OK) {
+		t = sim_clock_after(&d->core, t, cmd->cost_cycles);
+		memset(out, 0, sizeof(out));
+		r = cmd->fn(d->fw, in, out, &t);
+		if (r.status == HCA_STATUS_OK &&
+		    sim_dma_write_timed(d->fn, e.out_addr, out, e.out_len, &t))
+			r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, out_addr));
+	} else {
+		t = sim_clock_after(&d->core, t, 50); /* decode and reject */
+	}
+	if (r.status != HCA_STATUS_OK)
+		SIM_TRACE(warn, cmd, d->devno, "op=0x%x status=%s syndrome=0x%08x", e.opcode,
+			  hca_status_name(r.status), r.syndrome);
+	SIM_TRACE(cmd, done, d->devno, "op=%s status=%s syndrome=0x%08x cycles=%llu",
+		  cmd ? cmd->name : "?", hca_status_name(r.status), r.syndrome,
+		  (unsigned long long)(sim_clock_cycles(&d->core, t) - start_cycle));
+	e.status = r.status;
+	e.syndrome = r.syndrome;
+	e.start_cycle = start_cycle;
+	hm_cmd_finish(d, &e, t);
+	return t;
+}

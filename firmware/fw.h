@@ -1,0 +1,117 @@
+/* Firmware: the device's command processor. Objects (PD, MKEY, CQ, SRQ, QP, EQ) live in
+ * tables indexed by their handle; handle 0 is never valid (QPNs start at HCA_FIRST_QPN).
+ * A command is validated completely before anything changes: a rejected command leaves every
+ * object exactly as it was. */
+#ifndef FW_FW_H
+#define FW_FW_H
+
+#include "model/hca.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fw_pd {
+	bool live;     /* allocated */
+	uint32_t refs; /* MKEYs, QPs and SRQs in it */
+};
+
+struct fw_mkey {
+	bool live;        /* registered */
+	uint8_t variant;  /* low 8 bits of the key, bumped on every reuse of the index */
+	uint32_t pdn;     /* owner PD */
+	uint32_t access;  /* HCA_ACCESS_* */
+	uint64_t start;   /* host address */
+	uint64_t length;  /* bytes */
+	uint64_t iova;    /* address used in WRs */
+};
+
+struct fw_cq {
+	bool live;          /* created */
+	uint32_t cqe;       /* usable entries */
+	uint32_t log_size;  /* ring entries = 2^log_size */
+	uint64_t ring_addr; /* CQE ring */
+	uint64_t db_addr;   /* doorbell record */
+	uint32_t eqn;       /* completion events go here */
+	uint32_t refs;      /* QPs using it (send or receive, counted once per use) */
+};
+
+struct fw_srq {
+	bool live;          /* created */
+	uint32_t pdn;       /* owner PD */
+	uint32_t max_wr;    /* actual WRs */
+	uint32_t max_sge;   /* actual SGEs */
+	uint32_t limit;     /* armed limit, 0 = not armed */
+	uint64_t ring_addr; /* receive ring */
+	uint64_t db_addr;   /* doorbell record */
+	uint32_t refs;      /* QPs using it */
+};
+
+struct fw_qp {
+	bool live;                /* created */
+	uint8_t type;             /* HCA_QPT_* */
+	uint8_t state;            /* HCA_QPS_* */
+	uint8_t sq_sig_all;       /* as created */
+	uint8_t has_srq;          /* as created */
+	uint32_t pdn, send_cqn, recv_cqn, srqn; /* creation-time objects */
+	struct hca_qp_caps caps;  /* actual sizes */
+	struct hca_qp_attr attr;  /* current attributes */
+	uint64_t sq_addr, rq_addr, db_addr; /* rings */
+};
+
+/* A growable table of fixed-size objects; index 0 (and below `first`) never handed out. */
+struct fw_table {
+	void *objs;       /* array of `size`-byte objects */
+	size_t size;      /* object size */
+	uint32_t cap;     /* allocated slots */
+	uint32_t first;   /* lowest index handed out */
+	uint32_t max;     /* most live objects allowed (device limit) */
+	uint32_t live;    /* live objects */
+	uint32_t cursor;  /* next index to try (allocation rotates, like hardware) */
+};
+
+struct fw_state {
+	struct hm_dev *dev;   /* device */
+	struct fw_table pds, mkeys, cqs, srqs, qps; /* objects */
+};
+
+struct fw_state *fw_create(struct hm_dev *d);
+void fw_destroy(struct fw_state *fw);
+void fw_reset_objects(struct fw_state *fw);
+
+/* Result of a command handler: status and syndrome. */
+struct fw_result {
+	uint8_t status;    /* HCA_STATUS_* */
+	uint32_t syndrome; /* HCA_SYN(reason, detail) */
+};
+
+#define FW_OK ((struct fw_result){ HCA_STATUS_OK, 0 })
+#define FW_FAIL(st, reason, detail)                                                                \
+	((struct fw_result){ HCA_STATUS_##st, HCA_SYN(HCA_SYN_##reason, detail) })
+#define FW_FIELD(st, s, f) FW_FAIL(st, FIELD, offsetof(struct s, f))
+
+/* Handlers: in is the input mailbox, out the output (zeroed), t the firmware's time cursor. */
+typedef struct fw_result (*fw_handler)(struct fw_state *fw, const void *in, void *out,
+				       sim_time_t *t);
+
+/* object tables */
+void *fw_obj(struct fw_table *t, uint32_t idx);          /* live object or NULL */
+int64_t fw_obj_alloc(struct fw_table *t);                 /* index, or -1 at the limit */
+void fw_obj_free(struct fw_table *t, uint32_t idx);
+
+/* handlers, by file */
+#define CMD(name, op, in, out, cost, doc)                                                          \
+	struct fw_result fw_cmd_##name(struct fw_state *fw, const void *in_, void *out_,           \
+				       sim_time_t *t);
+#include "model/hw/cmd.def"
+#undef CMD
+
+/* QP rules (firmware/qp_rules.c): the modify-QP table, as the Linux kernel applies IBA
+ * 10.3 / 11.2.5. */
+bool fw_qp_transition_valid(unsigned cur, unsigned next);
+uint32_t fw_qp_required(unsigned type, unsigned cur, unsigned next);
+uint32_t fw_qp_optional(unsigned type, unsigned cur, unsigned next);
+
+/* True if [addr, addr+len) is mapped for the device with perm. */
+bool fw_dma_ok(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm);
+
+#endif

@@ -1,0 +1,174 @@
+/* Firmware: device-wide commands — capabilities, INIT/TEARDOWN, port queries, event queues. */
+#include "firmware/fw.h"
+#include "sim/trace.h"
+
+#include <string.h>
+
+#define FW_VERSION_WORD 0x01000000u /* must equal the FW_VERSION register reset value */
+
+struct fw_result fw_cmd_QUERY_HCA_CAP(struct fw_state *fw, const void *in_, void *out_,
+				      sim_time_t *t)
+{
+	const struct sim_config *c = &fw->dev->cfg;
+	struct hca_hca_cap *o = out_;
+
+	(void)in_;
+	(void)t;
+	o->node_guid = fw->dev->node_guid;
+	o->sys_image_guid = fw->dev->sys_image_guid;
+	o->max_mr_size = 1ull << 40;
+	o->page_size_cap = ~0xfffull; /* 4 KiB and larger */
+	o->vendor_id = 0x4853;
+	o->vendor_part_id = 1;
+	o->hw_ver = 1;
+	o->fw_ver = FW_VERSION_WORD;
+	o->max_qp = (uint32_t)c->max_qp;
+	o->max_qp_wr = (uint32_t)c->max_qp_wr;
+	o->max_sge = (uint32_t)c->max_sge;
+	o->max_cq = (uint32_t)c->max_cq;
+	o->max_cqe = (uint32_t)c->max_cqe;
+	o->max_mr = (uint32_t)c->max_mr;
+	o->max_pd = (uint32_t)c->max_pd;
+	o->max_qp_rd_atom = (uint32_t)c->max_rd_atomic;
+	o->max_qp_init_rd_atom = (uint32_t)c->max_rd_atomic;
+	o->max_srq = (uint32_t)c->max_srq;
+	o->max_srq_wr = (uint32_t)c->max_srq_wr;
+	o->max_srq_sge = (uint32_t)c->max_sge;
+	o->max_ah = (uint32_t)c->max_ah;
+	o->max_inline = (uint32_t)c->max_inline;
+	o->max_eq = HCA_EQ_MAX;
+	o->num_ports = fw->dev->nports;
+	o->pkey_table_len = (uint32_t)c->pkey_table;
+	o->gid_table_len = HM_GID_TABLE;
+	o->cap_flags = HCA_CAP_CURR_QP_STATE_MOD | HCA_CAP_SYS_IMAGE_GUID;
+	o->atomic_cap = 0; /* atomics arrive with the data path */
+	o->core_clock_khz = (uint32_t)(c->core_mhz * 1000);
+	o->local_ca_ack_delay = 15;
+	o->max_msg_sz = 0x80000000u;
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_INIT_HCA(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	(void)in_;
+	(void)out_;
+	(void)t;
+	if (fw->dev->initialized)
+		return FW_FAIL(BAD_STATE, NONE, 0);
+	fw->dev->initialized = true;
+	hm_port_start(fw->dev);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_TEARDOWN_HCA(struct fw_state *fw, const void *in_, void *out_,
+				     sim_time_t *t)
+{
+	(void)in_;
+	(void)out_;
+	(void)t;
+	hm_port_stop(fw->dev);
+	fw_reset_objects(fw);
+	fw->dev->initialized = false;
+	return FW_OK;
+}
+
+static const struct hm_port *port_of(struct fw_state *fw, unsigned num)
+{
+	return num >= 1 && num <= fw->dev->nports ? &fw->dev->ports[num - 1] : NULL;
+}
+
+struct fw_result fw_cmd_QUERY_PORT(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_port_in *in = in_;
+	const struct hm_port *p = port_of(fw, in->port);
+
+	(void)t;
+	if (!p)
+		return FW_FIELD(BAD_PARAM, hca_port_in, port);
+	hm_port_info(p, out_);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_QUERY_GID(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_gid_in *in = in_;
+	struct hca_gid_out *o = out_;
+	const struct hm_port *p = port_of(fw, in->port);
+
+	(void)t;
+	if (!p)
+		return FW_FIELD(BAD_PARAM, hca_gid_in, port);
+	if (in->index >= HM_GID_TABLE)
+		return FW_FIELD(BAD_PARAM, hca_gid_in, index);
+	if (in->index < p->ngids) {
+		memcpy(o->gid, p->gids[in->index], 16);
+		o->type = p->gid_type[in->index];
+		o->valid = 1;
+	}
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_QUERY_PKEY(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_pkey_in *in = in_;
+	struct hca_pkey_out *o = out_;
+	const struct hm_port *p = port_of(fw, in->port);
+
+	(void)t;
+	if (!p)
+		return FW_FIELD(BAD_PARAM, hca_pkey_in, port);
+	if (in->index >= fw->dev->cfg.pkey_table)
+		return FW_FIELD(BAD_PARAM, hca_pkey_in, index);
+	o->pkey = in->index < 64 ? p->pkeys[in->index] : 0;
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_CREATE_EQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_eq_create_in *in = in_;
+	struct hca_handle_out *o = out_;
+	unsigned n;
+
+	(void)t;
+	if (in->log_size < 1 || in->log_size > 16)
+		return FW_FIELD(BAD_PARAM, hca_eq_create_in, log_size);
+	if (in->vector >= SIM_PCIE_MAX_VECTORS)
+		return FW_FIELD(BAD_PARAM, hca_eq_create_in, vector);
+	if (!fw_dma_ok(fw, in->ring_addr, (uint64_t)HCA_EQE_BYTES << in->log_size, SIM_DMA_WRITE))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_eq_create_in, ring_addr));
+	for (n = 0; n < HCA_EQ_MAX && fw->dev->eqs[n].live; n++)
+		;
+	if (n == HCA_EQ_MAX)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	fw->dev->eqs[n] = (struct hm_eq){ .live = true,
+					  .ring_addr = in->ring_addr,
+					  .log_size = in->log_size,
+					  .vector = in->vector,
+					  .event_mask = in->event_mask };
+	o->handle = n;
+	SIM_TRACE(fw, obj, fw->dev->devno, "create eq=%u log_size=%u vector=%u mask=0x%llx", n,
+		  in->log_size, in->vector, (unsigned long long)in->event_mask);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DESTROY_EQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	uint32_t users = 0;
+
+	(void)out_;
+	(void)t;
+	if (in->handle >= HCA_EQ_MAX || !fw->dev->eqs[in->handle].live)
+		return FW_FAIL(BAD_HANDLE, HANDLE, offsetof(struct hca_handle_in, handle));
+	for (uint32_t i = 0; i < fw->cqs.cap; i++) {
+		const struct fw_cq *cq = fw_obj(&fw->cqs, i);
+
+		if (cq && cq->eqn == in->handle)
+			users++;
+	}
+	if (users)
+		return FW_FAIL(BUSY, BUSY, users);
+	fw->dev->eqs[in->handle].live = false;
+	SIM_TRACE(fw, obj, fw->dev->devno, "destroy eq=%u", in->handle);
+	return FW_OK;
+}

@@ -1,0 +1,302 @@
+/* Firmware: protection domains, memory keys, completion queues, shared receive queues. */
+#include "firmware/fw.h"
+#include "sim/trace.h"
+
+#include <string.h>
+
+#define DEV(fw) ((fw)->dev->devno)
+
+/* ---- PD ---- */
+
+struct fw_result fw_cmd_ALLOC_PD(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	struct hca_handle_out *o = out_;
+	int64_t pdn = fw_obj_alloc(&fw->pds);
+
+	(void)in_;
+	(void)t;
+	if (pdn < 0)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	o->handle = (uint32_t)pdn;
+	SIM_TRACE(fw, obj, DEV(fw), "alloc pd=%u", o->handle);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DEALLOC_PD(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_pd *pd = fw_obj(&fw->pds, in->handle);
+
+	(void)out_;
+	(void)t;
+	if (!pd)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	if (pd->refs)
+		return FW_FAIL(BUSY, BUSY, pd->refs);
+	fw_obj_free(&fw->pds, in->handle);
+	SIM_TRACE(fw, obj, DEV(fw), "dealloc pd=%u", in->handle);
+	return FW_OK;
+}
+
+/* ---- MKEY ---- */
+
+struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_mkey_in *in = in_;
+	struct hca_mkey_out *o = out_;
+	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	unsigned perm = SIM_DMA_READ;
+	struct fw_mkey *mk;
+	int64_t idx;
+
+	(void)t;
+	if (!pd)
+		return FW_FIELD(BAD_HANDLE, hca_mkey_in, pdn);
+	if (in->access & ~HCA_ACCESS_ALL)
+		return FW_FIELD(BAD_PARAM, hca_mkey_in, access);
+	/* IBA 10.6.3.1 (C10-43): remote write or atomic needs local write. */
+	if ((in->access & (HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_ATOMIC)) &&
+	    !(in->access & HCA_ACCESS_LOCAL_WRITE))
+		return FW_FIELD(BAD_PARAM, hca_mkey_in, access);
+	if (!in->length || in->length > (1ull << 40) || in->start + in->length < in->start)
+		return FW_FIELD(BAD_PARAM, hca_mkey_in, length);
+	if (in->iova + in->length < in->iova)
+		return FW_FIELD(BAD_PARAM, hca_mkey_in, iova);
+	if (in->access & (HCA_ACCESS_LOCAL_WRITE | HCA_ACCESS_REMOTE_WRITE))
+		perm |= SIM_DMA_WRITE;
+	if (!fw_dma_ok(fw, in->start, in->length, perm))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_mkey_in, start));
+	idx = fw_obj_alloc(&fw->mkeys);
+	if (idx < 0 || idx > 0xffffff)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
+	mk->variant++;
+	mk->pdn = in->pdn;
+	mk->access = in->access;
+	mk->start = in->start;
+	mk->length = in->length;
+	mk->iova = in->iova;
+	pd->refs++;
+	o->lkey = ((uint32_t)idx << 8) | mk->variant;
+	o->rkey = o->lkey;
+	SIM_TRACE(fw, obj, DEV(fw), "create mkey=0x%x pd=%u start=0x%llx len=%llu access=0x%x",
+		  o->lkey, in->pdn, (unsigned long long)in->start, (unsigned long long)in->length,
+		  in->access);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void *out_,
+				     sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_mkey *mk = fw_obj(&fw->mkeys, in->handle >> 8);
+
+	(void)out_;
+	(void)t;
+	if (!mk || mk->variant != (uint8_t)in->handle)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
+	fw_obj_free(&fw->mkeys, in->handle >> 8);
+	SIM_TRACE(fw, obj, DEV(fw), "destroy mkey=0x%x", in->handle);
+	return FW_OK;
+}
+
+/* ---- CQ ---- */
+
+static struct fw_result check_cq_ring(struct fw_state *fw, uint32_t cqe, uint32_t log_size,
+				      uint64_t ring, size_t off_cqe, size_t off_log, size_t off_ring)
+{
+	if (!cqe || cqe > fw->dev->cfg.max_cqe)
+		return (struct fw_result){ HCA_STATUS_BAD_PARAM, HCA_SYN(HCA_SYN_FIELD, off_cqe) };
+	if (log_size > 24 || (1u << log_size) != hca_cq_ring_entries(cqe))
+		return (struct fw_result){ HCA_STATUS_BAD_PARAM, HCA_SYN(HCA_SYN_FIELD, off_log) };
+	if (!fw_dma_ok(fw, ring, (uint64_t)HCA_CQE_BYTES << log_size, SIM_DMA_WRITE))
+		return (struct fw_result){ HCA_STATUS_BAD_ADDR, HCA_SYN(HCA_SYN_ADDR, off_ring) };
+	return FW_OK;
+}
+
+static bool eq_live(struct fw_state *fw, uint32_t eqn)
+{
+	return eqn < HCA_EQ_MAX && fw->dev->eqs[eqn].live;
+}
+
+struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_cq_in *in = in_;
+	struct hca_cq_out *o = out_;
+	struct fw_result r;
+	struct fw_cq *cq;
+	int64_t cqn;
+
+	(void)t;
+	r = check_cq_ring(fw, in->cqe, in->log_size, in->ring_addr, offsetof(struct hca_cq_in, cqe),
+			  offsetof(struct hca_cq_in, log_size),
+			  offsetof(struct hca_cq_in, ring_addr));
+	if (r.status)
+		return r;
+	if (!eq_live(fw, in->eqn))
+		return FW_FIELD(BAD_HANDLE, hca_cq_in, eqn);
+	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ | SIM_DMA_WRITE))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cq_in, db_addr));
+	cqn = fw_obj_alloc(&fw->cqs);
+	if (cqn < 0)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	cq = fw_obj(&fw->cqs, (uint32_t)cqn);
+	cq->cqe = (1u << in->log_size) - 1;
+	cq->log_size = in->log_size;
+	cq->ring_addr = in->ring_addr;
+	cq->db_addr = in->db_addr;
+	cq->eqn = in->eqn;
+	cq->refs = 0;
+	o->cqn = (uint32_t)cqn;
+	o->cqe = cq->cqe;
+	SIM_TRACE(fw, obj, DEV(fw), "create cq=%u cqe=%u eq=%u", o->cqn, o->cqe, in->eqn);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_cq_resize_in *in = in_;
+	struct hca_cq_out *o = out_;
+	struct fw_cq *cq = fw_obj(&fw->cqs, in->cqn);
+	struct fw_result r;
+
+	(void)t;
+	if (!cq)
+		return FW_FIELD(BAD_HANDLE, hca_cq_resize_in, cqn);
+	r = check_cq_ring(fw, in->cqe, in->log_size, in->ring_addr,
+			  offsetof(struct hca_cq_resize_in, cqe),
+			  offsetof(struct hca_cq_resize_in, log_size),
+			  offsetof(struct hca_cq_resize_in, ring_addr));
+	if (r.status)
+		return r;
+	/* No CQE is outstanding before the data path exists; with it, the outstanding CQEs
+	 * must fit the new ring and are copied across (data-path issue). */
+	cq->cqe = (1u << in->log_size) - 1;
+	cq->log_size = in->log_size;
+	cq->ring_addr = in->ring_addr;
+	o->cqn = in->cqn;
+	o->cqe = cq->cqe;
+	SIM_TRACE(fw, obj, DEV(fw), "resize cq=%u cqe=%u", in->cqn, cq->cqe);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DESTROY_CQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_cq *cq = fw_obj(&fw->cqs, in->handle);
+
+	(void)out_;
+	(void)t;
+	if (!cq)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	if (cq->refs)
+		return FW_FAIL(BUSY, BUSY, cq->refs);
+	fw_obj_free(&fw->cqs, in->handle);
+	SIM_TRACE(fw, obj, DEV(fw), "destroy cq=%u", in->handle);
+	return FW_OK;
+}
+
+/* ---- SRQ ---- */
+
+static void srq_out(uint32_t srqn, const struct fw_srq *s, struct hca_srq_out *o)
+{
+	o->srqn = srqn;
+	o->max_wr = s->max_wr;
+	o->max_sge = s->max_sge;
+	o->srq_limit = s->limit;
+}
+
+struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_srq_create_in *in = in_;
+	const struct sim_config *c = &fw->dev->cfg;
+	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	uint32_t entries, stride;
+	struct fw_srq *s;
+	int64_t srqn;
+
+	(void)t;
+	if (!pd)
+		return FW_FIELD(BAD_HANDLE, hca_srq_create_in, pdn);
+	if (!in->max_wr || in->max_wr > c->max_srq_wr)
+		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_wr);
+	if (in->max_sge > c->max_sge)
+		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_sge);
+	if (in->srq_limit)
+		return FW_FIELD(BAD_PARAM, hca_srq_create_in, srq_limit); /* armed by MODIFY_SRQ */
+	entries = hca_wq_entries(in->max_wr + 1); /* one slot free to tell full from empty */
+	stride = hca_rq_stride(in->max_sge);
+	if (!fw_dma_ok(fw, in->ring_addr, (uint64_t)entries * stride, SIM_DMA_READ))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_srq_create_in, ring_addr));
+	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_srq_create_in, db_addr));
+	srqn = fw_obj_alloc(&fw->srqs);
+	if (srqn < 0)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	s = fw_obj(&fw->srqs, (uint32_t)srqn);
+	s->pdn = in->pdn;
+	s->max_wr = entries - 1;
+	s->max_sge = stride / HCA_SGE_BYTES < c->max_sge ? stride / HCA_SGE_BYTES
+							: (uint32_t)c->max_sge;
+	s->limit = 0;
+	s->ring_addr = in->ring_addr;
+	s->db_addr = in->db_addr;
+	s->refs = 0;
+	pd->refs++;
+	srq_out((uint32_t)srqn, s, out_);
+	SIM_TRACE(fw, obj, DEV(fw), "create srq=%lld pd=%u max_wr=%u max_sge=%u", (long long)srqn,
+		  in->pdn, s->max_wr, s->max_sge);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_MODIFY_SRQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_srq_modify_in *in = in_;
+	struct fw_srq *s = fw_obj(&fw->srqs, in->srqn);
+
+	(void)t;
+	if (!s)
+		return FW_FIELD(BAD_HANDLE, hca_srq_modify_in, srqn);
+	if (in->attr_mask & ~3u)
+		return FW_FIELD(BAD_PARAM, hca_srq_modify_in, attr_mask);
+	if (in->attr_mask & 1u) /* resize: not implemented, and not advertised (SRQ_RESIZE) */
+		return FW_FIELD(NOT_SUPPORTED, hca_srq_modify_in, max_wr);
+	/* IBA 11.2.3.3: the limit may not exceed the SRQ's size. */
+	if ((in->attr_mask & 2u) && in->srq_limit > s->max_wr)
+		return FW_FIELD(BAD_PARAM, hca_srq_modify_in, srq_limit);
+	if (in->attr_mask & 2u)
+		s->limit = in->srq_limit;
+	srq_out(in->srqn, s, out_);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_QUERY_SRQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_srq *s = fw_obj(&fw->srqs, in->handle);
+
+	(void)t;
+	if (!s)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	srq_out(in->handle, s, out_);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *out_,
+				    sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_srq *s = fw_obj(&fw->srqs, in->handle);
+
+	(void)out_;
+	(void)t;
+	if (!s)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	if (s->refs)
+		return FW_FAIL(BUSY, BUSY, s->refs);
+	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;
+	fw_obj_free(&fw->srqs, in->handle);
+	SIM_TRACE(fw, obj, DEV(fw), "destroy srq=%u", in->handle);
+	return FW_OK;
+}

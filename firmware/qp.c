@@ -1,0 +1,411 @@
+/* Firmware: queue pairs — creation with actual queue sizes, the modify-QP state machine with
+ * attribute rules (firmware/qp_rules.c) and value checks, query, destroy. A MODIFY_QP is
+ * checked completely before anything changes (IBA 11.2.5.2: a failed modify leaves the QP
+ * as it was). */
+#include "firmware/fw.h"
+#include "sim/trace.h"
+
+#include <string.h>
+
+#define DEV(fw) ((fw)->dev->devno)
+#define HCA_MAX_STATIC_RATE 24 /* IBV_RATE_1200_GBPS */
+#define MOD_FIELD(f) FW_FAIL(BAD_PARAM, FIELD, offsetof(struct hca_qp_modify_in, attr.f))
+
+static uint32_t cap_min(uint32_t a, uint64_t b)
+{
+	return a < b ? a : (uint32_t)b;
+}
+
+struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_qp_create_in *in = in_;
+	struct hca_qp_create_out *o = out_;
+	const struct sim_config *c = &fw->dev->cfg;
+	const struct hca_qp_caps *rq = &in->caps;
+	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_cq *scq, *rcq;
+	struct fw_srq *srq = NULL;
+	struct hca_qp_caps caps = { 0 };
+	uint32_t sq_entries, rq_entries = 0, sq_stride, rq_stride = 0;
+	struct fw_qp *qp;
+	int64_t qpn;
+
+	(void)t;
+	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, type);
+	if (in->sq_sig_all > 1)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
+	if (in->has_srq > 1)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
+	if (!pd)
+		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, pdn);
+	scq = fw_obj(&fw->cqs, in->send_cqn);
+	if (!scq)
+		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, send_cqn);
+	rcq = fw_obj(&fw->cqs, in->recv_cqn);
+	if (!rcq)
+		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, recv_cqn);
+	if (in->has_srq) {
+		srq = fw_obj(&fw->srqs, in->srqn);
+		if (!srq)
+			return FW_FIELD(BAD_HANDLE, hca_qp_create_in, srqn);
+		/* The SRQ may belong to another PD than the QP (as on real HCAs): receive WQEs
+		 * are checked against the SRQ's PD by the data path. */
+	}
+	if (rq->max_send_wr > c->max_qp_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_wr);
+	if (rq->max_send_sge > c->max_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_sge);
+	if (rq->max_inline > c->max_inline)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_inline);
+	if (srq && rq->max_recv_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
+	if (srq && rq->max_recv_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
+	if (rq->max_recv_wr > c->max_qp_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
+	if (rq->max_recv_sge > c->max_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
+
+	/* Actual sizes: the rule in model/hw/hca_hw.h that the driver sized its rings by. */
+	sq_entries = hca_wq_entries(rq->max_send_wr);
+	sq_stride = hca_sq_stride(rq->max_send_sge, rq->max_inline);
+	caps.max_send_wr = cap_min(sq_entries, c->max_qp_wr);
+	caps.max_send_sge = cap_min((sq_stride - HCA_WQE_BASE_BYTES) / HCA_SGE_BYTES, c->max_sge);
+	caps.max_inline = cap_min(hca_sq_inline_for_stride(sq_stride), c->max_inline);
+	if (!srq) {
+		rq_entries = hca_wq_entries(rq->max_recv_wr);
+		rq_stride = hca_rq_stride(rq->max_recv_sge);
+		caps.max_recv_wr = cap_min(rq_entries, c->max_qp_wr);
+		caps.max_recv_sge = cap_min(rq_stride / HCA_SGE_BYTES, c->max_sge);
+	}
+	if (!fw_dma_ok(fw, in->sq_addr, (uint64_t)sq_entries * sq_stride, SIM_DMA_READ))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, sq_addr));
+	if (!srq && !fw_dma_ok(fw, in->rq_addr, (uint64_t)rq_entries * rq_stride, SIM_DMA_READ))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, rq_addr));
+	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, db_addr));
+	qpn = fw_obj_alloc(&fw->qps);
+	if (qpn < 0)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	qp = fw_obj(&fw->qps, (uint32_t)qpn);
+	memset((char *)qp + sizeof(bool), 0, sizeof(*qp) - sizeof(bool));
+	qp->type = in->type;
+	qp->state = HCA_QPS_RESET;
+	qp->sq_sig_all = in->sq_sig_all;
+	qp->has_srq = in->has_srq;
+	qp->pdn = in->pdn;
+	qp->send_cqn = in->send_cqn;
+	qp->recv_cqn = in->recv_cqn;
+	qp->srqn = srq ? in->srqn : 0;
+	qp->caps = caps;
+	qp->sq_addr = in->sq_addr;
+	qp->rq_addr = srq ? 0 : in->rq_addr;
+	qp->db_addr = in->db_addr;
+	pd->refs++;
+	scq->refs++;
+	rcq->refs++;
+	if (srq)
+		srq->refs++;
+	o->qpn = (uint32_t)qpn;
+	o->caps = caps;
+	SIM_TRACE(fw, obj, DEV(fw), "create qp=0x%x type=%u pd=%u scq=%u rcq=%u srq=%u sq_wr=%u "
+		  "rq_wr=%u", o->qpn, in->type, in->pdn, in->send_cqn, in->recv_cqn, qp->srqn,
+		  caps.max_send_wr, caps.max_recv_wr);
+	return FW_OK;
+}
+
+static struct fw_qp *qp_of(struct fw_state *fw, uint32_t qpn)
+{
+	return qpn <= HCA_QPN_MASK ? fw_obj(&fw->qps, qpn) : NULL;
+}
+
+static const struct hm_port *port_of(struct fw_state *fw, unsigned num)
+{
+	return num >= 1 && num <= fw->dev->nports ? &fw->dev->ports[num - 1] : NULL;
+}
+
+/* Check an address vector; `base` is the offset of the av inside hca_qp_modify_in. */
+static struct fw_result check_av(struct fw_state *fw, const struct hca_av *av, size_t base)
+{
+#define AV_FIELD(f) ((struct fw_result){ HCA_STATUS_BAD_PARAM,                                     \
+					 HCA_SYN(HCA_SYN_FIELD, base + offsetof(struct hca_av, f)) })
+	const struct hm_port *p = port_of(fw, av->port_num);
+
+	if (!p)
+		return AV_FIELD(port_num);
+	if (av->sl > 15)
+		return AV_FIELD(sl);
+	if (av->src_path_bits > 0x7f)
+		return AV_FIELD(src_path_bits);
+	if (av->static_rate > HCA_MAX_STATIC_RATE)
+		return AV_FIELD(static_rate);
+	if (av->is_global > 1)
+		return AV_FIELD(is_global);
+	if (av->is_global && av->sgid_index >= HM_GID_TABLE)
+		return AV_FIELD(sgid_index);
+	if (av->is_global && av->flow_label > 0xfffff)
+		return AV_FIELD(flow_label);
+	return FW_OK;
+#undef AV_FIELD
+}
+
+/* Value checks for every attribute in mask (ib-facts "Attribute values are checked too"). */
+static struct fw_result check_values(struct fw_state *fw, const struct fw_qp *qp,
+				     const struct hca_qp_modify_in *in, unsigned next)
+{
+	const struct hca_qp_attr *a = &in->attr;
+	const struct sim_config *c = &fw->dev->cfg;
+	uint32_t m = in->attr_mask;
+	unsigned port = (m & HCA_QPA_PORT) ? a->port_num : qp->attr.port_num;
+	const struct hm_port *p;
+	struct fw_result r;
+
+	if ((m & HCA_QPA_PORT) && !port_of(fw, a->port_num))
+		return MOD_FIELD(port_num);
+	if ((m & HCA_QPA_PKEY_INDEX) && a->pkey_index >= c->pkey_table)
+		return MOD_FIELD(pkey_index);
+	if ((m & HCA_QPA_ACCESS_FLAGS) && (a->access_flags & ~HCA_ACCESS_ALL))
+		return MOD_FIELD(access_flags);
+	if ((m & HCA_QPA_EN_SQD_ASYNC_NOTIFY) && a->en_sqd_async_notify > 1)
+		return MOD_FIELD(en_sqd_async_notify);
+	if (m & HCA_QPA_AV) {
+		r = check_av(fw, &a->av, offsetof(struct hca_qp_modify_in, attr.av));
+		if (r.status)
+			return r;
+	}
+	if (m & HCA_QPA_PATH_MTU) {
+		p = port_of(fw, port);
+		if (a->path_mtu < 1 || a->path_mtu > 5 ||
+		    (p && a->path_mtu > sim_config_mtu_enum(c)))
+			return MOD_FIELD(path_mtu);
+	}
+	if ((m & HCA_QPA_TIMEOUT) && a->timeout > 31)
+		return MOD_FIELD(timeout);
+	if ((m & HCA_QPA_RETRY_CNT) && a->retry_cnt > 7)
+		return MOD_FIELD(retry_cnt);
+	if ((m & HCA_QPA_RNR_RETRY) && a->rnr_retry > 7)
+		return MOD_FIELD(rnr_retry);
+	if ((m & HCA_QPA_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return MOD_FIELD(min_rnr_timer);
+	if ((m & HCA_QPA_RQ_PSN) && a->rq_psn > HCA_PSN_MASK)
+		return MOD_FIELD(rq_psn);
+	if ((m & HCA_QPA_SQ_PSN) && a->sq_psn > HCA_PSN_MASK)
+		return MOD_FIELD(sq_psn);
+	if ((m & HCA_QPA_DEST_QPN) && a->dest_qpn > HCA_QPN_MASK)
+		return MOD_FIELD(dest_qpn);
+	if ((m & HCA_QPA_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > c->max_rd_atomic)
+		return MOD_FIELD(max_rd_atomic);
+	if ((m & HCA_QPA_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > c->max_rd_atomic)
+		return MOD_FIELD(max_dest_rd_atomic);
+	if ((m & HCA_QPA_PATH_MIG_STATE) && a->path_mig_state > 2)
+		return MOD_FIELD(path_mig_state);
+	if (m & HCA_QPA_ALT_PATH) {
+		if (!port_of(fw, a->alt_port_num))
+			return MOD_FIELD(alt_port_num);
+		if (a->alt_pkey_index >= c->pkey_table)
+			return MOD_FIELD(alt_pkey_index);
+		if (a->alt_timeout > 31)
+			return MOD_FIELD(alt_timeout);
+		r = check_av(fw, &a->alt_av, offsetof(struct hca_qp_modify_in, attr.alt_av));
+		if (r.status)
+			return r;
+	}
+	/* RoCE: connected QPs are addressed by GID; INIT->RTR without a GRH cannot work. */
+	p = port_of(fw, port);
+	if (qp->state == HCA_QPS_INIT && next == HCA_QPS_RTR && qp->type != HCA_QPT_UD && p &&
+	    p->link_layer == 2 && (m & HCA_QPA_AV) && !a->av.is_global)
+		return FW_FAIL(BAD_PARAM, ROCE_GRH, 0);
+	return FW_OK;
+}
+
+/* Copy the attributes named in mask from src to dst. */
+static void apply_attrs(struct hca_qp_attr *dst, const struct hca_qp_attr *src, uint32_t m)
+{
+	if (m & HCA_QPA_EN_SQD_ASYNC_NOTIFY)
+		dst->en_sqd_async_notify = src->en_sqd_async_notify;
+	if (m & HCA_QPA_ACCESS_FLAGS)
+		dst->access_flags = src->access_flags;
+	if (m & HCA_QPA_PKEY_INDEX)
+		dst->pkey_index = src->pkey_index;
+	if (m & HCA_QPA_PORT)
+		dst->port_num = src->port_num;
+	if (m & HCA_QPA_QKEY)
+		dst->qkey = src->qkey;
+	if (m & HCA_QPA_AV)
+		dst->av = src->av;
+	if (m & HCA_QPA_PATH_MTU)
+		dst->path_mtu = src->path_mtu;
+	if (m & HCA_QPA_TIMEOUT)
+		dst->timeout = src->timeout;
+	if (m & HCA_QPA_RETRY_CNT)
+		dst->retry_cnt = src->retry_cnt;
+	if (m & HCA_QPA_RNR_RETRY)
+		dst->rnr_retry = src->rnr_retry;
+	if (m & HCA_QPA_RQ_PSN)
+		dst->rq_psn = src->rq_psn;
+	if (m & HCA_QPA_MAX_QP_RD_ATOMIC)
+		dst->max_rd_atomic = src->max_rd_atomic;
+	if (m & HCA_QPA_ALT_PATH) {
+		dst->alt_av = src->alt_av;
+		dst->alt_pkey_index = src->alt_pkey_index;
+		dst->alt_port_num = src->alt_port_num;
+		dst->alt_timeout = src->alt_timeout;
+	}
+	if (m & HCA_QPA_MIN_RNR_TIMER)
+		dst->min_rnr_timer = src->min_rnr_timer;
+	if (m & HCA_QPA_SQ_PSN)
+		dst->sq_psn = src->sq_psn;
+	if (m & HCA_QPA_MAX_DEST_RD_ATOMIC)
+		dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	if (m & HCA_QPA_PATH_MIG_STATE)
+		dst->path_mig_state = src->path_mig_state;
+	if (m & HCA_QPA_DEST_QPN)
+		dst->dest_qpn = src->dest_qpn;
+}
+
+static uint32_t lowest_bit_index(uint32_t m)
+{
+	return (uint32_t)__builtin_ctz(m);
+}
+
+struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_qp_modify_in *in = in_;
+	struct hca_qp_modify_out *o = out_;
+	struct fw_qp *qp = qp_of(fw, in->qpn);
+	uint32_t m = in->attr_mask, req, opt, caps_missing = 0, bad;
+	unsigned cur, next;
+	struct fw_result r;
+
+	(void)t;
+	if (!qp)
+		return FW_FIELD(BAD_HANDLE, hca_qp_modify_in, qpn);
+	if (m & ~HCA_QPA_ALL)
+		return FW_FIELD(BAD_PARAM, hca_qp_modify_in, attr_mask);
+	cur = qp->state;
+	if (m & HCA_QPA_CUR_STATE) {
+		if (in->cur_state >= HCA_QPS_COUNT)
+			return FW_FIELD(BAD_PARAM, hca_qp_modify_in, cur_state);
+		cur = in->cur_state;
+	}
+	next = cur;
+	if (m & HCA_QPA_STATE) {
+		if (in->next_state >= HCA_QPS_COUNT)
+			return FW_FIELD(BAD_PARAM, hca_qp_modify_in, next_state);
+		next = in->next_state;
+	}
+	if (!fw_qp_transition_valid(cur, next)) {
+		r = FW_FAIL(BAD_STATE, TRANSITION, (cur << 4) | next);
+		goto reject;
+	}
+	req = fw_qp_required(qp->type, cur, next);
+	opt = fw_qp_optional(qp->type, cur, next);
+	/* CUR_STATE only names RTR, RTS, SQD or SQE (ib_modify_qp_is_ok). */
+	if ((m & HCA_QPA_CUR_STATE) && cur != HCA_QPS_RTR && cur != HCA_QPS_RTS &&
+	    cur != HCA_QPS_SQD && cur != HCA_QPS_SQE)
+		opt &= ~HCA_QPA_CUR_STATE;
+	if (req & ~m) {
+		r = FW_FAIL(MISSING_ATTR, MISSING, lowest_bit_index(req & ~m));
+		goto reject;
+	}
+	bad = m & ~(req | opt | HCA_QPA_STATE);
+	if (bad) {
+		r = FW_FAIL(EXTRA_ATTR, EXTRA, lowest_bit_index(bad));
+		goto reject;
+	}
+	/* Capability-gated attributes (the device reports exactly what it implements). */
+	caps_missing |= m & (HCA_QPA_ALT_PATH | HCA_QPA_PATH_MIG_STATE); /* no APM yet */
+	if (cur == HCA_QPS_SQD && next == HCA_QPS_SQD)
+		caps_missing |= m & HCA_QPA_PORT; /* no CHANGE_PHY_PORT */
+	if (caps_missing) {
+		r = FW_FAIL(EXTRA_ATTR, CAP, lowest_bit_index(caps_missing));
+		goto reject;
+	}
+	if ((m & HCA_QPA_CUR_STATE) && in->cur_state != qp->state) {
+		r = FW_FAIL(BAD_STATE, CUR_STATE, qp->state);
+		goto reject;
+	}
+	r = check_values(fw, qp, in, next);
+	if (r.status)
+		goto reject;
+
+	/* Everything checked: apply. */
+	if (next == HCA_QPS_RESET) {
+		/* IBA 10.3.1: RESET returns every attribute to its initial value and empties the
+		 * queues (the data path clears its indexes and PSNs here too). */
+		memset(&qp->attr, 0, sizeof(qp->attr));
+	} else {
+		apply_attrs(&qp->attr, &in->attr, m);
+	}
+	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s mask=0x%x", in->qpn, hca_qps_name(qp->state),
+		  hca_qps_name(next), m);
+	qp->state = (uint8_t)next;
+	qp->attr.sq_draining = 0; /* SQD drains at once: nothing is outstanding without traffic */
+	o->state = next;
+	return FW_OK;
+reject:
+	SIM_TRACE(qp, reject, DEV(fw), "qpn=0x%x cur=%s next=%s mask=0x%x status=%s syndrome=0x%x",
+		  in->qpn, hca_qps_name(cur), hca_qps_name(next), m, hca_status_name(r.status),
+		  r.syndrome);
+	return r;
+}
+
+struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct hca_qp_query_out *o = out_;
+	struct fw_qp *qp = qp_of(fw, in->handle);
+
+	(void)t;
+	if (!qp)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	o->state = qp->state;
+	o->type = qp->type;
+	o->sq_sig_all = qp->sq_sig_all;
+	o->has_srq = qp->has_srq;
+	o->pdn = qp->pdn;
+	o->send_cqn = qp->send_cqn;
+	o->recv_cqn = qp->recv_cqn;
+	o->srqn = qp->srqn;
+	o->caps = qp->caps;
+	o->attr = qp->attr;
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_qp *qp = qp_of(fw, in->handle);
+
+	(void)out_;
+	(void)t;
+	if (!qp)
+		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+	((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
+	((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
+	((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;
+	if (qp->has_srq)
+		((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
+	fw_obj_free(&fw->qps, in->handle);
+	SIM_TRACE(fw, obj, DEV(fw), "destroy qp=0x%x", in->handle);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DEBUG_FORCE_QP_STATE(struct fw_state *fw, const void *in_, void *out_,
+					     sim_time_t *t)
+{
+	const struct hca_qp_force_in *in = in_;
+	struct fw_qp *qp = qp_of(fw, in->qpn);
+
+	(void)out_;
+	(void)t;
+	if (!qp)
+		return FW_FIELD(BAD_HANDLE, hca_qp_force_in, qpn);
+	if (in->state >= HCA_QPS_COUNT)
+		return FW_FIELD(BAD_PARAM, hca_qp_force_in, state);
+	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s forced", in->qpn, hca_qps_name(qp->state),
+		  hca_qps_name(in->state));
+	qp->state = (uint8_t)in->state;
+	return FW_OK;
+}

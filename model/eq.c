@@ -1,0 +1,80 @@
+/* eq block: event queues in host memory. The device writes 32-byte EQEs with an ownership bit
+ * that flips on every pass over the ring; the driver consumes them and reports its consumer
+ * index (and re-arms) through EQ_DOORBELL. An armed EQ raises its MSI-X vector once. */
+#include "model/hca.h"
+#include "sim/trace.h"
+
+#include <string.h>
+
+bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6])
+{
+	for (unsigned n = 0; n < HCA_EQ_MAX; n++) {
+		struct hm_eq *eq = &d->eqs[n];
+		struct hca_eqe e;
+		uint32_t size;
+
+		if (!eq->live || !(eq->event_mask & (1ull << type)))
+			continue;
+		size = 1u << eq->log_size;
+		if (eq->pi - eq->ci >= size) {
+			/* Ring full: the event is lost; counted and traced (IBA: EQ overrun). */
+			eq->overruns++;
+			SIM_TRACE(warn, dma, d->devno, "eq=%u overrun type=0x%x dropped", n, type);
+			return false;
+		}
+		memset(&e, 0, sizeof(e));
+		e.type = type;
+		e.subtype = subtype;
+		memcpy(e.data, data, sizeof(e.data));
+		e.owner = ((eq->pi >> eq->log_size) & 1) ? 0 : 1;
+		sim_dma_write(d->fn, eq->ring_addr + (uint64_t)(eq->pi & (size - 1)) * HCA_EQE_BYTES,
+			      &e, sizeof(e), NULL, NULL);
+		SIM_TRACE(eq, eqe, d->devno, "eq=%u pi=%u type=0x%x sub=%u data0=0x%x armed=%d", n,
+			  eq->pi, type, subtype, data[0], eq->armed);
+		eq->pi++;
+		if (eq->armed) {
+			eq->armed = false;
+			sim_pcie_msix(d->fn, eq->vector);
+		}
+		return true;
+	}
+	return false;
+}
+
+void hm_eq_doorbell(struct hm_dev *d, uint32_t val)
+{
+	unsigned n = val >> 24;
+	struct hm_eq *eq = n < HCA_EQ_MAX ? &d->eqs[n] : NULL;
+	uint32_t ci = val & 0x7fffffu;
+
+	if (!eq || !eq->live) {
+		d->bad_doorbells++;
+		SIM_TRACE(warn, mmio, d->devno, "EQ doorbell for eq=%u that does not exist", n);
+		return;
+	}
+	/* The doorbell carries the low 23 bits of the consumer index; it may not pass the
+	 * producer. */
+	ci = (eq->ci & ~0x7fffffu) | ci;
+	if (ci < eq->ci)
+		ci += 0x800000u;
+	if (ci - eq->ci > eq->pi - eq->ci) {
+		d->bad_doorbells++;
+		SIM_TRACE(warn, mmio, d->devno, "EQ doorbell eq=%u ci=%u beyond pi=%u: ignored", n,
+			  ci, eq->pi);
+		return;
+	}
+	eq->ci = ci;
+	if (val & (1u << 23)) {
+		eq->armed = true;
+		/* Entries already waiting re-raise the vector at once. */
+		if (eq->pi != eq->ci) {
+			eq->armed = false;
+			sim_pcie_msix(d->fn, eq->vector);
+		}
+	}
+}
+
+void hm_eq_reset(struct hm_dev *d)
+{
+	memset(d->eqs, 0, sizeof(d->eqs));
+}

@@ -1,0 +1,215 @@
+/* HCA device top: BAR0 register file, the command engine (doorbell → firmware → status
+ * write-back → completion event), DMA fault reporting. */
+#include "model/hca.h"
+#include "firmware/fw.h"
+#include "sim/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t reg_reset[] = {
+#define REG(name, off, acc, reset, doc) [off / 4] = reset,
+#define REGION(name, off, bytes, doc)
+#include "model/hw/regs.def"
+#undef REG
+#undef REGION
+};
+
+uint64_t hm_dev_cycle(const struct hm_dev *d)
+{
+	return sim_clock_cycles(&d->core, sim_now(sim_kernel()));
+}
+
+static uint32_t dev_mmio_read32(void *p, uint32_t off)
+{
+	struct hm_dev *d = p;
+
+	switch (off) {
+	case HCA_REG_VENDOR_DEVICE:
+	case HCA_REG_FW_VERSION:
+	case HCA_REG_HW_VERSION:
+		return reg_reset[off / 4];
+	case HCA_REG_DEV_STATUS:
+		return HCA_DEV_STATUS_READY | (d->initialized ? HCA_DEV_STATUS_INITIALIZED : 0) |
+		       (d->cmd_busy ? HCA_DEV_STATUS_CMD_BUSY : 0);
+	case HCA_REG_CMDQ_ADDR_LO:
+		return (uint32_t)d->cmdq_addr;
+	case HCA_REG_CMDQ_ADDR_HI:
+		return (uint32_t)(d->cmdq_addr >> 32);
+	case HCA_REG_CMD_STATUS:
+		return (d->cmd_busy ? 1u : 0u) | ((uint32_t)d->last_status << 8);
+	case HCA_REG_FAULT_COUNT:
+		return (uint32_t)sim_pcie_fault_count(d->fn);
+	case HCA_REG_FAULT_ADDR_LO:
+	case HCA_REG_FAULT_ADDR_HI: {
+		struct sim_dma_fault f = { 0 };
+
+		sim_pcie_last_fault(d->fn, &f);
+		return off == HCA_REG_FAULT_ADDR_LO ? (uint32_t)f.addr : (uint32_t)(f.addr >> 32);
+	}
+	case HCA_REG_CORE_CLOCK_LO: {
+		uint64_t c = hm_dev_cycle(d);
+
+		d->clock_hi_latch = (uint32_t)(c >> 32);
+		return (uint32_t)c;
+	}
+	case HCA_REG_CORE_CLOCK_HI:
+		return d->clock_hi_latch;
+	default:
+		SIM_TRACE(warn, mmio, d->devno, "read of unknown register off=0x%x", off);
+		return 0;
+	}
+}
+
+struct cmd_start {
+	struct hm_dev *d; /* device */
+	uint32_t token;   /* doorbell value */
+};
+
+static void cmd_start_ev(void *p)
+{
+	struct cmd_start *cs = p;
+	struct hm_dev *d = cs->d;
+
+	fw_cmd_run(d, cs->token, sim_now(sim_kernel()));
+	free(cs);
+}
+
+static void cmd_doorbell(struct hm_dev *d, uint32_t token)
+{
+	struct cmd_start *cs;
+
+	SIM_TRACE(cmd, doorbell, d->devno, "token=%u addr=0x%llx", token,
+		  (unsigned long long)d->cmdq_addr);
+	if (d->cmd_busy) {
+		d->bad_doorbells++;
+		SIM_TRACE(warn, cmd, d->devno, "doorbell token=%u while a command runs: ignored",
+			  token);
+		return;
+	}
+	d->cmd_busy = true;
+	cs = malloc(sizeof(*cs));
+	SIM_ASSERT(cs != NULL, "out of memory");
+	*cs = (struct cmd_start){ d, token };
+	/* The command engine samples the doorbell on the next core clock edge. */
+	sim_schedule_at(sim_kernel(), sim_clock_after(&d->core, sim_now(sim_kernel()), 1),
+			cmd_start_ev, cs);
+}
+
+static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
+{
+	struct hm_dev *d = p;
+
+	switch (off) {
+	case HCA_REG_CMDQ_ADDR_LO:
+	case HCA_REG_CMDQ_ADDR_HI:
+		if (d->cmd_busy) {
+			SIM_TRACE(warn, mmio, d->devno,
+				  "CMDQ_ADDR written while a command runs: ignored");
+			return;
+		}
+		if (off == HCA_REG_CMDQ_ADDR_LO)
+			d->cmdq_addr = (d->cmdq_addr & ~0xffffffffull) | val;
+		else
+			d->cmdq_addr = (d->cmdq_addr & 0xffffffffull) | ((uint64_t)val << 32);
+		return;
+	case HCA_REG_CMD_DOORBELL:
+		cmd_doorbell(d, val);
+		return;
+	case HCA_REG_EQ_DOORBELL:
+		hm_eq_doorbell(d, val);
+		return;
+	default:
+		SIM_TRACE(warn, mmio, d->devno, "write to unknown or read-only register off=0x%x "
+			  "val=0x%x: ignored", off, val);
+	}
+}
+
+static const struct sim_pcie_dev_ops dev_ops = {
+	.mmio_read32 = dev_mmio_read32,
+	.mmio_write32 = dev_mmio_write32,
+};
+
+struct cmd_finish {
+	struct hm_dev *d;           /* device */
+	struct hca_cmd_entry tail;  /* entry as written back (status, syndrome, cycles, own) */
+};
+
+static void cmd_landed(void *p, int status)
+{
+	struct cmd_finish *cf = p;
+	struct hm_dev *d = cf->d;
+	uint32_t data[6] = { cf->tail.token, cf->tail.status, cf->tail.syndrome, 0, 0, 0 };
+
+	d->cmd_busy = false;
+	d->last_status = status ? HCA_STATUS_BAD_ADDR : cf->tail.status;
+	d->cmds_executed++;
+	hm_eq_post(d, HCA_EQE_CMD, 0, data);
+	free(cf);
+}
+
+static void cmd_writeback(void *p)
+{
+	struct cmd_finish *cf = p;
+	const size_t off = offsetof(struct hca_cmd_entry, status);
+
+	/* Status, syndrome, cycle stamps and the ownership byte go in one posted write that
+	 * ends with the ownership byte, so the driver never sees ownership before status. */
+	sim_dma_write(cf->d->fn, cf->d->cmdq_addr + off, (const char *)&cf->tail + off,
+		      sizeof(cf->tail) - off, cmd_landed, cf);
+}
+
+void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t)
+{
+	struct cmd_finish *cf = malloc(sizeof(*cf));
+
+	SIM_ASSERT(cf != NULL, "out of memory");
+	cf->d = d;
+	cf->tail = *tail;
+	cf->tail.own = 0;
+	cf->tail.done_cycle = sim_clock_cycles(&d->core, t);
+	sim_schedule_at(sim_kernel(), t, cmd_writeback, cf);
+}
+
+static void dev_dma_fault(void *p, const struct sim_dma_fault *f)
+{
+	struct hm_dev *d = p;
+	uint32_t data[6] = { (uint32_t)f->addr, (uint32_t)(f->addr >> 32), (uint32_t)f->len,
+			     f->perm, 0, 0 };
+
+	SIM_TRACE(warn, dma, d->devno, "addr=0x%llx len=%llu dir=%s", (unsigned long long)f->addr,
+		  (unsigned long long)f->len, f->perm == SIM_DMA_READ ? "read" : "write");
+	hm_eq_post(d, HCA_EQE_DMA_FAULT, 0, data);
+}
+
+struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
+{
+	struct hm_dev *d = calloc(1, sizeof(*d));
+
+	SIM_ASSERT(d != NULL, "out of memory");
+	d->devno = devno;
+	d->host = host;
+	d->cfg = *cfg;
+	snprintf(d->name, sizeof(d->name), "hcasim%d", devno);
+	d->core = (struct sim_clock){ "core", sim_config_period_ps(cfg->core_mhz) };
+	sim_trace_set_dev_clock(devno, d->core.period_ps);
+	/* Locally administered EUI-64 style GUIDs: stable and unique per host. */
+	d->node_guid = 0x024853fffe000000ull | ((uint64_t)host << 8);
+	d->sys_image_guid = d->node_guid;
+	d->fn = sim_pcie_fn_create(cfg, host, devno, d->name, &dev_ops, d, HCA_BAR0_BYTES);
+	sim_pcie_set_fault_cb(d->fn, dev_dma_fault);
+	d->nports = (unsigned)cfg->ports;
+	hm_port_init(d);
+	d->fw = fw_create(d);
+	return d;
+}
+
+void hm_dev_destroy(struct hm_dev *d)
+{
+	if (!d)
+		return;
+	fw_destroy(d->fw);
+	sim_pcie_fn_destroy(d->fn);
+	free(d);
+}

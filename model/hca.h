@@ -1,0 +1,98 @@
+/* The HCA device: BAR0 registers, the command engine that hands commands to the firmware,
+ * ports, event queues. This header is the narrow device-internal API that firmware/ uses;
+ * the driver never includes it (it sees only model/hw/). */
+#ifndef HM_HCA_H
+#define HM_HCA_H
+
+#include "model/hw/hca_hw.h"
+#include "sim/config.h"
+#include "sim/kernel.h"
+#include "sim/pcie.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HM_MAX_PORTS 2
+#define HM_GID_TABLE 16
+
+struct fw_state;
+
+/* One physical port (IBA 14.2.5 PortInfo subset). */
+struct hm_port {
+	struct hm_dev *dev;        /* owner */
+	uint8_t num;               /* 1-based */
+	uint8_t state;             /* IBV_PORT_* logical state (1 DOWN .. 4 ACTIVE) */
+	uint8_t phys_state;        /* 2 POLLING, 3 DISABLED, 5 LINK_UP */
+	uint8_t link_layer;        /* 1 InfiniBand, 2 Ethernet */
+	uint16_t lid, sm_lid;      /* assigned by the SM (0 on Ethernet) */
+	uint8_t lmc;               /* LID mask control */
+	uint64_t guid;             /* port GUID */
+	uint64_t subnet_prefix;    /* GID prefix */
+	uint8_t mac[6];            /* Ethernet address (RoCE) */
+	uint32_t ipv4;             /* IPv4 address (RoCE), host order */
+	uint16_t pkeys[64];        /* first entries of the P_Key table (rest are 0) */
+	uint8_t gids[HM_GID_TABLE][16]; /* populated GIDs, network order */
+	uint8_t gid_type[HM_GID_TABLE]; /* IBV_GID_TYPE_* coding: 0 IB, 1 RoCE v1, 2 RoCE v2 */
+	unsigned ngids;            /* populated entries */
+	int sm_handle;             /* registration with the subnet manager */
+};
+
+/* One event queue (architecture §2: eq block). */
+struct hm_eq {
+	bool live;           /* created */
+	uint64_t ring_addr;  /* host ring */
+	uint32_t log_size;   /* log2 entries */
+	uint32_t vector;     /* MSI-X vector */
+	uint64_t event_mask; /* bit per HCA_EQE_* type */
+	uint32_t pi;         /* producer index (device) */
+	uint32_t ci;         /* consumer index (from EQ_DOORBELL) */
+	bool armed;          /* next EQE raises the vector */
+	uint64_t overruns;   /* EQEs dropped because the ring was full */
+};
+
+struct hm_dev {
+	int devno, host;             /* device number (trace dev=), host index */
+	char name[32];               /* "hcasim0" */
+	struct sim_config cfg;       /* configuration at boot */
+	struct sim_clock core;       /* core clock domain */
+	struct sim_pcie_fn *fn;      /* our PCIe function */
+	uint64_t node_guid;          /* node GUID */
+	uint64_t sys_image_guid;     /* system image GUID */
+	/* registers */
+	uint64_t cmdq_addr;          /* CMDQ_ADDR_HI:LO */
+	bool cmd_busy;               /* a command is executing */
+	uint8_t last_status;         /* of the last command */
+	bool initialized;            /* INIT_HCA done */
+	uint32_t clock_hi_latch;     /* CORE_CLOCK_HI as latched */
+	/* blocks */
+	struct hm_port ports[HM_MAX_PORTS];
+	unsigned nports;
+	struct hm_eq eqs[HCA_EQ_MAX];
+	struct fw_state *fw;         /* firmware state */
+	/* counters */
+	uint64_t cmds_executed;      /* commands completed */
+	uint64_t bad_doorbells;      /* doorbells ignored */
+};
+
+struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host);
+void hm_dev_destroy(struct hm_dev *d);
+uint64_t hm_dev_cycle(const struct hm_dev *d);
+
+/* Command engine → firmware (firmware/cmd.c implements it): run the command in the entry at
+ * the device's CMDQ_ADDR starting at time t; returns the time the status write starts. */
+sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t);
+/* Command engine completion: the status and ownership of the entry are written back at t. */
+void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t);
+
+/* eq block: post an event; false if no live EQ takes the type or its ring is full. */
+bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6]);
+void hm_eq_doorbell(struct hm_dev *d, uint32_t val);
+void hm_eq_reset(struct hm_dev *d);
+
+/* port block */
+void hm_port_init(struct hm_dev *d);
+void hm_port_start(struct hm_dev *d); /* link training after INIT_HCA */
+void hm_port_stop(struct hm_dev *d);
+void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
+
+#endif

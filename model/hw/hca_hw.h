@@ -1,0 +1,228 @@
+/* The device's programming interface, generated from the .def files beside this header: BAR0
+ * registers, command formats, opcodes, status codes, event types, QP attribute bits, and the
+ * size rules both sides must agree on. The driver includes only this directory of model/. */
+#ifndef HCA_HW_H
+#define HCA_HW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "host-memory formats are little-endian and accessed in place");
+
+/* ---- BAR0 ---- */
+enum hca_reg {
+#define REG(name, off, acc, reset, doc) HCA_REG_##name = off,
+#define REGION(name, off, bytes, doc) HCA_REGION_##name = off, HCA_REGION_##name##_BYTES = bytes,
+#include "model/hw/regs.def"
+#undef REG
+#undef REGION
+};
+#define HCA_BAR0_BYTES 0x200000u
+#define HCA_UAR_PAGE_BYTES 4096u
+
+#define HCA_DEV_STATUS_READY 0x1u
+#define HCA_DEV_STATUS_INITIALIZED 0x2u
+#define HCA_DEV_STATUS_CMD_BUSY 0x4u
+#define HCA_EQ_DB(eqn, arm, ci) (((uint32_t)(eqn) << 24) | ((arm) ? 1u << 23 : 0) | ((ci)&0x7fffffu))
+
+/* ---- formats ---- */
+#define HW_STRUCT(name, doc) struct name {
+#define HW_FIELD(name, type, field, doc) type field;
+#define HW_ARRAY(name, type, field, n, doc) type field[n];
+#define HW_END(name, size)                                                                         \
+	}                                                                                          \
+	;                                                                                          \
+	_Static_assert(sizeof(struct name) == (size), #name " size");
+#include "model/hw/formats.def"
+#undef HW_STRUCT
+#undef HW_FIELD
+#undef HW_ARRAY
+#undef HW_END
+
+#define HCA_CMD_OWN_DEVICE 0x1u
+
+/* ---- commands and status ---- */
+enum hca_cmd_opcode {
+#define CMD(name, op, in, out, cost, doc) HCA_CMD_##name = op,
+#include "model/hw/cmd.def"
+#undef CMD
+};
+
+enum hca_status {
+#define STATUS(name, val, err, doc) HCA_STATUS_##name = val,
+#include "model/hw/status.def"
+#undef STATUS
+};
+
+/* Syndrome: reason (31:24) and detail (23:0). */
+enum hca_syn_reason {
+	HCA_SYN_NONE = 0,       /* no detail */
+	HCA_SYN_FIELD = 1,      /* detail: byte offset of the out-of-range field in the input */
+	HCA_SYN_TRANSITION = 2, /* detail: cur << 4 | next, an invalid (cur, next) pair */
+	HCA_SYN_MISSING = 3,    /* detail: HCA_QPA bit that the transition requires */
+	HCA_SYN_EXTRA = 4,      /* detail: HCA_QPA bit the transition does not allow */
+	HCA_SYN_CAP = 5,        /* detail: HCA_QPA bit that needs a capability the device lacks */
+	HCA_SYN_HANDLE = 6,     /* detail: byte offset of the handle field */
+	HCA_SYN_LIMIT = 8,      /* detail: byte offset of the field whose limit is exhausted */
+	HCA_SYN_BUSY = 9,       /* detail: number of objects still using it */
+	HCA_SYN_ADDR = 10,      /* detail: byte offset of the address field; 0xffffff = mailbox */
+	HCA_SYN_LENGTH = 11,    /* detail: 0 in_len, 1 out_len */
+	HCA_SYN_CUR_STATE = 12, /* detail: actual state (the claimed cur_state differs) */
+	HCA_SYN_ROCE_GRH = 13,  /* detail: 0; RC/UC INIT->RTR on an Ethernet port needs a GRH */
+};
+#define HCA_SYN(reason, detail) (((uint32_t)(reason) << 24) | ((uint32_t)(detail)&0xffffffu))
+#define HCA_SYN_REASON(s) ((s) >> 24)
+#define HCA_SYN_DETAIL(s) ((s)&0xffffffu)
+
+/* ---- events ---- */
+enum hca_eqe_type {
+#define EQE(name, val, doc) HCA_EQE_##name = val,
+#include "model/hw/eqe.def"
+#undef EQE
+};
+#define HCA_EQE_BYTES 32u
+#define HCA_EQ_MAX 64u
+
+/* ---- QP ---- */
+enum hca_qpa {
+#define QPA(name, bit, doc) HCA_QPA_##name = 1u << (bit),
+#include "model/hw/qpattr.def"
+#undef QPA
+};
+#define HCA_QPA_ALL ((1u << 21) - 1)
+
+enum hca_qp_state { /* IBA 10.3.1, numbered as libibverbs */
+	HCA_QPS_RESET = 0,
+	HCA_QPS_INIT = 1,
+	HCA_QPS_RTR = 2,
+	HCA_QPS_RTS = 3,
+	HCA_QPS_SQD = 4,
+	HCA_QPS_SQE = 5,
+	HCA_QPS_ERR = 6,
+	HCA_QPS_COUNT = 7,
+};
+
+enum hca_qp_type { /* numbered as libibverbs */
+	HCA_QPT_RC = 2,
+	HCA_QPT_UC = 3,
+	HCA_QPT_UD = 4,
+};
+
+enum hca_access { /* numbered as libibverbs */
+	HCA_ACCESS_LOCAL_WRITE = 1u << 0,
+	HCA_ACCESS_REMOTE_WRITE = 1u << 1,
+	HCA_ACCESS_REMOTE_READ = 1u << 2,
+	HCA_ACCESS_REMOTE_ATOMIC = 1u << 3,
+};
+#define HCA_ACCESS_ALL 0xfu
+
+/* Capability flags reported by QUERY_HCA_CAP: only what the device implements. */
+enum hca_cap_flag {
+	HCA_CAP_CURR_QP_STATE_MOD = 1u << 0, /* MODIFY_QP honours HCA_QPA_CUR_STATE */
+	HCA_CAP_SYS_IMAGE_GUID = 1u << 1,    /* sys_image_guid is meaningful */
+	HCA_CAP_AUTO_PATH_MIG = 1u << 2,     /* alternate paths (HCA_QPA_ALT_PATH, PATH_MIG_STATE) */
+	HCA_CAP_CHANGE_PHY_PORT = 1u << 3,   /* HCA_QPA_PORT in SQD->SQD */
+};
+
+#define HCA_PSN_MASK 0xffffffu
+#define HCA_QPN_MASK 0xffffffu
+#define HCA_FIRST_QPN 2u /* QP0 and QP1 are the special QPs */
+
+/* ---- queue sizes: the rule the driver and the device both apply ---- */
+#define HCA_CQE_BYTES 64u
+#define HCA_WQE_BASE_BYTES 64u /* control + address segments of a send WQE */
+#define HCA_SGE_BYTES 16u
+
+static inline uint32_t hca_roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static inline uint32_t hca_log2(uint32_t pow2)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < pow2)
+		l++;
+	return l;
+}
+
+/* CQ ring entries for a request of cqe entries: one slot stays free to tell full from empty. */
+static inline uint32_t hca_cq_ring_entries(uint32_t cqe)
+{
+	return hca_roundup_pow2(cqe + 1);
+}
+
+/* Work queue entries actually provided for a request of n (at least 1, a power of two). */
+static inline uint32_t hca_wq_entries(uint32_t n)
+{
+	return hca_roundup_pow2(n ? n : 1);
+}
+
+/* Send WQE stride: the base segments, then SGEs or inline data, whichever is larger. */
+static inline uint32_t hca_sq_stride(uint32_t max_sge, uint32_t max_inline)
+{
+	uint32_t sge = max_sge * HCA_SGE_BYTES, inl = (max_inline + 4 + 15) / 16 * 16;
+
+	return hca_roundup_pow2(HCA_WQE_BASE_BYTES + (sge > inl ? sge : inl));
+}
+
+static inline uint32_t hca_rq_stride(uint32_t max_sge)
+{
+	return hca_roundup_pow2((max_sge ? max_sge : 1) * HCA_SGE_BYTES);
+}
+
+/* Actual max_inline for a stride: everything the stride leaves after the base segments. */
+static inline uint32_t hca_sq_inline_for_stride(uint32_t stride)
+{
+	return stride - HCA_WQE_BASE_BYTES - 4;
+}
+
+/* ---- descriptive tables (model/hw/hw_tables.c), for messages and generated docs ---- */
+struct hca_field_desc {
+	const char *name;   /* field name */
+	const char *type;   /* C type */
+	size_t offset;      /* byte offset */
+	size_t size;        /* bytes (whole array) */
+	const char *doc;    /* meaning */
+};
+
+struct hca_struct_desc {
+	const char *name;                    /* struct name */
+	const char *doc;                     /* meaning */
+	size_t size;                         /* bytes */
+	const struct hca_field_desc *fields; /* terminated by a NULL name */
+};
+
+struct hca_cmd_desc {
+	const char *name;    /* "CREATE_QP" */
+	uint16_t opcode;     /* opcode */
+	const char *in;      /* input struct name */
+	const char *out;     /* output struct name */
+	size_t in_len;       /* sizeof input */
+	size_t out_len;      /* sizeof output */
+	uint32_t cost_cycles; /* firmware cost */
+	const char *doc;     /* meaning */
+};
+
+extern const struct hca_struct_desc hca_structs[];
+extern const struct hca_cmd_desc hca_cmds[];
+const struct hca_struct_desc *hca_struct_find(const char *name);
+/* Struct name of a field whose type is a struct, else NULL. */
+const char *hca_field_nested(const struct hca_field_desc *f);
+const struct hca_cmd_desc *hca_cmd_find(uint16_t opcode);
+/* Dotted path of the field at offset in struct name ("attr.av.dlid"); false if none. */
+bool hca_field_path(const char *name, size_t offset, char *buf, size_t len);
+const char *hca_status_name(uint8_t status);
+const char *hca_status_doc(uint8_t status);
+int hca_status_errno(uint8_t status);
+const char *hca_qpa_name(uint32_t bit_index);
+const char *hca_qps_name(unsigned state);
+
+#endif

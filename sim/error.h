@@ -1,0 +1,11 @@
+/* The last error message of the simulator and driver: every -errno returned for bad input
+ * comes with a sentence naming the field or rule, readable through hcasim_last_error(). */
+#ifndef SIM_ERROR_H
+#define SIM_ERROR_H
+
+/* Record the message and return err (a negative errno), for `return sim_error(-EINVAL, ...)`. */
+int sim_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *sim_last_error(void);
+void sim_clear_error(void);
+
+#endif

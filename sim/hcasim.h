@@ -1,0 +1,65 @@
+/* hcasim.h — simulator control for programs running on the simulated HCAs.
+ *
+ * Link with -lhcasim (and -libverbs from the same build/lib). Configuration is read at boot:
+ * defaults, then the file named by HCASIM_CONFIG, then every hcasim_config_set() made before
+ * boot. The system boots at the first ibv_get_device_list() (or hcasim_boot()): hosts and
+ * HCAs are created, the driver initializes each HCA and the subnet manager brings the ports
+ * to ACTIVE. Every function returning int gives 0 or a negative errno; hcasim_last_error()
+ * then says which key, field or rule was at fault. */
+#ifndef HCASIM_H
+#define HCASIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- libhcasim: configuration, time, tracing ---- */
+int hcasim_config_set(const char *key, const char *value); /* -EBUSY after boot */
+int hcasim_config_get(const char *key, char *buf, size_t len);
+int hcasim_config_load(const char *path);                   /* -EBUSY after boot */
+int hcasim_boot(void);
+int hcasim_booted(void);
+void hcasim_shutdown(void); /* tear the system down; the next boot starts afresh */
+const char *hcasim_last_error(void);
+
+uint64_t hcasim_now_ps(void);          /* simulated time */
+void hcasim_run_for_ps(uint64_t ps);   /* advance the simulation */
+uint64_t hcasim_events_executed(void); /* kernel events run so far */
+
+/* Trace categories ("port,qp", "*", "" for none) and output file (NULL = stderr). The
+ * environment's HCASIM_TRACE and HCASIM_TRACE_FILE are applied at boot. */
+int hcasim_trace(const char *categories, const char *path);
+
+int hcasim_num_devices(void);
+uint64_t hcasim_dma_faults(int dev); /* DMA faults the IOMMU refused on device dev */
+
+/* ---- libibverbs (driver) extensions ---- */
+struct ibv_context;
+struct ibv_qp;
+
+/* One firmware command as the driver saw it. */
+struct hcasim_cmd_record {
+	uint16_t opcode;      /* model/hw/cmd.def */
+	const char *name;     /* "CREATE_QP" */
+	uint8_t status;       /* 0 = OK */
+	uint64_t submit_ps;   /* doorbell written */
+	uint64_t complete_ps; /* driver saw the completion */
+	uint64_t start_cycle; /* device core cycle the firmware started it */
+	uint64_t done_cycle;  /* device core cycle the status was written */
+};
+
+/* Copy up to max of the most recent commands of this device (oldest first); returns the
+ * number copied. */
+int hcasim_cmd_log(struct ibv_context *ctx, struct hcasim_cmd_record *out, int max);
+/* Put a QP in a state without a transition (firmware back door DEBUG_FORCE_QP_STATE), e.g.
+ * SQE for conformance tests before the data path can produce a send error. state is an
+ * enum ibv_qp_state value. */
+int hcasim_qp_force_state(struct ibv_qp *qp, int state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,224 @@
+/* Simulation kernel: a binary min-heap of events keyed by (time_ps, seq). Cancellation marks
+ * the slot dead; dead events are skipped when they reach the top. */
+#include "sim/kernel.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct sim_event {
+	sim_time_t t;    /* when it fires */
+	uint64_t seq;    /* tie-breaker and id */
+	sim_event_fn fn; /* NULL once cancelled */
+	void *arg;       /* argument for fn */
+};
+
+struct sim_kernel {
+	sim_time_t now;          /* current time */
+	uint64_t next_seq;       /* next sequence number (ids start at 1) */
+	struct sim_event *heap;  /* min-heap */
+	size_t len, cap;         /* heap size and capacity */
+	uint64_t executed;       /* events run so far */
+	uint64_t cancelled_live; /* cancelled events still in the heap */
+};
+
+static struct sim_kernel *current;
+
+struct sim_kernel *sim_kernel(void)
+{
+	return current;
+}
+
+void sim_kernel_set_current(struct sim_kernel *k)
+{
+	current = k;
+}
+
+void sim_assert_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "hcasim: SIM_ASSERT(%s) failed at %s:%d, t=%llu ps: ", cond, file, line,
+		current ? (unsigned long long)current->now : 0ull);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+struct sim_kernel *sim_kernel_create(void)
+{
+	struct sim_kernel *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->next_seq = 1;
+	return k;
+}
+
+void sim_kernel_destroy(struct sim_kernel *k)
+{
+	if (!k)
+		return;
+	if (current == k)
+		current = NULL;
+	free(k->heap);
+	free(k);
+}
+
+sim_time_t sim_now(const struct sim_kernel *k)
+{
+	return k->now;
+}
+
+static bool ev_less(const struct sim_event *a, const struct sim_event *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void heap_up(struct sim_kernel *k, size_t i)
+{
+	struct sim_event e = k->heap[i];
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!ev_less(&e, &k->heap[p]))
+			break;
+		k->heap[i] = k->heap[p];
+		i = p;
+	}
+	k->heap[i] = e;
+}
+
+static void heap_down(struct sim_kernel *k, size_t i)
+{
+	struct sim_event e = k->heap[i];
+
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		const struct sim_event *best = &e;
+
+		if (l < k->len && ev_less(&k->heap[l], best)) {
+			m = l;
+			best = &k->heap[l];
+		}
+		if (l + 1 < k->len && ev_less(&k->heap[l + 1], best))
+			m = l + 1;
+		if (m == i)
+			break;
+		k->heap[i] = k->heap[m];
+		i = m;
+	}
+	k->heap[i] = e;
+}
+
+sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
+{
+	SIM_ASSERT(t >= k->now, "event scheduled in the past (t=%llu)", (unsigned long long)t);
+	SIM_ASSERT(fn != NULL, "event without a function");
+	if (k->len == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 256;
+		struct sim_event *h = realloc(k->heap, cap * sizeof(*h));
+
+		SIM_ASSERT(h != NULL, "out of memory growing the event queue to %zu", cap);
+		k->heap = h;
+		k->cap = cap;
+	}
+	k->heap[k->len] = (struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg };
+	heap_up(k, k->len++);
+	return k->next_seq - 1;
+}
+
+sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg)
+{
+	return sim_schedule_at(k, k->now + delay_ps, fn, arg);
+}
+
+bool sim_cancel(struct sim_kernel *k, sim_event_id id)
+{
+	/* Linear search: cancellation is rare (timers restarted on progress use it, and those
+	 * are few per QP); the heap is not indexed by id to keep scheduling cheap. */
+	for (size_t i = 0; i < k->len; i++) {
+		if (k->heap[i].seq == id && k->heap[i].fn) {
+			k->heap[i].fn = NULL;
+			k->cancelled_live++;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct sim_event pop(struct sim_kernel *k)
+{
+	struct sim_event top = k->heap[0];
+
+	k->heap[0] = k->heap[--k->len];
+	if (k->len)
+		heap_down(k, 0);
+	return top;
+}
+
+/* Drop cancelled events sitting at the top of the heap. */
+static void skip_dead(struct sim_kernel *k)
+{
+	while (k->len && !k->heap[0].fn) {
+		pop(k);
+		k->cancelled_live--;
+	}
+}
+
+bool sim_step(struct sim_kernel *k)
+{
+	struct sim_event e;
+
+	skip_dead(k);
+	if (!k->len)
+		return false;
+	e = pop(k);
+	k->now = e.t;
+	k->executed++;
+	e.fn(e.arg);
+	return true;
+}
+
+void sim_run_until(struct sim_kernel *k, sim_time_t t)
+{
+	for (;;) {
+		skip_dead(k);
+		if (!k->len || k->heap[0].t > t)
+			break;
+		sim_step(k);
+	}
+	if (t > k->now)
+		k->now = t;
+}
+
+int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit)
+{
+	for (;;) {
+		if (pred(arg))
+			return 0;
+		skip_dead(k);
+		if (!k->len)
+			return -EDEADLK;
+		if (k->heap[0].t > limit) {
+			if (limit > k->now)
+				k->now = limit;
+			return -ETIMEDOUT;
+		}
+		sim_step(k);
+	}
+}
+
+uint64_t sim_events_executed(const struct sim_kernel *k)
+{
+	return k->executed;
+}
+
+uint64_t sim_events_pending(const struct sim_kernel *k)
+{
+	return k->len - k->cancelled_live;
+}

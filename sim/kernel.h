@@ -1,0 +1,87 @@
+/* Simulation kernel: picosecond time, clock domains, a deterministic event queue and a run
+ * loop that jumps over idle time (architecture §4).
+ *
+ * Contract: events are ordered by (time_ps, seq); seq is a global counter assigned at schedule
+ * time, so two events at the same time run in the order they were scheduled. Nothing here reads
+ * the wall clock. A block schedules itself only when it has work; when the queue is empty the
+ * simulation is idle and time stands still until something is scheduled. */
+#ifndef SIM_KERNEL_H
+#define SIM_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef uint64_t sim_time_t; /* picoseconds since power-on */
+
+#define SIM_PS_PER_NS 1000ull
+#define SIM_PS_PER_US 1000000ull
+#define SIM_PS_PER_MS 1000000000ull
+#define SIM_PS_PER_S 1000000000000ull
+#define SIM_TIME_NEVER UINT64_MAX
+
+typedef void (*sim_event_fn)(void *arg);
+
+/* A handle to a scheduled event, for cancellation; 0 is "none". */
+typedef uint64_t sim_event_id;
+
+/* A clock domain: work happens on its rising edges. */
+struct sim_clock {
+	const char *name;   /* domain name, for traces ("core", "pcie", "link0") */
+	uint64_t period_ps; /* one cycle */
+};
+
+struct sim_kernel;
+
+struct sim_kernel *sim_kernel_create(void);
+void sim_kernel_destroy(struct sim_kernel *k);
+
+/* The kernel of the running system (one per process); NULL before boot. */
+struct sim_kernel *sim_kernel(void);
+void sim_kernel_set_current(struct sim_kernel *k);
+
+sim_time_t sim_now(const struct sim_kernel *k);
+
+/* Schedule fn(arg) at absolute time t (>= now). Returns an id for sim_cancel. */
+sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg);
+sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg);
+/* Cancel a pending event; returns false if it already ran or was cancelled. */
+bool sim_cancel(struct sim_kernel *k, sim_event_id id);
+
+/* Run every event with time <= t, then set now = t (time jumps over idle gaps). */
+void sim_run_until(struct sim_kernel *k, sim_time_t t);
+/* Run events until pred(arg) holds (checked before each event) or until the queue is empty
+ * or the next event lies beyond limit. Returns 0 when pred holds, -EDEADLK when the queue ran
+ * dry (nothing can ever make pred true), -ETIMEDOUT when limit was reached. */
+int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit);
+/* Run the next event only; false if the queue is empty. */
+bool sim_step(struct sim_kernel *k);
+
+/* Statistics: events executed, pending. */
+uint64_t sim_events_executed(const struct sim_kernel *k);
+uint64_t sim_events_pending(const struct sim_kernel *k);
+
+/* Clock helpers. */
+static inline uint64_t sim_clock_cycles(const struct sim_clock *c, sim_time_t t)
+{
+	return t / c->period_ps;
+}
+/* The first rising edge at or after t. */
+static inline sim_time_t sim_clock_edge(const struct sim_clock *c, sim_time_t t)
+{
+	return (t + c->period_ps - 1) / c->period_ps * c->period_ps;
+}
+static inline sim_time_t sim_clock_after(const struct sim_clock *c, sim_time_t t, uint64_t cycles)
+{
+	return sim_clock_edge(c, t) + cycles * c->period_ps;
+}
+
+/* Abort with time and message: a contract broken inside the simulator. */
+#define SIM_ASSERT(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			sim_assert_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                   \
+	} while (0)
+_Noreturn void sim_assert_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,502 @@
+/* PCIe function model: BAR0 dispatch, IOMMU, DMA timing, MSI-X. */
+#include "sim/pcie.h"
+#include "sim/error.h"
+#include "sim/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct iommu_map {
+	uint64_t start, len; /* range */
+	unsigned perm;       /* SIM_DMA_READ | SIM_DMA_WRITE */
+	int64_t id;          /* handle returned to the mapper */
+};
+
+struct irq_slot {
+	sim_irq_fn fn; /* handler */
+	void *arg;     /* its argument */
+};
+
+struct sim_pcie_fn {
+	char name[32];                     /* "hcasim0" */
+	int host, devno;                   /* owning host, device number (trace dev=) */
+	const struct sim_pcie_dev_ops *ops; /* device behind BAR0 */
+	void *dev;                          /* its state */
+	uint32_t bar0_bytes;                /* BAR0 size */
+	/* timing */
+	uint64_t mmio_wr_ps, mmio_rd_ps, dma_rd_ps, dma_wr_ps, msix_ps; /* latencies */
+	uint64_t mps, mrrs;                /* TLP size limits */
+	double ps_per_byte;                /* serialization per byte, one direction */
+	sim_time_t up_busy_ps;             /* device → host direction free at */
+	sim_time_t down_busy_ps;           /* host → device direction free at */
+	sim_time_t last_mmio_arrival_ps;   /* posted writes stay ordered */
+	sim_time_t last_write_visible_ps;  /* MSI-X never passes a DMA write */
+	sim_time_t *tag_free_ps;           /* when each read tag is free again */
+	unsigned tags, next_tag;           /* tag count, next to use (round robin) */
+	/* IOMMU */
+	struct iommu_map *maps;            /* unordered; lookups scan */
+	size_t nmaps, capmaps;
+	int64_t next_map_id;
+	uint64_t faults;                   /* faults so far */
+	struct sim_dma_fault last_fault;   /* most recent */
+	void (*fault_cb)(void *dev, const struct sim_dma_fault *f);
+	struct irq_slot irq[SIM_PCIE_MAX_VECTORS];
+};
+
+static struct sim_pcie_fn *fns[SIM_PCIE_MAX_FNS];
+static int nfns;
+
+struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, int devno,
+					const char *name, const struct sim_pcie_dev_ops *ops,
+					void *dev, uint32_t bar0_bytes)
+{
+	struct sim_pcie_fn *fn;
+
+	SIM_ASSERT(nfns < SIM_PCIE_MAX_FNS, "too many PCIe functions");
+	fn = calloc(1, sizeof(*fn));
+	SIM_ASSERT(fn != NULL, "out of memory");
+	snprintf(fn->name, sizeof(fn->name), "%s", name);
+	fn->host = host;
+	fn->devno = devno;
+	fn->ops = ops;
+	fn->dev = dev;
+	fn->bar0_bytes = bar0_bytes;
+	fn->mmio_wr_ps = cfg->mmio_write_ns * SIM_PS_PER_NS;
+	fn->mmio_rd_ps = cfg->mmio_read_ns * SIM_PS_PER_NS;
+	fn->dma_rd_ps = cfg->dma_read_ns * SIM_PS_PER_NS;
+	fn->dma_wr_ps = cfg->dma_write_ns * SIM_PS_PER_NS;
+	fn->msix_ps = cfg->msix_ns * SIM_PS_PER_NS;
+	fn->mps = cfg->pcie_mps;
+	fn->mrrs = cfg->pcie_mrrs;
+	/* Mb/s → ps per byte: 8 bits * 1e12 ps/s / (mbps * 1e6 bits/s) */
+	fn->ps_per_byte = 8.0e6 / (double)sim_config_pcie_mbps(cfg);
+	fn->tags = (unsigned)cfg->pcie_tags;
+	fn->tag_free_ps = calloc(fn->tags, sizeof(*fn->tag_free_ps));
+	SIM_ASSERT(fn->tag_free_ps != NULL, "out of memory");
+	fn->next_map_id = 1;
+	fns[nfns++] = fn;
+	return fn;
+}
+
+void sim_pcie_fn_destroy(struct sim_pcie_fn *fn)
+{
+	int i;
+
+	if (!fn)
+		return;
+	for (i = 0; i < nfns; i++)
+		if (fns[i] == fn)
+			break;
+	if (i < nfns) {
+		memmove(&fns[i], &fns[i + 1], (size_t)(nfns - i - 1) * sizeof(fns[0]));
+		nfns--;
+	}
+	free(fn->tag_free_ps);
+	free(fn->maps);
+	free(fn);
+}
+
+int sim_pcie_enumerate(struct sim_pcie_fn **out, int max)
+{
+	int n = nfns < max ? nfns : max;
+
+	for (int i = 0; i < n; i++)
+		out[i] = fns[i];
+	return n;
+}
+
+const char *sim_pcie_fn_name(const struct sim_pcie_fn *fn)
+{
+	return fn->name;
+}
+
+int sim_pcie_fn_host(const struct sim_pcie_fn *fn)
+{
+	return fn->host;
+}
+
+int sim_pcie_fn_devno(const struct sim_pcie_fn *fn)
+{
+	return fn->devno;
+}
+
+static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
+{
+	return (sim_time_t)((double)(bytes + SIM_PCIE_TLP_OVERHEAD_BYTES) * fn->ps_per_byte + 0.5);
+}
+
+/* ---- MMIO ---- */
+
+struct mmio_wr {
+	struct sim_pcie_fn *fn; /* target */
+	uint32_t off, val;      /* register and value */
+};
+
+static void mmio_write_arrive(void *arg)
+{
+	struct mmio_wr *w = arg;
+
+	SIM_TRACE(pcie, mmio_wr, w->fn->devno, "off=0x%x val=0x%x", w->off, w->val);
+	if (w->off + 4 > w->fn->bar0_bytes || (w->off & 3))
+		SIM_TRACE(warn, mmio, w->fn->devno, "write off=0x%x outside BAR0 or unaligned",
+			  w->off);
+	else
+		w->fn->ops->mmio_write32(w->fn->dev, w->off, w->val);
+	free(w);
+}
+
+void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct mmio_wr *w = malloc(sizeof(*w));
+	sim_time_t t = sim_now(k);
+
+	SIM_ASSERT(w != NULL, "out of memory");
+	*w = (struct mmio_wr){ fn, off, val };
+	if (fn->down_busy_ps > t)
+		t = fn->down_busy_ps;
+	fn->down_busy_ps = t + ser_ps(fn, 4);
+	t = fn->down_busy_ps + fn->mmio_wr_ps;
+	if (t < fn->last_mmio_arrival_ps)
+		t = fn->last_mmio_arrival_ps;
+	fn->last_mmio_arrival_ps = t;
+	sim_schedule_at(k, t, mmio_write_arrive, w);
+}
+
+uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
+{
+	struct sim_kernel *k = sim_kernel();
+	sim_time_t start = sim_now(k), at;
+	uint32_t v;
+
+	/* A read never passes posted writes: it reaches the device after them. */
+	at = start + fn->mmio_rd_ps / 2;
+	if (at < fn->last_mmio_arrival_ps)
+		at = fn->last_mmio_arrival_ps;
+	sim_run_until(k, at);
+	if (off + 4 > fn->bar0_bytes || (off & 3)) {
+		SIM_TRACE(warn, mmio, fn->devno, "read off=0x%x outside BAR0 or unaligned", off);
+		v = 0xffffffffu; /* unsupported request: all ones, as on a real bus */
+	} else {
+		v = fn->ops->mmio_read32(fn->dev, off);
+	}
+	SIM_TRACE(pcie, mmio_rd, fn->devno, "off=0x%x val=0x%x", off, v);
+	sim_run_until(k, at + (fn->mmio_rd_ps - fn->mmio_rd_ps / 2));
+	return v;
+}
+
+/* ---- IOMMU ---- */
+
+int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm)
+{
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+
+	if (!addr || !len)
+		return sim_error(-EINVAL, "iommu map: empty range");
+	if (perm & ~(unsigned)(SIM_DMA_READ | SIM_DMA_WRITE) || !perm)
+		return sim_error(-EINVAL, "iommu map: bad permission 0x%x", perm);
+	if (a + len < a)
+		return sim_error(-EINVAL, "iommu map: range wraps the address space");
+	if (fn->nmaps == fn->capmaps) {
+		size_t cap = fn->capmaps ? fn->capmaps * 2 : 64;
+		struct iommu_map *m = realloc(fn->maps, cap * sizeof(*m));
+
+		if (!m)
+			return sim_error(-ENOMEM, "iommu map: out of memory");
+		fn->maps = m;
+		fn->capmaps = cap;
+	}
+	fn->maps[fn->nmaps] = (struct iommu_map){ a, len, perm, fn->next_map_id++ };
+	SIM_TRACE(iommu, map, fn->devno, "id=%lld addr=0x%llx len=%zu perm=%u",
+		  (long long)fn->maps[fn->nmaps].id, (unsigned long long)a, len, perm);
+	return fn->maps[fn->nmaps++].id;
+}
+
+int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
+{
+	for (size_t i = 0; i < fn->nmaps; i++) {
+		if (fn->maps[i].id == id) {
+			SIM_TRACE(iommu, unmap, fn->devno, "id=%lld", (long long)id);
+			fn->maps[i] = fn->maps[--fn->nmaps];
+			return 0;
+		}
+	}
+	return sim_error(-ENOENT, "iommu unmap: no mapping with id %lld", (long long)id);
+}
+
+bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
+{
+	uint64_t pos = addr, end = addr + len;
+
+	if (!len)
+		return true;
+	if (end < addr)
+		return false;
+	/* Walk forward through the mappings that cover pos with the permission. */
+	while (pos < end) {
+		uint64_t reach = pos;
+
+		for (size_t i = 0; i < fn->nmaps; i++) {
+			const struct iommu_map *m = &fn->maps[i];
+
+			if ((m->perm & perm) == perm && m->start <= pos && pos < m->start + m->len &&
+			    m->start + m->len > reach)
+				reach = m->start + m->len;
+		}
+		if (reach == pos)
+			return false;
+		pos = reach;
+	}
+	return true;
+}
+
+static int iommu_check(struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
+{
+	if (sim_iommu_allowed(fn, addr, len, perm))
+		return 0;
+	fn->faults++;
+	fn->last_fault = (struct sim_dma_fault){ addr, len, perm, sim_now(sim_kernel()) };
+	SIM_TRACE(iommu, fault, fn->devno, "addr=0x%llx len=%zu dir=%s", (unsigned long long)addr,
+		  len, perm == SIM_DMA_READ ? "read" : "write");
+	if (fn->fault_cb)
+		fn->fault_cb(fn->dev, &fn->last_fault);
+	return -EFAULT;
+}
+
+uint64_t sim_pcie_fault_count(const struct sim_pcie_fn *fn)
+{
+	return fn->faults;
+}
+
+bool sim_pcie_last_fault(const struct sim_pcie_fn *fn, struct sim_dma_fault *out)
+{
+	if (!fn->faults)
+		return false;
+	*out = fn->last_fault;
+	return true;
+}
+
+void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn,
+			   void (*cb)(void *dev, const struct sim_dma_fault *f))
+{
+	fn->fault_cb = cb;
+}
+
+/* ---- DMA timing ---- */
+
+/* Time at which the last byte of a read issued at t has arrived. */
+static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+{
+	sim_time_t done = t;
+	size_t off = 0;
+
+	do {
+		size_t req = len - off < fn->mrrs ? len - off : fn->mrrs;
+		unsigned tag = fn->next_tag;
+		sim_time_t issue = t, cpl;
+
+		fn->next_tag = (fn->next_tag + 1) % fn->tags;
+		if (fn->tag_free_ps[tag] > issue)
+			issue = fn->tag_free_ps[tag]; /* wait for a free tag */
+		if (fn->up_busy_ps > issue)
+			issue = fn->up_busy_ps;
+		fn->up_busy_ps = issue + ser_ps(fn, 0); /* the request TLP */
+		cpl = fn->up_busy_ps + fn->dma_rd_ps;
+		/* completions: split at MPS, serialized on the host → device direction */
+		for (size_t c = 0; c < req || (req == 0 && c == 0); c += fn->mps) {
+			size_t n = req - c < fn->mps ? req - c : fn->mps;
+
+			if (fn->down_busy_ps > cpl)
+				cpl = fn->down_busy_ps;
+			fn->down_busy_ps = cpl + ser_ps(fn, n);
+			cpl = fn->down_busy_ps;
+			if (req == 0)
+				break;
+		}
+		fn->tag_free_ps[tag] = cpl;
+		if (cpl > done)
+			done = cpl;
+		off += req;
+	} while (off < len);
+	return done;
+}
+
+/* Time at which a write issued at t is visible in host memory. */
+static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+{
+	size_t off = 0;
+
+	do {
+		size_t n = len - off < fn->mps ? len - off : fn->mps;
+
+		if (fn->up_busy_ps > t)
+			t = fn->up_busy_ps;
+		fn->up_busy_ps = t + ser_ps(fn, n);
+		t = fn->up_busy_ps;
+		off += n;
+	} while (off < len);
+	t += fn->dma_wr_ps;
+	if (t < fn->last_write_visible_ps)
+		t = fn->last_write_visible_ps;
+	fn->last_write_visible_ps = t;
+	return t;
+}
+
+int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		       sim_time_t *t_ps)
+{
+	int rc = iommu_check(fn, addr, len, SIM_DMA_READ);
+
+	if (rc)
+		return rc;
+	memcpy(dst, (const void *)(uintptr_t)addr, len);
+	*t_ps = read_timing(fn, *t_ps, len);
+	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
+		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
+	return 0;
+}
+
+int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+			sim_time_t *t_ps)
+{
+	int rc = iommu_check(fn, addr, len, SIM_DMA_WRITE);
+
+	if (rc)
+		return rc;
+	memcpy((void *)(uintptr_t)addr, src, len);
+	*t_ps = write_timing(fn, *t_ps, len);
+	SIM_TRACE(pcie, dma_wr, fn->devno, "addr=0x%llx len=%zu done=%llu",
+		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
+	return 0;
+}
+
+struct dma_op {
+	struct sim_pcie_fn *fn; /* function */
+	uint64_t addr;          /* host address */
+	void *dst;              /* read destination (device side) */
+	void *buf;              /* write data, owned */
+	size_t len;             /* bytes */
+	int status;             /* 0 or -EFAULT */
+	sim_dma_done_fn done;   /* completion */
+	void *arg;              /* its argument */
+};
+
+static void dma_read_complete(void *p)
+{
+	struct dma_op *op = p;
+
+	if (!op->status) {
+		/* The IOMMU is checked again at completion: an unmap in between faults. */
+		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_READ);
+		if (!op->status)
+			memcpy(op->dst, (const void *)(uintptr_t)op->addr, op->len);
+	}
+	SIM_TRACE(pcie, dma_rd, op->fn->devno, "addr=0x%llx len=%zu status=%d",
+		  (unsigned long long)op->addr, op->len, op->status);
+	if (op->done)
+		op->done(op->arg, op->status);
+	free(op);
+}
+
+static void dma_write_complete(void *p)
+{
+	struct dma_op *op = p;
+
+	if (!op->status) {
+		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_WRITE);
+		if (!op->status)
+			memcpy((void *)(uintptr_t)op->addr, op->buf, op->len);
+	}
+	SIM_TRACE(pcie, dma_wr, op->fn->devno, "addr=0x%llx len=%zu status=%d",
+		  (unsigned long long)op->addr, op->len, op->status);
+	if (op->done)
+		op->done(op->arg, op->status);
+	free(op->buf);
+	free(op);
+}
+
+void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		  sim_dma_done_fn done, void *arg)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct dma_op *op = calloc(1, sizeof(*op));
+
+	SIM_ASSERT(op != NULL, "out of memory");
+	*op = (struct dma_op){ fn, addr, dst, NULL, len, 0, done, arg };
+	op->status = iommu_check(fn, addr, len, SIM_DMA_READ);
+	sim_schedule_at(k, op->status ? sim_now(k) : read_timing(fn, sim_now(k), len),
+			dma_read_complete, op);
+}
+
+void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		   sim_dma_done_fn done, void *arg)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct dma_op *op = calloc(1, sizeof(*op));
+
+	SIM_ASSERT(op != NULL, "out of memory");
+	*op = (struct dma_op){ fn, addr, NULL, malloc(len ? len : 1), len, 0, done, arg };
+	SIM_ASSERT(op->buf != NULL, "out of memory");
+	memcpy(op->buf, src, len);
+	op->status = iommu_check(fn, addr, len, SIM_DMA_WRITE);
+	sim_schedule_at(k, op->status ? sim_now(k) : write_timing(fn, sim_now(k), len),
+			dma_write_complete, op);
+}
+
+/* ---- MSI-X ---- */
+
+struct msix_msg {
+	struct sim_pcie_fn *fn; /* source */
+	unsigned vector;        /* vector number */
+};
+
+static void msix_arrive(void *p)
+{
+	struct msix_msg *m = p;
+	struct irq_slot *s = &m->fn->irq[m->vector];
+
+	SIM_TRACE(pcie, msix, m->fn->devno, "vector=%u", m->vector);
+	if (s->fn)
+		s->fn(s->arg, m->vector);
+	free(m);
+}
+
+void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct msix_msg *m;
+	sim_time_t t;
+
+	SIM_ASSERT(vector < SIM_PCIE_MAX_VECTORS, "MSI-X vector %u out of range", vector);
+	m = malloc(sizeof(*m));
+	SIM_ASSERT(m != NULL, "out of memory");
+	*m = (struct msix_msg){ fn, vector };
+	t = write_timing(fn, sim_now(k), 4) - fn->dma_wr_ps + fn->msix_ps;
+	if (t < fn->last_write_visible_ps)
+		t = fn->last_write_visible_ps;
+	sim_schedule_at(k, t, msix_arrive, m);
+}
+
+void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg)
+{
+	SIM_ASSERT(vector < SIM_PCIE_MAX_VECTORS, "MSI-X vector %u out of range", vector);
+	fn->irq[vector] = (struct irq_slot){ handler, arg };
+}
+
+/* ---- host time ---- */
+
+void sim_host_advance(sim_time_t ps)
+{
+	struct sim_kernel *k = sim_kernel();
+
+	sim_run_until(k, sim_now(k) + ps);
+}
+
+int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps)
+{
+	struct sim_kernel *k = sim_kernel();
+
+	return sim_run_while_not(k, pred, arg, sim_now(k) + timeout_ps);
+}

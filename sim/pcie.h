@@ -1,0 +1,103 @@
+/* PCIe seam between a host (driver) and a device (model): BAR0 MMIO dispatched to the device,
+ * DMA into host memory checked by an IOMMU model, and MSI-X interrupts back (architecture §5.1).
+ *
+ * Host memory is the process's own memory and device addresses are host virtual addresses.
+ * The device may touch only ranges the driver mapped (sim_pcie_map). A DMA outside them, or
+ * without the needed permission, is a logged fault returned to the device as -EFAULT; the
+ * device decides how to report it (an event to the driver). It never touches host memory.
+ *
+ * Timing (docs/timing.md): each direction of the link is a resource with a busy-until time;
+ * a TLP occupies it for (payload + TLP overhead) / bandwidth. Posted MMIO writes arrive in
+ * order after pcie.mmio_write_ns; DMA reads are split at pcie.mrrs, each needs one of pcie.tags
+ * tags and completes pcie.dma_read_ns later; DMA writes are split at pcie.mps; an MSI-X message
+ * is a posted write and never passes an earlier DMA write. */
+#ifndef SIM_PCIE_H
+#define SIM_PCIE_H
+
+#include "sim/config.h"
+#include "sim/kernel.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_PCIE_TLP_OVERHEAD_BYTES 24 /* framing, sequence, header, LCRC */
+#define SIM_PCIE_MAX_FNS 64
+#define SIM_PCIE_MAX_VECTORS 64
+
+enum sim_dma_perm {
+	SIM_DMA_READ = 1,  /* device may read (host → device) */
+	SIM_DMA_WRITE = 2, /* device may write (device → host) */
+};
+
+/* One recorded DMA fault. */
+struct sim_dma_fault {
+	uint64_t addr;   /* first byte of the access */
+	uint64_t len;    /* length of the access */
+	unsigned perm;   /* access that was refused (SIM_DMA_READ or SIM_DMA_WRITE) */
+	sim_time_t t_ps; /* when */
+};
+
+/* What a device implements behind its BAR. */
+struct sim_pcie_dev_ops {
+	uint32_t (*mmio_read32)(void *dev, uint32_t off);
+	void (*mmio_write32)(void *dev, uint32_t off, uint32_t val);
+};
+
+struct sim_pcie_fn;
+typedef void (*sim_irq_fn)(void *arg, unsigned vector);
+typedef void (*sim_dma_done_fn)(void *arg, int status);
+
+/* ---- platform side (system construction) ---- */
+struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, int devno,
+					const char *name, const struct sim_pcie_dev_ops *ops,
+					void *dev, uint32_t bar0_bytes);
+void sim_pcie_fn_destroy(struct sim_pcie_fn *fn);
+
+/* ---- host (driver) side ---- */
+/* Functions present, in bus order; returns the count (<= max). */
+int sim_pcie_enumerate(struct sim_pcie_fn **out, int max);
+const char *sim_pcie_fn_name(const struct sim_pcie_fn *fn);
+int sim_pcie_fn_host(const struct sim_pcie_fn *fn);
+int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
+/* Posted write: returns at once; the device sees it pcie.mmio_write_ns later. */
+void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
+/* Non-posted read: simulated time advances by the round trip. */
+uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off);
+/* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0, or -errno. */
+int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm);
+int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id);
+/* Interrupt handler for a vector, called in simulated time when the message arrives. */
+void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg);
+
+/* ---- device side ---- */
+/* Timed DMA for a sequential agent (the firmware): copies at once and advances *t_ps by the
+ * modelled transfer time, starting no earlier than *t_ps. 0 or -EFAULT (nothing copied). */
+int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		       sim_time_t *t_ps);
+int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+			sim_time_t *t_ps);
+/* Asynchronous DMA: the read copies when its last completion arrives; the write copies src at
+ * once (a posted write owns its data) and lands later. done(arg, status) runs at completion. */
+void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		  sim_dma_done_fn done, void *arg);
+void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		   sim_dma_done_fn done, void *arg);
+/* Send MSI-X message for vector (ordered after earlier DMA writes). */
+void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector);
+/* Faults seen so far on this function (count) and the most recent one. */
+uint64_t sim_pcie_fault_count(const struct sim_pcie_fn *fn);
+bool sim_pcie_last_fault(const struct sim_pcie_fn *fn, struct sim_dma_fault *out);
+/* Called for every fault, so that the device can report it to the driver. */
+void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn, void (*cb)(void *dev, const struct sim_dma_fault *f));
+/* Check without copying. */
+bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm);
+
+/* ---- host time (architecture §7) ---- */
+/* Charge host CPU time: run the simulation for ps. */
+void sim_host_advance(sim_time_t ps);
+/* Run the simulation until pred(arg) holds. 0, -EDEADLK (nothing pending that could make it
+ * true), or -ETIMEDOUT after timeout_ps. */
+int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps);
+
+#endif

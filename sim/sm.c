@@ -1,0 +1,64 @@
+/* Subnet manager: LID assignment and port activation (IBA 14.4 in its simplest form: one
+ * subnet, LMC 0, the SM on the first registered port). */
+#include "sim/sm.h"
+#include "sim/trace.h"
+
+#include <stdbool.h>
+
+enum { PORT_INIT = 2, PORT_ARMED = 3, PORT_ACTIVE = 4 };
+
+struct sm_port {
+	const struct sim_sma_ops *ops; /* SMA of the port */
+	void *port;                    /* its state */
+	uint16_t lid;                  /* assigned LID */
+	bool active;                   /* configured to ACTIVE */
+};
+
+static struct sm_port ports[SIM_SM_MAX_PORTS];
+static int nports, nactive;
+static uint64_t sweep_ps;
+
+void sim_sm_reset(uint64_t sweep_delay_ps)
+{
+	nports = 0;
+	nactive = 0;
+	sweep_ps = sweep_delay_ps;
+}
+
+int sim_sm_register(const struct sim_sma_ops *ops, void *port)
+{
+	SIM_ASSERT(nports < SIM_SM_MAX_PORTS, "too many ports for the subnet manager");
+	ports[nports] = (struct sm_port){ ops, port, (uint16_t)(nports + 1), false };
+	return nports++;
+}
+
+static void sm_sweep(void *arg)
+{
+	struct sm_port *p = arg;
+	uint16_t sm_lid = ports[0].lid;
+
+	/* Two SubnSets, as OpenSM does: ARMED with the LID, then ACTIVE. */
+	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ARMED);
+	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
+	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u sm_lid=%u state=ACTIVE",
+		  (int)(p - ports), p->lid, sm_lid);
+	if (!p->active)
+		nactive++;
+	p->active = true;
+}
+
+void sim_sm_link_up(int handle)
+{
+	SIM_ASSERT(handle >= 0 && handle < nports, "unknown SM port handle %d", handle);
+	sim_schedule_in(sim_kernel(), sweep_ps, sm_sweep, &ports[handle]);
+}
+
+int sim_sm_active_ports(void)
+{
+	return nactive;
+}
+
+int sim_sm_registered_ports(void)
+{
+	return nports;
+}
