@@ -33,7 +33,8 @@ int drv_fail(int err, const char *fmt, ...)
 	return err;
 }
 
-int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map)
+int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map,
+		  uint64_t *iova)
 {
 	size_t len = (bytes + 4095) & ~(size_t)4095;
 	void *p = NULL;
@@ -44,7 +45,7 @@ int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, in
 	if (posix_memalign(&p, 4096, len))
 		return drv_fail(ENOMEM, "out of host memory for a %zu-byte queue", len);
 	memset(p, 0, len);
-	id = sim_pcie_map(d->fn, p, len, perm);
+	id = sim_pcie_map(d->fn, p, len, perm, iova);
 	if (id < 0) {
 		free(p);
 		return drv_fail((int)-id, "%s", hcasim_last_error());
@@ -201,8 +202,8 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 	e->in_len = (uint32_t)in_len;
 	e->out_len = (uint32_t)out_len;
 	e->token = ++d->token;
-	e->in_addr = (uint64_t)(uintptr_t)(d->cmd_page + CMD_IN_OFF);
-	e->out_addr = (uint64_t)(uintptr_t)(d->cmd_page + CMD_OUT_OFF);
+	e->in_addr = d->cmd_iova + CMD_IN_OFF;
+	e->out_addr = d->cmd_iova + CMD_OUT_OFF;
 	e->own = HCA_CMD_OWN_DEVICE;
 	d->cmd_done = false;
 	sim_pcie_mmio_write32(d->fn, HCA_REG_CMD_DOORBELL, d->token);
@@ -262,12 +263,11 @@ int drv_cmd_setup(struct drv_dev *d)
 	int rc;
 
 	rc = drv_dma_alloc(d, CMD_PAGE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&d->cmd_page,
-			   &d->cmd_map);
+			   &d->cmd_map, &d->cmd_iova);
 	if (rc)
 		return rc;
-	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_LO, (uint32_t)(uintptr_t)d->cmd_page);
-	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_HI,
-			      (uint32_t)((uint64_t)(uintptr_t)d->cmd_page >> 32));
+	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_LO, (uint32_t)d->cmd_iova);
+	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_HI, (uint32_t)(d->cmd_iova >> 32));
 	/* Until EQ 0 exists, commands are polled (as mlx5 does at probe). */
 	d->cmd_irq = false;
 	rc = drv_cmd(d, HCA_CMD_QUERY_HCA_CAP, &none, sizeof(none), &d->cap, sizeof(d->cap));
@@ -276,11 +276,10 @@ int drv_cmd_setup(struct drv_dev *d)
 	if (rc)
 		return rc;
 	rc = drv_dma_alloc(d, HCA_EQE_BYTES << DRV_EQ_LOG_SIZE, SIM_DMA_READ | SIM_DMA_WRITE,
-			   (void **)&d->eq, &d->eq_map);
+			   (void **)&d->eq, &d->eq_map, &eq.ring_addr);
 	if (rc)
 		return rc;
 	hcasim_config_get("driver.cmd_completion", mode, sizeof(mode));
-	eq.ring_addr = (uint64_t)(uintptr_t)d->eq;
 	eq.log_size = DRV_EQ_LOG_SIZE;
 	eq.vector = 0;
 	eq.event_mask = (1ull << HCA_EQE_PORT_CHANGE) | (1ull << HCA_EQE_DMA_FAULT) |

@@ -40,7 +40,7 @@ static int probe_all(void)
 	rc = hcasim_boot();
 	if (rc)
 		return -rc;
-	if (ndevs && devs[0]->kernel == sim_kernel())
+	if (ndevs && devs[0]->bus_gen == sim_pcie_bus_generation())
 		return 0;
 	for (int i = 0; i < ndevs; i++)
 		drv_dev_free(devs[i]); /* stale: the system was rebooted */
@@ -52,7 +52,7 @@ static int probe_all(void)
 		if (!d)
 			return drv_fail(ENOMEM, "probe: out of memory");
 		d->fn = fns[i];
-		d->kernel = sim_kernel();
+		d->bus_gen = sim_pcie_bus_generation();
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
 		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", sim_pcie_fn_name(fns[i]));

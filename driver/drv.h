@@ -40,11 +40,12 @@ struct drv_ctx;
 struct drv_dev {
 	struct ibv_device ibdev;       /* handed to the user */
 	struct sim_pcie_fn *fn;        /* PCIe function */
-	struct sim_kernel *kernel;     /* kernel it was probed in (re-probe after a reboot) */
+	uint64_t bus_gen;              /* bus generation it was probed in (re-probe on reboot) */
 	struct hca_hca_cap cap;        /* from QUERY_HCA_CAP at probe */
 	/* command interface */
 	uint8_t *cmd_page;             /* entry at 0, input at 256, output at 512 */
 	int64_t cmd_map;               /* IOMMU mapping */
+	uint64_t cmd_iova;             /* device address of cmd_page */
 	uint32_t token;                /* last token used */
 	bool cmd_irq;                  /* wait for CMD events instead of polling */
 	bool cmd_done;                 /* CMD event for the current token seen */
@@ -141,8 +142,10 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 int drv_cmd_setup(struct drv_dev *d);
 void drv_eq_process(struct drv_dev *d);
 
-/* DMA-able memory: page-aligned, zeroed, mapped for the device; 0 or positive errno. */
-int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map);
+/* DMA-able memory: page-aligned, zeroed, mapped for the device (its device address in
+ * *iova); 0 or positive errno. */
+int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map,
+		  uint64_t *iova);
 void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
 
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */

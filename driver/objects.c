@@ -134,14 +134,13 @@ static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t leng
 	}
 	if (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		perm |= SIM_DMA_WRITE;
-	map = sim_pcie_map(d->fn, addr, length, perm);
+	map = sim_pcie_map(d->fn, addr, length, perm, &in.start);
 	if (map < 0) {
 		drv_fail((int)-map, "ibv_reg_mr: %s", hcasim_last_error());
 		return NULL;
 	}
 	in.pdn = pd->pdn;
 	in.access = access;
-	in.start = (uint64_t)(uintptr_t)addr;
 	in.length = length;
 	in.iova = iova;
 	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), &out, sizeof(out));
@@ -254,13 +253,14 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 
 /* ---- CQ ---- */
 
-static int cq_ring_alloc(struct drv_dev *d, int cqe, void **ring, int64_t *map, uint32_t *log)
+static int cq_ring_alloc(struct drv_dev *d, int cqe, void **ring, int64_t *map, uint64_t *iova,
+			 uint32_t *log)
 {
 	uint32_t entries = hca_cq_ring_entries((uint32_t)cqe);
 
 	*log = hca_log2(entries);
 	return drv_dma_alloc(d, (size_t)entries * HCA_CQE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, ring,
-			     map);
+			     map, iova);
 }
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -293,13 +293,12 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 		drv_fail(ENOMEM, "ibv_create_cq: out of memory");
 		return NULL;
 	}
-	if (cq_ring_alloc(d, cqe, &cq->ring, &cq->ring_map, &cq->log_size) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &cq->db_map))
+	if (cq_ring_alloc(d, cqe, &cq->ring, &cq->ring_map, &in.ring_addr, &cq->log_size) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &cq->db_map,
+			  &in.db_addr))
 		goto err_free;
 	in.cqe = (uint32_t)cqe;
 	in.eqn = d->eqn;
-	in.ring_addr = (uint64_t)(uintptr_t)cq->ring;
-	in.db_addr = (uint64_t)(uintptr_t)cq->db;
 	in.log_size = cq->log_size;
 	if (drv_cmd(d, HCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)))
 		goto err_free;
@@ -339,12 +338,11 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	drv_charge_verb(d);
 	if (cqe < 1 || (uint32_t)cqe > d->cap.max_cqe)
 		return drv_fail(EINVAL, "ibv_resize_cq: cqe %d outside 1..%u", cqe, d->cap.max_cqe);
-	rc = cq_ring_alloc(d, cqe, &ring, &map, &log);
+	rc = cq_ring_alloc(d, cqe, &ring, &map, &in.ring_addr, &log);
 	if (rc)
 		return rc;
 	in.cqn = cq->cqn;
 	in.cqe = (uint32_t)cqe;
-	in.ring_addr = (uint64_t)(uintptr_t)ring;
 	in.log_size = log;
 	rc = drv_cmd(d, HCA_CMD_RESIZE_CQ, &in, sizeof(in), &out, sizeof(out));
 	if (rc) {
@@ -424,15 +422,14 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	}
 	entries = hca_wq_entries(init->attr.max_wr + 1);
 	stride = hca_rq_stride(init->attr.max_sge);
-	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&srq->db, &srq->db_map))
+	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map,
+			  &in.ring_addr) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&srq->db, &srq->db_map, &in.db_addr))
 		goto err_free;
 	in.pdn = pd->pdn;
 	in.max_wr = init->attr.max_wr;
 	in.max_sge = init->attr.max_sge;
 	in.srq_limit = 0; /* ibv_create_srq(3): srq_limit is ignored; armed by ibv_modify_srq */
-	in.ring_addr = (uint64_t)(uintptr_t)srq->ring;
-	in.db_addr = (uint64_t)(uintptr_t)srq->db;
 	if (drv_cmd(d, HCA_CMD_CREATE_SRQ, &in, sizeof(in), &out, sizeof(out)))
 		goto err_free;
 	srq->srq.context = pd->pd.context;

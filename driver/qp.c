@@ -141,10 +141,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	rq_entries = hca_wq_entries(in.caps.max_recv_wr);
 	if (drv_dma_alloc(d,
 			  (size_t)sq_entries * hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline),
-			  SIM_DMA_READ, &qp->sq, &qp->sq_map) ||
+			  SIM_DMA_READ, &qp->sq, &qp->sq_map, &in.sq_addr) ||
 	    (!srq && drv_dma_alloc(d, (size_t)rq_entries * hca_rq_stride(in.caps.max_recv_sge),
-				   SIM_DMA_READ, &qp->rq, &qp->rq_map)) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&qp->db, &qp->db_map)) {
+				   SIM_DMA_READ, &qp->rq, &qp->rq_map, &in.rq_addr)) ||
+	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&qp->db, &qp->db_map, &in.db_addr)) {
 		qp_free(d, qp);
 		return NULL;
 	}
@@ -155,9 +155,6 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	in.send_cqn = scq->cqn;
 	in.recv_cqn = rcq->cqn;
 	in.srqn = srq ? srq->srqn : 0;
-	in.sq_addr = (uint64_t)(uintptr_t)qp->sq;
-	in.rq_addr = (uint64_t)(uintptr_t)qp->rq;
-	in.db_addr = (uint64_t)(uintptr_t)qp->db;
 	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
 		qp_free(d, qp);
 		return NULL;

@@ -9,9 +9,11 @@
 #include <string.h>
 
 struct iommu_map {
-	uint64_t start, len; /* range */
-	unsigned perm;       /* SIM_DMA_READ | SIM_DMA_WRITE */
-	int64_t id;          /* handle returned to the mapper */
+	uint64_t iova;   /* device address of the first byte */
+	uint64_t len;    /* bytes */
+	char *host;      /* host address of the first byte */
+	unsigned perm;   /* SIM_DMA_READ | SIM_DMA_WRITE */
+	int64_t id;      /* handle returned to the mapper */
 };
 
 struct irq_slot {
@@ -36,9 +38,10 @@ struct sim_pcie_fn {
 	sim_time_t *tag_free_ps;           /* when each read tag is free again */
 	unsigned tags, next_tag;           /* tag count, next to use (round robin) */
 	/* IOMMU */
-	struct iommu_map *maps;            /* unordered; lookups scan */
+	struct iommu_map *maps;            /* sorted by iova (allocation order) */
 	size_t nmaps, capmaps;
 	int64_t next_map_id;
+	uint64_t next_iova;                /* bump allocator, page granular */
 	uint64_t faults;                   /* faults so far */
 	struct sim_dma_fault last_fault;   /* most recent */
 	void (*fault_cb)(void *dev, const struct sim_dma_fault *f);
@@ -47,6 +50,12 @@ struct sim_pcie_fn {
 
 static struct sim_pcie_fn *fns[SIM_PCIE_MAX_FNS];
 static int nfns;
+static uint64_t bus_generation;
+
+uint64_t sim_pcie_bus_generation(void)
+{
+	return bus_generation;
+}
 
 struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, int devno,
 					const char *name, const struct sim_pcie_dev_ops *ops,
@@ -76,7 +85,9 @@ struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, i
 	fn->tag_free_ps = calloc(fn->tags, sizeof(*fn->tag_free_ps));
 	SIM_ASSERT(fn->tag_free_ps != NULL, "out of memory");
 	fn->next_map_id = 1;
+	fn->next_iova = SIM_IOVA_BASE;
 	fns[nfns++] = fn;
+	bus_generation++;
 	return fn;
 }
 
@@ -93,6 +104,7 @@ void sim_pcie_fn_destroy(struct sim_pcie_fn *fn)
 		memmove(&fns[i], &fns[i + 1], (size_t)(nfns - i - 1) * sizeof(fns[0]));
 		nfns--;
 	}
+	bus_generation++;
 	free(fn->tag_free_ps);
 	free(fn->maps);
 	free(fn);
@@ -189,29 +201,37 @@ uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
 
 /* ---- IOMMU ---- */
 
-int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm)
+int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
+		     uint64_t *iova)
 {
-	uint64_t a = (uint64_t)(uintptr_t)addr;
+	uint64_t a = (uint64_t)(uintptr_t)addr, off = a & 4095;
+	struct iommu_map *m;
 
 	if (!addr || !len)
 		return sim_error(-EINVAL, "iommu map: empty range");
 	if (perm & ~(unsigned)(SIM_DMA_READ | SIM_DMA_WRITE) || !perm)
 		return sim_error(-EINVAL, "iommu map: bad permission 0x%x", perm);
-	if (a + len < a)
-		return sim_error(-EINVAL, "iommu map: range wraps the address space");
+	if (a + len < a || len > (1ull << 44))
+		return sim_error(-EINVAL, "iommu map: range of %zu bytes wraps or is too large",
+				 len);
 	if (fn->nmaps == fn->capmaps) {
 		size_t cap = fn->capmaps ? fn->capmaps * 2 : 64;
-		struct iommu_map *m = realloc(fn->maps, cap * sizeof(*m));
 
+		m = realloc(fn->maps, cap * sizeof(*m));
 		if (!m)
 			return sim_error(-ENOMEM, "iommu map: out of memory");
 		fn->maps = m;
 		fn->capmaps = cap;
 	}
-	fn->maps[fn->nmaps] = (struct iommu_map){ a, len, perm, fn->next_map_id++ };
-	SIM_TRACE(iommu, map, fn->devno, "id=%lld addr=0x%llx len=%zu perm=%u",
-		  (long long)fn->maps[fn->nmaps].id, (unsigned long long)a, len, perm);
-	return fn->maps[fn->nmaps++].id;
+	m = &fn->maps[fn->nmaps++];
+	*m = (struct iommu_map){ fn->next_iova + off, len, (char *)addr, perm, fn->next_map_id++ };
+	/* Keep the page offset (DMA alignment is the buffer's own) and leave a guard page. */
+	fn->next_iova += (off + len + 4095) / 4096 * 4096 + 4096;
+	SIM_TRACE(iommu, map, fn->devno, "id=%lld iova=0x%llx len=%zu perm=%u", (long long)m->id,
+		  (unsigned long long)m->iova, len, perm);
+	if (iova)
+		*iova = m->iova;
+	return m->id;
 }
 
 int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
@@ -219,37 +239,51 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 	for (size_t i = 0; i < fn->nmaps; i++) {
 		if (fn->maps[i].id == id) {
 			SIM_TRACE(iommu, unmap, fn->devno, "id=%lld", (long long)id);
-			fn->maps[i] = fn->maps[--fn->nmaps];
+			memmove(&fn->maps[i], &fn->maps[i + 1],
+				(fn->nmaps - i - 1) * sizeof(fn->maps[0]));
+			fn->nmaps--;
 			return 0;
 		}
 	}
 	return sim_error(-ENOENT, "iommu unmap: no mapping with id %lld", (long long)id);
 }
 
+/* The mapping holding [iova, iova+len) with perm, or NULL. */
+static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t iova, size_t len,
+					  unsigned perm)
+{
+	size_t lo = 0, hi = fn->nmaps;
+	const struct iommu_map *m;
+
+	if (iova + len < iova)
+		return NULL;
+	while (lo < hi) { /* last mapping starting at or below iova */
+		size_t mid = (lo + hi) / 2;
+
+		if (fn->maps[mid].iova <= iova)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	m = &fn->maps[lo - 1];
+	if (iova + len > m->iova + m->len || (m->perm & perm) != perm)
+		return NULL;
+	return m;
+}
+
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	uint64_t pos = addr, end = addr + len;
+	return iommu_find(fn, addr, len ? len : 1, perm) != NULL;
+}
 
-	if (!len)
-		return true;
-	if (end < addr)
-		return false;
-	/* Walk forward through the mappings that cover pos with the permission. */
-	while (pos < end) {
-		uint64_t reach = pos;
+/* Host pointer for a checked device address. */
+static void *iommu_host(const struct sim_pcie_fn *fn, uint64_t iova, size_t len, unsigned perm)
+{
+	const struct iommu_map *m = iommu_find(fn, iova, len ? len : 1, perm);
 
-		for (size_t i = 0; i < fn->nmaps; i++) {
-			const struct iommu_map *m = &fn->maps[i];
-
-			if ((m->perm & perm) == perm && m->start <= pos && pos < m->start + m->len &&
-			    m->start + m->len > reach)
-				reach = m->start + m->len;
-		}
-		if (reach == pos)
-			return false;
-		pos = reach;
-	}
-	return true;
+	return m ? m->host + (iova - m->iova) : NULL;
 }
 
 static int iommu_check(struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
@@ -351,7 +385,7 @@ int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t 
 
 	if (rc)
 		return rc;
-	memcpy(dst, (const void *)(uintptr_t)addr, len);
+	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
 	*t_ps = read_timing(fn, *t_ps, len);
 	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
 		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
@@ -365,7 +399,7 @@ int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, 
 
 	if (rc)
 		return rc;
-	memcpy((void *)(uintptr_t)addr, src, len);
+	memcpy(iommu_host(fn, addr, len, SIM_DMA_WRITE), src, len);
 	*t_ps = write_timing(fn, *t_ps, len);
 	SIM_TRACE(pcie, dma_wr, fn->devno, "addr=0x%llx len=%zu done=%llu",
 		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
@@ -391,7 +425,8 @@ static void dma_read_complete(void *p)
 		/* The IOMMU is checked again at completion: an unmap in between faults. */
 		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_READ);
 		if (!op->status)
-			memcpy(op->dst, (const void *)(uintptr_t)op->addr, op->len);
+			memcpy(op->dst, iommu_host(op->fn, op->addr, op->len, SIM_DMA_READ),
+			       op->len);
 	}
 	SIM_TRACE(pcie, dma_rd, op->fn->devno, "addr=0x%llx len=%zu status=%d",
 		  (unsigned long long)op->addr, op->len, op->status);
@@ -407,7 +442,8 @@ static void dma_write_complete(void *p)
 	if (!op->status) {
 		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_WRITE);
 		if (!op->status)
-			memcpy((void *)(uintptr_t)op->addr, op->buf, op->len);
+			memcpy(iommu_host(op->fn, op->addr, op->len, SIM_DMA_WRITE), op->buf,
+			       op->len);
 	}
 	SIM_TRACE(pcie, dma_wr, op->fn->devno, "addr=0x%llx len=%zu status=%d",
 		  (unsigned long long)op->addr, op->len, op->status);

@@ -1,10 +1,12 @@
 /* PCIe seam between a host (driver) and a device (model): BAR0 MMIO dispatched to the device,
  * DMA into host memory checked by an IOMMU model, and MSI-X interrupts back (architecture §5.1).
  *
- * Host memory is the process's own memory and device addresses are host virtual addresses.
- * The device may touch only ranges the driver mapped (sim_pcie_map). A DMA outside them, or
- * without the needed permission, is a logged fault returned to the device as -EFAULT; the
- * device decides how to report it (an event to the driver). It never touches host memory.
+ * Host memory is the process's own memory. The device sees only I/O virtual addresses (IOVAs)
+ * that the IOMMU hands out when the driver maps a range (sim_pcie_map), allocated in mapping
+ * order from a fixed base with a guard page between mappings — so device addresses, traces and
+ * pcaps do not depend on where the host's allocator put a buffer. A DMA must lie inside one
+ * mapping with the needed permission; anything else is a logged fault returned to the device
+ * as -EFAULT, and the device decides how to report it. It never touches host memory.
  *
  * Timing (docs/timing.md): each direction of the link is a resource with a busy-until time;
  * a TLP occupies it for (payload + TLP overhead) / bandwidth. Posted MMIO writes arrive in
@@ -57,6 +59,9 @@ void sim_pcie_fn_destroy(struct sim_pcie_fn *fn);
 /* ---- host (driver) side ---- */
 /* Functions present, in bus order; returns the count (<= max). */
 int sim_pcie_enumerate(struct sim_pcie_fn **out, int max);
+/* Changes whenever functions are created or destroyed (a reboot), so a driver can tell that
+ * the functions it probed are gone. */
+uint64_t sim_pcie_bus_generation(void);
 const char *sim_pcie_fn_name(const struct sim_pcie_fn *fn);
 int sim_pcie_fn_host(const struct sim_pcie_fn *fn);
 int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
@@ -64,8 +69,10 @@ int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
 void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
 /* Non-posted read: simulated time advances by the round trip. */
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off);
-/* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0, or -errno. */
-int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm);
+/* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0 and the device
+ * address of addr in *iova, or -errno. */
+int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
+		     uint64_t *iova);
 int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id);
 /* Interrupt handler for a vector, called in simulated time when the message arrives. */
 void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg);
@@ -92,6 +99,7 @@ bool sim_pcie_last_fault(const struct sim_pcie_fn *fn, struct sim_dma_fault *out
 void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn, void (*cb)(void *dev, const struct sim_dma_fault *f));
 /* Check without copying. */
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm);
+#define SIM_IOVA_BASE 0x100000000ull /* first IOVA handed out */
 
 /* ---- host time (architecture §7) ---- */
 /* Charge host CPU time: run the simulation for ps. */

@@ -1,0 +1,168 @@
+/* Shared test fixtures (see tb.h). */
+#include "testbench/tb.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+void tb_config(const char *key, const char *value)
+{
+	int rc = hcasim_config_set(key, value);
+
+	cr_assert_eq(rc, 0, "hcasim_config_set(%s, %s): %s", key, value, hcasim_last_error());
+}
+
+void tb_open(struct tb_dev *t, int index)
+{
+	int n = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->list = ibv_get_device_list(&n);
+	cr_assert_not_null(t->list, "ibv_get_device_list: %s", hcasim_last_error());
+	cr_assert_gt(n, index, "only %d devices", n);
+	t->ctx = ibv_open_device(t->list[index]);
+	cr_assert_not_null(t->ctx, "ibv_open_device: %s", hcasim_last_error());
+	cr_assert_eq(ibv_query_device(t->ctx, &t->attr), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_query_port(t->ctx, 1, &t->port), 0, "%s", hcasim_last_error());
+	t->pd = ibv_alloc_pd(t->ctx);
+	cr_assert_not_null(t->pd, "ibv_alloc_pd: %s", hcasim_last_error());
+	t->cq = ibv_create_cq(t->ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(t->cq, "ibv_create_cq: %s", hcasim_last_error());
+}
+
+void tb_close(struct tb_dev *t)
+{
+	if (t->cq)
+		ibv_destroy_cq(t->cq);
+	if (t->pd)
+		ibv_dealloc_pd(t->pd);
+	if (t->ctx)
+		ibv_close_device(t->ctx);
+	if (t->list)
+		ibv_free_device_list(t->list);
+	memset(t, 0, sizeof(*t));
+}
+
+struct ibv_qp *tb_create_qp(struct tb_dev *t, enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = t->cq,
+		.recv_cq = t->cq,
+		.qp_type = type,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(t->pd, &init);
+
+	cr_assert_not_null(qp, "ibv_create_qp(type %d): %s", type, hcasim_last_error());
+	return qp;
+}
+
+void tb_qp_snap(struct ibv_qp *qp, struct tb_qp_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	cr_assert_eq(ibv_query_qp(qp, &s->attr, 0x1fffff, &s->init), 0, "ibv_query_qp: %s",
+		     hcasim_last_error());
+}
+
+static bool ah_equal(const struct ibv_ah_attr *a, const struct ibv_ah_attr *b)
+{
+	return !memcmp(a->grh.dgid.raw, b->grh.dgid.raw, 16) &&
+	       a->grh.flow_label == b->grh.flow_label && a->grh.sgid_index == b->grh.sgid_index &&
+	       a->grh.hop_limit == b->grh.hop_limit &&
+	       a->grh.traffic_class == b->grh.traffic_class && a->dlid == b->dlid &&
+	       a->sl == b->sl && a->src_path_bits == b->src_path_bits &&
+	       a->static_rate == b->static_rate && a->is_global == b->is_global &&
+	       a->port_num == b->port_num;
+}
+
+bool tb_qp_snap_equal(const struct tb_qp_snap *a, const struct tb_qp_snap *b, char *why,
+		      size_t len)
+{
+	const struct ibv_qp_attr *x = &a->attr, *y = &b->attr;
+
+#define SAME(f)                                                                                    \
+	do {                                                                                       \
+		if (x->f != y->f) {                                                                \
+			snprintf(why, len, #f ": %lld != %lld", (long long)x->f,                   \
+				 (long long)y->f);                                                 \
+			return false;                                                              \
+		}                                                                                  \
+	} while (0)
+	SAME(qp_state);
+	SAME(cur_qp_state);
+	SAME(path_mtu);
+	SAME(path_mig_state);
+	SAME(qkey);
+	SAME(rq_psn);
+	SAME(sq_psn);
+	SAME(dest_qp_num);
+	SAME(qp_access_flags);
+	SAME(cap.max_send_wr);
+	SAME(cap.max_recv_wr);
+	SAME(cap.max_send_sge);
+	SAME(cap.max_recv_sge);
+	SAME(cap.max_inline_data);
+	SAME(pkey_index);
+	SAME(alt_pkey_index);
+	SAME(en_sqd_async_notify);
+	SAME(sq_draining);
+	SAME(max_rd_atomic);
+	SAME(max_dest_rd_atomic);
+	SAME(min_rnr_timer);
+	SAME(port_num);
+	SAME(timeout);
+	SAME(retry_cnt);
+	SAME(rnr_retry);
+	SAME(alt_port_num);
+	SAME(alt_timeout);
+#undef SAME
+	if (!ah_equal(&x->ah_attr, &y->ah_attr)) {
+		snprintf(why, len, "ah_attr differs");
+		return false;
+	}
+	if (!ah_equal(&x->alt_ah_attr, &y->alt_ah_attr)) {
+		snprintf(why, len, "alt_ah_attr differs");
+		return false;
+	}
+	if (a->init.qp_type != b->init.qp_type || a->init.sq_sig_all != b->init.sq_sig_all ||
+	    a->init.send_cq != b->init.send_cq || a->init.recv_cq != b->init.recv_cq ||
+	    a->init.srq != b->init.srq || memcmp(&a->init.cap, &b->init.cap, sizeof(a->init.cap))) {
+		snprintf(why, len, "init_attr differs");
+		return false;
+	}
+	return true;
+}
+
+void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *a)
+{
+	union ibv_gid gid;
+
+	memset(a, 0, sizeof(*a));
+	cr_assert_eq(ibv_query_gid(t->ctx, 1, 0, &gid), 0, "%s", hcasim_last_error());
+	a->pkey_index = 0;
+	a->port_num = 1;
+	a->qkey = 0x11111111;
+	a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	a->path_mtu = IBV_MTU_1024;
+	a->dest_qp_num = 0x123;
+	a->rq_psn = 0x1234;
+	a->sq_psn = 0x4321;
+	a->max_dest_rd_atomic = 1;
+	a->max_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->en_sqd_async_notify = 1;
+	a->path_mig_state = IBV_MIG_MIGRATED;
+	a->ah_attr.dlid = t->port.lid ? t->port.lid : 1;
+	a->ah_attr.sl = 0;
+	a->ah_attr.port_num = 1;
+	a->ah_attr.is_global = t->port.link_layer == IBV_LINK_LAYER_ETHERNET;
+	a->ah_attr.grh.dgid = gid;
+	a->ah_attr.grh.hop_limit = 1;
+	a->alt_ah_attr = a->ah_attr;
+	a->alt_port_num = 1;
+	a->alt_pkey_index = 0;
+	a->alt_timeout = 14;
+}

@@ -1,0 +1,45 @@
+/* Shared test fixtures for the Criterion suites: open a simulated HCA with a PD and a CQ,
+ * create QPs, snapshot a QP's full attributes and compare snapshots field by field. Every
+ * helper asserts (cr_assert) on failure and goes through the public verbs/hcasim API only. */
+#ifndef TB_TB_H
+#define TB_TB_H
+
+#include <infiniband/verbs.h>
+
+#include "sim/hcasim.h"
+
+#include <stdbool.h>
+
+struct tb_dev {
+	struct ibv_device **list;       /* device list (freed by tb_close) */
+	struct ibv_context *ctx;        /* open device */
+	struct ibv_pd *pd;              /* a PD */
+	struct ibv_cq *cq;              /* a 64-entry CQ */
+	struct ibv_device_attr attr;    /* device attributes */
+	struct ibv_port_attr port;      /* port 1 attributes */
+};
+
+/* Set a configuration key before boot (asserts success). */
+void tb_config(const char *key, const char *value);
+/* Open HCA index (0 or 1) with a PD and a CQ. */
+void tb_open(struct tb_dev *t, int index);
+void tb_close(struct tb_dev *t);
+/* Create a QP of the given type on t's PD/CQ with small queues. */
+struct ibv_qp *tb_create_qp(struct tb_dev *t, enum ibv_qp_type type);
+
+/* Everything ibv_query_qp returns. */
+struct tb_qp_snap {
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+};
+void tb_qp_snap(struct ibv_qp *qp, struct tb_qp_snap *s);
+/* True if every field of a and b is equal (padding ignored); on a difference writes the
+ * field's name to why. */
+bool tb_qp_snap_equal(const struct tb_qp_snap *a, const struct tb_qp_snap *b, char *why,
+		      size_t len);
+
+/* Valid values for every modify-QP attribute on t (an IB port unless configured otherwise):
+ * fills attr so that any subset of mask bits is acceptable where the table allows it. */
+void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *attr);
+
+#endif

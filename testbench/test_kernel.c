@@ -1,0 +1,173 @@
+/* Simulation kernel: ordering, cancellation, idle skipping, determinism, PRNG. */
+#include "sim/kernel.h"
+#include "sim/rng.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rec {
+	struct sim_kernel *k; /* kernel */
+	char log[256];        /* order of firing */
+	uint64_t when[8];     /* time of each firing */
+	int n;                /* firings */
+};
+
+static struct rec R;
+
+static void mark(void *arg)
+{
+	R.log[R.n] = (char)(uintptr_t)arg;
+	R.when[R.n] = sim_now(R.k);
+	R.n++;
+}
+
+Test(kernel, events_fire_in_time_then_schedule_order)
+{
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	sim_schedule_at(R.k, 300, mark, (void *)'c');
+	sim_schedule_at(R.k, 100, mark, (void *)'a');
+	sim_schedule_at(R.k, 300, mark, (void *)'d');
+	sim_schedule_at(R.k, 200, mark, (void *)'b');
+	sim_run_until(R.k, 1000);
+	cr_assert_str_eq(R.log, "abcd");
+	cr_assert_eq(R.when[0], 100);
+	cr_assert_eq(R.when[3], 300);
+	cr_assert_eq(sim_now(R.k), 1000, "run_until leaves time at its limit");
+	sim_kernel_destroy(R.k);
+}
+
+Test(kernel, cancelled_event_never_fires)
+{
+	sim_event_id id;
+
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	sim_schedule_at(R.k, 10, mark, (void *)'a');
+	id = sim_schedule_at(R.k, 20, mark, (void *)'x');
+	sim_schedule_at(R.k, 30, mark, (void *)'b');
+	cr_assert(sim_cancel(R.k, id));
+	cr_assert_not(sim_cancel(R.k, id), "second cancel reports nothing to cancel");
+	cr_assert_eq(sim_events_pending(R.k), 2);
+	sim_run_until(R.k, 100);
+	cr_assert_str_eq(R.log, "ab");
+	sim_kernel_destroy(R.k);
+}
+
+static bool fired_once(void *arg)
+{
+	(void)arg;
+	return R.n > 0;
+}
+
+Test(kernel, idle_time_is_skipped_in_one_event)
+{
+	const uint64_t ten_s = 10 * SIM_PS_PER_S;
+
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	/* A timer 10 simulated seconds away: one event, however many cycles lie between. */
+	sim_schedule_in(R.k, ten_s, mark, (void *)'t');
+	cr_assert_eq(sim_run_while_not(R.k, fired_once, NULL, SIM_TIME_NEVER), 0);
+	cr_assert_eq(sim_events_executed(R.k), 1);
+	cr_assert_eq(sim_now(R.k), ten_s);
+	sim_kernel_destroy(R.k);
+}
+
+static bool never(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+Test(kernel, waiting_on_an_empty_queue_reports_deadlock)
+{
+	struct sim_kernel *k = sim_kernel_create();
+
+	cr_assert_eq(sim_run_while_not(k, never, NULL, SIM_TIME_NEVER), -EDEADLK);
+	sim_schedule_at(k, 500, mark, NULL);
+	memset(&R, 0, sizeof(R));
+	R.k = k;
+	cr_assert_eq(sim_run_while_not(k, never, NULL, 100), -ETIMEDOUT);
+	cr_assert_eq(sim_now(k), 100, "time advanced to the limit");
+	cr_assert_eq(R.n, 0, "the event beyond the limit did not run");
+	sim_kernel_destroy(k);
+}
+
+Test(kernel, clock_edges_align_to_the_period)
+{
+	struct sim_clock c = { "core", 2000 };
+
+	cr_assert_eq(sim_clock_edge(&c, 0), 0);
+	cr_assert_eq(sim_clock_edge(&c, 1), 2000);
+	cr_assert_eq(sim_clock_edge(&c, 2000), 2000);
+	cr_assert_eq(sim_clock_after(&c, 2001, 3), 4000 + 3 * 2000);
+	cr_assert_eq(sim_clock_cycles(&c, 10999), 5);
+}
+
+Test(kernel, rng_is_seeded_per_source)
+{
+	struct sim_rng a, b, c, d;
+
+	sim_rng_init(&a, 42, "link0.drop");
+	sim_rng_init(&b, 42, "link0.drop");
+	sim_rng_init(&c, 42, "link1.drop");
+	sim_rng_init(&d, 43, "link0.drop");
+	for (int i = 0; i < 100; i++) {
+		uint64_t x = sim_rng_next(&a);
+
+		cr_assert_eq(x, sim_rng_next(&b), "same seed and source, same numbers");
+	}
+	cr_assert_neq(sim_rng_next(&a), sim_rng_next(&c), "another source draws other numbers");
+	cr_assert_neq(sim_rng_next(&b), sim_rng_next(&d), "another seed draws other numbers");
+	for (int i = 0; i < 1000; i++)
+		cr_assert_lt(sim_rng_below(&a, 7), 7);
+}
+
+/* Determinism of the whole system: the default simulation twice, every trace category on,
+ * gives byte-identical traces. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	cr_assert_not_null(f, "open %s", path);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	cr_assert_eq(fread(buf, 1, *len, f), *len);
+	buf[*len] = 0;
+	fclose(f);
+	return buf;
+}
+
+Test(kernel, two_runs_give_identical_traces, .timeout = 60)
+{
+	char cmd[1024], p1[] = "/tmp/hcasim-det1-XXXXXX", p2[] = "/tmp/hcasim-det2-XXXXXX";
+	size_t l1, l2;
+	char *t1, *t2;
+	int fd1 = mkstemp(p1), fd2 = mkstemp(p2);
+
+	cr_assert(fd1 >= 0 && fd2 >= 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s %s/bin/hcasim-run > /dev/null",
+			 i ? p2 : p1, HCASIM_BUILD_DIR);
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+	}
+	t1 = slurp(p1, &l1);
+	t2 = slurp(p2, &l2);
+	cr_assert_gt(l1, 10000, "the trace has content (%zu bytes)", l1);
+	cr_assert(strstr(t1, "qp.modify") && strstr(t1, "cmd.done") && strstr(t1, "port.sm"));
+	cr_assert_eq(l1, l2, "trace lengths differ: %zu vs %zu", l1, l2);
+	cr_assert(!memcmp(t1, t2, l1), "traces differ");
+	free(t1);
+	free(t2);
+	unlink(p1);
+	unlink(p2);
+}

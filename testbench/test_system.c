@@ -1,0 +1,248 @@
+/* System: boot and port bring-up, GUIDs, the command completion modes, Debian's unmodified
+ * ibv_devinfo, generated documents in step with their sources, and tracing. */
+#include "testbench/tb.h"
+
+#include <criterion/criterion.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *run_capture(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	cr_assert_not_null(p, "%s", cmd);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = 0;
+	cr_assert_eq(pclose(p), 0, "%s failed:\n%s", cmd, buf);
+	return buf;
+}
+
+Test(system, ports_are_active_with_unique_lids_and_guids)
+{
+	struct ibv_device **l;
+	struct ibv_port_attr pa[2];
+	union ibv_gid gid[2];
+	__be64 guid[2];
+	__be16 pkey;
+	int n;
+
+	l = ibv_get_device_list(&n);
+	cr_assert_not_null(l);
+	cr_assert_eq(n, 2);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_context *c = ibv_open_device(l[i]);
+
+		cr_assert_not_null(c);
+		cr_assert_str_eq(ibv_get_device_name(l[i]), i ? "hcasim1" : "hcasim0");
+		guid[i] = ibv_get_device_guid(l[i]);
+		cr_assert_eq(ibv_query_port(c, 1, &pa[i]), 0);
+		cr_assert_eq(pa[i].state, IBV_PORT_ACTIVE);
+		cr_assert_eq(pa[i].phys_state, 5, "LinkUp");
+		cr_assert_eq(pa[i].link_layer, IBV_LINK_LAYER_INFINIBAND);
+		cr_assert_eq(pa[i].sm_lid, 1);
+		cr_assert_eq(ibv_query_gid(c, 1, 0, &gid[i]), 0);
+		/* GID 0 = default subnet prefix : port GUID. */
+		cr_assert_eq(be64toh(gid[i].global.subnet_prefix), 0xfe80000000000000ull);
+		cr_assert_eq(be64toh(gid[i].global.interface_id), be64toh(guid[i]) + 1,
+			     "port GUID = node GUID + port number");
+		cr_assert_eq(ibv_query_pkey(c, 1, 0, &pkey), 0);
+		cr_assert_eq(be16toh(pkey), 0xffff, "default full-member P_Key at index 0");
+		cr_assert_eq(ibv_query_pkey(c, 1, 1, &pkey), 0);
+		cr_assert_eq(pkey, 0);
+		ibv_close_device(c);
+	}
+	cr_assert_neq(pa[0].lid, pa[1].lid);
+	cr_assert_neq(guid[0], guid[1]);
+	ibv_free_device_list(l);
+}
+
+Test(system, guids_are_stable_across_boots)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	__be64 g0 = ibv_get_device_guid(l[0]);
+
+	ibv_free_device_list(l);
+	hcasim_shutdown();
+	l = ibv_get_device_list(NULL);
+	cr_assert_not_null(l);
+	cr_assert_eq(ibv_get_device_guid(l[0]), g0);
+	ibv_free_device_list(l);
+}
+
+/* Time from doorbell to completion of one ALLOC_PD as the command log records it. */
+static uint64_t alloc_pd_wait_ps(void)
+{
+	struct tb_dev t;
+	struct hcasim_cmd_record rec[4];
+	struct ibv_pd *pd;
+	int n;
+
+	tb_open(&t, 0);
+	pd = ibv_alloc_pd(t.ctx);
+	cr_assert_not_null(pd);
+	n = hcasim_cmd_log(t.ctx, rec, 1);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(rec[0].name, "ALLOC_PD");
+	cr_assert_eq(rec[0].status, 0);
+	cr_assert_gt(rec[0].done_cycle, rec[0].start_cycle);
+	ibv_dealloc_pd(pd);
+	tb_close(&t);
+	return rec[0].complete_ps - rec[0].submit_ps;
+}
+
+Test(system, commands_complete_by_polling)
+{
+	uint64_t ps;
+
+	tb_config("driver.cmd_completion", "poll");
+	ps = alloc_pd_wait_ps();
+	/* 1000 firmware cycles at 500 MHz are 2 us; PCIe adds under 2 us. */
+	cr_assert(ps > 2000000 && ps < 4000000, "ALLOC_PD took %llu ps", (unsigned long long)ps);
+}
+
+Test(system, commands_complete_by_interrupt_after_the_msix_latency)
+{
+	uint64_t ps;
+
+	tb_config("driver.cmd_completion", "interrupt");
+	tb_config("pcie.msix_ns", "5000");
+	ps = alloc_pd_wait_ps();
+	/* The driver sleeps until the MSI-X message, 5 us after the status write. */
+	cr_assert(ps > 7000000 && ps < 9000000, "ALLOC_PD took %llu ps", (unsigned long long)ps);
+}
+
+Test(system, firmware_cost_scales_with_the_core_clock)
+{
+	uint64_t fast, slow;
+
+	tb_config("driver.cmd_completion", "poll");
+	tb_config("clock.core_mhz", "1000");
+	fast = alloc_pd_wait_ps();
+	hcasim_shutdown();
+	tb_config("driver.cmd_completion", "poll");
+	tb_config("clock.core_mhz", "250");
+	slow = alloc_pd_wait_ps();
+	/* 1000 cycles: 1 us at 1 GHz, 4 us at 250 MHz. */
+	cr_assert(slow - fast > 2900000 && slow - fast < 3200000, "fast %llu slow %llu",
+		  (unsigned long long)fast, (unsigned long long)slow);
+}
+
+Test(system, debian_ibv_devinfo_lists_both_hcas, .timeout = 60)
+{
+	char cmd[1024];
+	char *out;
+
+	snprintf(cmd, sizeof(cmd), "%s LD_LIBRARY_PATH=%s/lib ibv_devinfo -v 2>&1",
+		 HCASIM_SAN ? "LD_PRELOAD=$(gcc -print-file-name=libasan.so) "
+			      "ASAN_OPTIONS=detect_leaks=0"
+			    : "",
+		 HCASIM_BUILD_DIR);
+	out = run_capture(cmd);
+	cr_assert(strstr(out, "hca_id:\thcasim0"), "%s", out);
+	cr_assert(strstr(out, "hca_id:\thcasim1"), "%s", out);
+	cr_assert(strstr(out, "node_guid:\t\t\t0248:53ff:fe00:0000"), "%s", out);
+	cr_assert(strstr(out, "node_guid:\t\t\t0248:53ff:fe00:0100"), "%s", out);
+	cr_assert(strstr(out, "board_id:\t\t\tHCASIM-0001"), "%s", out);
+	cr_assert(strstr(out, "port_lid:\t\t1\n"), "%s", out);
+	cr_assert(strstr(out, "port_lid:\t\t2\n"), "%s", out);
+	cr_assert(strstr(out, "active_mtu:\t\t4096 (5)"), "%s", out);
+	cr_assert(strstr(out, "link_layer:\t\tInfiniBand"), "%s", out);
+	cr_assert(strstr(out, "max_qp:\t\t\t\t131072"), "%s", out);
+	cr_assert(strstr(out, "max_cqe:\t\t\t4194303"), "%s", out);
+	cr_assert(strstr(out, "max_qp_rd_atom:\t\t\t16"), "%s", out);
+	cr_assert(strstr(out, "GID[  0]:\t\tfe80:0000:0000:0000:0248:53ff:fe00:0001"), "%s", out);
+	{
+		/* Exactly two ports, both ACTIVE. */
+		int active = 0;
+
+		for (char *p = out; (p = strstr(p, "PORT_ACTIVE (4)")); p++)
+			active++;
+		cr_assert_eq(active, 2, "%s", out);
+	}
+	free(out);
+}
+
+static void check_generated(const char *what, const char *file)
+{
+	char cmd[1024], path[512];
+	char *gen, *committed;
+	FILE *f;
+	long len;
+
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-gendoc %s", HCASIM_BUILD_DIR, what);
+	gen = run_capture(cmd);
+	snprintf(path, sizeof(path), "%s/%s", HCASIM_SRC_DIR, file);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s is missing: run make docs", file);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	committed = calloc(1, (size_t)len + 1);
+	cr_assert_eq(fread(committed, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	cr_assert_str_eq(committed, gen, "%s drifted from its source: run make docs", file);
+	free(gen);
+	free(committed);
+}
+
+Test(system, generated_regmap_matches_the_device_interface)
+{
+	check_generated("regmap", "docs/regmap.md");
+}
+
+Test(system, generated_config_keys_match_the_config_table)
+{
+	check_generated("config", "docs/config-keys.md");
+}
+
+Test(system, trace_lines_carry_time_device_and_cycle)
+{
+	char path[] = "/tmp/hcasim-trace-XXXXXX", line[512];
+	unsigned long long t, cyc;
+	int dev, fd = mkstemp(path), found = 0;
+	struct tb_dev d;
+	FILE *f;
+
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(hcasim_trace("cmd,port", path), 0);
+	tb_open(&d, 0);
+	tb_close(&d);
+	hcasim_shutdown();
+	f = fopen(path, "r");
+	while (fgets(line, sizeof(line), f)) {
+		char ev[64];
+
+		if (sscanf(line, "t=%llu dev=%d cyc=%llu %63s", &t, &dev, &cyc, ev) == 4) {
+			cr_assert_eq(cyc, t / 2000, "cycle of a 500 MHz core: %s", line);
+			found++;
+		} else {
+			/* Fabric-level events (the SM) belong to no device. */
+			cr_assert_eq(sscanf(line, "t=%llu %63s", &t, ev), 2, "malformed: %s", line);
+		}
+		cr_assert(!strncmp(ev, "cmd.", 4) || !strncmp(ev, "port.", 5),
+			  "category not selected: %s", line);
+	}
+	fclose(f);
+	cr_assert_gt(found, 10);
+	unlink(path);
+}
+
+Test(system, unknown_trace_category_is_refused)
+{
+	cr_assert_eq(hcasim_trace("cmd,bogus", NULL), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "bogus"), "%s", hcasim_last_error());
+	setenv("HCASIM_TRACE", "nope", 1);
+	cr_assert_null(ibv_get_device_list(NULL));
+	cr_assert(strstr(hcasim_last_error(), "nope"), "%s", hcasim_last_error());
+}
