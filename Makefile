@@ -51,7 +51,8 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(CURDIR)/$(BUILD)"' \
+$(TEST_OBJS): Makefile
+$(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DHCASIM_SAN=$(SAN)
 
 $(LIBHCASIM): $(SIM_OBJS)

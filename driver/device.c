@@ -17,8 +17,12 @@
 static struct drv_dev *devs[DRV_MAX_DEVS];
 static int ndevs;
 
+/* Free what the driver allocated for a device whose PCIe function is gone (a reboot): its
+ * IOMMU mappings went with the function, the host memory did not. */
 static void drv_dev_free(struct drv_dev *d)
 {
+	free(d->cmd_page);
+	free(d->eq);
 	free(d);
 }
 

@@ -93,8 +93,8 @@ static void cmd_doorbell(struct hm_dev *d, uint32_t token)
 	SIM_ASSERT(cs != NULL, "out of memory");
 	*cs = (struct cmd_start){ d, token };
 	/* The command engine samples the doorbell on the next core clock edge. */
-	sim_schedule_at(sim_kernel(), sim_clock_after(&d->core, sim_now(sim_kernel()), 1),
-			cmd_start_ev, cs);
+	sim_schedule_owned_at(sim_kernel(),
+			      sim_clock_after(&d->core, sim_now(sim_kernel()), 1), cmd_start_ev, cs);
 }
 
 static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
@@ -169,7 +169,7 @@ void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_
 	cf->tail = *tail;
 	cf->tail.own = 0;
 	cf->tail.done_cycle = sim_clock_cycles(&d->core, t);
-	sim_schedule_at(sim_kernel(), t, cmd_writeback, cf);
+	sim_schedule_owned_at(sim_kernel(), t, cmd_writeback, cf);
 }
 
 static void dev_dma_fault(void *p, const struct sim_dma_fault *f)

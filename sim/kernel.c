@@ -12,6 +12,7 @@ struct sim_event {
 	uint64_t seq;    /* tie-breaker and id */
 	sim_event_fn fn; /* NULL once cancelled */
 	void *arg;       /* argument for fn */
+	bool owned;      /* arg is freed by the kernel if the event never runs */
 };
 
 struct sim_kernel {
@@ -64,6 +65,9 @@ void sim_kernel_destroy(struct sim_kernel *k)
 		return;
 	if (current == k)
 		current = NULL;
+	for (size_t i = 0; i < k->len; i++)
+		if (k->heap[i].owned)
+			free(k->heap[i].arg);
 	free(k->heap);
 	free(k);
 }
@@ -115,7 +119,8 @@ static void heap_down(struct sim_kernel *k, size_t i)
 	k->heap[i] = e;
 }
 
-sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
+static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg,
+			     bool owned)
 {
 	SIM_ASSERT(t >= k->now, "event scheduled in the past (t=%llu)", (unsigned long long)t);
 	SIM_ASSERT(fn != NULL, "event without a function");
@@ -127,9 +132,20 @@ sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn
 		k->heap = h;
 		k->cap = cap;
 	}
-	k->heap[k->len] = (struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg };
+	k->heap[k->len] =
+		(struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg, .owned = owned };
 	heap_up(k, k->len++);
 	return k->next_seq - 1;
+}
+
+sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
+{
+	return schedule(k, t, fn, arg, false);
+}
+
+sim_event_id sim_schedule_owned_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
+{
+	return schedule(k, t, fn, arg, true);
 }
 
 sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg)
@@ -143,7 +159,10 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id)
 	 * are few per QP); the heap is not indexed by id to keep scheduling cheap. */
 	for (size_t i = 0; i < k->len; i++) {
 		if (k->heap[i].seq == id && k->heap[i].fn) {
+			if (k->heap[i].owned)
+				free(k->heap[i].arg);
 			k->heap[i].fn = NULL;
+			k->heap[i].owned = false;
 			k->cancelled_live++;
 			return true;
 		}

@@ -44,6 +44,9 @@ sim_time_t sim_now(const struct sim_kernel *k);
 /* Schedule fn(arg) at absolute time t (>= now). Returns an id for sim_cancel. */
 sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg);
 sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg);
+/* As sim_schedule_at for an arg allocated with malloc that fn frees: if the kernel is
+ * destroyed before the event runs, the kernel frees arg (nothing leaks at shutdown). */
+sim_event_id sim_schedule_owned_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg);
 /* Cancel a pending event; returns false if it already ran or was cancelled. */
 bool sim_cancel(struct sim_kernel *k, sim_event_id id);
 

@@ -174,7 +174,7 @@ void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
 	if (t < fn->last_mmio_arrival_ps)
 		t = fn->last_mmio_arrival_ps;
 	fn->last_mmio_arrival_ps = t;
-	sim_schedule_at(k, t, mmio_write_arrive, w);
+	sim_schedule_owned_at(k, t, mmio_write_arrive, w);
 }
 
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
@@ -408,13 +408,13 @@ int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, 
 
 struct dma_op {
 	struct sim_pcie_fn *fn; /* function */
-	uint64_t addr;          /* host address */
+	uint64_t addr;          /* device address */
 	void *dst;              /* read destination (device side) */
-	void *buf;              /* write data, owned */
 	size_t len;             /* bytes */
 	int status;             /* 0 or -EFAULT */
 	sim_dma_done_fn done;   /* completion */
 	void *arg;              /* its argument */
+	unsigned char buf[];    /* write data (a posted write owns its data) */
 };
 
 static void dma_read_complete(void *p)
@@ -449,7 +449,6 @@ static void dma_write_complete(void *p)
 		  (unsigned long long)op->addr, op->len, op->status);
 	if (op->done)
 		op->done(op->arg, op->status);
-	free(op->buf);
 	free(op);
 }
 
@@ -460,25 +459,24 @@ void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 	struct dma_op *op = calloc(1, sizeof(*op));
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ fn, addr, dst, NULL, len, 0, done, arg };
+	*op = (struct dma_op){ fn, addr, dst, len, 0, done, arg };
 	op->status = iommu_check(fn, addr, len, SIM_DMA_READ);
-	sim_schedule_at(k, op->status ? sim_now(k) : read_timing(fn, sim_now(k), len),
-			dma_read_complete, op);
+	sim_schedule_owned_at(k, op->status ? sim_now(k) : read_timing(fn, sim_now(k), len),
+			      dma_read_complete, op);
 }
 
 void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		   sim_dma_done_fn done, void *arg)
 {
 	struct sim_kernel *k = sim_kernel();
-	struct dma_op *op = calloc(1, sizeof(*op));
+	struct dma_op *op = malloc(sizeof(*op) + len);
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ fn, addr, NULL, malloc(len ? len : 1), len, 0, done, arg };
-	SIM_ASSERT(op->buf != NULL, "out of memory");
+	*op = (struct dma_op){ fn, addr, NULL, len, 0, done, arg };
 	memcpy(op->buf, src, len);
 	op->status = iommu_check(fn, addr, len, SIM_DMA_WRITE);
-	sim_schedule_at(k, op->status ? sim_now(k) : write_timing(fn, sim_now(k), len),
-			dma_write_complete, op);
+	sim_schedule_owned_at(k, op->status ? sim_now(k) : write_timing(fn, sim_now(k), len),
+			      dma_write_complete, op);
 }
 
 /* ---- MSI-X ---- */
@@ -512,7 +510,7 @@ void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector)
 	t = write_timing(fn, sim_now(k), 4) - fn->dma_wr_ps + fn->msix_ps;
 	if (t < fn->last_write_visible_ps)
 		t = fn->last_write_visible_ps;
-	sim_schedule_at(k, t, msix_arrive, m);
+	sim_schedule_owned_at(k, t, msix_arrive, m);
 }
 
 void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg)

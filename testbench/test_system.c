@@ -23,7 +23,11 @@ static char *run_capture(const char *cmd)
 			buf = realloc(buf, cap *= 2);
 	}
 	buf[len] = 0;
-	cr_assert_eq(pclose(p), 0, "%s failed:\n%s", cmd, buf);
+	if (pclose(p)) {
+		cr_log_error("%s failed:\n%s", cmd, buf);
+		free(buf); /* cr_assert does not return */
+		cr_assert_fail("%s failed", cmd);
+	}
 	return buf;
 }
 
