@@ -31,6 +31,7 @@ struct sim_pcie_fn {
 	uint64_t mmio_wr_ps, mmio_rd_ps, dma_rd_ps, dma_wr_ps, msix_ps; /* latencies */
 	uint64_t mps, mrrs;                /* TLP size limits */
 	double ps_per_byte;                /* serialization per byte, one direction */
+	struct sim_clock clk;              /* PCIe controller clock: TLPs start on its edges */
 	sim_time_t up_busy_ps;             /* device → host direction free at */
 	sim_time_t down_busy_ps;           /* host → device direction free at */
 	sim_time_t last_mmio_arrival_ps;   /* posted writes stay ordered */
@@ -81,6 +82,7 @@ struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, i
 	fn->mrrs = cfg->pcie_mrrs;
 	/* Mb/s → ps per byte: 8 bits * 1e12 ps/s / (mbps * 1e6 bits/s) */
 	fn->ps_per_byte = 8.0e6 / (double)sim_config_pcie_mbps(cfg);
+	fn->clk = (struct sim_clock){ "pcie", sim_config_period_ps(cfg->pcie_mhz) };
 	fn->tags = (unsigned)cfg->pcie_tags;
 	fn->tag_free_ps = calloc(fn->tags, sizeof(*fn->tag_free_ps));
 	SIM_ASSERT(fn->tag_free_ps != NULL, "out of memory");
@@ -167,6 +169,7 @@ void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
 
 	SIM_ASSERT(w != NULL, "out of memory");
 	*w = (struct mmio_wr){ fn, off, val };
+	t = sim_clock_edge(&fn->clk, t);
 	if (fn->down_busy_ps > t)
 		t = fn->down_busy_ps;
 	fn->down_busy_ps = t + ser_ps(fn, 4);
@@ -323,9 +326,11 @@ void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn,
 /* Time at which the last byte of a read issued at t has arrived. */
 static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 {
-	sim_time_t done = t;
+	sim_time_t done;
 	size_t off = 0;
 
+	t = sim_clock_edge(&fn->clk, t);
+	done = t;
 	do {
 		size_t req = len - off < fn->mrrs ? len - off : fn->mrrs;
 		unsigned tag = fn->next_tag;
@@ -362,6 +367,7 @@ static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 {
 	size_t off = 0;
 
+	t = sim_clock_edge(&fn->clk, t);
 	do {
 		size_t n = len - off < fn->mps ? len - off : fn->mps;
 

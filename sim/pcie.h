@@ -8,7 +8,8 @@
  * mapping with the needed permission; anything else is a logged fault returned to the device
  * as -EFAULT, and the device decides how to report it. It never touches host memory.
  *
- * Timing (docs/timing.md): each direction of the link is a resource with a busy-until time;
+ * Timing (docs/timing.md): the controller starts TLPs on edges of its clock (clock.pcie_mhz);
+ * each direction of the link is a resource with a busy-until time;
  * a TLP occupies it for (payload + TLP overhead) / bandwidth. Posted MMIO writes arrive in
  * order after pcie.mmio_write_ns; DMA reads are split at pcie.mrrs, each needs one of pcie.tags
  * tags and completes pcie.dma_read_ns later; DMA writes are split at pcie.mps; an MSI-X message

@@ -141,6 +141,22 @@ Test(system, firmware_cost_scales_with_the_core_clock)
 		  (unsigned long long)fast, (unsigned long long)slow);
 }
 
+Test(system, pcie_transfers_start_on_pcie_clock_edges)
+{
+	uint64_t fast, slow;
+
+	tb_config("driver.cmd_completion", "poll");
+	fast = alloc_pd_wait_ps();
+	hcasim_shutdown();
+	tb_config("driver.cmd_completion", "poll");
+	tb_config("clock.pcie_mhz", "2"); /* 500 ns per edge */
+	slow = alloc_pd_wait_ps();
+	/* Doorbell, entry read, input read, output write and status write each wait for an
+	 * edge: at least a few hundred ns more in all. */
+	cr_assert_gt(slow, fast + 400000, "fast %llu slow %llu", (unsigned long long)fast,
+		     (unsigned long long)slow);
+}
+
 Test(system, debian_ibv_devinfo_lists_both_hcas, .timeout = 60)
 {
 	char cmd[1024];
