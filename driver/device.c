@@ -589,7 +589,35 @@ int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	(void)event; /* objects are freed only by their destroy verbs: nothing to release */
+	/* Count acknowledgements on the object, as libibverbs does, so that a destroy can tell
+	 * whether events about the object are still unacknowledged. Port and device events
+	 * name no object. */
+	if (!event)
+		return;
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		if (event->element.cq)
+			event->element.cq->async_events_completed++;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		if (event->element.srq)
+			event->element.srq->events_completed++;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		if (event->element.qp)
+			event->element.qp->events_completed++;
+		break;
+	default:
+		break;
+	}
 }
 
 /* ---- driver extensions of hcasim.h ---- */

@@ -62,6 +62,7 @@ struct drv_dev {
 	unsigned log_next, log_count;
 	struct drv_ctx *ctxs;          /* open contexts (async event fan-out) */
 	unsigned nah;                  /* address handles alive */
+	uint32_t ah_seq;               /* last AH handle given out */
 };
 
 struct drv_ctx {

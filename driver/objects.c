@@ -598,7 +598,8 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	}
 	ah->ah.context = pd->pd.context;
 	ah->ah.pd = ibpd;
-	ah->ah.handle = ++d->nah;
+	ah->ah.handle = ++d->ah_seq;
+	d->nah++;
 	ah->magic = DRV_MAGIC_AH;
 	ah->attr = *attr;
 	pd->nah++;
