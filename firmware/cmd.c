@@ -105,30 +105,12 @@ void fw_obj_free(struct fw_table *t, uint32_t idx)
 void fw_reset_objects(struct fw_state *fw)
 {
 	const struct sim_config *c = &fw->dev->cfg;
-	uint8_t *variants = NULL;
-	uint32_t nvar = fw->mkeys.cap;
 
-	/* MKEY variants survive a reset so that stale keys stay invalid. */
-	if (nvar) {
-		variants = malloc(nvar);
-		SIM_ASSERT(variants != NULL, "out of memory");
-		for (uint32_t i = 0; i < nvar; i++)
-			variants[i] = ((struct fw_mkey *)fw->mkeys.objs)[i].variant;
-	}
 	table_init(&fw->pds, sizeof(struct fw_pd), 1, c->max_pd);
 	table_init(&fw->mkeys, sizeof(struct fw_mkey), 1, c->max_mr);
 	table_init(&fw->cqs, sizeof(struct fw_cq), 1, c->max_cq);
 	table_init(&fw->srqs, sizeof(struct fw_srq), 1, c->max_srq);
 	table_init(&fw->qps, sizeof(struct fw_qp), HCA_FIRST_QPN, c->max_qp);
-	if (variants) {
-		/* Re-create the slots to keep their variants. */
-		fw->mkeys.objs = calloc(nvar, sizeof(struct fw_mkey));
-		SIM_ASSERT(fw->mkeys.objs != NULL, "out of memory");
-		fw->mkeys.cap = nvar;
-		for (uint32_t i = 0; i < nvar; i++)
-			((struct fw_mkey *)fw->mkeys.objs)[i].variant = variants[i];
-		free(variants);
-	}
 	hm_eq_reset(fw->dev);
 }
 
@@ -169,6 +151,10 @@ static struct fw_result check_entry(const struct hca_cmd_entry *e, uint32_t toke
 		return FW_FIELD(BAD_OPCODE, hca_cmd_entry, opcode);
 	if (e->token != token)
 		return FW_FIELD(BAD_TOKEN, hca_cmd_entry, token);
+	/* Rung without handing the entry over: answered (not ignored) so that the driver learns
+	 * of its bug instead of waiting forever. */
+	if (!(e->own & HCA_CMD_OWN_DEVICE))
+		return FW_FIELD(BAD_TOKEN, hca_cmd_entry, own);
 	if (e->in_len != (*cmd)->in_len)
 		return FW_FAIL(BAD_LENGTH, LENGTH, 0);
 	if (e->out_len != (*cmd)->out_len)
@@ -193,14 +179,7 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 		d->last_status = HCA_STATUS_BAD_ADDR;
 		return t;
 	}
-	if (!(e.own & HCA_CMD_OWN_DEVICE)) {
-		/* Software rang without handing the entry over: answer BAD_TOKEN so the driver
-		 * learns of its bug instead of waiting forever. */
-		SIM_TRACE(warn, cmd, d->devno, "entry not owned by the device (own=0x%x)", e.own);
-	}
 	r = check_entry(&e, token, &cmd);
-	if (r.status == HCA_STATUS_OK && !(e.own & HCA_CMD_OWN_DEVICE))
-		r = FW_FIELD(BAD_TOKEN, hca_cmd_entry, own);
 	SIM_TRACE(cmd, exec, d->devno, "op=%s(0x%x) token=%u", cmd ? cmd->name : "?", e.opcode,
 		  e.token);
 	if (r.status == HCA_STATUS_OK && !d->initialized && e.opcode != HCA_CMD_QUERY_HCA_CAP &&
