@@ -76,7 +76,7 @@ static bool chan_ready(void *p)
 
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
-	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_MAGIC_CHAN);
+	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN);
 	struct chan_wait w;
 	int flags;
 
@@ -206,7 +206,7 @@ const char *ibv_wc_status_str(enum ibv_wc_status status)
 
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	struct drv_qp *q = DRV_OBJ(struct drv_qp, qp, DRV_MAGIC_QP);
+	struct drv_qp *q = DRV_OBJ(struct drv_qp, qp, DRV_KIND_QP);
 
 	/* The extended work-request API (ibv_wr_*) is not offered: wr_start etc. stay NULL,
 	 * and no QP is created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS. */

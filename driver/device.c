@@ -154,7 +154,7 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx)
 		return NULL;
 	}
 	c = (struct drv_ctx *)((char *)ctx - offsetof(struct drv_ctx, vctx.context));
-	if (c->magic != DRV_MAGIC_CTX) {
+	if (drv_handle_kind(c) != DRV_KIND_CTX) {
 		drv_fail(EINVAL, "context is not open on this library");
 		return NULL;
 	}
@@ -189,7 +189,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	drv_charge_verb(d);
-	c->magic = DRV_MAGIC_CTX;
+	drv_handle_add(c, DRV_KIND_CTX);
 	c->dev = d;
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -221,7 +221,7 @@ int ibv_close_device(struct ibv_context *ctx)
 	close(c->vctx.context.cmd_fd);
 	close(c->vctx.context.async_fd);
 	pthread_mutex_destroy(&c->vctx.context.mutex);
-	c->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(c);
 	free(c);
 	return 0;
 }

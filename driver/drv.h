@@ -3,8 +3,9 @@
  * model/hw/ — never model internals — so it is a driver that would run on silicon.
  *
  * Ownership: every object handed to the user embeds its ibv_* struct first, with ->context
- * set (the verbs.h inline functions dispatch through it), and carries a magic word so that a
- * handle of the wrong kind or of a destroyed object is refused with EINVAL. */
+ * set (the verbs.h inline functions dispatch through it), and is registered by kind in the
+ * live-handle registry (handles.c), so that a handle of the wrong kind or of a destroyed
+ * object is refused with EINVAL without reading through it. */
 #ifndef DRV_DRV_H
 #define DRV_DRV_H
 
@@ -22,16 +23,15 @@
 #define DRV_EQ_LOG_SIZE 8
 #define DRV_ASYNC_QUEUE 256
 
-enum drv_magic {
-	DRV_MAGIC_CTX = 0x48435458,
-	DRV_MAGIC_PD = 0x48435044,
-	DRV_MAGIC_MR = 0x48434d52,
-	DRV_MAGIC_CQ = 0x48434351,
-	DRV_MAGIC_QP = 0x48435150,
-	DRV_MAGIC_SRQ = 0x48435352,
-	DRV_MAGIC_AH = 0x48434148,
-	DRV_MAGIC_CHAN = 0x48434348,
-	DRV_MAGIC_DEAD = 0xdeaddead,
+enum drv_kind { /* 0 = not a live handle */
+	DRV_KIND_CTX = 1,
+	DRV_KIND_PD,
+	DRV_KIND_MR,
+	DRV_KIND_CQ,
+	DRV_KIND_QP,
+	DRV_KIND_SRQ,
+	DRV_KIND_AH,
+	DRV_KIND_CHAN,
 };
 
 struct drv_ctx;
@@ -67,7 +67,6 @@ struct drv_dev {
 
 struct drv_ctx {
 	struct verbs_context vctx;          /* context.abi_compat = extended */
-	uint32_t magic;                     /* DRV_MAGIC_CTX */
 	struct drv_dev *dev;                /* device */
 	struct drv_ctx *next;               /* in dev->ctxs */
 	struct ibv_async_event async[DRV_ASYNC_QUEUE]; /* undelivered async events */
@@ -76,25 +75,21 @@ struct drv_ctx {
 
 struct drv_pd {
 	struct ibv_pd pd;   /* user handle */
-	uint32_t magic;     /* DRV_MAGIC_PD */
 	uint32_t pdn;       /* device PD number */
 	unsigned nah;       /* AHs in it */
 };
 
 struct drv_mr {
 	struct ibv_mr mr;   /* user handle */
-	uint32_t magic;     /* DRV_MAGIC_MR */
 	int64_t map;        /* IOMMU mapping of the region */
 };
 
 struct drv_chan {
 	struct ibv_comp_channel ch; /* user handle; fd is an eventfd */
-	uint32_t magic;             /* DRV_MAGIC_CHAN */
 };
 
 struct drv_cq {
 	struct ibv_cq cq;   /* user handle */
-	uint32_t magic;     /* DRV_MAGIC_CQ */
 	uint32_t cqn;       /* device CQ number */
 	void *ring;         /* CQE ring */
 	int64_t ring_map;
@@ -105,7 +100,6 @@ struct drv_cq {
 
 struct drv_srq {
 	struct ibv_srq srq; /* user handle */
-	uint32_t magic;     /* DRV_MAGIC_SRQ */
 	uint32_t srqn;      /* device SRQ number */
 	void *ring;         /* receive ring */
 	int64_t ring_map;
@@ -115,7 +109,6 @@ struct drv_srq {
 
 struct drv_qp {
 	struct ibv_qp_ex qpx;  /* user handle: qpx.qp_base is the ibv_qp */
-	uint32_t magic;        /* DRV_MAGIC_QP */
 	int sq_sig_all;        /* as created */
 	struct ibv_qp_cap cap; /* actual sizes */
 	void *sq, *rq;         /* rings */
@@ -126,7 +119,6 @@ struct drv_qp {
 
 struct drv_ah {
 	struct ibv_ah ah;          /* user handle */
-	uint32_t magic;            /* DRV_MAGIC_AH */
 	struct ibv_ah_attr attr;   /* the address vector */
 };
 
@@ -152,7 +144,12 @@ void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define DRV_OBJ(type, ptr, magic_)                                                        \
-	((ptr) && ((type *)(void *)(ptr))->magic == (magic_) ? (type *)(void *)(ptr) : NULL)
+/* handles.c: live-handle registry. */
+void drv_handle_add(const void *ptr, uint32_t kind);
+uint32_t drv_handle_kind(const void *ptr);           /* 0 if not live */
+void drv_handle_del(const void *ptr);
+
+#define DRV_OBJ(type, ptr, kind)                                                                   \
+	(drv_handle_kind(ptr) == (kind) ? (type *)(void *)(ptr) : NULL)
 
 #endif

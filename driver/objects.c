@@ -37,14 +37,14 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 	}
 	pd->pd.context = ctx;
 	pd->pd.handle = out.handle;
-	pd->magic = DRV_MAGIC_PD;
+	drv_handle_add(pd, DRV_KIND_PD);
 	pd->pdn = out.handle;
 	return &pd->pd;
 }
 
 int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_handle_in in;
 	struct hca_cmd_empty none;
 	struct drv_dev *d;
@@ -61,7 +61,7 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	rc = drv_cmd(d, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
-	pd->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(pd);
 	free(pd);
 	return 0;
 }
@@ -90,7 +90,7 @@ static bool range_resident(const void *addr, size_t len)
 static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 				    unsigned int access)
 {
-	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_mkey_in in = { 0 };
 	struct hca_mkey_out out;
 	struct drv_dev *d;
@@ -165,7 +165,7 @@ static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t leng
 	mr->mr.handle = out.lkey;
 	mr->mr.lkey = out.lkey;
 	mr->mr.rkey = out.rkey;
-	mr->magic = DRV_MAGIC_MR;
+	drv_handle_add(mr, DRV_KIND_MR);
 	mr->map = map;
 	return &mr->mr;
 }
@@ -189,7 +189,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 
 int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
-	struct drv_mr *mr = DRV_OBJ(struct drv_mr, ibmr, DRV_MAGIC_MR);
+	struct drv_mr *mr = DRV_OBJ(struct drv_mr, ibmr, DRV_KIND_MR);
 	struct hca_handle_in in;
 	struct hca_cmd_empty none;
 	struct drv_dev *d;
@@ -204,7 +204,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (rc)
 		return rc;
 	sim_pcie_unmap(d->fn, mr->map);
-	mr->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(mr);
 	free(mr);
 	return 0;
 }
@@ -232,13 +232,13 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 	}
 	ch->ch.context = ctx;
 	ch->ch.refcnt = 0;
-	ch->magic = DRV_MAGIC_CHAN;
+	drv_handle_add(ch, DRV_KIND_CHAN);
 	return &ch->ch;
 }
 
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_MAGIC_CHAN);
+	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN);
 
 	if (!ch)
 		return drv_fail(EINVAL, "ibv_destroy_comp_channel: not a live channel");
@@ -246,7 +246,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return drv_fail(EBUSY, "ibv_destroy_comp_channel: %d CQ(s) still use it",
 				ch->ch.refcnt);
 	close(ch->ch.fd);
-	ch->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(ch);
 	free(ch);
 	return 0;
 }
@@ -267,7 +267,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct drv_dev *d = drv_dev_of(ctx);
-	struct drv_chan *ch = channel ? DRV_OBJ(struct drv_chan, channel, DRV_MAGIC_CHAN) : NULL;
+	struct drv_chan *ch = channel ? DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN) : NULL;
 	struct hca_cq_in in = { 0 };
 	struct hca_cq_out out;
 	struct drv_cq *cq;
@@ -309,7 +309,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	cq->cq.cqe = (int)out.cqe;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
-	cq->magic = DRV_MAGIC_CQ;
+	drv_handle_add(cq, DRV_KIND_CQ);
 	cq->cqn = out.cqn;
 	if (ch)
 		ch->ch.refcnt++;
@@ -323,7 +323,7 @@ err_free:
 
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_MAGIC_CQ);
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
 	struct hca_cq_resize_in in = { 0 };
 	struct hca_cq_out out;
 	struct drv_dev *d;
@@ -359,7 +359,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_MAGIC_CQ);
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
 	struct hca_handle_in in;
 	struct hca_cmd_empty none;
 	struct drv_dev *d;
@@ -379,7 +379,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	drv_dma_free(d, cq->ring, cq->ring_map);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
-	cq->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(cq);
 	free(cq);
 	return 0;
 }
@@ -388,7 +388,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
 {
-	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_srq_create_in in = { 0 };
 	struct hca_srq_out out;
 	struct drv_srq *srq;
@@ -438,7 +438,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	srq->srq.handle = out.srqn;
 	pthread_mutex_init(&srq->srq.mutex, NULL);
 	pthread_cond_init(&srq->srq.cond, NULL);
-	srq->magic = DRV_MAGIC_SRQ;
+	drv_handle_add(srq, DRV_KIND_SRQ);
 	srq->srqn = out.srqn;
 	init->attr.max_wr = out.max_wr;
 	init->attr.max_sge = out.max_sge;
@@ -453,7 +453,7 @@ err_free:
 
 int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
-	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);
 	struct hca_srq_modify_in in = { 0 };
 	struct hca_srq_out out;
 	struct drv_dev *d;
@@ -482,7 +482,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 
 int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
-	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);
 	struct hca_handle_in in;
 	struct hca_srq_out out;
 	struct drv_dev *d;
@@ -506,7 +506,7 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_MAGIC_SRQ);
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);
 	struct hca_handle_in in;
 	struct hca_cmd_empty none;
 	struct drv_dev *d;
@@ -524,7 +524,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	drv_dma_free(d, srq->ring, srq->ring_map);
 	pthread_mutex_destroy(&srq->srq.mutex);
 	pthread_cond_destroy(&srq->srq.cond);
-	srq->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(srq);
 	free(srq);
 	return 0;
 }
@@ -533,7 +533,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
-	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_port_info pi;
 	struct drv_dev *d;
 	struct drv_ah *ah;
@@ -600,7 +600,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	ah->ah.pd = ibpd;
 	ah->ah.handle = ++d->ah_seq;
 	d->nah++;
-	ah->magic = DRV_MAGIC_AH;
+	drv_handle_add(ah, DRV_KIND_AH);
 	ah->attr = *attr;
 	pd->nah++;
 	return &ah->ah;
@@ -608,7 +608,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 
 int ibv_destroy_ah(struct ibv_ah *ibah)
 {
-	struct drv_ah *ah = DRV_OBJ(struct drv_ah, ibah, DRV_MAGIC_AH);
+	struct drv_ah *ah = DRV_OBJ(struct drv_ah, ibah, DRV_KIND_AH);
 	struct drv_pd *pd;
 
 	if (!ah)
@@ -616,7 +616,7 @@ int ibv_destroy_ah(struct ibv_ah *ibah)
 	pd = (struct drv_pd *)ah->ah.pd;
 	drv_dev_of(ah->ah.context)->nah--;
 	pd->nah--;
-	ah->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(ah);
 	free(ah);
 	return 0;
 }

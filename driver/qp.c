@@ -36,12 +36,12 @@ SAME_BIT(DEST_QPN);
 
 static struct drv_qp *qp_of(struct ibv_qp *qp)
 {
-	return DRV_OBJ(struct drv_qp, qp, DRV_MAGIC_QP);
+	return DRV_OBJ(struct drv_qp, qp, DRV_KIND_QP);
 }
 
 static struct drv_cq *cq_of(struct ibv_cq *cq, struct ibv_context *ctx)
 {
-	struct drv_cq *c = DRV_OBJ(struct drv_cq, cq, DRV_MAGIC_CQ);
+	struct drv_cq *c = DRV_OBJ(struct drv_cq, cq, DRV_KIND_CQ);
 
 	return c && c->cq.context == ctx ? c : NULL;
 }
@@ -56,7 +56,7 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 {
-	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_MAGIC_PD);
+	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_qp_create_in in = { 0 };
 	struct hca_qp_create_out out;
 	struct drv_cq *scq, *rcq;
@@ -102,7 +102,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 		return NULL;
 	}
 	if (init->srq) {
-		srq = DRV_OBJ(struct drv_srq, init->srq, DRV_MAGIC_SRQ);
+		srq = DRV_OBJ(struct drv_srq, init->srq, DRV_KIND_SRQ);
 		if (!srq || srq->srq.context != ctx) {
 			drv_fail(EINVAL, "ibv_create_qp: srq is not a live SRQ of this context");
 			return NULL;
@@ -172,7 +172,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	q->qp_type = init->qp_type;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
-	qp->magic = DRV_MAGIC_QP;
+	drv_handle_add(qp, DRV_KIND_QP);
 	qp->sq_sig_all = init->sq_sig_all ? 1 : 0;
 	qp->cap.max_send_wr = out.caps.max_send_wr;
 	qp->cap.max_recv_wr = out.caps.max_recv_wr;
@@ -362,7 +362,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return rc;
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
-	qp->magic = DRV_MAGIC_DEAD;
+	drv_handle_del(qp);
 	qp_free(d, qp);
 	return 0;
 }
