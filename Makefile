@@ -10,7 +10,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev
+            libinih-dev zlib1g-dev tshark
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -57,7 +57,7 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 
 $(LIBHCASIM): $(SIM_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $^ -linih
+	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $^ -linih -lz
 	ln -sf libhcasim.so.0 $(LIB)/libhcasim.so
 
 $(LIBIBVERBS): $(DRV_OBJS) $(LIBHCASIM) driver/libibverbs.map

@@ -192,6 +192,45 @@ Test(system, debian_ibv_devinfo_lists_both_hcas, .timeout = 60)
 	free(out);
 }
 
+Test(system, readme_example_builds_against_the_drop_in_library_and_runs, .timeout = 60)
+{
+	char src[] = "/tmp/hcasim-readme-XXXXXX.c", cmd[2048], line[1024];
+	char readme[512], *out;
+	int fd = mkstemps(src, 2), in_block = 0, lines = 0;
+	FILE *r, *w;
+
+	cr_assert(fd >= 0);
+	snprintf(readme, sizeof(readme), "%s/README.md", HCASIM_SRC_DIR);
+	r = fopen(readme, "r");
+	cr_assert_not_null(r, "README.md missing");
+	w = fdopen(fd, "w");
+	while (fgets(line, sizeof(line), r)) {
+		if (!in_block && !strncmp(line, "/* readme-example */", 20))
+			in_block = 1;
+		else if (in_block && !strncmp(line, "```", 3))
+			break;
+		if (in_block) {
+			fputs(line, w);
+			lines++;
+		}
+	}
+	fclose(r);
+	fclose(w);
+	cr_assert_gt(lines, 20, "README has no /* readme-example */ program");
+	/* The README's build line, with this build's directories. */
+	snprintf(cmd, sizeof(cmd),
+		 "gcc %s -o %s.bin %s -I %s/include -L %s/lib -libverbs -lhcasim -Wl,-rpath,%s/lib "
+		 "2>&1 && %s.bin 2>&1",
+		 HCASIM_SAN ? "-fsanitize=address,undefined" : "", src, src, HCASIM_BUILD_DIR,
+		 HCASIM_BUILD_DIR, HCASIM_BUILD_DIR, src);
+	out = run_capture(cmd);
+	cr_assert(strstr(out, "hcasim0"), "the example names the device it opened:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s.bin", src);
+	unlink(cmd);
+	unlink(src);
+}
+
 static void check_generated(const char *what, const char *file)
 {
 	char cmd[1024], path[512];
