@@ -139,10 +139,15 @@ static void cmd_message(const struct hca_cmd_desc *c, uint8_t status, uint32_t s
 	case HCA_SYN_FIELD:
 	case HCA_SYN_HANDLE:
 	case HCA_SYN_ADDR:
-		if (detail == 0xffffff || !hca_field_path(c->in, detail, field, sizeof(field)))
+	case HCA_SYN_ENTRY: {
+		const char *s = HCA_SYN_REASON(syn) == HCA_SYN_ENTRY ? "hca_cmd_entry" : c->in;
+
+		if (!hca_field_path(s, detail, field, sizeof(field)))
 			snprintf(field, sizeof(field), "offset %u", detail);
-		snprintf(buf, len, "%s: %s: field %s", c->name, hca_status_doc(status), field);
+		snprintf(buf, len, "%s: %s: %sfield %s", c->name, hca_status_doc(status),
+			 HCA_SYN_REASON(syn) == HCA_SYN_ENTRY ? "command entry " : "", field);
 		return;
+	}
 	case HCA_SYN_TRANSITION:
 		snprintf(buf, len, "%s: invalid QP state transition %s -> %s", c->name,
 			 hca_qps_name(detail >> 4), hca_qps_name(detail & 0xf));
@@ -224,7 +229,7 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 				rc = ETIMEDOUT;
 				break;
 			}
-			if (!sim_events_pending(sim_kernel())) {
+			if (sim_host_idle()) {
 				rc = EDEADLK;
 				break;
 			}

@@ -2,6 +2,7 @@
  * sysfs files ibv_devinfo reads. */
 #include "driver/drv.h"
 #include "sim/error.h"
+#include "sim/trace.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -74,8 +75,7 @@ static int probe_all(void)
 			return rc;
 	}
 	/* Boot settles when nothing is pending: ports trained and swept by the SM. */
-	while (sim_step(sim_kernel()))
-		;
+	sim_host_settle();
 	for (int i = 0; i < ndevs; i++)
 		if (devs[i]->irq_pending)
 			drv_eq_process(devs[i]);
@@ -140,8 +140,9 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return htobe64(d->cap.node_guid);
 }
 
-void drv_charge_verb(struct drv_dev *d)
+void drv_charge_verb_(struct drv_dev *d, const char *verb)
 {
+	SIM_TRACE(drv, verb, sim_pcie_fn_devno(d->fn), "verb=%s", verb);
 	sim_host_advance(d->verb_ps);
 }
 

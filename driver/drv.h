@@ -125,7 +125,9 @@ struct drv_ah {
 /* device.c */
 struct drv_dev *drv_dev_of(struct ibv_context *ctx);
 struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if not ours */
-void drv_charge_verb(struct drv_dev *d);
+/* Charge the host cost of one verbs call and trace it (drv.verb). */
+void drv_charge_verb_(struct drv_dev *d, const char *verb);
+#define drv_charge_verb(d) drv_charge_verb_((d), __func__)
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
 

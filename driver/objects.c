@@ -563,8 +563,6 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	if (attr->is_global) {
-		union ibv_gid g;
-
 		if (attr->grh.sgid_index >= pi.gid_tbl_len) {
 			drv_fail(EINVAL, "ibv_create_ah: sgid_index %u outside the GID table",
 				 attr->grh.sgid_index);
@@ -575,9 +573,12 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 				 attr->grh.flow_label);
 			return NULL;
 		}
-		if (ibv_query_gid(pd->pd.context, attr->port_num, attr->grh.sgid_index, &g))
+		struct hca_gid_in gi = { .port = attr->port_num, .index = attr->grh.sgid_index };
+		struct hca_gid_out go;
+
+		if (drv_cmd(d, HCA_CMD_QUERY_GID, &gi, sizeof(gi), &go, sizeof(go)))
 			return NULL;
-		if (!g.global.subnet_prefix && !g.global.interface_id) {
+		if (!go.valid) {
 			drv_fail(EINVAL, "ibv_create_ah: sgid_index %u is not populated",
 				 attr->grh.sgid_index);
 			return NULL;

@@ -148,13 +148,13 @@ static struct fw_result check_entry(const struct hca_cmd_entry *e, uint32_t toke
 {
 	*cmd = cmd_lookup(e->opcode);
 	if (!*cmd)
-		return FW_FIELD(BAD_OPCODE, hca_cmd_entry, opcode);
+		return FW_ENTRY(BAD_OPCODE, opcode);
 	if (e->token != token)
-		return FW_FIELD(BAD_TOKEN, hca_cmd_entry, token);
+		return FW_ENTRY(BAD_TOKEN, token);
 	/* Rung without handing the entry over: answered (not ignored) so that the driver learns
 	 * of its bug instead of waiting forever. */
 	if (!(e->own & HCA_CMD_OWN_DEVICE))
-		return FW_FIELD(BAD_TOKEN, hca_cmd_entry, own);
+		return FW_ENTRY(BAD_TOKEN, own);
 	if (e->in_len != (*cmd)->in_len)
 		return FW_FAIL(BAD_LENGTH, LENGTH, 0);
 	if (e->out_len != (*cmd)->out_len)
@@ -187,26 +187,23 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 		r = FW_FAIL(NOT_INITIALIZED, NONE, 0);
 	if (r.status == HCA_STATUS_OK && e.in_len &&
 	    sim_dma_read_timed(d->fn, e.in_addr, in, e.in_len, &t))
-		r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, in_addr));
+		r = FW_ENTRY(BAD_ADDR, in_addr);
 	if (r.status == HCA_STATUS_OK && e.out_len && !fw_dma_ok(d->fw, e.out_addr, e.out_len,
 								 SIM_DMA_WRITE))
-		r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, out_addr));
+		r = FW_ENTRY(BAD_ADDR, out_addr);
 	if (r.status == HCA_STATUS_OK) {
 		t = sim_clock_after(&d->core, t, cmd->cost_cycles);
 		memset(out, 0, sizeof(out));
 		r = cmd->fn(d->fw, in, out, &t);
 		if (r.status == HCA_STATUS_OK &&
 		    sim_dma_write_timed(d->fn, e.out_addr, out, e.out_len, &t))
-			r = FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cmd_entry, out_addr));
+			r = FW_ENTRY(BAD_ADDR, out_addr);
 	} else {
 		t = sim_clock_after(&d->core, t, 50); /* decode and reject */
 	}
 	if (r.status != HCA_STATUS_OK)
 		SIM_TRACE(warn, cmd, d->devno, "op=0x%x status=%s syndrome=0x%08x", e.opcode,
 			  hca_status_name(r.status), r.syndrome);
-	SIM_TRACE(cmd, done, d->devno, "op=%s status=%s syndrome=0x%08x cycles=%llu",
-		  cmd ? cmd->name : "?", hca_status_name(r.status), r.syndrome,
-		  (unsigned long long)(sim_clock_cycles(&d->core, t) - start_cycle));
 	e.status = r.status;
 	e.syndrome = r.syndrome;
 	e.start_cycle = start_cycle;

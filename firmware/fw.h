@@ -74,8 +74,6 @@ struct fw_state {
 	struct fw_table pds, mkeys, cqs, srqs, qps; /* objects */
 };
 
-struct fw_state *fw_create(struct hm_dev *d);
-void fw_destroy(struct fw_state *fw);
 void fw_reset_objects(struct fw_state *fw);
 
 /* Result of a command handler: status and syndrome. */
@@ -88,6 +86,8 @@ struct fw_result {
 #define FW_FAIL(st, reason, detail)                                                                \
 	((struct fw_result){ HCA_STATUS_##st, HCA_SYN(HCA_SYN_##reason, detail) })
 #define FW_FIELD(st, s, f) FW_FAIL(st, FIELD, offsetof(struct s, f))
+#define FW_HANDLE(s, f) FW_FAIL(BAD_HANDLE, HANDLE, offsetof(struct s, f))
+#define FW_ENTRY(st, f) FW_FAIL(st, ENTRY, offsetof(struct hca_cmd_entry, f))
 
 /* Handlers: in is the input mailbox, out the output (zeroed), t the firmware's time cursor. */
 typedef struct fw_result (*fw_handler)(struct fw_state *fw, const void *in, void *out,

@@ -52,11 +52,10 @@ struct fw_result fw_cmd_INIT_HCA(struct fw_state *fw, const void *in_, void *out
 {
 	(void)in_;
 	(void)out_;
-	(void)t;
 	if (fw->dev->initialized)
 		return FW_FAIL(BAD_STATE, NONE, 0);
 	fw->dev->initialized = true;
-	hm_port_start(fw->dev);
+	hm_port_start(fw->dev, *t); /* links train once the command has finished */
 	return FW_OK;
 }
 
@@ -159,7 +158,7 @@ struct fw_result fw_cmd_DESTROY_EQ(struct fw_state *fw, const void *in_, void *o
 	(void)out_;
 	(void)t;
 	if (in->handle >= HCA_EQ_MAX || !fw->dev->eqs[in->handle].live)
-		return FW_FAIL(BAD_HANDLE, HANDLE, offsetof(struct hca_handle_in, handle));
+		return FW_HANDLE(hca_handle_in, handle);
 	for (uint32_t i = 0; i < fw->cqs.cap; i++) {
 		const struct fw_cq *cq = fw_obj(&fw->cqs, i);
 

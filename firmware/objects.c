@@ -30,7 +30,7 @@ struct fw_result fw_cmd_DEALLOC_PD(struct fw_state *fw, const void *in_, void *o
 	(void)out_;
 	(void)t;
 	if (!pd)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	if (pd->refs)
 		return FW_FAIL(BUSY, BUSY, pd->refs);
 	fw_obj_free(&fw->pds, in->handle);
@@ -51,7 +51,7 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 
 	(void)t;
 	if (!pd)
-		return FW_FIELD(BAD_HANDLE, hca_mkey_in, pdn);
+		return FW_HANDLE(hca_mkey_in, pdn);
 	if (in->access & ~HCA_ACCESS_ALL)
 		return FW_FIELD(BAD_PARAM, hca_mkey_in, access);
 	/* IBA 10.6.3.1 (C10-43): remote write or atomic needs local write. */
@@ -94,7 +94,7 @@ struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void 
 	(void)out_;
 	(void)t;
 	if (!mk || mk->variant != (uint8_t)in->handle)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
 	fw_obj_free(&fw->mkeys, in->handle >> 8);
 	SIM_TRACE(fw, obj, DEV(fw), "destroy mkey=0x%x", in->handle);
@@ -135,7 +135,7 @@ struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *ou
 	if (r.status)
 		return r;
 	if (!eq_live(fw, in->eqn))
-		return FW_FIELD(BAD_HANDLE, hca_cq_in, eqn);
+		return FW_HANDLE(hca_cq_in, eqn);
 	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ | SIM_DMA_WRITE))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cq_in, db_addr));
 	cqn = fw_obj_alloc(&fw->cqs);
@@ -163,7 +163,7 @@ struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *ou
 
 	(void)t;
 	if (!cq)
-		return FW_FIELD(BAD_HANDLE, hca_cq_resize_in, cqn);
+		return FW_HANDLE(hca_cq_resize_in, cqn);
 	r = check_cq_ring(fw, in->cqe, in->log_size, in->ring_addr,
 			  offsetof(struct hca_cq_resize_in, cqe),
 			  offsetof(struct hca_cq_resize_in, log_size),
@@ -189,7 +189,7 @@ struct fw_result fw_cmd_DESTROY_CQ(struct fw_state *fw, const void *in_, void *o
 	(void)out_;
 	(void)t;
 	if (!cq)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	if (cq->refs)
 		return FW_FAIL(BUSY, BUSY, cq->refs);
 	fw_obj_free(&fw->cqs, in->handle);
@@ -218,7 +218,7 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 
 	(void)t;
 	if (!pd)
-		return FW_FIELD(BAD_HANDLE, hca_srq_create_in, pdn);
+		return FW_HANDLE(hca_srq_create_in, pdn);
 	if (!in->max_wr || in->max_wr > c->max_srq_wr)
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_wr);
 	if (in->max_sge > c->max_sge)
@@ -257,7 +257,7 @@ struct fw_result fw_cmd_MODIFY_SRQ(struct fw_state *fw, const void *in_, void *o
 
 	(void)t;
 	if (!s)
-		return FW_FIELD(BAD_HANDLE, hca_srq_modify_in, srqn);
+		return FW_HANDLE(hca_srq_modify_in, srqn);
 	if (in->attr_mask & ~3u)
 		return FW_FIELD(BAD_PARAM, hca_srq_modify_in, attr_mask);
 	if (in->attr_mask & 1u) /* resize: not implemented, and not advertised (SRQ_RESIZE) */
@@ -278,7 +278,7 @@ struct fw_result fw_cmd_QUERY_SRQ(struct fw_state *fw, const void *in_, void *ou
 
 	(void)t;
 	if (!s)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	srq_out(in->handle, s, out_);
 	return FW_OK;
 }
@@ -292,7 +292,7 @@ struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *
 	(void)out_;
 	(void)t;
 	if (!s)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	if (s->refs)
 		return FW_FAIL(BUSY, BUSY, s->refs);
 	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;

@@ -38,17 +38,17 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	if (in->has_srq > 1)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
 	if (!pd)
-		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, pdn);
+		return FW_HANDLE(hca_qp_create_in, pdn);
 	scq = fw_obj(&fw->cqs, in->send_cqn);
 	if (!scq)
-		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, send_cqn);
+		return FW_HANDLE(hca_qp_create_in, send_cqn);
 	rcq = fw_obj(&fw->cqs, in->recv_cqn);
 	if (!rcq)
-		return FW_FIELD(BAD_HANDLE, hca_qp_create_in, recv_cqn);
+		return FW_HANDLE(hca_qp_create_in, recv_cqn);
 	if (in->has_srq) {
 		srq = fw_obj(&fw->srqs, in->srqn);
 		if (!srq)
-			return FW_FIELD(BAD_HANDLE, hca_qp_create_in, srqn);
+			return FW_HANDLE(hca_qp_create_in, srqn);
 		/* The SRQ may belong to another PD than the QP (as on real HCAs): receive WQEs
 		 * are checked against the SRQ's PD by the data path. */
 	}
@@ -280,7 +280,7 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 
 	(void)t;
 	if (!qp)
-		return FW_FIELD(BAD_HANDLE, hca_qp_modify_in, qpn);
+		return FW_HANDLE(hca_qp_modify_in, qpn);
 	if (m & ~HCA_QPA_ALL)
 		return FW_FIELD(BAD_PARAM, hca_qp_modify_in, attr_mask);
 	cur = qp->state;
@@ -359,7 +359,7 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 
 	(void)t;
 	if (!qp)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	o->state = qp->state;
 	o->type = qp->type;
 	o->sq_sig_all = qp->sq_sig_all;
@@ -381,7 +381,7 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 	(void)out_;
 	(void)t;
 	if (!qp)
-		return FW_FIELD(BAD_HANDLE, hca_handle_in, handle);
+		return FW_HANDLE(hca_handle_in, handle);
 	((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;
@@ -401,7 +401,7 @@ struct fw_result fw_cmd_DEBUG_FORCE_QP_STATE(struct fw_state *fw, const void *in
 	(void)out_;
 	(void)t;
 	if (!qp)
-		return FW_FIELD(BAD_HANDLE, hca_qp_force_in, qpn);
+		return FW_HANDLE(hca_qp_force_in, qpn);
 	if (in->state >= HCA_QPS_COUNT)
 		return FW_FIELD(BAD_PARAM, hca_qp_force_in, state);
 	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s forced", in->qpn, hca_qps_name(qp->state),

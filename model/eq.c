@@ -13,22 +13,36 @@ bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t 
 		struct hca_eqe e;
 		uint32_t size;
 
+		uint64_t slot;
+
 		if (!eq->live || !(eq->event_mask & (1ull << type)))
 			continue;
 		size = 1u << eq->log_size;
+		if (eq->broken) {
+			SIM_TRACE(warn, eq, d->devno, "eq=%u broken: type=0x%x dropped", n, type);
+			return false;
+		}
 		if (eq->pi - eq->ci >= size) {
 			/* Ring full: the event is lost; counted and traced (IBA: EQ overrun). */
 			eq->overruns++;
-			SIM_TRACE(warn, dma, d->devno, "eq=%u overrun type=0x%x dropped", n, type);
+			SIM_TRACE(warn, eq, d->devno, "eq=%u overrun type=0x%x dropped", n, type);
 			return false;
+		}
+		slot = eq->ring_addr + (uint64_t)(eq->pi & (size - 1)) * HCA_EQE_BYTES;
+		if (!sim_iommu_allowed(d->fn, slot, HCA_EQE_BYTES, SIM_DMA_WRITE)) {
+			/* The ring is gone from the IOMMU: a catastrophic EQ error. Mark it before
+			 * the write faults, so that the fault report (itself an event) cannot
+			 * come back to this EQ. */
+			eq->broken = true;
 		}
 		memset(&e, 0, sizeof(e));
 		e.type = type;
 		e.subtype = subtype;
 		memcpy(e.data, data, sizeof(e.data));
 		e.owner = ((eq->pi >> eq->log_size) & 1) ? 0 : 1;
-		sim_dma_write(d->fn, eq->ring_addr + (uint64_t)(eq->pi & (size - 1)) * HCA_EQE_BYTES,
-			      &e, sizeof(e), NULL, NULL);
+		sim_dma_write(d->fn, slot, &e, sizeof(e), NULL, NULL);
+		if (eq->broken)
+			return false;
 		SIM_TRACE(eq, eqe, d->devno, "eq=%u pi=%u type=0x%x sub=%u data0=0x%x armed=%d", n,
 			  eq->pi, type, subtype, data[0], eq->armed);
 		eq->pi++;

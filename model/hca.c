@@ -1,7 +1,6 @@
 /* HCA device top: BAR0 register file, the command engine (doorbell → firmware → status
  * write-back → completion event), DMA fault reporting. */
 #include "model/hca.h"
-#include "firmware/fw.h"
 #include "sim/trace.h"
 
 #include <stdio.h>
@@ -82,6 +81,14 @@ static void cmd_doorbell(struct hm_dev *d, uint32_t token)
 
 	SIM_TRACE(cmd, doorbell, d->devno, "token=%u addr=0x%llx", token,
 		  (unsigned long long)d->cmdq_addr);
+	if (d->cmdq_addr & 63) {
+		/* The entry must be 64-byte aligned (CMDQ_ADDR): refused, nothing is read. */
+		d->bad_doorbells++;
+		d->last_status = HCA_STATUS_BAD_ADDR;
+		SIM_TRACE(warn, cmd, d->devno, "CMDQ_ADDR 0x%llx is not 64-byte aligned",
+			  (unsigned long long)d->cmdq_addr);
+		return;
+	}
 	if (d->cmd_busy) {
 		d->bad_doorbells++;
 		SIM_TRACE(warn, cmd, d->devno, "doorbell token=%u while a command runs: ignored",
@@ -145,6 +152,11 @@ static void cmd_landed(void *p, int status)
 	d->cmd_busy = false;
 	d->last_status = status ? HCA_STATUS_BAD_ADDR : cf->tail.status;
 	d->cmds_executed++;
+	data[1] = d->last_status;
+	SIM_TRACE(cmd, done, d->devno, "op=0x%x token=%u status=%s syndrome=0x%08x cycles=%llu",
+		  cf->tail.opcode, cf->tail.token, hca_status_name(d->last_status),
+		  cf->tail.syndrome,
+		  (unsigned long long)(cf->tail.done_cycle - cf->tail.start_cycle));
 	hm_eq_post(d, HCA_EQE_CMD, 0, data);
 	free(cf);
 }

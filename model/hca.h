@@ -47,6 +47,7 @@ struct hm_eq {
 	uint32_t pi;         /* producer index (device) */
 	uint32_t ci;         /* consumer index (from EQ_DOORBELL) */
 	bool armed;          /* next EQE raises the vector */
+	bool broken;         /* a write to the ring faulted: the EQ takes no more events */
 	uint64_t overruns;   /* EQEs dropped because the ring was full */
 };
 
@@ -78,8 +79,11 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host);
 void hm_dev_destroy(struct hm_dev *d);
 uint64_t hm_dev_cycle(const struct hm_dev *d);
 
-/* Command engine → firmware (firmware/cmd.c implements it): run the command in the entry at
- * the device's CMDQ_ADDR starting at time t; returns the time the status write starts. */
+/* The firmware, as the device sees it (implemented in firmware/): create its state, and run
+ * the command in the entry at the device's CMDQ_ADDR starting at time t (returns the time the
+ * status write starts). */
+struct fw_state *fw_create(struct hm_dev *d);
+void fw_destroy(struct fw_state *fw);
 sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t);
 /* Command engine completion: the status and ownership of the entry are written back at t. */
 void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t);
@@ -91,7 +95,7 @@ void hm_eq_reset(struct hm_dev *d);
 
 /* port block */
 void hm_port_init(struct hm_dev *d);
-void hm_port_start(struct hm_dev *d); /* link training after INIT_HCA */
+void hm_port_start(struct hm_dev *d, sim_time_t t); /* link training from time t */
 void hm_port_stop(struct hm_dev *d);
 void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
 

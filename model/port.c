@@ -29,6 +29,8 @@ static void sma_set_port(void *arg, uint16_t lid, uint16_t sm_lid, uint64_t pref
 {
 	struct hm_port *p = arg;
 
+	if (p->phys_state != PHYS_LINK_UP)
+		return; /* the link went down before the SM's SubnSet arrived */
 	p->lid = lid;
 	p->sm_lid = sm_lid;
 	p->subnet_prefix = prefix;
@@ -112,14 +114,14 @@ static void link_trained(void *arg)
 	sim_sm_link_up(p->sm_handle);
 }
 
-void hm_port_start(struct hm_dev *d)
+void hm_port_start(struct hm_dev *d, sim_time_t t)
 {
 	for (unsigned i = 0; i < d->nports; i++) {
 		struct hm_port *p = &d->ports[i];
 
 		p->phys_state = PHYS_POLLING;
-		sim_schedule_in(sim_kernel(), d->cfg.port_training_ns * SIM_PS_PER_NS, link_trained,
-				p);
+		sim_schedule_at(sim_kernel(), t + d->cfg.port_training_ns * SIM_PS_PER_NS,
+				link_trained, p);
 	}
 }
 

@@ -100,7 +100,11 @@ int sim_config_set(struct sim_config *c, const char *key, const char *value)
 		if (*value == '-')
 			return sim_error(-EINVAL, "config key '%s': '%s' is negative", key, value);
 		errno = 0;
-		v = strtoull(value, &end, 0);
+		/* Decimal, or hexadecimal with 0x; a leading 0 is not octal. */
+		if (value[0] == '0' && (value[1] == 'x' || value[1] == 'X'))
+			v = strtoull(value + 2, &end, 16);
+		else
+			v = strtoull(value, &end, 10);
 		if (errno || end == value || *end)
 			return sim_error(-EINVAL, "config key '%s': '%s' is not a number", key,
 					 value);

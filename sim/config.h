@@ -23,7 +23,8 @@ void sim_config_defaults(struct sim_config *c);
 int sim_config_set(struct sim_config *c, const char *key, const char *value);
 /* Render a key's current value as text. */
 int sim_config_get(const struct sim_config *c, const char *key, char *buf, size_t len);
-/* Apply a whole file; on any error *c is unchanged and the message gives file:line and key. */
+/* Apply a whole file; on any error *c is unchanged and the message names the file and the key
+ * (or the line, for a syntax error). */
 int sim_config_load(struct sim_config *c, const char *path);
 /* Write docs/config.md's table to stdout. */
 void sim_config_print_doc(void);

@@ -2,10 +2,12 @@
  *
  * Link with -lhcasim (and -libverbs from the same build/lib). Configuration is read at boot:
  * defaults, then the file named by HCASIM_CONFIG, then every hcasim_config_set() made before
- * boot. The system boots at the first ibv_get_device_list() (or hcasim_boot()): hosts and
- * HCAs are created, the driver initializes each HCA and the subnet manager brings the ports
- * to ACTIVE. Every function returning int gives 0 or a negative errno; hcasim_last_error()
- * then says which key, field or rule was at fault. */
+ * boot. The first ibv_get_device_list() boots the system: hosts and HCAs are created, the
+ * driver initializes each HCA and the subnet manager brings the ports to ACTIVE.
+ * hcasim_boot() alone only creates the hardware (no driver has probed it). Every function
+ * returning int gives 0 or a negative errno; after a failure (of these functions or of a
+ * verb) hcasim_last_error() says which key, field or rule was at fault — like errno, it is
+ * not cleared by later successes. */
 #ifndef HCASIM_H
 #define HCASIM_H
 
@@ -22,7 +24,9 @@ int hcasim_config_get(const char *key, char *buf, size_t len);
 int hcasim_config_load(const char *path);                   /* -EBUSY after boot */
 int hcasim_boot(void);
 int hcasim_booted(void);
-void hcasim_shutdown(void); /* tear the system down; the next boot starts afresh */
+/* Tear the system down. The next boot starts afresh: from the defaults and HCASIM_CONFIG,
+ * without the hcasim_config_set() calls made before this shutdown. */
+void hcasim_shutdown(void);
 const char *hcasim_last_error(void);
 
 uint64_t hcasim_now_ps(void);          /* simulated time */

@@ -534,6 +534,17 @@ void sim_host_advance(sim_time_t ps)
 	sim_run_until(k, sim_now(k) + ps);
 }
 
+bool sim_host_idle(void)
+{
+	return !sim_events_pending(sim_kernel());
+}
+
+void sim_host_settle(void)
+{
+	while (sim_step(sim_kernel()))
+		;
+}
+
 int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps)
 {
 	struct sim_kernel *k = sim_kernel();

@@ -108,5 +108,9 @@ void sim_host_advance(sim_time_t ps);
 /* Run the simulation until pred(arg) holds. 0, -EDEADLK (nothing pending that could make it
  * true), or -ETIMEDOUT after timeout_ps. */
 int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps);
+/* True when nothing is pending anywhere in the simulation. */
+bool sim_host_idle(void);
+/* Run until nothing is pending (boot settling: links train, the SM sweeps). */
+void sim_host_settle(void);
 
 #endif

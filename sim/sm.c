@@ -37,11 +37,12 @@ static void sm_sweep(void *arg)
 	struct sm_port *p = arg;
 	uint16_t sm_lid = ports[0].lid;
 
-	/* Two SubnSets, as OpenSM does: ARMED with the LID, then ACTIVE. */
+	/* Two SubnSets, as OpenSM does: ARMED with the LID, then ACTIVE. The port's SMA ignores
+	 * them if its link went down meanwhile. */
 	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ARMED);
 	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
-	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u sm_lid=%u state=ACTIVE",
-		  (int)(p - ports), p->lid, sm_lid);
+	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u sm_lid=%u", (int)(p - ports), p->lid,
+		  sm_lid);
 	if (!p->active)
 		nactive++;
 	p->active = true;

@@ -231,14 +231,13 @@ static void expect_field(struct fwt *f, uint16_t op, const void *in, size_t in_l
 			 "%s: syndrome names %s, expected %s", c->name, buf, field);
 }
 
-/* Fails with BAD_HANDLE naming field. The syndrome's reason is FIELD, except for DESTROY_EQ
- * whose reason is HANDLE (docs/device-interface.md, "Status and syndrome"). */
+/* Fails with BAD_HANDLE naming field; the syndrome's reason is HANDLE. */
 static void expect_bad_handle(struct fwt *f, uint16_t op, const void *in, size_t in_len,
 			      const char *field)
 {
 	const struct hca_cmd_desc *c = hca_cmd_find(op);
 	uint32_t syn = expect_status(f, op, in, in_len, c->out_len, HCA_STATUS_BAD_HANDLE);
-	uint32_t want = op == HCA_CMD_DESTROY_EQ ? HCA_SYN_HANDLE : HCA_SYN_FIELD;
+	uint32_t want = HCA_SYN_HANDLE;
 	char buf[96];
 
 	cr_assert_eq(HCA_SYN_REASON(syn), want, "%s: syndrome reason %u, expected %u", c->name,
@@ -364,7 +363,7 @@ Test(firmware, unknown_opcode_is_bad_opcode)
 		st = raw_run(&f, &r, &syn);
 		cr_assert_eq(st, HCA_STATUS_BAD_OPCODE, "opcode 0x%x: status %s", ops[i],
 			     hca_status_name(st));
-		cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_FIELD);
+		cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 		cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 		cr_assert_str_eq(buf, "opcode");
 		expect_alive(&f);
@@ -445,7 +444,7 @@ Test(firmware, token_differing_from_doorbell_is_bad_token)
 	memset(f.page + OUT_OFF, 0xcc, sizeof(struct hca_port_info));
 	st = raw_run(&f, &r, &syn);
 	cr_assert_eq(st, HCA_STATUS_BAD_TOKEN, "status %s", hca_status_name(st));
-	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_FIELD);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 	cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 	cr_assert_str_eq(buf, "token");
 	cr_assert_eq(f.page[OUT_OFF], 0xcc, "output written for a rejected command");
@@ -469,7 +468,7 @@ Test(firmware, entry_not_owned_by_device_is_bad_token)
 	memset(f.page + OUT_OFF, 0xcc, sizeof(struct hca_port_info));
 	st = raw_run(&f, &r, &syn);
 	cr_assert_eq(st, HCA_STATUS_BAD_TOKEN, "status %s", hca_status_name(st));
-	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_FIELD);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 	cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 	cr_assert_str_eq(buf, "own");
 	cr_assert_eq(f.page[OUT_OFF], 0xcc, "output written for a rejected command");
@@ -493,7 +492,7 @@ Test(firmware, unmapped_input_mailbox_is_bad_addr)
 	r.in_addr = UNMAPPED;
 	st = raw_run(&f, &r, &syn);
 	cr_assert_eq(st, HCA_STATUS_BAD_ADDR, "status %s", hca_status_name(st));
-	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ADDR);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 	cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 	cr_assert_str_eq(buf, "in_addr");
 	cr_assert_eq(hcasim_dma_faults(0), faults + 1, "the refused read is a counted DMA fault");
@@ -537,7 +536,7 @@ Test(firmware, unmapped_or_read_only_output_mailbox_is_bad_addr)
 	memcpy(f.page + IN_OFF, &in, sizeof(in));
 	st = raw_run(&f, &r, &syn);
 	cr_assert_eq(st, HCA_STATUS_BAD_ADDR, "status %s", hca_status_name(st));
-	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ADDR);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 	cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 	cr_assert_str_eq(buf, "out_addr");
 	expect_alive(&f);
@@ -551,7 +550,7 @@ Test(firmware, unmapped_or_read_only_output_mailbox_is_bad_addr)
 	memcpy(f.page + IN_OFF, &none, sizeof(none));
 	st = raw_run(&f, &r, &syn);
 	cr_assert_eq(st, HCA_STATUS_BAD_ADDR, "read-only output: status %s", hca_status_name(st));
-	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ADDR);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_ENTRY);
 	cr_assert(hca_field_path("hca_cmd_entry", HCA_SYN_DETAIL(syn), buf, sizeof(buf)));
 	cr_assert_str_eq(buf, "out_addr");
 	cr_assert_eq(ro[0], 0x77, "the device wrote into read-only memory");
@@ -1391,5 +1390,37 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 	lkey = create_mkey(&f, pd);
 	free_handle(&f, HCA_CMD_DESTROY_MKEY, lkey);
 	free_handle(&f, HCA_CMD_DEALLOC_PD, pd);
+	fwt_close(&f);
+}
+
+/* EQ 0 (the driver's: it takes DMA fault events) loses its ring from the IOMMU. The next
+ * fault's report faults once on the ring; the EQ is marked broken so the report of that fault
+ * cannot loop back into it (it used to recurse until the stack overflowed), and the device
+ * keeps executing commands. */
+Test(firmware, eq_ring_that_faults_breaks_the_eq_without_recursion)
+{
+	struct fwt f;
+	struct raw r;
+	uint32_t syn;
+	uint64_t faults;
+
+	tb_config("driver.cmd_completion", "poll"); /* commands never touch EQ 0 */
+	fwt_open(&f);
+	/* The driver's first two mappings on device 0 are its command page and EQ 0's ring. */
+	cr_assert_eq(sim_pcie_unmap(f.fn, 2), 0);
+	faults = hcasim_dma_faults(0);
+	r = raw_for(&f, HCA_CMD_ALLOC_PD, sizeof(struct hca_cmd_empty),
+		    sizeof(struct hca_handle_out));
+	r.in_addr = UNMAPPED;
+	cr_assert_eq(raw_run(&f, &r, &syn), HCA_STATUS_BAD_ADDR);
+	hcasim_run_for_ps(10000000);
+	cr_assert_eq(hcasim_dma_faults(0), faults + 2,
+		     "the input fault and one fault writing its report: %llu",
+		     (unsigned long long)(hcasim_dma_faults(0) - faults));
+	/* Later reports are dropped by the broken EQ instead of faulting again. */
+	cr_assert_eq(raw_run(&f, &r, &syn), HCA_STATUS_BAD_ADDR);
+	hcasim_run_for_ps(10000000);
+	cr_assert_eq(hcasim_dma_faults(0), faults + 3);
+	expect_alive(&f);
 	fwt_close(&f);
 }

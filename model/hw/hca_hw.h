@@ -64,13 +64,15 @@ enum hca_syn_reason {
 	HCA_SYN_MISSING = 3,    /* detail: HCA_QPA bit that the transition requires */
 	HCA_SYN_EXTRA = 4,      /* detail: HCA_QPA bit the transition does not allow */
 	HCA_SYN_CAP = 5,        /* detail: HCA_QPA bit that needs a capability the device lacks */
-	HCA_SYN_HANDLE = 6,     /* detail: byte offset of the handle field */
-	HCA_SYN_LIMIT = 8,      /* detail: byte offset of the field whose limit is exhausted */
+	HCA_SYN_HANDLE = 6,     /* detail: byte offset of the handle field in the input */
+	HCA_SYN_LIMIT = 8,      /* detail: 0; the object kind's device limit is reached */
 	HCA_SYN_BUSY = 9,       /* detail: number of objects still using it */
-	HCA_SYN_ADDR = 10,      /* detail: byte offset of the address field; 0xffffff = mailbox */
+	HCA_SYN_ADDR = 10,      /* detail: byte offset of the unmapped address field in the input */
 	HCA_SYN_LENGTH = 11,    /* detail: 0 in_len, 1 out_len */
 	HCA_SYN_CUR_STATE = 12, /* detail: actual state (the claimed cur_state differs) */
 	HCA_SYN_ROCE_GRH = 13,  /* detail: 0; RC/UC INIT->RTR on an Ethernet port needs a GRH */
+	HCA_SYN_ENTRY = 14,     /* detail: byte offset of the bad field in hca_cmd_entry itself
+				 * (opcode, token, own, in_addr, out_addr) */
 };
 #define HCA_SYN(reason, detail) (((uint32_t)(reason) << 24) | ((uint32_t)(detail)&0xffffffu))
 #define HCA_SYN_REASON(s) ((s) >> 24)
@@ -130,6 +132,61 @@ enum hca_cap_flag {
 #define HCA_QPN_MASK 0xffffffu
 #define HCA_FIRST_QPN 2u /* QP0 and QP1 are the special QPs */
 
+/* ---- work requests and completions ---- */
+enum hca_wqe_op {
+#define WQE_OP(name, val, doc) HCA_WQE_OP_##name = val,
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+};
+enum hca_cqe_op {
+#define WQE_OP(name, val, doc)
+#define CQE_OP(name, val, doc) HCA_CQE_OP_##name = val,
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+};
+enum hca_wc_status {
+#define WQE_OP(name, val, doc)
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc) HCA_WC_##name = val,
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+};
+enum hca_wqe_flag {
+	HCA_WQE_F_SIGNALED = 1u << 0,  /* write a CQE when it completes */
+	HCA_WQE_F_SOLICITED = 1u << 1, /* set BTH SE on the last packet */
+	HCA_WQE_F_FENCE = 1u << 2,     /* wait for earlier READ/atomic WQEs to complete */
+	HCA_WQE_F_INLINE = 1u << 3,    /* data follows the second segment */
+};
+enum hca_wc_flag {
+	HCA_WC_F_GRH = 1u << 0, /* the first 40 bytes of the receive buffer hold the GRH */
+	HCA_WC_F_IMM = 1u << 1, /* imm_data is valid */
+};
+#define HCA_LKEY_END 0xffffffffu /* ends a receive WQE's scatter list */
+#define HCA_QKEY_PRIVILEGED 0x80000000u
+
+/* UAR doorbells: 64-bit posted writes into a 4 KiB UAR page at HCA_REGION_UAR + page * 4096. */
+enum hca_uar_reg {
+	HCA_UAR_SQ_DB = 0x00,  /* qpn (23:0) | producer index (47:32): send WQEs posted */
+	HCA_UAR_RQ_DB = 0x08,  /* qpn (23:0) | producer index (47:32): receive WQEs posted */
+	HCA_UAR_SRQ_DB = 0x10, /* srqn (23:0) | producer index (47:32) */
+	HCA_UAR_CQ_DB = 0x18,  /* cqn (23:0) | command (25:24) | consumer index (55:32) */
+};
+enum hca_cq_db_cmd {
+	HCA_CQ_DB_CI = 0,        /* report the consumer index only */
+	HCA_CQ_DB_ARM_NEXT = 1,  /* event on the next CQE */
+	HCA_CQ_DB_ARM_SOLICITED = 2, /* event on the next solicited (or error) CQE */
+};
+#define HCA_UAR_DB(obj, hi) ((uint64_t)(obj)&0xffffffu) | ((uint64_t)(hi) << 32)
+
 /* ---- queue sizes: the rule the driver and the device both apply ---- */
 #define HCA_CQE_BYTES 64u
 #define HCA_WQE_BASE_BYTES 64u /* control + address segments of a send WQE */
@@ -165,10 +222,11 @@ static inline uint32_t hca_wq_entries(uint32_t n)
 	return hca_roundup_pow2(n ? n : 1);
 }
 
-/* Send WQE stride: the base segments, then SGEs or inline data, whichever is larger. */
+/* Send WQE stride: control (16) and second (48) segments, then data segments or inline data
+ * (its length is in the control segment), whichever is larger. */
 static inline uint32_t hca_sq_stride(uint32_t max_sge, uint32_t max_inline)
 {
-	uint32_t sge = max_sge * HCA_SGE_BYTES, inl = (max_inline + 4 + 15) / 16 * 16;
+	uint32_t sge = max_sge * HCA_SGE_BYTES, inl = (max_inline + 15) / 16 * 16;
 
 	return hca_roundup_pow2(HCA_WQE_BASE_BYTES + (sge > inl ? sge : inl));
 }
@@ -181,7 +239,7 @@ static inline uint32_t hca_rq_stride(uint32_t max_sge)
 /* Actual max_inline for a stride: everything the stride leaves after the base segments. */
 static inline uint32_t hca_sq_inline_for_stride(uint32_t stride)
 {
-	return stride - HCA_WQE_BASE_BYTES - 4;
+	return stride - HCA_WQE_BASE_BYTES;
 }
 
 /* ---- descriptive tables (model/hw/hw_tables.c), for messages and generated docs ---- */
