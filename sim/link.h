@@ -1,0 +1,41 @@
+/* link: a full-duplex point-to-point link between two ports (architecture §5.2). A port hands
+ * a frame to its side; the link serializes it at the data rate (frame + per-frame wire
+ * overhead) behind earlier frames of that direction, and delivers a copy to the other side's
+ * rx callback one propagation latency after the last bit left. An optional pcap tap records
+ * every frame of both directions with its simulated transmit-start time. */
+#ifndef SIM_LINK_H
+#define SIM_LINK_H
+
+#include "sim/kernel.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum sim_link_kind {
+	SIM_LINK_IB = 0,  /* pcap: LINKTYPE_WIRESHARK_UPPER_PDU (252), protocol "infiniband" */
+	SIM_LINK_ETH = 1, /* pcap: LINKTYPE_ETHERNET (1) */
+};
+
+typedef void (*sim_link_rx_fn)(void *port, const uint8_t *frame, size_t len);
+
+struct sim_link;
+
+/* rate in Mb/s (data rate after line coding); overhead_bytes is added to every frame's
+ * serialization (e.g. Ethernet preamble, FCS and gap). */
+struct sim_link *sim_link_create(const char *name, enum sim_link_kind kind, uint64_t rate_mbps,
+				 uint64_t latency_ps, unsigned overhead_bytes);
+void sim_link_destroy(struct sim_link *l);
+/* Attach side 0 or 1 to a port. */
+void sim_link_attach(struct sim_link *l, int side, sim_link_rx_fn rx, void *port);
+/* Send from side: returns the time the last bit leaves (the side's transmitter is busy until
+ * then). The frame is copied. */
+sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, size_t len);
+/* When the transmitter of side is next free. */
+sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side);
+/* Start (path) or stop (NULL) writing a pcap file; nanosecond timestamps. 0 or -errno. */
+int sim_link_pcap(struct sim_link *l, const char *path);
+/* Frames and bytes sent from a side. */
+uint64_t sim_link_frames(const struct sim_link *l, int side);
+uint64_t sim_link_bytes(const struct sim_link *l, int side);
+
+#endif

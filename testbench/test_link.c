@@ -1,0 +1,480 @@
+/* link: serialization and latency to the picosecond, queueing behind earlier frames, two
+ * independent directions, byte-exact delivery, frames in flight at teardown, the link.tx trace,
+ * and the pcap tap: decoded by tshark on both link types, in transmit-start order, accepted by
+ * hcasim-pcapcheck and rejected by it after one flipped bit. */
+#include "model/pkt.h"
+#include "sim/kernel.h"
+#include "sim/link.h"
+#include "sim/pcap.h"
+#include "sim/trace.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RX 64
+
+/* What one side received. */
+struct rx_log {
+	int n;			   /* frames */
+	sim_time_t at[MAX_RX];	   /* delivery times */
+	size_t len[MAX_RX];	   /* their lengths */
+	uint8_t data[MAX_RX][512]; /* their first bytes */
+};
+
+static struct sim_kernel *K;
+static struct rx_log RX[2];
+
+static void rx(void *port, const uint8_t *frame, size_t len)
+{
+	struct rx_log *lg = port;
+
+	cr_assert_lt(lg->n, MAX_RX);
+	lg->at[lg->n] = sim_now(K);
+	lg->len[lg->n] = len;
+	memcpy(lg->data[lg->n], frame, len < 512 ? len : 512);
+	lg->n++;
+}
+
+static void setup(void)
+{
+	memset(RX, 0, sizeof(RX));
+	K = sim_kernel_create();
+	sim_kernel_set_current(K);
+}
+
+static void teardown(void)
+{
+	sim_kernel_destroy(K);
+	K = NULL;
+}
+
+static struct sim_link *mklink(enum sim_link_kind kind, uint64_t mbps, uint64_t lat_ps,
+			       unsigned ovh)
+{
+	struct sim_link *l =
+	    sim_link_create(kind == SIM_LINK_IB ? "ib0" : "eth0", kind, mbps, lat_ps, ovh);
+
+	sim_link_attach(l, 0, rx, &RX[0]);
+	sim_link_attach(l, 1, rx, &RX[1]);
+	return l;
+}
+
+static uint8_t zeros[8192];
+
+TestSuite(link, .init = setup, .fini = teardown);
+
+Test(link, serialization_is_bytes_times_8e6_over_rate_in_ps)
+{
+	struct sim_link *ib = mklink(SIM_LINK_IB, 100000, 0, 0);
+	struct sim_link *eth = mklink(SIM_LINK_ETH, 25000, 0, hm_pkt_wire_overhead(HM_LL_ROCE));
+	struct sim_link *odd = mklink(SIM_LINK_IB, 3, 0, 0);
+	struct sim_link *fast = mklink(SIM_LINK_IB, 16000000, 0, 0);
+
+	/* 4096 payload + LRH, BTH, ICRC, VCRC at 4x EDR */
+	cr_expect_eq(sim_link_send(ib, 0, zeros, 4096 + 26), 329760);
+	cr_expect_eq(sim_link_tx_free_at(ib, 0), 329760);
+	cr_expect_eq(sim_link_tx_free_at(ib, 1), 0, "the other direction is idle");
+	/* 64 bytes + 24 bytes of preamble, FCS and gap at 25 Gb/s: 88 * 320 ps */
+	cr_expect_eq(sim_link_send(eth, 1, zeros, 64), 28160);
+	/* rounded to the nearest ps: 8e6 / 3 = 2666666.67; halves round up: 8e6 / 16e6 = 0.5 */
+	cr_expect_eq(sim_link_send(odd, 0, zeros, 1), 2666667);
+	cr_expect_eq(sim_link_send(fast, 0, zeros, 1), 1);
+	sim_link_destroy(ib);
+	sim_link_destroy(eth);
+	sim_link_destroy(odd);
+	sim_link_destroy(fast);
+}
+
+Test(link, delivery_is_one_latency_after_the_last_bit)
+{
+	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 100000, 0);
+
+	cr_expect_eq(sim_link_send(l, 0, zeros, 4122), 329760);
+	sim_run_until(K, 1000000);
+	cr_assert_eq(RX[1].n, 1);
+	cr_expect_eq(RX[1].at[0], 329760 + 100000);
+	cr_expect_eq(RX[0].n, 0, "nothing comes back to the sender");
+	/* a send on an idle link starts now */
+	cr_expect_eq(sim_link_send(l, 0, zeros, 100), 1000000 + 8000);
+	sim_run_until(K, 2000000);
+	cr_assert_eq(RX[1].n, 2);
+	cr_expect_eq(RX[1].at[1], 1000000 + 8000 + 100000);
+	sim_link_destroy(l);
+}
+
+Test(link, back_to_back_frames_queue_behind_each_other)
+{
+	struct sim_link *l = mklink(SIM_LINK_ETH, 100000, 50000, 24);
+	sim_time_t a, b, c;
+
+	a = sim_link_send(l, 0, zeros, 1000); /* (1000 + 24) * 80 ps */
+	b = sim_link_send(l, 0, zeros, 500);
+	sim_run_until(K, 10000);
+	c = sim_link_send(l, 0, zeros, 76); /* sent while b is still on the wire */
+	cr_expect_eq(a, 81920);
+	cr_expect_eq(b, 81920 + 41920);
+	cr_expect_eq(c, 81920 + 41920 + 8000);
+	cr_expect_eq(sim_link_tx_free_at(l, 0), c);
+	sim_run_until(K, 1000000);
+	cr_assert_eq(RX[1].n, 3);
+	cr_expect_eq(RX[1].at[0], a + 50000);
+	cr_expect_eq(RX[1].at[1], b + 50000);
+	cr_expect_eq(RX[1].at[2], c + 50000);
+	cr_expect_eq(RX[1].len[0], 1000);
+	cr_expect_eq(RX[1].len[1], 500);
+	cr_expect_eq(RX[1].len[2], 76);
+	cr_expect_eq(sim_link_tx_free_at(l, 0), 1000000, "idle: free now");
+	sim_link_destroy(l);
+}
+
+Test(link, the_two_directions_are_independent)
+{
+	struct sim_link *l = mklink(SIM_LINK_IB, 50000, 1000, 0);
+
+	cr_expect_eq(sim_link_send(l, 0, zeros, 1000), 160000);
+	cr_expect_eq(sim_link_send(l, 1, zeros, 1000), 160000, "not queued behind side 0");
+	cr_expect_eq(sim_link_send(l, 1, zeros, 500), 240000);
+	sim_run_until(K, 1000000);
+	cr_expect_eq(RX[1].n, 1);
+	cr_expect_eq(RX[0].n, 2);
+	cr_expect_eq(RX[1].at[0], 161000);
+	cr_expect_eq(RX[0].at[0], 161000);
+	cr_expect_eq(RX[0].at[1], 241000);
+	cr_expect_eq(sim_link_frames(l, 0), 1);
+	cr_expect_eq(sim_link_frames(l, 1), 2);
+	cr_expect_eq(sim_link_bytes(l, 0), 1000);
+	cr_expect_eq(sim_link_bytes(l, 1), 1500);
+	sim_link_destroy(l);
+}
+
+Test(link, delivered_bytes_are_a_copy_of_what_was_sent)
+{
+	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 0, 0);
+	uint8_t f[300], orig[300];
+
+	for (int i = 0; i < 300; i++)
+		f[i] = orig[i] = (uint8_t)(i * 13 + 1);
+	sim_link_send(l, 1, f, sizeof(f));
+	memset(f, 0xee, sizeof(f)); /* the sender reuses its buffer at once */
+	sim_run_until(K, 1000000);
+	cr_assert_eq(RX[0].n, 1);
+	cr_expect_eq(RX[0].len[0], 300);
+	cr_expect(!memcmp(RX[0].data[0], orig, 300));
+	sim_link_destroy(l);
+}
+
+Test(link, frames_in_flight_neither_leak_nor_land_after_teardown)
+{
+	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 100000, 0);
+
+	sim_link_send(l, 0, zeros, 1000);
+	sim_link_send(l, 1, zeros, 1000);
+	sim_link_destroy(l); /* frames still on the wire are dropped when they would land */
+	sim_run_until(K, 10000000);
+	cr_expect_eq(RX[0].n + RX[1].n, 0);
+	l = mklink(SIM_LINK_IB, 100000, 100000, 0);
+	sim_link_send(l, 0, zeros, 1000);
+	sim_kernel_destroy(K); /* the kernel frees the frames it still holds (ASan checks) */
+	K = sim_kernel_create();
+	sim_kernel_set_current(K);
+	sim_link_destroy(l);
+}
+
+Test(link, each_send_is_a_link_tx_trace_line)
+{
+	char path[128], line[256];
+	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 0, 0);
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/tmp/hcasim-link-trace-%d.txt", (int)getpid());
+	cr_assert_eq(sim_trace_open(path), 0);
+	cr_assert_eq(sim_trace_select("link"), 0);
+	sim_link_send(l, 0, zeros, 64);
+	sim_link_send(l, 0, zeros, 100);
+	sim_trace_select("");
+	sim_trace_close();
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *want = n == 0
+				       ? "t=0 link.tx link=ib0 side=0 bytes=64 start=0 end=5120\n"
+				       : "t=0 link.tx link=ib0 side=0 bytes=100 start=5120 "
+					 "end=13120\n";
+
+		cr_expect_str_eq(line, want);
+		n++;
+	}
+	fclose(f);
+	unlink(path);
+	cr_expect_eq(n, 2);
+	sim_link_destroy(l);
+}
+
+/* ---- pcap ---- */
+
+/* Run cmd; its stdout and stderr without tshark's "Running as user" line; its exit status. */
+static char *run(const char *cmd, int *status)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0;
+	char *out = malloc(cap), line[1024];
+	int st;
+
+	cr_assert_not_null(p, "%s", cmd);
+	while (fgets(line, sizeof(line), p)) {
+		size_t n = strlen(line);
+
+		if (!strncmp(line, "Running as user", 15))
+			continue;
+		if (len + n + 1 > cap)
+			out = realloc(out, cap *= 2);
+		memcpy(out + len, line, n);
+		len += n;
+	}
+	out[len] = 0;
+	st = pclose(p);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
+}
+
+struct sent {
+	uint8_t op;   /* BTH opcode */
+	uint32_t qpn; /* DestQP */
+	uint32_t psn; /* PSN */
+	int side;     /* sender */
+	bool grh;     /* IB: with a GRH */
+	uint32_t len; /* payload bytes */
+};
+
+/* Interleaved traffic from both sides; side 0 sends two frames back to back, so its second
+ * starts after side 1's first: the file order differs from the send order. */
+static const struct sent traffic[] = {
+    {HM_OP_SEND_ONLY, 0x000012, 100, 0, false, 1500},
+    {HM_OP_WRITE_FIRST, 0x000012, 101, 0, true, 1024},
+    {HM_OP_ACKNOWLEDGE, 0x000034, 100, 1, false, 0},
+    {HM_OP_READ_REQUEST, 0xabcdef, 0xffffff, 1, true, 0},
+    {HM_OP_UD_SEND_ONLY_IMM, 0x000001, 7, 0, false, 33},
+    {HM_OP_UC | HM_OP_WRITE_ONLY_IMM, 0x123456, 0, 1, false, 5},
+    {HM_OP_COMPARE_SWAP, 0x000012, 102, 0, false, 0},
+    {HM_OP_ATOMIC_ACKNOWLEDGE, 0x000034, 102, 1, true, 0},
+    {HM_OP_READ_RESPONSE_ONLY, 0x000034, 101, 1, false, 256},
+    {HM_OP_SEND_ONLY_INV, 0x000012, 103, 0, false, 3},
+};
+#define NTRAFFIC (sizeof(traffic) / sizeof(traffic[0]))
+
+static uint8_t pay[2048];
+
+static size_t frame_of(enum hm_link_layer ll, const struct sent *s, uint8_t *buf, size_t cap)
+{
+	struct hm_pkt p = {0};
+
+	for (int i = 0; i < 2048; i++)
+		pay[i] = (uint8_t)(i ^ 0x5a);
+	p.opcode = s->op;
+	p.dqpn = s->qpn;
+	p.psn = s->psn;
+	p.pkey = 0xffff;
+	p.ackreq = true;
+	p.payload = pay;
+	p.paylen = s->len;
+	p.reth_dmalen = s->len;
+	p.aeth_syndrome = 0x1f;
+	p.deth_qkey = 0x11111111;
+	p.has_grh = s->grh;
+	p.hop_limit = 64;
+	p.slid = (uint16_t)(s->side + 1);
+	p.dlid = (uint16_t)(2 - s->side);
+	p.sgid[10] = p.sgid[11] = p.dgid[10] = p.dgid[11] = 0xff;
+	p.sgid[12] = p.dgid[12] = 10;
+	p.sgid[15] = (uint8_t)(s->side + 1);
+	p.dgid[15] = (uint8_t)(2 - s->side);
+	memcpy(p.smac, s->side ? "\x02\0\0\0\0\x02" : "\x02\0\0\0\0\x01", 6);
+	memcpy(p.dmac, s->side ? "\x02\0\0\0\0\x01" : "\x02\0\0\0\0\x02", 6);
+	p.udp_sport = 0xc000;
+	return hm_pkt_build(ll, &p, buf, cap);
+}
+
+/* Send the traffic over a link of kind with a tap on path; returns the frames' transmit start
+ * times in file order through order[] (indices into traffic[]). */
+static void capture(enum sim_link_kind kind, const char *path, int order[NTRAFFIC],
+		    sim_time_t start_ps[NTRAFFIC])
+{
+	enum hm_link_layer ll = kind == SIM_LINK_IB ? HM_LL_IB : HM_LL_ROCE;
+	struct sim_link *l = mklink(kind, 100000, 100000, hm_pkt_wire_overhead(ll));
+	uint8_t buf[HM_PKT_MAX_BYTES];
+
+	cr_assert_eq(sim_link_pcap(l, path), 0);
+	for (size_t i = 0; i < NTRAFFIC; i++) {
+		size_t len = frame_of(ll, &traffic[i], buf, sizeof(buf));
+		int side = traffic[i].side;
+		sim_time_t busy = sim_link_tx_free_at(l, side);
+
+		cr_assert_gt(len, 0);
+		start_ps[i] = busy > sim_now(K) ? busy : sim_now(K);
+		sim_link_send(l, side, buf, len);
+		if (i != 0) /* frames 0 and 1 go back to back */
+			sim_run_until(K, sim_now(K) + 12345);
+	}
+	sim_run_until(K, sim_now(K) + 10000000);
+	cr_assert_eq(sim_link_pcap(l, NULL), 0);
+	sim_link_destroy(l);
+	/* file order: by start time, ties in send order */
+	for (size_t i = 0; i < NTRAFFIC; i++)
+		order[i] = (int)i;
+	for (size_t i = 1; i < NTRAFFIC; i++)
+		for (size_t j = i; j > 0 && start_ps[order[j - 1]] > start_ps[order[j]]; j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+}
+
+static void expect_tshark_decodes(const char *path, const int order[NTRAFFIC])
+{
+	char cmd[512], want[64], *out, *line, *save = NULL;
+	int st;
+	size_t n = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.destqp "
+		 "-e infiniband.bth.psn 2>&1",
+		 path);
+	out = run(cmd, &st);
+	cr_assert_eq(st, 0, "%s:\n%s", cmd, out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+		const struct sent *s;
+
+		cr_assert_lt(n, NTRAFFIC, "extra line '%s'", line);
+		s = &traffic[order[n]];
+		snprintf(want, sizeof(want), "%u\t0x%06x\t%u", s->op, s->qpn, s->psn);
+		cr_expect_str_eq(line, want, "frame %zu", n + 1);
+	}
+	cr_expect_eq(n, NTRAFFIC, "tshark decoded %zu frames", n);
+	free(out);
+}
+
+/* Read the file back: link type, times (ns) in order, frames intact. */
+static void expect_records(const char *path, uint32_t linktype, const int order[NTRAFFIC],
+			   const sim_time_t start_ps[NTRAFFIC])
+{
+	enum hm_link_layer ll = linktype == SIM_PCAP_ETHERNET ? HM_LL_ROCE : HM_LL_IB;
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
+	uint8_t buf[HM_PKT_MAX_BYTES];
+	size_t n = 0;
+
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0);
+	cr_expect_eq(sim_pcap_reader_linktype(r), linktype);
+	while (sim_pcap_reader_next(r, &rec) > 0) {
+		size_t len;
+
+		cr_assert_lt(n, NTRAFFIC);
+		len = frame_of(ll, &traffic[order[n]], buf, sizeof(buf));
+		cr_expect_eq(rec.t_ns, start_ps[order[n]] / 1000, "frame %zu time", n + 1);
+		cr_expect_eq(rec.len, len);
+		cr_expect_eq(rec.orig_len, len);
+		cr_expect(rec.len == len && !memcmp(rec.data, buf, len), "frame %zu bytes", n + 1);
+		if (linktype == SIM_PCAP_UPPER_PDU)
+			cr_expect_str_eq(rec.proto, "infiniband");
+		n++;
+	}
+	cr_expect_eq(n, NTRAFFIC);
+	sim_pcap_reader_close(r);
+}
+
+/* hcasim-pcapcheck accepts path, and rejects a copy with one payload bit of frame 1 flipped. */
+static void expect_pcapcheck(const char *path, size_t payload_at)
+{
+	char cmd[512], bad[160], *out;
+	FILE *f;
+	uint8_t *b;
+	long size;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
+	out = run(cmd, &st);
+	cr_expect_eq(st, 0, "%s:\n%s", cmd, out);
+	cr_expect_str_eq(out, "10 frames, 0 bad\n");
+	free(out);
+
+	f = fopen(path, "rb");
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	b = malloc((size_t)size);
+	cr_assert_eq(fread(b, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	b[24 + 16 + payload_at + 5] ^= 0x10; /* file header, record header, frame offset */
+	snprintf(bad, sizeof(bad), "%s.bad", path);
+	f = fopen(bad, "wb");
+	cr_assert_not_null(f);
+	fwrite(b, 1, (size_t)size, f);
+	fclose(f);
+	free(b);
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, bad);
+	out = run(cmd, &st);
+	cr_expect_eq(st, 1, "%s:\n%s", cmd, out);
+	cr_expect(strstr(out, "frame 1: bad ") != NULL, "%s", out);
+	cr_expect(strstr(out, "10 frames, 1 bad\n") != NULL, "%s", out);
+	free(out);
+	unlink(bad);
+}
+
+Test(link, ib_capture_decodes_in_tshark_and_passes_pcapcheck)
+{
+	char path[128];
+	int order[NTRAFFIC];
+	sim_time_t start[NTRAFFIC];
+
+	snprintf(path, sizeof(path), "/tmp/hcasim-link-ib-%d.pcap", (int)getpid());
+	capture(SIM_LINK_IB, path, order, start);
+	cr_expect_gt(start[1], start[2], "side 0's second frame starts after side 1's first");
+	cr_expect_neq(order[1], 1, "so the file order is not the send order");
+	expect_records(path, SIM_PCAP_UPPER_PDU, order, start);
+	expect_tshark_decodes(path, order);
+	/* frame 1: exported-PDU tags (20 bytes), LRH, BTH, then the payload */
+	expect_pcapcheck(path, 20 + 8 + 12);
+	unlink(path);
+}
+
+Test(link, roce_capture_decodes_in_tshark_and_passes_pcapcheck)
+{
+	char path[128];
+	int order[NTRAFFIC];
+	sim_time_t start[NTRAFFIC];
+
+	snprintf(path, sizeof(path), "/tmp/hcasim-link-roce-%d.pcap", (int)getpid());
+	capture(SIM_LINK_ETH, path, order, start);
+	cr_expect_gt(start[1], start[2]);
+	cr_expect_neq(order[1], 1);
+	expect_records(path, SIM_PCAP_ETHERNET, order, start);
+	expect_tshark_decodes(path, order);
+	/* frame 1: Ethernet, IPv4, UDP, BTH, then the payload */
+	expect_pcapcheck(path, 14 + 20 + 8 + 12);
+	unlink(path);
+}
+
+Test(link, pcapcheck_refuses_what_is_not_a_capture)
+{
+	char path[128], cmd[300], *out;
+	FILE *f;
+	int st;
+
+	snprintf(path, sizeof(path), "/tmp/hcasim-link-junk-%d.pcap", (int)getpid());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("not a capture at all\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
+	out = run(cmd, &st);
+	cr_expect_eq(st, 2, "%s", out);
+	free(out);
+	unlink(path);
+}
