@@ -35,7 +35,7 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
-APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc
+APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck
 TESTBIN    := $(BUILD)/test/hcasim-tests
 HEADER     := $(BUILD)/include/hcasim.h
 
@@ -72,6 +72,7 @@ $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
 
 $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
+$(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
 
 $(HEADER): sim/hcasim.h
 	@mkdir -p $(@D)

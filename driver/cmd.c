@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CMD_IN_OFF 256
 #define CMD_OUT_OFF 512
@@ -111,6 +112,7 @@ void drv_eq_process(struct drv_dev *d)
 				e->data[2], e->data[3] == SIM_DMA_READ ? "read" : "write");
 			break;
 		default:
+			drv_dp_event(d, e);
 			break;
 		}
 		d->eq_ci++;
@@ -276,10 +278,32 @@ int drv_cmd_setup(struct drv_dev *d)
 	/* Until EQ 0 exists, commands are polled (as mlx5 does at probe). */
 	d->cmd_irq = false;
 	rc = drv_cmd(d, HCA_CMD_QUERY_HCA_CAP, &none, sizeof(none), &d->cap, sizeof(d->cap));
-	if (!rc)
-		rc = drv_cmd(d, HCA_CMD_INIT_HCA, &none, sizeof(none), &none, sizeof(none));
 	if (rc)
 		return rc;
+	{
+		/* The QP context backing store the device asks for: mapped anonymous memory,
+		 * so untouched slots cost no host memory. */
+		struct hca_init_hca_in init = { 0 };
+		size_t bytes = (size_t)(HCA_FIRST_QPN + d->cap.max_qp) * d->cap.qpc_entry_bytes;
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			       0);
+		int64_t id;
+
+		if (p == MAP_FAILED)
+			return drv_fail(ENOMEM, "probe: no memory for a %zu-byte QP context store",
+					bytes);
+		id = sim_pcie_map(d->fn, p, bytes, SIM_DMA_READ | SIM_DMA_WRITE, &init.qpc_base);
+		if (id < 0) {
+			munmap(p, bytes);
+			return drv_fail((int)-id, "probe: %s", hcasim_last_error());
+		}
+		d->qpc_store = p;
+		d->qpc_bytes = bytes;
+		init.qpc_bytes = bytes;
+		rc = drv_cmd(d, HCA_CMD_INIT_HCA, &init, sizeof(init), &none, sizeof(none));
+		if (rc)
+			return rc;
+	}
 	rc = drv_dma_alloc(d, HCA_EQE_BYTES << DRV_EQ_LOG_SIZE, SIM_DMA_READ | SIM_DMA_WRITE,
 			   (void **)&d->eq, &d->eq_map, &eq.ring_addr);
 	if (rc)
@@ -288,7 +312,8 @@ int drv_cmd_setup(struct drv_dev *d)
 	eq.log_size = DRV_EQ_LOG_SIZE;
 	eq.vector = 0;
 	eq.event_mask = (1ull << HCA_EQE_PORT_CHANGE) | (1ull << HCA_EQE_DMA_FAULT) |
-			(1ull << HCA_EQE_COMP);
+			(1ull << HCA_EQE_COMP) | (1ull << HCA_EQE_QP_EVENT) |
+			(1ull << HCA_EQE_CQ_ERROR) | (1ull << HCA_EQE_SRQ_LIMIT);
 	if (!strcmp(mode, "interrupt"))
 		eq.event_mask |= 1ull << HCA_EQE_CMD;
 	rc = drv_cmd(d, HCA_CMD_CREATE_EQ, &eq, sizeof(eq), &h, sizeof(h));

@@ -1,50 +1,481 @@
-/* Driver: the context ops the verbs.h inline functions dispatch to, completion events, and the
- * *_str helpers. The send/receive/poll data path is built by the data-path issue; until then
- * its ops fail loudly with EOPNOTSUPP rather than pretend. */
+/* Driver: the data path the verbs.h inline functions dispatch to — posting work requests as
+ * WQEs in the rings and ringing doorbells, polling CQEs, arming CQs — plus completion events
+ * on channels, affiliated async events, and the *_str helpers.
+ *
+ * Memory ordering, step by step (on silicon; the simulator's stores are visible at once):
+ *   post: WQE stores, then wmb() so the device cannot see the doorbell before the WQE, then
+ *         the 64-bit UAR doorbell write (one TLP, so it is never torn);
+ *   poll: read the CQE's owner byte, then rmb() before reading its body, then after the batch
+ *         store the consumer index into the CQ doorbell record (the device reads it when the
+ *         ring looks full);
+ *   arm:  the arm doorbell carries the consumer index, so CQEs the device wrote after the last
+ *         poll raise the event at once instead of being missed. */
 #include "driver/drv.h"
+#include "sim/trace.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+#define SAME_OP(n, m) _Static_assert((unsigned)HCA_WQE_OP_##n == (unsigned)IBV_WR_##m, #n)
+SAME_OP(RDMA_WRITE, RDMA_WRITE);
+SAME_OP(RDMA_WRITE_IMM, RDMA_WRITE_WITH_IMM);
+SAME_OP(SEND, SEND);
+SAME_OP(SEND_IMM, SEND_WITH_IMM);
+SAME_OP(RDMA_READ, RDMA_READ);
+SAME_OP(ATOMIC_CMP_SWP, ATOMIC_CMP_AND_SWP);
+SAME_OP(ATOMIC_FETCH_ADD, ATOMIC_FETCH_AND_ADD);
+#undef SAME_OP
+#define SAME_WC(n, m) _Static_assert((unsigned)HCA_##n == (unsigned)IBV_##m, #n)
+SAME_WC(CQE_OP_SEND, WC_SEND);
+SAME_WC(CQE_OP_RDMA_WRITE, WC_RDMA_WRITE);
+SAME_WC(CQE_OP_RDMA_READ, WC_RDMA_READ);
+SAME_WC(CQE_OP_COMP_SWAP, WC_COMP_SWAP);
+SAME_WC(CQE_OP_FETCH_ADD, WC_FETCH_ADD);
+SAME_WC(CQE_OP_RECV, WC_RECV);
+SAME_WC(CQE_OP_RECV_RDMA_WITH_IMM, WC_RECV_RDMA_WITH_IMM);
+SAME_WC(WC_SUCCESS, WC_SUCCESS);
+SAME_WC(WC_LOC_LEN_ERR, WC_LOC_LEN_ERR);
+SAME_WC(WC_LOC_QP_OP_ERR, WC_LOC_QP_OP_ERR);
+SAME_WC(WC_LOC_PROT_ERR, WC_LOC_PROT_ERR);
+SAME_WC(WC_WR_FLUSH_ERR, WC_WR_FLUSH_ERR);
+SAME_WC(WC_REM_INV_REQ_ERR, WC_REM_INV_REQ_ERR);
+SAME_WC(WC_REM_ACCESS_ERR, WC_REM_ACCESS_ERR);
+SAME_WC(WC_REM_OP_ERR, WC_REM_OP_ERR);
+SAME_WC(WC_RETRY_EXC_ERR, WC_RETRY_EXC_ERR);
+SAME_WC(WC_RNR_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR);
+SAME_WC(WC_GENERAL_ERR, WC_GENERAL_ERR);
+#undef SAME_WC
+
+/* ---- number maps ---- */
+
+static void *map_set(void *arr, uint32_t *n, uint32_t i, void *v)
 {
-	(void)qp;
-	if (bad)
+	void **a = arr;
+
+	if (i >= *n) {
+		uint32_t cap = *n ? *n : 64;
+
+		while (cap <= i)
+			cap *= 2;
+		a = realloc(a, cap * sizeof(*a));
+		if (!a) {
+			fprintf(stderr, "hcasim: out of memory for the driver's object maps\n");
+			abort();
+		}
+		memset(a + *n, 0, (cap - *n) * sizeof(*a));
+		*n = cap;
+	}
+	a[i] = v;
+	return a;
+}
+
+void drv_map_qp(struct drv_dev *d, uint32_t qpn, struct drv_qp *qp)
+{
+	d->qp_by_num = map_set(d->qp_by_num, &d->nqp_by_num, qpn, qp);
+}
+
+void drv_map_cq(struct drv_dev *d, uint32_t cqn, struct drv_cq *cq)
+{
+	d->cq_by_num = map_set(d->cq_by_num, &d->ncq_by_num, cqn, cq);
+}
+
+void drv_map_srq(struct drv_dev *d, uint32_t srqn, struct drv_srq *srq)
+{
+	d->srq_by_num = map_set(d->srq_by_num, &d->nsrq_by_num, srqn, srq);
+}
+
+static struct drv_qp *qp_num(struct drv_dev *d, uint32_t n)
+{
+	return n < d->nqp_by_num ? d->qp_by_num[n] : NULL;
+}
+
+static struct drv_cq *cq_num(struct drv_dev *d, uint32_t n)
+{
+	return n < d->ncq_by_num ? d->cq_by_num[n] : NULL;
+}
+
+static struct drv_srq *srq_num(struct drv_dev *d, uint32_t n)
+{
+	return n < d->nsrq_by_num ? d->srq_by_num[n] : NULL;
+}
+
+static void uar_db(struct drv_dev *d, uint32_t reg, uint32_t obj, uint32_t hi)
+{
+	/* wmb(): WQE (or consumer index) stores before the doorbell. */
+	sim_pcie_mmio_write64(d->fn, HCA_REGION_UAR + reg, HCA_UAR_DB(obj, hi));
+}
+
+/* ---- post send ---- */
+
+static bool op_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return t == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
+	struct drv_dev *d;
+	uint32_t posted = 0;
+	int rc = 0;
+
+	if (!qp) {
+		if (bad)
+			*bad = wr;
+		return drv_fail(EINVAL, "ibv_post_send: not a live QP");
+	}
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb(d);
+	for (; wr; wr = wr->next) {
+		uint8_t *w = (uint8_t *)qp->sq + (size_t)(qp->sq_pi % qp->sq_entries) * qp->sq_stride;
+		struct hca_wqe_ctrl *c = (void *)w;
+		bool inl = wr->send_flags & IBV_SEND_INLINE;
+		uint64_t len = 0;
+
+		/* IBA 10.3.1 state table: posting sends needs RTS, SQD, SQE or ERR (flushed). */
+		if (ibqp->state == IBV_QPS_RESET || ibqp->state == IBV_QPS_INIT ||
+		    ibqp->state == IBV_QPS_RTR) {
+			rc = drv_fail(EINVAL, "ibv_post_send: QP 0x%x is in a state that takes no "
+				      "sends", ibqp->qp_num);
+			break;
+		}
+		if (!op_ok(ibqp->qp_type, wr->opcode)) {
+			rc = drv_fail(EINVAL, "ibv_post_send: opcode %d not valid on this QP type",
+				      wr->opcode);
+			break;
+		}
+		if (wr->send_flags & ~(unsigned)(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+						 IBV_SEND_SOLICITED | IBV_SEND_INLINE)) {
+			rc = drv_fail(EINVAL, "ibv_post_send: send_flags 0x%x not supported",
+				      wr->send_flags);
+			break;
+		}
+		if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->cap.max_send_sge)) {
+			rc = drv_fail(EINVAL, "ibv_post_send: num_sge %d above max_send_sge %u",
+				      wr->num_sge, qp->cap.max_send_sge);
+			break;
+		}
+		if (wr->num_sge && !wr->sg_list) {
+			rc = drv_fail(EINVAL, "ibv_post_send: NULL sg_list");
+			break;
+		}
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (inl && (len > qp->cap.max_inline_data || wr->opcode == IBV_WR_RDMA_READ ||
+			    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+			rc = drv_fail(EINVAL, "ibv_post_send: inline data of %llu bytes (max %u) or "
+				      "on a READ/atomic", (unsigned long long)len,
+				      qp->cap.max_inline_data);
+			break;
+		}
+		if (qp->sq_pi - qp->sq_ci >= qp->cap.max_send_wr) {
+			rc = drv_fail(ENOMEM, "ibv_post_send: send queue full (%u WRs)",
+				      qp->cap.max_send_wr);
+			break;
+		}
+		if (ibqp->qp_type == IBV_QPT_UD) {
+			struct drv_ah *ah = DRV_OBJ(struct drv_ah, wr->wr.ud.ah, DRV_KIND_AH);
+			struct hca_wqe_ud *u = (void *)(w + sizeof(*c));
+
+			if (!ah || ah->ah.pd != ibqp->pd) {
+				rc = drv_fail(EINVAL, "ibv_post_send: wr.ud.ah is not a live AH of "
+					      "the QP's PD");
+				break;
+			}
+			memset(u, 0, sizeof(*u));
+			u->remote_qpn = wr->wr.ud.remote_qpn & HCA_QPN_MASK;
+			u->remote_qkey = wr->wr.ud.remote_qkey;
+			u->av.dlid = ah->attr.dlid;
+			u->av.sl = ah->attr.sl;
+			u->av.src_path_bits = ah->attr.src_path_bits;
+			u->av.static_rate = ah->attr.static_rate;
+			u->av.is_global = ah->attr.is_global ? 1 : 0;
+			u->av.port_num = ah->attr.port_num;
+			u->av.sgid_index = ah->attr.grh.sgid_index;
+			u->av.flow_label = ah->attr.grh.flow_label;
+			u->av.hop_limit = ah->attr.grh.hop_limit;
+			u->av.traffic_class = ah->attr.grh.traffic_class;
+			memcpy(u->av.dgid, ah->attr.grh.dgid.raw, 16);
+		} else {
+			struct hca_wqe_rdma *r = (void *)(w + sizeof(*c));
+
+			memset(r, 0, sizeof(*r));
+			if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+				r->remote_addr = wr->wr.atomic.remote_addr;
+				r->rkey = wr->wr.atomic.rkey;
+				r->compare_add = wr->wr.atomic.compare_add;
+				r->swap = wr->wr.atomic.swap;
+			} else {
+				r->remote_addr = wr->wr.rdma.remote_addr;
+				r->rkey = wr->wr.rdma.rkey;
+			}
+		}
+		memset(c, 0, sizeof(*c));
+		c->opcode = (uint8_t)wr->opcode;
+		c->flags = (wr->send_flags & IBV_SEND_SIGNALED || qp->sq_sig_all ? HCA_WQE_F_SIGNALED
+										: 0) |
+			   (wr->send_flags & IBV_SEND_SOLICITED ? HCA_WQE_F_SOLICITED : 0) |
+			   (wr->send_flags & IBV_SEND_FENCE ? HCA_WQE_F_FENCE : 0) |
+			   (inl ? HCA_WQE_F_INLINE : 0);
+		c->wqe_index = (uint16_t)qp->sq_pi;
+		c->imm_data = wr->imm_data;
+		if (inl) {
+			uint8_t *dst = w + HCA_WQE_BASE_BYTES;
+
+			/* Inline data is copied now: the buffers may be reused on return. */
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				dst += wr->sg_list[i].length;
+			}
+			c->inline_len = (uint32_t)len;
+		} else {
+			struct hca_wqe_data *sg = (void *)(w + HCA_WQE_BASE_BYTES);
+
+			c->num_sge = (uint8_t)wr->num_sge;
+			for (int i = 0; i < wr->num_sge; i++) {
+				sg[i].addr = wr->sg_list[i].addr;
+				sg[i].lkey = wr->sg_list[i].lkey;
+				sg[i].length = wr->sg_list[i].length;
+			}
+		}
+		qp->sq_wrid[qp->sq_pi % qp->sq_entries] = wr->wr_id;
+		qp->sq_pi++;
+		posted++;
+	}
+	if (rc && bad)
 		*bad = wr;
-	return drv_fail(EOPNOTSUPP, "ibv_post_send: the data path is not modelled yet");
+	if (posted)
+		uar_db(d, HCA_UAR_SQ_DB, ibqp->qp_num, qp->sq_pi & 0xffff);
+	return rc;
 }
 
-static int post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+/* ---- post receive ---- */
+
+static int write_rwqe(uint8_t *w, uint32_t stride, const struct ibv_recv_wr *wr)
 {
-	(void)qp;
-	if (bad)
+	struct hca_wqe_data *sg = (void *)w;
+	uint32_t n = stride / HCA_SGE_BYTES;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		sg[i].addr = wr->sg_list[i].addr;
+		sg[i].lkey = wr->sg_list[i].lkey;
+		sg[i].length = wr->sg_list[i].length;
+	}
+	if ((uint32_t)wr->num_sge < n)
+		sg[wr->num_sge] = (struct hca_wqe_data){ .lkey = HCA_LKEY_END };
+	return 0;
+}
+
+static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
+	struct drv_dev *d;
+	uint32_t posted = 0;
+	int rc = 0;
+
+	if (!qp) {
+		if (bad)
+			*bad = wr;
+		return drv_fail(EINVAL, "ibv_post_recv: not a live QP");
+	}
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb(d);
+	for (; wr; wr = wr->next) {
+		if (ibqp->srq) {
+			rc = drv_fail(EINVAL, "ibv_post_recv: the QP receives from an SRQ");
+			break;
+		}
+		if (ibqp->state == IBV_QPS_RESET) {
+			rc = drv_fail(EINVAL, "ibv_post_recv: QP 0x%x is in RESET", ibqp->qp_num);
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = drv_fail(EINVAL, "ibv_post_recv: num_sge %d above max_recv_sge %u",
+				      wr->num_sge, qp->cap.max_recv_sge);
+			break;
+		}
+		if (qp->rq_pi - qp->rq_ci >= qp->cap.max_recv_wr) {
+			rc = drv_fail(ENOMEM, "ibv_post_recv: receive queue full (%u WRs)",
+				      qp->cap.max_recv_wr);
+			break;
+		}
+		write_rwqe((uint8_t *)qp->rq + (size_t)(qp->rq_pi % qp->rq_entries) * qp->rq_stride,
+			   qp->rq_stride, wr);
+		qp->rq_wrid[qp->rq_pi % qp->rq_entries] = wr->wr_id;
+		qp->rq_pi++;
+		posted++;
+	}
+	if (rc && bad)
 		*bad = wr;
-	return drv_fail(EOPNOTSUPP, "ibv_post_recv: the data path is not modelled yet");
+	if (posted)
+		uar_db(d, HCA_UAR_RQ_DB, ibqp->qp_num, qp->rq_pi & 0xffff);
+	return rc;
 }
 
-static int post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	(void)srq;
-	if (bad)
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);
+	struct drv_dev *d;
+	uint32_t posted = 0;
+	int rc = 0;
+
+	if (!srq) {
+		if (bad)
+			*bad = wr;
+		return drv_fail(EINVAL, "ibv_post_srq_recv: not a live SRQ");
+	}
+	d = drv_dev_of(ibsrq->context);
+	drv_charge_verb(d);
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = drv_fail(EINVAL, "ibv_post_srq_recv: num_sge %d above max_sge %u",
+				      wr->num_sge, srq->max_sge);
+			break;
+		}
+		/* A slot is reused only once its own completion has been seen. */
+		if (srq->pi - srq->tail >= srq->entries - 1) {
+			rc = drv_fail(ENOMEM, "ibv_post_srq_recv: SRQ full (%u WRs)",
+				      srq->entries - 1);
+			break;
+		}
+		write_rwqe((uint8_t *)srq->ring + (size_t)(srq->pi % srq->entries) * srq->stride,
+			   srq->stride, wr);
+		srq->wrid[srq->pi % srq->entries] = wr->wr_id;
+		srq->done[srq->pi % srq->entries] = 0;
+		srq->pi++;
+		posted++;
+	}
+	if (rc && bad)
 		*bad = wr;
-	return drv_fail(EOPNOTSUPP, "ibv_post_srq_recv: the data path is not modelled yet");
+	if (posted)
+		uar_db(d, HCA_UAR_SRQ_DB, srq->srqn, srq->pi & 0xffff);
+	return rc;
 }
 
-static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+/* ---- poll ---- */
+
+/* Extend a 16-bit WQE index to the 32-bit counter at or after base. */
+static uint32_t ext16(uint32_t base, uint16_t v)
 {
-	(void)cq;
-	(void)n;
-	(void)wc;
-	drv_fail(EOPNOTSUPP, "ibv_poll_cq: the data path is not modelled yet");
-	return -EOPNOTSUPP;
+	return base + (uint16_t)(v - (uint16_t)base);
 }
 
-static int req_notify_cq(struct ibv_cq *cq, int solicited_only)
+static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
-	(void)cq;
-	(void)solicited_only;
-	return drv_fail(EOPNOTSUPP, "ibv_req_notify_cq: the data path is not modelled yet");
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
+	struct drv_dev *d;
+	uint32_t size;
+	int got = 0;
+
+	if (!cq) {
+		drv_fail(EINVAL, "ibv_poll_cq: not a live CQ");
+		return -EINVAL;
+	}
+	if (n < 0 || (n && !wc)) {
+		drv_fail(EINVAL, "ibv_poll_cq: bad num_entries %d or NULL wc", n);
+		return -EINVAL;
+	}
+	d = drv_dev_of(ibcq->context);
+	size = 1u << cq->log_size;
+	while (got < n) {
+		volatile struct hca_cqe *e =
+			(volatile struct hca_cqe *)((uint8_t *)cq->ring +
+						    (size_t)(cq->ci & (size - 1)) * HCA_CQE_BYTES);
+		uint8_t want = ((cq->ci >> cq->log_size) & 1) ? 0 : 1;
+		struct hca_cqe c;
+		struct ibv_wc *w = &wc[got];
+		struct drv_qp *qp;
+
+		if ((e->owner & 1) != want)
+			break;
+		memcpy(&c, (const void *)e, sizeof(c)); /* rmb() first, on silicon */
+		memset(w, 0, sizeof(*w));
+		qp = qp_num(d, c.qpn);
+		w->status = (enum ibv_wc_status)c.status;
+		w->opcode = (enum ibv_wc_opcode)c.opcode;
+		w->vendor_err = c.vendor_err;
+		w->byte_len = c.byte_len;
+		w->qp_num = c.qpn;
+		w->src_qp = c.src_qp;
+		w->slid = c.slid;
+		w->sl = c.sl;
+		w->pkey_index = c.pkey_index;
+		w->dlid_path_bits = c.dlid_path_bits;
+		if (c.wc_flags & HCA_WC_F_IMM) {
+			w->wc_flags |= IBV_WC_WITH_IMM;
+			w->imm_data = c.imm_data;
+		}
+		if (c.wc_flags & HCA_WC_F_GRH)
+			w->wc_flags |= IBV_WC_GRH;
+		if (c.is_send && qp) {
+			uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
+
+			w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
+			qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
+		} else if (c.srqn) {
+			struct drv_srq *srq = srq_num(d, c.srqn);
+
+			if (srq) {
+				uint32_t idx = ext16(srq->tail, c.wqe_index);
+
+				w->wr_id = srq->wrid[idx % srq->entries];
+				srq->done[idx % srq->entries] = 1;
+				while (srq->tail != srq->pi && srq->done[srq->tail % srq->entries])
+					srq->tail++;
+			}
+		} else if (qp) {
+			uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
+
+			w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
+			qp->rq_ci = idx + 1;
+		}
+		cq->ci++;
+		got++;
+	}
+	if (got) {
+		*cq->db = cq->ci & 0xffffff; /* the device reads it when the ring looks full */
+		drv_charge_verb(d);
+	} else {
+		sim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+	}
+	return got;
+}
+
+static int req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
+	struct drv_dev *d;
+
+	if (!cq)
+		return drv_fail(EINVAL, "ibv_req_notify_cq: not a live CQ");
+	d = drv_dev_of(ibcq->context);
+	drv_charge_verb(d);
+	uar_db(d, HCA_UAR_CQ_DB,
+	       cq->cqn | ((solicited_only ? HCA_CQ_DB_ARM_SOLICITED : HCA_CQ_DB_ARM_NEXT) << 24),
+	       cq->ci & 0xffffff);
+	return 0;
 }
 
 int drv_ops_init(struct ibv_context_ops *ops)
@@ -57,6 +488,77 @@ int drv_ops_init(struct ibv_context_ops *ops)
 	return 0;
 }
 
+/* ---- events ---- */
+
+static void chan_push(struct drv_chan *ch, struct drv_cq *cq)
+{
+	uint64_t one = 1;
+
+	if (ch->ev_count == ch->ev_cap) {
+		unsigned cap = ch->ev_cap ? ch->ev_cap * 2 : 16;
+		struct drv_cq **q = malloc(cap * sizeof(*q));
+
+		if (!q) {
+			fprintf(stderr, "hcasim: out of memory for completion events\n");
+			abort();
+		}
+		for (unsigned i = 0; i < ch->ev_count; i++)
+			q[i] = ch->events[(ch->ev_head + i) % ch->ev_cap];
+		free(ch->events);
+		ch->events = q;
+		ch->ev_cap = cap;
+		ch->ev_head = 0;
+	}
+	ch->events[(ch->ev_head + ch->ev_count++) % ch->ev_cap] = cq;
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0)
+		perror("hcasim: completion channel");
+}
+
+void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e)
+{
+	struct ibv_async_event ev = { 0 };
+
+	switch (e->type) {
+	case HCA_EQE_COMP: {
+		struct drv_cq *cq = cq_num(d, e->data[0]);
+
+		if (cq && cq->cq.channel)
+			chan_push((struct drv_chan *)cq->cq.channel, cq);
+		return;
+	}
+	case HCA_EQE_QP_EVENT: {
+		struct drv_qp *qp = qp_num(d, e->data[0]);
+
+		if (!qp)
+			return;
+		ev.event_type = (enum ibv_event_type)e->subtype;
+		ev.element.qp = &qp->qpx.qp_base;
+		break;
+	}
+	case HCA_EQE_CQ_ERROR: {
+		struct drv_cq *cq = cq_num(d, e->data[0]);
+
+		if (!cq)
+			return;
+		ev.event_type = IBV_EVENT_CQ_ERR;
+		ev.element.cq = &cq->cq;
+		break;
+	}
+	case HCA_EQE_SRQ_LIMIT: {
+		struct drv_srq *srq = srq_num(d, e->data[0]);
+
+		if (!srq)
+			return;
+		ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+		ev.element.srq = &srq->srq;
+		break;
+	}
+	default:
+		return;
+	}
+	drv_post_async(d, &ev);
+}
+
 struct chan_wait {
 	struct drv_chan *ch; /* channel */
 	struct drv_dev *d;   /* its device */
@@ -65,44 +567,50 @@ struct chan_wait {
 static bool chan_ready(void *p)
 {
 	struct chan_wait *w = p;
-	uint64_t v;
 
 	if (w->d->irq_pending)
 		drv_eq_process(w->d);
-	/* The channel's eventfd counts events; peek without consuming. */
-	return read(w->ch->ch.fd, &v, sizeof(v)) == sizeof(v) &&
-	       write(w->ch->ch.fd, &v, sizeof(v)) == sizeof(v);
+	return w->ch->ev_count > 0;
 }
 
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN);
 	struct chan_wait w;
-	int flags;
+	struct drv_cq *c;
+	uint64_t v;
 
 	if (!ch || !cq || !cq_context) {
 		drv_fail(EINVAL, "ibv_get_cq_event: %s", !ch ? "not a live channel" : "NULL output");
 		return -1;
 	}
 	w = (struct chan_wait){ ch, drv_dev_of(ch->ch.context) };
-	flags = fcntl(ch->ch.fd, F_GETFL);
-	fcntl(ch->ch.fd, F_SETFL, flags | O_NONBLOCK);
 	if (!chan_ready(&w)) {
-		int rc = (flags & O_NONBLOCK) ? -EAGAIN
-					      : sim_host_wait(chan_ready, &w, UINT64_MAX / 2);
+		int rc;
 
+		if (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) {
+			drv_fail(EAGAIN, "ibv_get_cq_event: no event (non-blocking)");
+			return -1;
+		}
+		/* Blocking: run the simulation until an event arrives, or report the deadlock. */
+		rc = sim_host_wait(chan_ready, &w, UINT64_MAX / 2);
 		if (rc) {
-			fcntl(ch->ch.fd, F_SETFL, flags);
-			drv_fail(rc == -EAGAIN ? EAGAIN : EDEADLK,
-				 "ibv_get_cq_event: %s", rc == -EAGAIN ? "no event (non-blocking)"
-				 : "no completion event can arrive: the simulation is idle");
+			drv_fail(EDEADLK, "ibv_get_cq_event: no completion event can arrive: the "
+				 "simulation is idle");
 			return -1;
 		}
 	}
-	fcntl(ch->ch.fd, F_SETFL, flags);
-	/* Completion events are routed to channels by the data path, which fills *cq. */
-	drv_fail(EOPNOTSUPP, "ibv_get_cq_event: completion events are not modelled yet");
-	return -1;
+	c = ch->events[ch->ev_head];
+	ch->ev_head = (ch->ev_head + 1) % ch->ev_cap;
+	ch->ev_count--;
+	if (read(ch->ch.fd, &v, sizeof(v)) > 0 && ch->ev_count) {
+		v = ch->ev_count; /* keep the fd readable while events remain */
+		if (write(ch->ch.fd, &v, sizeof(v)) < 0)
+			perror("hcasim: completion channel");
+	}
+	*cq = &c->cq;
+	*cq_context = c->cq.cq_context;
+	return 0;
 }
 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
@@ -110,7 +618,6 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	if (cq)
 		cq->comp_events_completed += nevents;
 }
-
 /* ---- strings ---- */
 
 const char *ibv_event_type_str(enum ibv_event_type event)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #undef ibv_query_port
@@ -24,6 +25,11 @@ static void drv_dev_free(struct drv_dev *d)
 {
 	free(d->cmd_page);
 	free(d->eq);
+	if (d->qpc_store)
+		munmap(d->qpc_store, d->qpc_bytes);
+	free(d->qp_by_num);
+	free(d->cq_by_num);
+	free(d->srq_by_num);
 	free(d);
 }
 

@@ -46,6 +46,8 @@ struct drv_dev {
 	uint8_t *cmd_page;             /* entry at 0, input at 256, output at 512 */
 	int64_t cmd_map;               /* IOMMU mapping */
 	uint64_t cmd_iova;             /* device address of cmd_page */
+	void *qpc_store;               /* QP context backing store given at INIT_HCA */
+	size_t qpc_bytes;              /* its size */
 	uint32_t token;                /* last token used */
 	bool cmd_irq;                  /* wait for CMD events instead of polling */
 	bool cmd_done;                 /* CMD event for the current token seen */
@@ -61,6 +63,12 @@ struct drv_dev {
 	struct hcasim_cmd_record log[DRV_CMD_LOG];
 	unsigned log_next, log_count;
 	struct drv_ctx *ctxs;          /* open contexts (async event fan-out) */
+	struct drv_qp **qp_by_num;     /* QPN -> QP, for CQEs and events */
+	uint32_t nqp_by_num;
+	struct drv_cq **cq_by_num;     /* CQN -> CQ */
+	uint32_t ncq_by_num;
+	struct drv_srq **srq_by_num;   /* SRQN -> SRQ */
+	uint32_t nsrq_by_num;
 	unsigned nah;                  /* address handles alive */
 	uint32_t ah_seq;               /* last AH handle given out */
 };
@@ -84,8 +92,12 @@ struct drv_mr {
 	int64_t map;        /* IOMMU mapping of the region */
 };
 
+struct drv_cq;
+
 struct drv_chan {
 	struct ibv_comp_channel ch; /* user handle; fd is an eventfd */
+	struct drv_cq **events;     /* CQs with a completion event not yet read (FIFO) */
+	unsigned ev_head, ev_count, ev_cap;
 };
 
 struct drv_cq {
@@ -93,9 +105,10 @@ struct drv_cq {
 	uint32_t cqn;       /* device CQ number */
 	void *ring;         /* CQE ring */
 	int64_t ring_map;
-	uint64_t *db;       /* doorbell record */
+	uint64_t *db;       /* doorbell record: consumer index the device reads */
 	int64_t db_map;
 	uint32_t log_size;  /* ring entries = 2^log_size */
+	uint32_t ci;        /* consumer index (CQEs polled) */
 };
 
 struct drv_srq {
@@ -105,6 +118,12 @@ struct drv_srq {
 	int64_t ring_map;
 	uint64_t *db;       /* doorbell record */
 	int64_t db_map;
+	uint32_t entries, stride; /* ring geometry */
+	uint32_t max_sge;   /* actual */
+	uint32_t pi;        /* WQEs posted */
+	uint32_t tail;      /* oldest WQE whose completion has not been seen */
+	uint64_t *wrid;     /* per slot */
+	uint8_t *done;      /* per slot: completion seen */
 };
 
 struct drv_qp {
@@ -115,6 +134,9 @@ struct drv_qp {
 	int64_t sq_map, rq_map;
 	uint64_t *db;          /* doorbell record */
 	int64_t db_map;
+	uint32_t sq_entries, sq_stride, sq_pi, sq_ci; /* send ring: posted, completed */
+	uint32_t rq_entries, rq_stride, rq_pi, rq_ci; /* receive ring */
+	uint64_t *sq_wrid, *rq_wrid; /* wr_id per slot */
 };
 
 struct drv_ah {
@@ -145,6 +167,13 @@ void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
 
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* data.c: number -> object maps for CQEs and events (NULL unregisters). */
+void drv_map_qp(struct drv_dev *d, uint32_t qpn, struct drv_qp *qp);
+void drv_map_cq(struct drv_dev *d, uint32_t cqn, struct drv_cq *cq);
+void drv_map_srq(struct drv_dev *d, uint32_t srqn, struct drv_srq *srq);
+/* An EQE that is not about commands or ports: completion and affiliated events. */
+void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e);
 
 /* handles.c: live-handle registry. */
 void drv_handle_add(const void *ptr, uint32_t kind);

@@ -246,6 +246,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return drv_fail(EBUSY, "ibv_destroy_comp_channel: %d CQ(s) still use it",
 				ch->ch.refcnt);
 	close(ch->ch.fd);
+	free(ch->events);
 	drv_handle_del(ch);
 	free(ch);
 	return 0;
@@ -311,6 +312,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	pthread_cond_init(&cq->cq.cond, NULL);
 	drv_handle_add(cq, DRV_KIND_CQ);
 	cq->cqn = out.cqn;
+	drv_map_cq(d, out.cqn, cq);
 	if (ch)
 		ch->ch.refcnt++;
 	return &cq->cq;
@@ -354,6 +356,8 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->ring_map = map;
 	cq->log_size = log;
 	cq->cq.cqe = (int)out.cqe;
+	cq->ci = 0; /* unread CQEs were moved to the start of the new ring */
+	*cq->db = 0;
 	return 0;
 }
 
@@ -375,6 +379,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		return rc;
 	if (cq->cq.channel)
 		cq->cq.channel->refcnt--;
+	drv_map_cq(d, cq->cqn, NULL);
 	drv_dma_free(d, cq->db, cq->db_map);
 	drv_dma_free(d, cq->ring, cq->ring_map);
 	pthread_mutex_destroy(&cq->cq.mutex);
@@ -416,12 +421,21 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
-	if (!srq) {
+	entries = hca_wq_entries(init->attr.max_wr + 1);
+	stride = hca_rq_stride(init->attr.max_sge);
+	if (srq) {
+		srq->wrid = calloc(entries, sizeof(*srq->wrid));
+		srq->done = calloc(entries, 1);
+	}
+	if (!srq || !srq->wrid || !srq->done) {
+		if (srq) {
+			free(srq->wrid);
+			free(srq->done);
+		}
+		free(srq);
 		drv_fail(ENOMEM, "ibv_create_srq: out of memory");
 		return NULL;
 	}
-	entries = hca_wq_entries(init->attr.max_wr + 1);
-	stride = hca_rq_stride(init->attr.max_sge);
 	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map,
 			  &in.ring_addr) ||
 	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&srq->db, &srq->db_map, &in.db_addr))
@@ -440,6 +454,10 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	pthread_cond_init(&srq->srq.cond, NULL);
 	drv_handle_add(srq, DRV_KIND_SRQ);
 	srq->srqn = out.srqn;
+	srq->entries = entries;
+	srq->stride = stride;
+	srq->max_sge = out.max_sge;
+	drv_map_srq(d, out.srqn, srq);
 	init->attr.max_wr = out.max_wr;
 	init->attr.max_sge = out.max_sge;
 	init->attr.srq_limit = out.srq_limit;
@@ -447,6 +465,8 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 err_free:
 	drv_dma_free(d, srq->db, srq->db_map);
 	drv_dma_free(d, srq->ring, srq->ring_map);
+	free(srq->wrid);
+	free(srq->done);
 	free(srq);
 	return NULL;
 }
@@ -520,8 +540,11 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	rc = drv_cmd(d, HCA_CMD_DESTROY_SRQ, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
+	drv_map_srq(d, srq->srqn, NULL);
 	drv_dma_free(d, srq->db, srq->db_map);
 	drv_dma_free(d, srq->ring, srq->ring_map);
+	free(srq->wrid);
+	free(srq->done);
 	pthread_mutex_destroy(&srq->srq.mutex);
 	pthread_cond_destroy(&srq->srq.cond);
 	drv_handle_del(srq);

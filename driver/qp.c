@@ -48,6 +48,8 @@ static struct drv_cq *cq_of(struct ibv_cq *cq, struct ibv_context *ctx)
 
 static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 {
+	free(qp->sq_wrid);
+	free(qp->rq_wrid);
 	drv_dma_free(d, qp->db, qp->db_map);
 	drv_dma_free(d, qp->rq, qp->rq_map);
 	drv_dma_free(d, qp->sq, qp->sq_map);
@@ -139,6 +141,17 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	}
 	sq_entries = hca_wq_entries(in.caps.max_send_wr);
 	rq_entries = hca_wq_entries(in.caps.max_recv_wr);
+	qp->sq_entries = sq_entries;
+	qp->sq_stride = hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline);
+	qp->rq_entries = srq ? 0 : rq_entries;
+	qp->rq_stride = hca_rq_stride(in.caps.max_recv_sge);
+	qp->sq_wrid = calloc(sq_entries, sizeof(*qp->sq_wrid));
+	qp->rq_wrid = calloc(rq_entries, sizeof(*qp->rq_wrid));
+	if (!qp->sq_wrid || !qp->rq_wrid) {
+		qp_free(d, qp);
+		drv_fail(ENOMEM, "ibv_create_qp: out of memory");
+		return NULL;
+	}
 	if (drv_dma_alloc(d,
 			  (size_t)sq_entries * hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline),
 			  SIM_DMA_READ, &qp->sq, &qp->sq_map, &in.sq_addr) ||
@@ -180,6 +193,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	qp->cap.max_recv_sge = out.caps.max_recv_sge;
 	qp->cap.max_inline_data = out.caps.max_inline;
 	init->cap = qp->cap;
+	drv_map_qp(d, out.qpn, qp);
 	return q;
 }
 
@@ -362,6 +376,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return rc;
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	drv_map_qp(d, ibqp->qp_num, NULL);
 	drv_handle_del(qp);
 	qp_free(d, qp);
 	return 0;

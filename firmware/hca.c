@@ -1,5 +1,6 @@
 /* Firmware: device-wide commands — capabilities, INIT/TEARDOWN, port queries, event queues. */
 #include "firmware/fw.h"
+#include "model/dp.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -45,15 +46,23 @@ struct fw_result fw_cmd_QUERY_HCA_CAP(struct fw_state *fw, const void *in_, void
 	o->core_clock_khz = (uint32_t)(c->core_mhz * 1000);
 	o->local_ca_ack_delay = 15;
 	o->max_msg_sz = 0x80000000u;
+	o->qpc_entry_bytes = HM_QPC_BYTES;
 	return FW_OK;
 }
 
 struct fw_result fw_cmd_INIT_HCA(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
-	(void)in_;
+	const struct hca_init_hca_in *in = in_;
+	uint64_t need = (HCA_FIRST_QPN + fw->dev->cfg.max_qp) * (uint64_t)HM_QPC_BYTES;
+
 	(void)out_;
 	if (fw->dev->initialized)
 		return FW_FAIL(BAD_STATE, NONE, 0);
+	if (in->qpc_bytes < need)
+		return FW_FIELD(BAD_PARAM, hca_init_hca_in, qpc_bytes);
+	if (!fw_dma_ok(fw, in->qpc_base, need, SIM_DMA_READ | SIM_DMA_WRITE))
+		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_init_hca_in, qpc_base));
+	fw->dev->dp->qpc_base = in->qpc_base;
 	fw->dev->initialized = true;
 	hm_port_start(fw->dev, *t); /* links train once the command has finished */
 	return FW_OK;

@@ -1,5 +1,6 @@
 /* Firmware: protection domains, memory keys, completion queues, shared receive queues. */
 #include "firmware/fw.h"
+#include "model/dp.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -67,7 +68,7 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 	if (!fw_dma_ok(fw, in->start, in->length, perm))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_mkey_in, start));
 	idx = fw_obj_alloc(&fw->mkeys);
-	if (idx < 0 || idx > 0xffffff)
+	if (idx < 0 || idx >= 0xffffff) /* key 0xffffffff is HCA_LKEY_END */
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
 	mk->variant++;
@@ -79,6 +80,10 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 	pd->refs++;
 	o->lkey = ((uint32_t)idx << 8) | mk->variant;
 	o->rkey = o->lkey;
+	hm_mkey_write(fw->dev, (uint32_t)idx,
+		      &(struct hm_mkey){ .valid = true, .variant = mk->variant, .pdn = in->pdn,
+					 .access = in->access, .va = in->iova, .len = in->length,
+					 .iova = in->start });
 	SIM_TRACE(fw, obj, DEV(fw), "create mkey=0x%x pd=%u start=0x%llx len=%llu access=0x%x",
 		  o->lkey, in->pdn, (unsigned long long)in->start, (unsigned long long)in->length,
 		  in->access);
@@ -97,6 +102,7 @@ struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void 
 		return FW_HANDLE(hca_handle_in, handle);
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
 	fw_obj_free(&fw->mkeys, in->handle >> 8);
+	hm_mkey_write(fw->dev, in->handle >> 8, &(struct hm_mkey){ .variant = mk->variant });
 	SIM_TRACE(fw, obj, DEV(fw), "destroy mkey=0x%x", in->handle);
 	return FW_OK;
 }
@@ -150,6 +156,9 @@ struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *ou
 	cq->refs = 0;
 	o->cqn = (uint32_t)cqn;
 	o->cqe = cq->cqe;
+	hm_cq_write(fw->dev, o->cqn,
+		    &(struct hm_cq){ .valid = true, .ring = in->ring_addr, .db = in->db_addr,
+				     .log_size = in->log_size, .eqn = in->eqn });
 	SIM_TRACE(fw, obj, DEV(fw), "create cq=%u cqe=%u eq=%u", o->cqn, o->cqe, in->eqn);
 	return FW_OK;
 }
@@ -170,8 +179,36 @@ struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *ou
 			  offsetof(struct hca_cq_resize_in, ring_addr));
 	if (r.status)
 		return r;
-	/* No CQE is outstanding before the data path exists; with it, the outstanding CQEs
-	 * must fit the new ring and are copied across (data-path issue). */
+	{
+		/* Unread CQEs move to the start of the new ring (their owner bits rewritten for
+		 * its first pass); they must fit. */
+		struct hm_cq *hw = hm_cq_get(fw->dev, in->cqn);
+		uint64_t rec = 0;
+		uint32_t ci, n, osize = 1u << hw->log_size;
+
+		if (sim_dma_read_timed(fw->dev->fn, hw->db, &rec, sizeof(rec), t))
+			return FW_FAIL(BAD_ADDR, ADDR, 0);
+		ci = (hw->pi & ~0xffffffu) | ((uint32_t)rec & 0xffffffu);
+		if (ci > hw->pi)
+			ci -= 0x1000000u;
+		n = hw->pi - ci <= osize ? hw->pi - ci : 0;
+		if (n > (1u << in->log_size) - 1)
+			return FW_FIELD(BAD_PARAM, hca_cq_resize_in, cqe);
+		for (uint32_t i = 0; i < n; i++) {
+			struct hca_cqe e;
+
+			sim_dma_read_timed(fw->dev->fn,
+					   hw->ring + (uint64_t)((ci + i) & (osize - 1)) * HCA_CQE_BYTES,
+					   &e, sizeof(e), t);
+			e.owner = 1;
+			sim_dma_write_timed(fw->dev->fn, in->ring_addr + (uint64_t)i * HCA_CQE_BYTES,
+					    &e, sizeof(e), t);
+		}
+		hw->ring = in->ring_addr;
+		hw->log_size = in->log_size;
+		hw->pi = n;
+		hw->ci = 0;
+	}
 	cq->cqe = (1u << in->log_size) - 1;
 	cq->log_size = in->log_size;
 	cq->ring_addr = in->ring_addr;
@@ -193,6 +230,7 @@ struct fw_result fw_cmd_DESTROY_CQ(struct fw_state *fw, const void *in_, void *o
 	if (cq->refs)
 		return FW_FAIL(BUSY, BUSY, cq->refs);
 	fw_obj_free(&fw->cqs, in->handle);
+	hm_cq_write(fw->dev, in->handle, &(struct hm_cq){ .valid = false });
 	SIM_TRACE(fw, obj, DEV(fw), "destroy cq=%u", in->handle);
 	return FW_OK;
 }
@@ -244,6 +282,9 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 	s->db_addr = in->db_addr;
 	s->refs = 0;
 	pd->refs++;
+	hm_srq_write(fw->dev, (uint32_t)srqn,
+		     &(struct hm_srq){ .valid = true, .pdn = in->pdn, .ring = in->ring_addr,
+				       .entries = entries, .stride = stride });
 	srq_out((uint32_t)srqn, s, out_);
 	SIM_TRACE(fw, obj, DEV(fw), "create srq=%lld pd=%u max_wr=%u max_sge=%u", (long long)srqn,
 		  in->pdn, s->max_wr, s->max_sge);
@@ -265,8 +306,10 @@ struct fw_result fw_cmd_MODIFY_SRQ(struct fw_state *fw, const void *in_, void *o
 	/* IBA 11.2.3.3: the limit may not exceed the SRQ's size. */
 	if ((in->attr_mask & 2u) && in->srq_limit > s->max_wr)
 		return FW_FIELD(BAD_PARAM, hca_srq_modify_in, srq_limit);
-	if (in->attr_mask & 2u)
+	if (in->attr_mask & 2u) {
 		s->limit = in->srq_limit;
+		hm_srq_get(fw->dev, in->srqn)->limit = in->srq_limit;
+	}
 	srq_out(in->srqn, s, out_);
 	return FW_OK;
 }
@@ -279,6 +322,7 @@ struct fw_result fw_cmd_QUERY_SRQ(struct fw_state *fw, const void *in_, void *ou
 	(void)t;
 	if (!s)
 		return FW_HANDLE(hca_handle_in, handle);
+	s->limit = hm_srq_get(fw->dev, in->handle)->limit; /* the limit event disarms it */
 	srq_out(in->handle, s, out_);
 	return FW_OK;
 }
@@ -297,6 +341,7 @@ struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *
 		return FW_FAIL(BUSY, BUSY, s->refs);
 	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;
 	fw_obj_free(&fw->srqs, in->handle);
+	hm_srq_write(fw->dev, in->handle, &(struct hm_srq){ .valid = false });
 	SIM_TRACE(fw, obj, DEV(fw), "destroy srq=%u", in->handle);
 	return FW_OK;
 }

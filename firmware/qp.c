@@ -3,6 +3,7 @@
  * checked completely before anything changes (IBA 11.2.5.2: a failed modify leaves the QP
  * as it was). */
 #include "firmware/fw.h"
+#include "model/dp.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -14,6 +15,15 @@
 static uint32_t cap_min(uint32_t a, uint64_t b)
 {
 	return a < b ? a : (uint32_t)b;
+}
+
+/* The data path changes a QP's state on errors (to ERR or SQE): firmware follows it. */
+static void sync_state(struct fw_state *fw, uint32_t qpn, struct fw_qp *qp)
+{
+	const struct hm_qp *hw = hm_qp_peek(fw->dev, qpn);
+
+	if (hw)
+		qp->state = hw->state;
 }
 
 struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
@@ -30,7 +40,6 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	struct fw_qp *qp;
 	int64_t qpn;
 
-	(void)t;
 	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, type);
 	if (in->sq_sig_all > 1)
@@ -109,6 +118,14 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		srq->refs++;
 	o->qpn = (uint32_t)qpn;
 	o->caps = caps;
+	hm_qp_create(fw->dev, o->qpn,
+		     &(struct hm_qp){ .type = in->type, .sq_sig_all = in->sq_sig_all,
+				      .has_srq = in->has_srq, .pdn = in->pdn,
+				      .scqn = in->send_cqn, .rcqn = in->recv_cqn, .srqn = qp->srqn,
+				      .sq = in->sq_addr, .sq_entries = sq_entries,
+				      .sq_stride = sq_stride, .rq = qp->rq_addr,
+				      .rq_entries = rq_entries, .rq_stride = rq_stride },
+		     *t);
 	SIM_TRACE(fw, obj, DEV(fw), "create qp=0x%x type=%u pd=%u scq=%u rcq=%u srq=%u sq_wr=%u "
 		  "rq_wr=%u", o->qpn, in->type, in->pdn, in->send_cqn, in->recv_cqn, qp->srqn,
 		  caps.max_send_wr, caps.max_recv_wr);
@@ -278,9 +295,9 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 	unsigned cur, next;
 	struct fw_result r;
 
-	(void)t;
 	if (!qp)
 		return FW_HANDLE(hca_qp_modify_in, qpn);
+	sync_state(fw, in->qpn, qp);
 	if (m & ~HCA_QPA_ALL)
 		return FW_FIELD(BAD_PARAM, hca_qp_modify_in, attr_mask);
 	cur = qp->state;
@@ -341,7 +358,7 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s mask=0x%x", in->qpn, hca_qps_name(qp->state),
 		  hca_qps_name(next), m);
 	qp->state = (uint8_t)next;
-	qp->attr.sq_draining = 0; /* SQD drains at once: nothing is outstanding without traffic */
+	hm_qp_modify(fw->dev, in->qpn, &qp->attr, m, next, *t);
 	o->state = next;
 	return FW_OK;
 reject:
@@ -357,9 +374,12 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 	struct hca_qp_query_out *o = out_;
 	struct fw_qp *qp = qp_of(fw, in->handle);
 
+	const struct hm_qp *hw = hm_qp_peek(fw->dev, in->handle);
+
 	(void)t;
 	if (!qp)
 		return FW_HANDLE(hca_handle_in, handle);
+	sync_state(fw, in->handle, qp);
 	o->state = qp->state;
 	o->type = qp->type;
 	o->sq_sig_all = qp->sq_sig_all;
@@ -370,6 +390,13 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 	o->srqn = qp->srqn;
 	o->caps = qp->caps;
 	o->attr = qp->attr;
+	if (hw) {
+		/* PSNs move with traffic: report the data path's. SQD is draining while sent
+		 * WQEs wait for completion. */
+		o->attr.sq_psn = hw->sq_psn;
+		o->attr.rq_psn = hw->epsn;
+		o->attr.sq_draining = qp->state == HCA_QPS_SQD && hw->sq_done != hw->sq_next;
+	}
 	return FW_OK;
 }
 
@@ -388,6 +415,7 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 	if (qp->has_srq)
 		((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
 	fw_obj_free(&fw->qps, in->handle);
+	hm_qp_destroy(fw->dev, in->handle);
 	SIM_TRACE(fw, obj, DEV(fw), "destroy qp=0x%x", in->handle);
 	return FW_OK;
 }
@@ -407,5 +435,6 @@ struct fw_result fw_cmd_DEBUG_FORCE_QP_STATE(struct fw_state *fw, const void *in
 	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s forced", in->qpn, hca_qps_name(qp->state),
 		  hca_qps_name(in->state));
 	qp->state = (uint8_t)in->state;
+	((struct hm_qp *)hm_qp_peek(fw->dev, in->qpn))->state = (uint8_t)in->state;
 	return FW_OK;
 }

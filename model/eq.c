@@ -4,6 +4,7 @@
 #include "model/hca.h"
 #include "sim/trace.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6])
@@ -91,4 +92,31 @@ void hm_eq_doorbell(struct hm_dev *d, uint32_t val)
 void hm_eq_reset(struct hm_dev *d)
 {
 	memset(d->eqs, 0, sizeof(d->eqs));
+}
+
+struct eq_post_later {
+	struct hm_dev *d; /* device */
+	uint8_t type, subtype;
+	uint32_t data[6];
+};
+
+static void eq_post_later(void *p)
+{
+	struct eq_post_later *e = p;
+
+	hm_eq_post(e->d, e->type, e->subtype, e->data);
+	free(e);
+}
+
+void hm_eq_post_at(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6],
+		   sim_time_t t)
+{
+	struct eq_post_later *e = malloc(sizeof(*e));
+
+	SIM_ASSERT(e != NULL, "out of memory");
+	e->d = d;
+	e->type = type;
+	e->subtype = subtype;
+	memcpy(e->data, data, sizeof(e->data));
+	sim_schedule_owned_at(sim_kernel(), t, eq_post_later, e);
 }

@@ -1,5 +1,6 @@
 /* HCA device top: BAR0 register file, the command engine (doorbell → firmware → status
  * write-back → completion event), DMA fault reporting. */
+#include "model/dp.h"
 #include "model/hca.h"
 #include "sim/trace.h"
 
@@ -133,9 +134,21 @@ static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
 	}
 }
 
+static void dev_mmio_write64(void *p, uint32_t off, uint64_t val)
+{
+	struct hm_dev *d = p;
+
+	if (off >= HCA_REGION_UAR && off < HCA_REGION_UAR + HCA_REGION_UAR_BYTES) {
+		hm_doorbell_write64(d, (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES, val);
+		return;
+	}
+	SIM_TRACE(warn, mmio, d->devno, "64-bit write to off=0x%x outside the UAR: ignored", off);
+}
+
 static const struct sim_pcie_dev_ops dev_ops = {
 	.mmio_read32 = dev_mmio_read32,
 	.mmio_write32 = dev_mmio_write32,
+	.mmio_write64 = dev_mmio_write64,
 };
 
 struct cmd_finish {
@@ -213,6 +226,7 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	sim_pcie_set_fault_cb(d->fn, dev_dma_fault);
 	d->nports = (unsigned)cfg->ports;
 	hm_port_init(d);
+	d->dp = hm_dp_create(d);
 	d->fw = fw_create(d);
 	return d;
 }
@@ -222,6 +236,39 @@ void hm_dev_destroy(struct hm_dev *d)
 	if (!d)
 		return;
 	fw_destroy(d->fw);
+	hm_dp_destroy(d->dp);
 	sim_pcie_fn_destroy(d->fn);
 	free(d);
+}
+
+struct write_later {
+	struct hm_dev *d;   /* device */
+	uint64_t addr;      /* device address */
+	size_t len;         /* bytes */
+	unsigned char buf[]; /* data */
+};
+
+static void write_later(void *p)
+{
+	struct write_later *w = p;
+
+	sim_dma_write(w->d->fn, w->addr, w->buf, w->len, NULL, NULL);
+	free(w);
+}
+
+void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len, sim_time_t t)
+{
+	struct write_later *w;
+
+	if (t <= sim_now(sim_kernel())) {
+		sim_dma_write(d->fn, addr, src, len, NULL, NULL);
+		return;
+	}
+	w = malloc(sizeof(*w) + len);
+	SIM_ASSERT(w != NULL, "out of memory");
+	w->d = d;
+	w->addr = addr;
+	w->len = len;
+	memcpy(w->buf, src, len);
+	sim_schedule_owned_at(sim_kernel(), t, write_later, w);
 }

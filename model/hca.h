@@ -16,6 +16,8 @@
 #define HM_GID_TABLE 16
 
 struct fw_state;
+struct hm_dp;
+struct sim_link;
 
 /* One physical port (IBA 14.2.5 PortInfo subset). */
 struct hm_port {
@@ -35,6 +37,7 @@ struct hm_port {
 	uint8_t gid_type[HM_GID_TABLE]; /* IBV_GID_TYPE_* coding: 0 IB, 1 RoCE v1, 2 RoCE v2 */
 	unsigned ngids;            /* populated entries */
 	int sm_handle;             /* registration with the subnet manager */
+	sim_time_t tx_busy_ps;     /* transmitter reserved until */
 };
 
 /* One event queue (architecture §2: eq block). */
@@ -70,6 +73,9 @@ struct hm_dev {
 	unsigned nports;
 	struct hm_eq eqs[HCA_EQ_MAX];
 	struct fw_state *fw;         /* firmware state */
+	struct hm_dp *dp;            /* data path (model/dp.h) */
+	struct sim_link *links[HM_MAX_PORTS]; /* link of each port, NULL if unconnected */
+	int link_side[HM_MAX_PORTS]; /* this device's side of it */
 	/* counters */
 	uint64_t cmds_executed;      /* commands completed */
 	uint64_t bad_doorbells;      /* doorbells ignored */
@@ -90,6 +96,11 @@ void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_
 
 /* eq block: post an event; false if no live EQ takes the type or its ring is full. */
 bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6]);
+/* The same, at a later time t (an event is scheduled). */
+void hm_eq_post_at(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6],
+		   sim_time_t t);
+/* Issue a posted DMA write of len bytes (copied now) at time t >= now. */
+void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len, sim_time_t t);
 void hm_eq_doorbell(struct hm_dev *d, uint32_t val);
 void hm_eq_reset(struct hm_dev *d);
 
@@ -98,5 +109,9 @@ void hm_port_init(struct hm_dev *d);
 void hm_port_start(struct hm_dev *d, sim_time_t t); /* link training from time t */
 void hm_port_stop(struct hm_dev *d);
 void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
+/* Connect a port to one side of a link. */
+void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side);
+/* enum hm_link_layer of the port. */
+unsigned hm_port_ll(const struct hm_port *p);
 
 #endif

@@ -1,10 +1,14 @@
 /* port block (management side): physical link training, the SMA the subnet manager programs,
  * P_Key and GID tables. On Ethernet (RoCEv2) there is no SM: the port is ACTIVE once its link
  * is up, and its GIDs come from its MAC and IPv4 address. */
+#include "model/dp.h"
 #include "model/hca.h"
+#include "sim/link.h"
 #include "sim/sm.h"
 #include "sim/trace.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { PORT_DOWN = 1, PORT_INIT = 2, PORT_ACTIVE = 4 };
@@ -161,4 +165,128 @@ void hm_port_info(const struct hm_port *p, struct hca_port_info *o)
 	o->gid_tbl_len = HM_GID_TABLE;
 	o->port_guid = p->guid;
 	o->subnet_prefix = p->subnet_prefix;
+}
+
+/* ---- data path: frames to and from the link ---- */
+
+unsigned hm_port_ll(const struct hm_port *p)
+{
+	return p->link_layer == LL_ETH ? HM_LL_ROCE : HM_LL_IB;
+}
+
+struct tx_frame {
+	struct sim_link *link; /* where */
+	int side;              /* our side */
+	size_t len;            /* bytes */
+	uint8_t buf[];         /* the frame */
+};
+
+static void tx_start(void *arg)
+{
+	struct tx_frame *f = arg;
+
+	sim_link_send(f->link, f->side, f->buf, f->len);
+	free(f);
+}
+
+sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port)
+{
+	return d->ports[port - 1].tx_busy_ps;
+}
+
+sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t)
+{
+	struct hm_port *p = &d->ports[port - 1];
+	uint8_t buf[HM_PKT_MAX_BYTES];
+	struct tx_frame *f;
+	sim_time_t start;
+	size_t len;
+
+	SIM_ASSERT(port >= 1 && port <= d->nports, "send on port %u", port);
+	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
+	len = hm_pkt_build(hm_port_ll(p), pkt, buf, sizeof(buf));
+	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
+	if (!d->links[port - 1] || p->state != PORT_ACTIVE) {
+		SIM_TRACE(pkt, drop, d->devno, "port=%u tx op=0x%02x psn=%u: port not active",
+			  port, pkt->opcode, pkt->psn);
+		return t;
+	}
+	/* The port hands frames to the link in the order they were sent to it; the link
+	 * serializes them (the same arithmetic gives the slot here, for pacing). */
+	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
+	p->tx_busy_ps = start + ((uint64_t)(len + hm_pkt_wire_overhead(hm_port_ll(p))) * 8000000ull +
+				 sim_config_link_mbps(&d->cfg) - 1) /
+					sim_config_link_mbps(&d->cfg);
+	f = malloc(sizeof(*f) + len);
+	SIM_ASSERT(f != NULL, "out of memory");
+	f->link = d->links[port - 1];
+	f->side = d->link_side[port - 1];
+	f->len = len;
+	memcpy(f->buf, buf, len);
+	sim_schedule_owned_at(sim_kernel(), start, tx_start, f);
+	SIM_TRACE(pkt, tx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%zu start=%llu", port,
+		  pkt->opcode, pkt->dqpn, pkt->psn, len, (unsigned long long)start);
+	return p->tx_busy_ps;
+}
+
+static bool is_response(uint8_t op)
+{
+	return (op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_ATOMIC_ACKNOWLEDGE) &&
+	       !(op & 0xe0);
+}
+
+static void port_rx(void *arg, const uint8_t *frame, size_t len)
+{
+	struct hm_port *p = arg;
+	struct hm_dev *d = p->dev;
+	struct hm_dp *dp = d->dp;
+	sim_time_t t = sim_now(sim_kernel());
+	uint8_t qpt;
+	struct hm_pkt pkt;
+	struct hm_qp *qp;
+	int rc;
+
+	/* One frame per pipe.port_cycles through the receive pipeline. */
+	if (dp->rx_free_ps > t)
+		t = dp->rx_free_ps;
+	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
+	dp->rx_free_ps = t;
+	dp->rx_pkts++;
+	rc = hm_pkt_parse(hm_port_ll(p), frame, len, &pkt);
+	if (rc) {
+		/* A bad ICRC/VCRC or a malformed frame is dropped and counted (IBA 7.8). */
+		dp->rx_crc_errors += rc == -EBADMSG;
+		dp->rx_dropped++;
+		SIM_TRACE(pkt, drop, d->devno, "port=%u len=%zu %s", p->num, len,
+			  rc == -EBADMSG ? "bad CRC" : "malformed");
+		return;
+	}
+	SIM_TRACE(pkt, rx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%u", p->num,
+		  pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+	qp = hm_qpc_get(d, pkt.dqpn, &t);
+	qpt = pkt.opcode >> 5; /* 0 RC, 1 UC, 3 UD */
+	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
+	    qp->state == HCA_QPS_ERR || (qpt == 0 && qp->type != HCA_QPT_RC) ||
+	    (qpt == 1 && qp->type != HCA_QPT_UC) || (qpt == 3 && qp->type != HCA_QPT_UD) ||
+	    (qp->type != HCA_QPT_UD && pkt.pkey != 0 &&
+	     (pkt.pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
+				     0x7fff))) {
+		/* IBA 10.3.1: RESET, INIT and ERR drop incoming packets; so does a packet for a QP
+		 * of another transport or partition. */
+		dp->rx_dropped++;
+		SIM_TRACE(pkt, drop, d->devno, "dqpn=0x%x op=0x%02x: no QP in a receiving state",
+			  pkt.dqpn, pkt.opcode);
+		return;
+	}
+	if (is_response(pkt.opcode))
+		hm_comp_rx(d, qp, &pkt, t);
+	else
+		hm_resp_rx(d, qp, &pkt, t);
+}
+
+void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)
+{
+	d->links[port - 1] = l;
+	d->link_side[port - 1] = side;
+	sim_link_attach(l, side, port_rx, &d->ports[port - 1]);
 }

@@ -1,12 +1,15 @@
 /* The simulated system: configuration, boot (kernel, subnet manager, one HCA per host) and
  * the libhcasim control API of sim/hcasim.h. */
+#include "model/dp.h"
 #include "model/hca.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
+#include "sim/link.h"
 #include "sim/sm.h"
 #include "sim/trace.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +22,49 @@ static struct {
 	struct sim_kernel *k;    /* its kernel */
 	struct hm_dev *devs[MAX_DEVS];
 	int ndevs;
+	struct sim_link *links[MAX_DEVS * HM_MAX_PORTS]; /* host 2k port p <-> host 2k+1 port p */
+	int nlinks;
 } sys;
+
+/* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
+static void make_links(void)
+{
+	const struct sim_config *c = &sys.cfg;
+	enum hm_link_layer ll = c->link_layer == SIM_LL_ROCE ? HM_LL_ROCE : HM_LL_IB;
+
+	for (int h = 0; h + 1 < sys.ndevs; h += 2) {
+		for (unsigned p = 1; p <= c->ports; p++) {
+			char name[32];
+			struct sim_link *l;
+
+			snprintf(name, sizeof(name), "link%d.%u", h / 2, p);
+			l = sim_link_create(name, ll == HM_LL_ROCE ? SIM_LINK_ETH : SIM_LINK_IB,
+					    sim_config_link_mbps(c), c->link_latency_ns * SIM_PS_PER_NS,
+					    hm_pkt_wire_overhead(ll));
+			SIM_ASSERT(l != NULL, "link creation failed");
+			hm_port_attach(sys.devs[h], p, l, 0);
+			hm_port_attach(sys.devs[h + 1], p, l, 1);
+			sys.links[sys.nlinks++] = l;
+		}
+	}
+}
+
+int hcasim_pcap(const char *prefix)
+{
+	char path[512];
+	int rc;
+
+	if (!sys.booted)
+		return sim_error(-EINVAL, "hcasim_pcap: the system is not booted");
+	for (int i = 0; i < sys.nlinks; i++) {
+		if (prefix && *prefix)
+			snprintf(path, sizeof(path), "%s.link%d.pcap", prefix, i);
+		rc = sim_link_pcap(sys.links[i], prefix && *prefix ? path : NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
 
 static int cfg_prepare(void)
 {
@@ -98,7 +143,17 @@ int hcasim_boot(void)
 	sys.ndevs = (int)sys.cfg.hosts;
 	for (int i = 0; i < sys.ndevs; i++)
 		sys.devs[i] = hm_dev_create(&sys.cfg, i, i);
+	make_links();
 	sys.booted = true;
+	{
+		const char *pcap = getenv("HCASIM_PCAP");
+
+		if (pcap && *pcap) {
+			rc = hcasim_pcap(pcap);
+			if (rc)
+				return rc;
+		}
+	}
 	SIM_TRACE(kernel, boot, -1, "hosts=%llu ports=%llu link_layer=%s seed=%llu",
 		  (unsigned long long)sys.cfg.hosts, (unsigned long long)sys.cfg.ports,
 		  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib",
@@ -117,6 +172,9 @@ void hcasim_shutdown(void)
 		return;
 	SIM_TRACE(kernel, shutdown, -1, "events=%llu",
 		  (unsigned long long)sim_events_executed(sys.k));
+	for (int i = 0; i < sys.nlinks; i++)
+		sim_link_destroy(sys.links[i]);
+	sys.nlinks = 0;
 	for (int i = 0; i < sys.ndevs; i++)
 		hm_dev_destroy(sys.devs[i]);
 	sys.ndevs = 0;

@@ -2,6 +2,7 @@
 #include "sim/config.h"
 #include "sim/error.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <inttypes.h>
@@ -97,14 +98,19 @@ int sim_config_set(struct sim_config *c, const char *key, const char *value)
 		char *end;
 		unsigned long long v;
 
-		if (*value == '-')
-			return sim_error(-EINVAL, "config key '%s': '%s' is negative", key, value);
+		if (*value < '0' || *value > '9')
+			return sim_error(-EINVAL, "config key '%s': '%s' is not a number", key,
+					 value);
 		errno = 0;
 		/* Decimal, or hexadecimal with 0x; a leading 0 is not octal. */
-		if (value[0] == '0' && (value[1] == 'x' || value[1] == 'X'))
+		if (value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
+			if (!isxdigit((unsigned char)value[2]))
+				return sim_error(-EINVAL, "config key '%s': '%s' is not a number",
+						 key, value);
 			v = strtoull(value + 2, &end, 16);
-		else
+		} else {
 			v = strtoull(value, &end, 10);
+		}
 		if (errno || end == value || *end)
 			return sim_error(-EINVAL, "config key '%s': '%s' is not a number", key,
 					 value);

@@ -37,6 +37,11 @@ uint64_t hcasim_events_executed(void); /* kernel events run so far */
  * environment's HCASIM_TRACE and HCASIM_TRACE_FILE are applied at boot. */
 int hcasim_trace(const char *categories, const char *path);
 
+/* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts
+ * 2k and 2k+1 port to port; N counts them in that order. HCASIM_PCAP=prefix does the same at
+ * boot. InfiniBand links use LINKTYPE_WIRESHARK_UPPER_PDU, RoCEv2 links Ethernet. */
+int hcasim_pcap(const char *prefix);
+
 int hcasim_num_devices(void);
 uint64_t hcasim_dma_faults(int dev); /* DMA faults the IOMMU refused on device dev */
 

@@ -145,39 +145,56 @@ static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
 
 struct mmio_wr {
 	struct sim_pcie_fn *fn; /* target */
-	uint32_t off, val;      /* register and value */
+	uint32_t off;           /* register */
+	unsigned bytes;         /* 4 or 8 */
+	uint64_t val;           /* value */
 };
 
 static void mmio_write_arrive(void *arg)
 {
 	struct mmio_wr *w = arg;
 
-	SIM_TRACE(pcie, mmio_wr, w->fn->devno, "off=0x%x val=0x%x", w->off, w->val);
-	if (w->off + 4 > w->fn->bar0_bytes || (w->off & 3))
+	SIM_TRACE(pcie, mmio_wr, w->fn->devno, "off=0x%x val=0x%llx bytes=%u", w->off,
+		  (unsigned long long)w->val, w->bytes);
+	if (w->off + w->bytes > w->fn->bar0_bytes || (w->off & (w->bytes - 1)))
 		SIM_TRACE(warn, mmio, w->fn->devno, "write off=0x%x outside BAR0 or unaligned",
 			  w->off);
+	else if (w->bytes == 4)
+		w->fn->ops->mmio_write32(w->fn->dev, w->off, (uint32_t)w->val);
+	else if (w->fn->ops->mmio_write64)
+		w->fn->ops->mmio_write64(w->fn->dev, w->off, w->val);
 	else
-		w->fn->ops->mmio_write32(w->fn->dev, w->off, w->val);
+		SIM_TRACE(warn, mmio, w->fn->devno, "64-bit write off=0x%x not supported", w->off);
 	free(w);
 }
 
-void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
+static void mmio_post(struct sim_pcie_fn *fn, uint32_t off, uint64_t val, unsigned bytes)
 {
 	struct sim_kernel *k = sim_kernel();
 	struct mmio_wr *w = malloc(sizeof(*w));
 	sim_time_t t = sim_now(k);
 
 	SIM_ASSERT(w != NULL, "out of memory");
-	*w = (struct mmio_wr){ fn, off, val };
+	*w = (struct mmio_wr){ fn, off, bytes, val };
 	t = sim_clock_edge(&fn->clk, t);
 	if (fn->down_busy_ps > t)
 		t = fn->down_busy_ps;
-	fn->down_busy_ps = t + ser_ps(fn, 4);
+	fn->down_busy_ps = t + ser_ps(fn, bytes);
 	t = fn->down_busy_ps + fn->mmio_wr_ps;
 	if (t < fn->last_mmio_arrival_ps)
 		t = fn->last_mmio_arrival_ps;
 	fn->last_mmio_arrival_ps = t;
 	sim_schedule_owned_at(k, t, mmio_write_arrive, w);
+}
+
+void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
+{
+	mmio_post(fn, off, val, 4);
+}
+
+void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val)
+{
+	mmio_post(fn, off, val, 8);
 }
 
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)

@@ -45,6 +45,7 @@ struct sim_dma_fault {
 struct sim_pcie_dev_ops {
 	uint32_t (*mmio_read32)(void *dev, uint32_t off);
 	void (*mmio_write32)(void *dev, uint32_t off, uint32_t val);
+	void (*mmio_write64)(void *dev, uint32_t off, uint64_t val); /* 8-byte aligned */
 };
 
 struct sim_pcie_fn;
@@ -68,6 +69,8 @@ int sim_pcie_fn_host(const struct sim_pcie_fn *fn);
 int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
 /* Posted write: returns at once; the device sees it pcie.mmio_write_ns later. */
 void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
+/* A 64-bit posted write (one TLP, arrives whole): doorbells. */
+void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val);
 /* Non-posted read: simulated time advances by the round trip. */
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off);
 /* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0 and the device

@@ -2,6 +2,7 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -165,4 +166,88 @@ void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *a)
 	a->alt_port_num = 1;
 	a->alt_pkey_index = 0;
 	a->alt_timeout = 14;
+}
+
+void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
+		enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a;
+	union ibv_gid gid;
+	int m;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	m = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = TB_QKEY;
+		m |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+		m |= IBV_QP_ACCESS_FLAGS;
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "INIT: %s", hcasim_last_error());
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	m = IBV_QP_STATE;
+	if (qp->qp_type != IBV_QPT_UD) {
+		cr_assert_eq(ibv_query_gid(peer->ctx, 1, 0, &gid), 0);
+		a.path_mtu = mtu;
+		a.dest_qp_num = peer_qpn;
+		a.rq_psn = 0x100;
+		a.ah_attr.dlid = peer->port.lid;
+		a.ah_attr.port_num = 1;
+		a.ah_attr.is_global = t->port.link_layer == IBV_LINK_LAYER_ETHERNET;
+		a.ah_attr.grh.dgid = gid;
+		a.ah_attr.grh.hop_limit = 1;
+		m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (qp->qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 4;
+			a.min_rnr_timer = 1;
+			m |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "RTR: %s", hcasim_last_error());
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x100;
+	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 4;
+		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "RTS: %s", hcasim_last_error());
+}
+
+void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	int got = 0;
+	uint64_t start = hcasim_now_ps();
+
+	while (got < n) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		cr_assert_geq(r, 0, "ibv_poll_cq: %s", hcasim_last_error());
+		got += r;
+		cr_assert_lt(hcasim_now_ps() - start, 1000000000000ull,
+			     "only %d of %d completions after 1 s simulated", got, n);
+	}
+}
+
+struct ibv_mr *tb_mr(struct tb_dev *t, size_t len)
+{
+	void *buf = NULL;
+	struct ibv_mr *mr;
+
+	cr_assert_eq(posix_memalign(&buf, 4096, len ? len : 1), 0);
+	memset(buf, 0, len);
+	mr = ibv_reg_mr(t->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	cr_assert_not_null(mr, "ibv_reg_mr: %s", hcasim_last_error());
+	return mr;
 }

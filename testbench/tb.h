@@ -43,3 +43,13 @@ bool tb_qp_snap_equal(const struct tb_qp_snap *a, const struct tb_qp_snap *b, ch
 void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *attr);
 
 #endif
+
+/* Bring qp (on t) to RTS talking to peer_qpn on peer (RC/UC: connected; UD: qkey 0x11111111),
+ * with path MTU mtu and every remote access allowed. */
+void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
+		enum ibv_mtu mtu);
+/* Poll cq until n completions arrived (asserting progress), into wc. */
+void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
+/* Register len bytes (page aligned, zeroed) with every access. */
+struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
+#define TB_QKEY 0x11111111u

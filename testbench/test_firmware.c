@@ -1327,12 +1327,12 @@ Test(firmware, alloc_pd_beyond_max_pd_is_no_resources)
 Test(firmware, init_hca_twice_is_bad_state)
 {
 	struct fwt f;
-	struct hca_cmd_empty none = { 0 };
+	struct hca_init_hca_in init = { 0 };
 	uint32_t syn;
 
 	fwt_open(&f);
-	syn = expect_status(&f, HCA_CMD_INIT_HCA, &none, sizeof(none), sizeof(none),
-			    HCA_STATUS_BAD_STATE);
+	syn = expect_status(&f, HCA_CMD_INIT_HCA, &init, sizeof(init),
+			    sizeof(struct hca_cmd_empty), HCA_STATUS_BAD_STATE);
 	(void)syn;
 	cr_assert(sim_pcie_mmio_read32(f.fn, HCA_REG_DEV_STATUS) & HCA_DEV_STATUS_INITIALIZED,
 		  "device no longer initialized");
@@ -1349,6 +1349,9 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 	struct hca_handle_in in;
 	struct hca_cq_in cq;
 	uint32_t pd_old, lkey_old, pd, lkey, syn;
+	struct hca_init_hca_in init = { 0 };
+	void *store;
+	int64_t store_map;
 	const struct {
 		uint16_t op;
 		const void *in;
@@ -1361,6 +1364,7 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 		{ HCA_CMD_TEARDOWN_HCA, &none, sizeof(none), sizeof(none) },
 	};
 
+	tb_config("hca.max_qp", "62"); /* a small QP context store: (2 + 62) * 512 bytes */
 	fwt_open(&f);
 	pd_old = alloc_pd(&f);
 	lkey_old = create_mkey(&f, pd_old);
@@ -1378,8 +1382,22 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 		/* the device still answers what it can answer */
 		EXPECT_OK(&f, HCA_CMD_QUERY_HCA_CAP, &none, &cap);
 	}
+	/* INIT_HCA needs a QP context store that is big enough and mapped */
+	cr_assert_eq(posix_memalign(&store, PAGE, 64 * 512), 0);
+	store_map = sim_pcie_map(f.fn, store, 64 * 512, SIM_DMA_READ | SIM_DMA_WRITE,
+				 &init.qpc_base);
+	cr_assert_gt(store_map, 0);
+	init.qpc_bytes = 64 * 512 - 1;
+	cr_assert_eq(fw_cmd(&f, HCA_CMD_INIT_HCA, &init, sizeof(init), NULL, sizeof(none), &syn),
+		     HCA_STATUS_BAD_PARAM, "a store too small for max_qp");
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_FIELD);
+	init.qpc_bytes = 64 * 512;
+	init.qpc_base += 4096; /* runs past the mapping */
+	cr_assert_eq(fw_cmd(&f, HCA_CMD_INIT_HCA, &init, sizeof(init), NULL, sizeof(none), &syn),
+		     HCA_STATUS_BAD_ADDR, "a store outside the mapping");
+	init.qpc_base -= 4096;
 	/* and comes back */
-	EXPECT_OK(&f, HCA_CMD_INIT_HCA, &none, &none);
+	EXPECT_OK(&f, HCA_CMD_INIT_HCA, &init, &none);
 	cr_assert(sim_pcie_mmio_read32(f.fn, HCA_REG_DEV_STATUS) & HCA_DEV_STATUS_INITIALIZED);
 	expect_alive(&f);
 	/* objects of before the teardown are gone */
@@ -1391,6 +1409,7 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 	free_handle(&f, HCA_CMD_DESTROY_MKEY, lkey);
 	free_handle(&f, HCA_CMD_DEALLOC_PD, pd);
 	fwt_close(&f);
+	free(store);
 }
 
 /* EQ 0 (the driver's: it takes DMA fault events) loses its ring from the IOMMU. The next
@@ -1406,8 +1425,9 @@ Test(firmware, eq_ring_that_faults_breaks_the_eq_without_recursion)
 
 	tb_config("driver.cmd_completion", "poll"); /* commands never touch EQ 0 */
 	fwt_open(&f);
-	/* The driver's first two mappings on device 0 are its command page and EQ 0's ring. */
-	cr_assert_eq(sim_pcie_unmap(f.fn, 2), 0);
+	/* The driver's first mappings on device 0 are its command page, the QP context store
+	 * and EQ 0's ring. */
+	cr_assert_eq(sim_pcie_unmap(f.fn, 3), 0);
 	faults = hcasim_dma_faults(0);
 	r = raw_for(&f, HCA_CMD_ALLOC_PD, sizeof(struct hca_cmd_empty),
 		    sizeof(struct hca_handle_out));

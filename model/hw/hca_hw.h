@@ -85,6 +85,15 @@ enum hca_eqe_type {
 #undef EQE
 };
 #define HCA_EQE_BYTES 32u
+/* QP_EVENT subtypes: numbered as libibverbs' enum ibv_event_type. */
+enum hca_qp_event {
+	HCA_QP_EV_FATAL = 1,
+	HCA_QP_EV_REQ_ERR = 2,
+	HCA_QP_EV_ACCESS_ERR = 3,
+	HCA_QP_EV_COMM_EST = 4,
+	HCA_QP_EV_SQ_DRAINED = 5,
+	HCA_QP_EV_LAST_WQE_REACHED = 16,
+};
 #define HCA_EQ_MAX 64u
 
 /* ---- QP ---- */

@@ -1,0 +1,205 @@
+/* comp: the completer (IBA 9.7.5.1 "requester side, response handling"). ACKs retire the RC
+ * WQEs whose last PSN they cover, in order; READ responses are scattered into the READ WQE's
+ * list and retire it at its last PSN; atomic ACKs return the original value. A NAK ends the
+ * WQE it names with the error the syndrome says and moves the QP to ERR, which flushes the rest.
+ * Retransmission (sequence NAKs, RNR NAKs, timeouts) belongs to the reliability work. Also here:
+ * flushing a QP's queues. */
+#include "model/dp.h"
+#include "sim/trace.h"
+
+#include <string.h>
+
+static const uint8_t wqe_cqe_op[] = {
+	[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
+	[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
+	[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
+	[HCA_WQE_OP_SEND_IMM] = HCA_CQE_OP_SEND,
+	[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
+	[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
+	[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
+};
+
+static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
+{
+	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
+}
+
+/* Retire the oldest outstanding WQE with status. */
+static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+{
+	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+
+	if (f->op == HCA_WQE_OP_RDMA_READ || f->op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
+	    f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD) {
+		if (qp->rd_out)
+			qp->rd_out--;
+		hm_sched_add(d, qp); /* a WQE may have waited for max_rd_atomic or a fence */
+		hm_req_kick(d, t);
+	}
+	if (f->signaled || status != HCA_WC_SUCCESS) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)f->wqe;
+		cqe.opcode = f->op < sizeof(wqe_cqe_op) ? wqe_cqe_op[f->op] : HCA_CQE_OP_SEND;
+		cqe.status = status;
+		cqe.is_send = 1;
+		if (f->op == HCA_WQE_OP_RDMA_READ)
+			cqe.byte_len = f->len;
+		else if (f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
+			cqe.byte_len = 8;
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+	}
+	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=%u", qp->qpn, f->wqe, status);
+	qp->sq_done++;
+}
+
+/* Scatter response data into the local list of the READ (or atomic) WQE f. */
+static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *f,
+			  const uint8_t *data, uint32_t off, uint32_t len, sim_time_t t)
+{
+	const uint8_t *w = wqe_at(qp, f->wqe);
+	const struct hca_wqe_ctrl *c = (const void *)w;
+	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
+
+	for (unsigned i = 0; i < c->num_sge && len; i++) {
+		uint64_t iova;
+		uint32_t n;
+
+		if (off >= sg[i].length) {
+			off -= sg[i].length;
+			continue;
+		}
+		n = sg[i].length - off < len ? sg[i].length - off : len;
+		if (hm_mkey_check(d, sg[i].lkey, qp->pdn, sg[i].addr + off, n,
+				  HCA_ACCESS_LOCAL_WRITE, &iova))
+			return false;
+		hm_dma_write_at(d, iova, data, n, t);
+		data += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+static uint8_t nak_status(uint8_t syn)
+{
+	switch (syn) {
+	case 0x61:
+		return HCA_WC_REM_INV_REQ_ERR;
+	case 0x62:
+		return HCA_WC_REM_ACCESS_ERR;
+	case 0x63:
+		return HCA_WC_REM_OP_ERR;
+	default:
+		return HCA_WC_GENERAL_ERR;
+	}
+}
+
+void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	uint8_t op = p->opcode, syn = p->aeth_syndrome;
+
+	t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
+	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
+		  p->psn, op, syn);
+	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
+		return;
+	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60) {
+		if (syn == 0x60)
+			return; /* PSN sequence error: retransmission is reliability work */
+		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
+		while (qp->sq_done != qp->sq_next) {
+			struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+
+			if (hm_psn_cmp(f->last_psn, p->psn) >= 0) {
+				retire(d, qp, nak_status(syn), t);
+				hm_qp_error(d, qp, HCA_QPS_ERR, t);
+				return;
+			}
+			retire(d, qp, HCA_WC_SUCCESS, t); /* earlier ones were implicitly ACKed */
+		}
+		return;
+	}
+	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20)
+		return; /* RNR NAK: retrying after the timer is reliability work */
+	while (qp->sq_done != qp->sq_next) {
+		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
+		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+
+		if (rd && (op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY) &&
+		    hm_psn_cmp(p->psn, f->first_psn) >= 0 && hm_psn_cmp(p->psn, f->last_psn) <= 0) {
+			unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+			uint32_t off = ((p->psn - f->first_psn) & HCA_PSN_MASK) * mtu;
+
+			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
+				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
+				hm_qp_error(d, qp, HCA_QPS_ERR, t);
+				return;
+			}
+			f->done_bytes += p->paylen;
+			if (p->psn == f->last_psn)
+				retire(d, qp, HCA_WC_SUCCESS, t);
+			return;
+		}
+		if (at && op == HM_OP_ATOMIC_ACKNOWLEDGE && p->psn == f->last_psn) {
+			uint64_t orig = p->atomic_orig;
+
+			if (!scatter_local(d, qp, f, (const uint8_t *)&orig, 0, 8, t)) {
+				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
+				hm_qp_error(d, qp, HCA_QPS_ERR, t);
+				return;
+			}
+			retire(d, qp, HCA_WC_SUCCESS, t);
+			return;
+		}
+		/* A plain ACK retires SEND/WRITE WQEs it covers; it cannot stand in for a READ
+		 * or atomic response (their data would be missing). */
+		if (rd || at || hm_psn_cmp(f->last_psn, p->psn) > 0)
+			return;
+		retire(d, qp, HCA_WC_SUCCESS, t);
+	}
+}
+
+void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	bool sq_only = qp->state == HCA_QPS_SQE;
+
+	/* Every WQE not yet completed, sent or not, completes with WR_FLUSH_ERR, signaled or
+	 * not (IBA 10.3.1.2, ERR and SQE states). */
+	while (qp->sq_done != qp->sq_pi) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->sq_done;
+		cqe.opcode = HCA_CQE_OP_SEND;
+		cqe.status = HCA_WC_WR_FLUSH_ERR;
+		cqe.is_send = 1;
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+		qp->sq_done++;
+	}
+	qp->sq_next = qp->sq_pi;
+	qp->cur_started = false;
+	qp->rd_out = 0;
+	if (sq_only)
+		return;
+	if (qp->has_srq) {
+		/* Receives stay on the SRQ; the consumer learns the QP is done with it. */
+		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
+		return;
+	}
+	while (qp->rq_ci != qp->rq_pi) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->rq_ci;
+		cqe.opcode = HCA_CQE_OP_RECV;
+		cqe.status = HCA_WC_WR_FLUSH_ERR;
+		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+		qp->rq_ci++;
+	}
+	qp->in_msg = false;
+}

@@ -1,0 +1,134 @@
+/* doorbell + sched: UAR doorbells and the send-queue arbiter. A send doorbell carries the QP's
+ * new producer index; the QP then has work and joins the arbiter's round-robin FIFO; the
+ * requester takes one QP per packet from its head and puts it back at the tail while it still
+ * has work, so QPs interleave packet by packet. Receive and SRQ doorbells move the producer
+ * index the responder consumes from. A doorbell naming no QP, a QP in a state that takes no
+ * posts, or an index that runs ahead of the ring by more than its size is ignored with a warn
+ * event (the hardware cannot return an error to a posted write). */
+#include "model/dp.h"
+#include "sim/trace.h"
+
+#include <stdlib.h>
+
+/* Extend a 16-bit producer index next to the current 32-bit one. */
+static uint32_t extend16(uint32_t cur, uint32_t v16)
+{
+	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);
+
+	if (v < cur)
+		v += 0x10000u;
+	return v;
+}
+
+static bool bad_db(struct hm_dev *d, const char *what, uint32_t obj, uint32_t pi)
+{
+	d->dp->bad_doorbells++;
+	SIM_TRACE(warn, mmio, d->devno, "%s doorbell obj=0x%x pi=%u ignored", what, obj, pi);
+	return false;
+}
+
+void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
+{
+	uint32_t obj = (uint32_t)val & 0xffffffu, pi16 = (uint32_t)(val >> 32) & 0xffffu;
+	sim_time_t t = sim_clock_after(&d->core, sim_now(sim_kernel()), d->cfg.doorbell_cycles);
+	struct hm_qp *qp;
+	struct hm_srq *srq;
+	uint32_t pi;
+
+	switch (off) {
+	case HCA_UAR_SQ_DB:
+		qp = hm_qpc_get(d, obj, &t);
+		if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
+		    qp->state == HCA_QPS_RTR) {
+			bad_db(d, "SQ", obj, pi16);
+			return;
+		}
+		pi = extend16(qp->sq_pi, pi16);
+		if (pi - qp->sq_done > qp->sq_entries) {
+			bad_db(d, "SQ (beyond the ring)", obj, pi16);
+			return;
+		}
+		qp->sq_pi = pi;
+		SIM_TRACE(db, ring, d->devno, "sq qpn=0x%x pi=%u", obj, pi);
+		if (qp->state == HCA_QPS_ERR) {
+			hm_qp_flush(d, qp, t); /* posts to an ERR QP complete flushed */
+			return;
+		}
+		hm_sched_add(d, qp);
+		hm_req_kick(d, t);
+		return;
+	case HCA_UAR_RQ_DB:
+		qp = hm_qpc_get(d, obj, &t);
+		if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
+			bad_db(d, "RQ", obj, pi16);
+			return;
+		}
+		pi = extend16(qp->rq_pi, pi16);
+		if (pi - qp->rq_ci > qp->rq_entries) {
+			bad_db(d, "RQ (beyond the ring)", obj, pi16);
+			return;
+		}
+		qp->rq_pi = pi;
+		SIM_TRACE(db, ring, d->devno, "rq qpn=0x%x pi=%u", obj, pi);
+		if (qp->state == HCA_QPS_ERR)
+			hm_qp_flush(d, qp, t);
+		return;
+	case HCA_UAR_SRQ_DB:
+		srq = hm_srq_get(d, obj);
+		if (!srq) {
+			bad_db(d, "SRQ", obj, pi16);
+			return;
+		}
+		pi = extend16(srq->pi, pi16);
+		if (pi - srq->ci > srq->entries) {
+			bad_db(d, "SRQ (beyond the ring)", obj, pi16);
+			return;
+		}
+		srq->pi = pi;
+		SIM_TRACE(db, ring, d->devno, "srq=%u pi=%u", obj, pi);
+		return;
+	case HCA_UAR_CQ_DB:
+		hm_cq_doorbell(d, val);
+		return;
+	default:
+		d->dp->bad_doorbells++;
+		SIM_TRACE(warn, mmio, d->devno, "UAR write to unknown offset 0x%x ignored", off);
+	}
+}
+
+void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)
+{
+	struct hm_dp *dp = d->dp;
+
+	if (qp->in_sched)
+		return;
+	if (dp->sched_len == dp->sched_cap) {
+		uint32_t cap = dp->sched_cap ? dp->sched_cap * 2 : 64;
+		uint32_t *q = malloc(cap * sizeof(*q));
+
+		SIM_ASSERT(q != NULL, "out of memory");
+		for (uint32_t i = 0; i < dp->sched_len; i++)
+			q[i] = dp->sched_q[(dp->sched_head + i) % dp->sched_cap];
+		free(dp->sched_q);
+		dp->sched_q = q;
+		dp->sched_cap = cap;
+		dp->sched_head = 0;
+	}
+	dp->sched_q[(dp->sched_head + dp->sched_len++) % dp->sched_cap] = qp->qpn;
+	qp->in_sched = true;
+}
+
+uint32_t hm_sched_next(struct hm_dev *d)
+{
+	struct hm_dp *dp = d->dp;
+	uint32_t qpn;
+
+	if (!dp->sched_len)
+		return 0;
+	qpn = dp->sched_q[dp->sched_head];
+	dp->sched_head = (dp->sched_head + 1) % dp->sched_cap;
+	dp->sched_len--;
+	if (qpn < dp->nqps && dp->qps[qpn])
+		dp->qps[qpn]->in_sched = false;
+	return qpn;
+}

@@ -1,0 +1,207 @@
+/* The data path: hardware contexts that firmware programs (QP, CQ, SRQ, memory key), and the
+ * interfaces of the blocks that move data (architecture §2): doorbell → sched → wqe_fetch →
+ * req → port → link → port → resp / comp → cqe → eq. Each block charges its pipeline latency in
+ * core cycles (pipe.* settings) and its DMA through the PCIe model.
+ *
+ * Contexts are device state: firmware writes them through hm_*_write functions; the blocks own
+ * their runtime fields. A QP context's attributes are cached on chip (qpc.c): a miss costs a DMA
+ * read of its slot in the backing store in host memory, an eviction of a dirty entry a write. */
+#ifndef HM_DP_H
+#define HM_DP_H
+
+#include "model/hca.h"
+#include "model/pkt.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HM_QPC_BYTES 512u /* backing-store slot per QP */
+#define HM_MAX_SGE 64u    /* scatter/gather entries a WQE may carry (hca.max_sge <= 64) */
+
+/* Memory key context (IBA 10.6): what a local or remote access is checked against. */
+struct hm_mkey {
+	bool valid;      /* registered */
+	uint8_t variant; /* low 8 bits of the key */
+	uint32_t pdn;    /* protection domain */
+	uint32_t access; /* HCA_ACCESS_* */
+	uint64_t va;     /* first byte, as WRs and RETHs name it */
+	uint64_t len;    /* bytes */
+	uint64_t iova;   /* device address of the first byte */
+};
+
+/* Completion queue context. */
+struct hm_cq {
+	bool valid;         /* created */
+	bool error;         /* overrun: CQ in error, takes no more CQEs */
+	uint64_t ring;      /* device address of the CQE ring */
+	uint64_t db;        /* device address of the doorbell record (consumer index) */
+	uint32_t log_size;  /* entries = 2^log_size */
+	uint32_t pi;        /* producer index (CQEs written) */
+	uint32_t ci;        /* consumer index as last read from the doorbell record */
+	uint8_t arm;        /* 0 none, HCA_CQ_DB_ARM_NEXT, HCA_CQ_DB_ARM_SOLICITED */
+	uint32_t eqn;       /* event queue */
+	uint64_t cqes;      /* CQEs written */
+};
+
+/* Shared receive queue context. */
+struct hm_srq {
+	bool valid;        /* created */
+	uint32_t pdn;      /* protection domain */
+	uint64_t ring;     /* device address of the receive ring */
+	uint32_t entries;  /* ring entries (power of two) */
+	uint32_t stride;   /* bytes per WQE */
+	uint32_t pi;       /* producer index from the doorbell */
+	uint32_t ci;       /* WQEs consumed */
+	uint32_t limit;    /* armed limit, 0 = not armed */
+};
+
+/* One send WQE in flight (requester → completer), in device SRAM. */
+struct hm_flight {
+	uint32_t wqe;        /* producer index of the WQE */
+	uint32_t first_psn;  /* first PSN of the message */
+	uint32_t last_psn;   /* last PSN (READ: of the last response expected) */
+	uint8_t op;          /* HCA_WQE_OP_* */
+	bool signaled;       /* write a CQE */
+	uint32_t len;        /* message bytes */
+	uint32_t done_bytes; /* READ: bytes of response scattered */
+};
+
+/* QP context: attributes (cached, backed in host memory) and the blocks' runtime state. */
+struct hm_qp {
+	bool valid;            /* created */
+	uint8_t type;          /* HCA_QPT_* */
+	uint8_t state;         /* HCA_QPS_* */
+	bool sq_sig_all;       /* every WQE signaled */
+	bool has_srq;          /* receives from srqn */
+	uint32_t qpn, pdn, scqn, rcqn, srqn;
+	struct hca_qp_attr attr; /* as last modified */
+	/* send queue */
+	uint64_t sq;           /* device address of the send ring */
+	uint32_t sq_entries, sq_stride;
+	uint32_t sq_pi;        /* WQEs posted (from doorbells, extended past 16 bits) */
+	uint32_t sq_next;      /* next WQE to start */
+	uint32_t sq_done;      /* WQEs completed */
+	uint32_t sq_psn;       /* next PSN to send */
+	uint8_t *wqe_buf;      /* copies of started WQEs (sq_entries * sq_stride bytes) */
+	struct hm_flight *flight; /* per WQE, indexed by wqe % sq_entries */
+	uint32_t cur_off;      /* bytes of WQE sq_next already sent */
+	bool cur_started;      /* WQE sq_next fetched and begun */
+	uint32_t rd_out;       /* READ/atomic requests outstanding */
+	bool in_sched;         /* queued in the arbiter */
+	/* receive queue */
+	uint64_t rq;           /* device address of the receive ring */
+	uint32_t rq_entries, rq_stride;
+	uint32_t rq_pi;        /* WQEs posted */
+	uint32_t rq_ci;        /* WQEs consumed */
+	/* responder */
+	uint32_t epsn;         /* expected PSN */
+	uint32_t msn;          /* message sequence number */
+	bool nak_sent;         /* PSN sequence NAK sent, waiting for the expected PSN */
+	bool comm_est;         /* COMM_EST raised (first packet in RTR) */
+	bool in_msg;           /* between FIRST and LAST of a message */
+	bool uc_drop;          /* UC: dropping until the next FIRST/ONLY */
+	uint8_t msg_kind;      /* 0 send, 1 write (of the message in progress) */
+	uint32_t rwqe;         /* receive WQE in use (producer index) */
+	bool rwqe_srq;         /* it came from the SRQ */
+	struct hca_wqe_data *rsge; /* its scatter list (HM_MAX_SGE entries, device SRAM) */
+	uint32_t rsge_n;       /* entries */
+	uint32_t recv_off;     /* bytes of the message received so far */
+	uint64_t wr_va;        /* RDMA WRITE: next address */
+	uint32_t wr_rkey;      /* RDMA WRITE: rkey */
+	uint32_t wr_left;      /* RDMA WRITE: bytes still to come */
+	uint32_t rd_in;        /* READ/atomic being answered */
+	/* QP context cache */
+	bool cached;           /* in the on-chip cache */
+	bool dirty;            /* changed since read from the backing store */
+	uint64_t lru;          /* last use stamp */
+};
+
+/* Per-device data-path state. */
+struct hm_dp {
+	struct hm_qp **qps;       /* by QPN, allocated on create */
+	uint32_t nqps;            /* array size */
+	struct hm_cq *cqs;        /* by CQN */
+	uint32_t ncqs;
+	struct hm_srq *srqs;      /* by SRQN */
+	uint32_t nsrqs;
+	struct hm_mkey *mkeys;    /* by key >> 8 */
+	uint32_t nmkeys;
+	/* QP context cache */
+	uint64_t qpc_base;        /* device address of the backing store */
+	uint32_t qpc_entries;     /* cache capacity */
+	uint32_t qpc_used;        /* entries in use */
+	uint64_t qpc_clock;       /* LRU stamp source */
+	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
+	/* send arbiter: FIFO of QPNs with work (round robin) */
+	uint32_t *sched_q;
+	uint32_t sched_cap, sched_head, sched_len;
+	bool req_busy;            /* the requester engine has a step scheduled */
+	sim_time_t rx_free_ps;    /* receive pipeline free at */
+	/* counters */
+	uint64_t tx_pkts, rx_pkts, rx_crc_errors, rx_dropped, bad_doorbells;
+};
+
+struct hm_dp *hm_dp_create(struct hm_dev *d);
+void hm_dp_destroy(struct hm_dp *dp);
+
+/* ---- contexts, written by firmware ---- */
+void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk);
+void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq);
+struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn);
+void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq);
+struct hm_srq *hm_srq_get(struct hm_dev *d, uint32_t srqn);
+void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_time_t t);
+void hm_qp_destroy(struct hm_dev *d, uint32_t qpn);
+/* Apply a validated modify: attributes in mask, then the transition (RESET clears the queues
+ * and PSNs, ERR flushes). */
+void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, uint32_t mask,
+		  unsigned next, sim_time_t t);
+/* Current attributes as the data path has them (PSNs move with traffic). */
+const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
+
+/* ---- qpc: context cache ---- */
+/* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */
+struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t);
+
+/* ---- mkey: translation and checks ---- */
+enum hm_mkey_result {
+	HM_MKEY_OK = 0,
+	HM_MKEY_BAD_KEY,    /* no such key / wrong variant */
+	HM_MKEY_BAD_PD,     /* key of another PD */
+	HM_MKEY_BAD_ACCESS, /* access right missing */
+	HM_MKEY_BAD_RANGE,  /* outside the region */
+};
+/* Check an access of len bytes at va with key, for pdn, needing access (HCA_ACCESS_* bits; 0
+ * for a local read); on success *iova is the device address. */
+enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+				  uint64_t len, uint32_t access, uint64_t *iova);
+
+/* ---- doorbell + sched ---- */
+void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
+void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);
+uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
+
+/* ---- req / resp / comp ---- */
+void hm_req_kick(struct hm_dev *d, sim_time_t t);
+void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+/* Complete every send WQE from sq_done on with status (flush), and every posted receive. */
+void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+/* Move a QP to ERR (RC errors) or SQE (UC/UD send errors) from the data path. */
+void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t);
+
+/* ---- cqe ---- */
+/* Write a CQE at time t (owner bit and timestamp filled in); false if the CQ is in error. */
+bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solicited,
+		 sim_time_t t);
+void hm_cq_doorbell(struct hm_dev *d, uint64_t val);
+
+/* ---- port data path ---- */
+/* Build and transmit a packet from port (1-based) no earlier than t; returns the time its last
+ * bit leaves. */
+sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t);
+/* When the port's transmitter is free. */
+sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port);
+unsigned hm_port_mtu_bytes(const struct hca_qp_attr *a);
+
+#endif

@@ -1,0 +1,245 @@
+/* qpc: QP contexts and their on-chip cache (architecture §2). Contexts are backed by a store
+ * in host memory that the driver gives the device at INIT_HCA (HM_QPC_BYTES per QPN). The cache
+ * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
+ * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here: QP creation, modify (the transition's effect on the queues) and
+ * the error flows that move a QP to ERR or SQE and flush it. */
+#include "model/dp.h"
+#include "sim/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The part of struct hm_qp that is context (everything before the cache bookkeeping), as it
+ * is stored in a backing-store slot. */
+#define QPC_CTX_BYTES offsetof(struct hm_qp, cached)
+_Static_assert(QPC_CTX_BYTES <= HM_QPC_BYTES, "QP context larger than its backing-store slot");
+
+struct hm_dp *hm_dp_create(struct hm_dev *d)
+{
+	struct hm_dp *dp = calloc(1, sizeof(*dp));
+
+	SIM_ASSERT(dp != NULL, "out of memory");
+	dp->qpc_entries = (uint32_t)d->cfg.qpc_cache_entries;
+	return dp;
+}
+
+void hm_dp_destroy(struct hm_dp *dp)
+{
+	if (!dp)
+		return;
+	for (uint32_t i = 0; i < dp->nqps; i++) {
+		if (dp->qps[i]) {
+			free(dp->qps[i]->wqe_buf);
+			free(dp->qps[i]->flight);
+			free(dp->qps[i]->rsge);
+			free(dp->qps[i]);
+		}
+	}
+	free(dp->qps);
+	free(dp->cqs);
+	free(dp->srqs);
+	free(dp->mkeys);
+	free(dp->sched_q);
+	free(dp);
+}
+
+/* Grow a context array to hold index i. */
+static void *grow(void *arr, uint32_t *n, uint32_t i, size_t elem)
+{
+	uint32_t cap = *n ? *n : 64;
+	void *a;
+
+	if (i < *n)
+		return arr;
+	while (cap <= i)
+		cap *= 2;
+	a = realloc(arr, (size_t)cap * elem);
+	SIM_ASSERT(a != NULL, "out of memory growing a context table to %u", cap);
+	memset((char *)a + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
+	*n = cap;
+	return a;
+}
+
+void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk)
+{
+	d->dp->mkeys = grow(d->dp->mkeys, &d->dp->nmkeys, index, sizeof(*mk));
+	d->dp->mkeys[index] = *mk;
+}
+
+void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq)
+{
+	d->dp->cqs = grow(d->dp->cqs, &d->dp->ncqs, cqn, sizeof(*cq));
+	d->dp->cqs[cqn] = *cq;
+}
+
+struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn)
+{
+	return cqn < d->dp->ncqs && d->dp->cqs[cqn].valid ? &d->dp->cqs[cqn] : NULL;
+}
+
+void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq)
+{
+	d->dp->srqs = grow(d->dp->srqs, &d->dp->nsrqs, srqn, sizeof(*srq));
+	d->dp->srqs[srqn] = *srq;
+}
+
+struct hm_srq *hm_srq_get(struct hm_dev *d, uint32_t srqn)
+{
+	return srqn < d->dp->nsrqs && d->dp->srqs[srqn].valid ? &d->dp->srqs[srqn] : NULL;
+}
+
+void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	struct hm_qp *qp;
+
+	if (qpn >= dp->nqps) {
+		uint32_t n = dp->nqps;
+
+		dp->qps = grow(dp->qps, &n, qpn, sizeof(*dp->qps));
+		dp->nqps = n;
+	}
+	SIM_ASSERT(!dp->qps[qpn], "QP 0x%x created twice", qpn);
+	qp = calloc(1, sizeof(*qp));
+	SIM_ASSERT(qp != NULL, "out of memory");
+	*qp = *init;
+	qp->valid = true;
+	qp->qpn = qpn;
+	qp->state = HCA_QPS_RESET;
+	qp->flight = calloc(qp->sq_entries ? qp->sq_entries : 1, sizeof(*qp->flight));
+	qp->wqe_buf = malloc((size_t)(qp->sq_entries ? qp->sq_entries : 1) * qp->sq_stride + 1);
+	qp->rsge = calloc(HM_MAX_SGE, sizeof(*qp->rsge));
+	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge, "out of memory");
+	dp->qps[qpn] = qp;
+	/* The new context goes to its backing-store slot; it is not cached until used. */
+	qp->cached = false;
+	qp->dirty = false;
+	if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, qp,
+				QPC_CTX_BYTES, &t))
+		SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
+}
+
+void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
+{
+	struct hm_dp *dp = d->dp;
+	struct hm_qp *qp = qpn < dp->nqps ? dp->qps[qpn] : NULL;
+
+	if (!qp)
+		return;
+	if (qp->cached)
+		dp->qpc_used--;
+	free(qp->wqe_buf);
+	free(qp->flight);
+	free(qp->rsge);
+	free(qp);
+	dp->qps[qpn] = NULL;
+}
+
+const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn)
+{
+	return qpn < d->dp->nqps ? d->dp->qps[qpn] : NULL;
+}
+
+/* Evict the least recently used cached context, writing it back when dirty. */
+static void qpc_evict(struct hm_dev *d, sim_time_t *t)
+{
+	struct hm_dp *dp = d->dp;
+	struct hm_qp *victim = NULL;
+
+	for (uint32_t i = 0; i < dp->nqps; i++) {
+		struct hm_qp *q = dp->qps[i];
+
+		if (q && q->cached && (!victim || q->lru < victim->lru))
+			victim = q;
+	}
+	SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
+	if (victim->dirty) {
+		dp->qpc_writebacks++;
+		if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)victim->qpn * HM_QPC_BYTES,
+					victim, QPC_CTX_BYTES, t))
+			SIM_TRACE(warn, dma, d->devno, "QPC write-back of qpn=0x%x faulted",
+				  victim->qpn);
+	}
+	victim->cached = false;
+	victim->dirty = false;
+	dp->qpc_used--;
+}
+
+struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
+{
+	struct hm_dp *dp = d->dp;
+	struct hm_qp *qp = qpn < dp->nqps ? dp->qps[qpn] : NULL;
+
+	if (!qp)
+		return NULL;
+	qp->lru = ++dp->qpc_clock;
+	if (qp->cached) {
+		dp->qpc_hits++;
+		*t = sim_clock_after(&d->core, *t, d->cfg.qpc_hit_cycles);
+	} else {
+		dp->qpc_misses++;
+		if (dp->qpc_used >= dp->qpc_entries)
+			qpc_evict(d, t);
+		uint8_t slot[QPC_CTX_BYTES];
+
+		/* The slot is read as the miss requires (time and PCIe traffic are real). The
+		 * model keeps the context itself on chip as the authority: the backing store
+		 * is host memory a buggy driver could overwrite, and the device must not take
+		 * sizes and indexes from it. */
+		if (sim_dma_read_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, slot,
+				       QPC_CTX_BYTES, t))
+			SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
+		qp->cached = true;
+		dp->qpc_used++;
+	}
+	qp->dirty = true;
+	return qp;
+}
+
+/* ---- transitions ---- */
+
+static void qp_reset_queues(struct hm_qp *qp)
+{
+	qp->sq_pi = qp->sq_next = qp->sq_done = 0;
+	qp->sq_psn = 0;
+	qp->cur_off = 0;
+	qp->cur_started = false;
+	qp->rd_out = 0;
+	qp->rq_pi = qp->rq_ci = 0;
+	qp->epsn = 0;
+	qp->msn = 0;
+	qp->nak_sent = qp->in_msg = qp->uc_drop = false;
+	qp->recv_off = 0;
+	qp->rd_in = 0;
+}
+
+void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, uint32_t mask,
+		  unsigned next, sim_time_t t)
+{
+	struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
+	unsigned prev;
+
+	SIM_ASSERT(qp != NULL, "modify of unknown qpn 0x%x", qpn);
+	prev = qp->state;
+	qp->attr = *a;
+	if (mask & HCA_QPA_SQ_PSN)
+		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
+	if (mask & HCA_QPA_RQ_PSN)
+		qp->epsn = a->rq_psn & HCA_PSN_MASK;
+	qp->state = (uint8_t)next;
+	if (next == HCA_QPS_RESET)
+		qp_reset_queues(qp);
+	else if (next == HCA_QPS_ERR && prev != HCA_QPS_ERR)
+		hm_qp_flush(d, qp, t);
+	else if ((next == HCA_QPS_RTS) && qp->sq_pi != qp->sq_next)
+		hm_sched_add(d, qp); /* SQD/SQE -> RTS: resume sending */
+}
+
+void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t)
+{
+	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x %s->%s (error)", qp->qpn,
+		  hca_qps_name(qp->state), hca_qps_name(state));
+	qp->state = (uint8_t)state;
+	if (state == HCA_QPS_ERR || state == HCA_QPS_SQE)
+		hm_qp_flush(d, qp, t);
+}

@@ -1,0 +1,400 @@
+/* req: the requester (IBA 9.7.1 "requester side", split as Linux rxe does). One engine per
+ * device takes QPs from the arbiter one packet at a time: it fetches the next WQE (wqe_fetch),
+ * validates it, cuts the message into packets of the path MTU, assigns PSNs, gathers the
+ * payload through the memory keys and hands each packet to the port. RC messages wait for the
+ * completer; UC and UD messages complete when their last packet has left. READ and atomic
+ * requests are bounded by max_rd_atomic, and a fenced WQE waits for them to finish. */
+#include "model/dp.h"
+#include "sim/trace.h"
+
+#include <endian.h>
+#include <string.h>
+
+static void req_step(void *arg);
+
+void hm_req_kick(struct hm_dev *d, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	sim_time_t now = sim_now(sim_kernel());
+
+	if (dp->req_busy || !dp->sched_len)
+		return;
+	dp->req_busy = true;
+	sim_schedule_at(sim_kernel(),
+			sim_clock_after(&d->core, t > now ? t : now, d->cfg.sched_cycles), req_step,
+			d);
+}
+
+static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
+{
+	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
+}
+
+/* Complete the WQE at sq_next as failed: a CQE whatever its signaled flag (IBA 10.8.3), then
+ * the QP leaves RTS: RC to ERR, UC and UD to SQE; both flush the WQEs after it. */
+static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t op,
+		     sim_time_t t)
+{
+	struct hca_cqe cqe = { 0 };
+	static const uint8_t cqe_op[] = {
+		[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
+		[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
+		[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
+		[HCA_WQE_OP_SEND_IMM] = HCA_CQE_OP_SEND,
+		[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
+		[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
+		[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
+	};
+
+	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u failed status=%u", qp->qpn, qp->sq_next,
+		  status);
+	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
+	while (qp->sq_done != qp->sq_next) {
+		cqe = (struct hca_cqe){ .qpn = qp->qpn, .wqe_index = (uint16_t)qp->sq_done,
+					.opcode = HCA_CQE_OP_SEND, .status = HCA_WC_WR_FLUSH_ERR,
+					.is_send = 1 };
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+		qp->sq_done++;
+	}
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.qpn = qp->qpn;
+	cqe.wqe_index = (uint16_t)qp->sq_next;
+	cqe.opcode = op < sizeof(cqe_op) ? cqe_op[op] : HCA_CQE_OP_SEND;
+	cqe.status = status;
+	cqe.is_send = 1;
+	hm_cqe_post(d, qp->scqn, &cqe, false, t);
+	qp->sq_next++;
+	qp->sq_done = qp->sq_next;
+	qp->cur_started = false;
+	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
+}
+
+static bool op_allowed(uint8_t type, uint8_t op)
+{
+	switch (op) {
+	case HCA_WQE_OP_SEND:
+	case HCA_WQE_OP_SEND_IMM:
+		return true;
+	case HCA_WQE_OP_RDMA_WRITE:
+	case HCA_WQE_OP_RDMA_WRITE_IMM:
+		return type != HCA_QPT_UD;
+	case HCA_WQE_OP_RDMA_READ:
+	case HCA_WQE_OP_ATOMIC_CMP_SWP:
+	case HCA_WQE_OP_ATOMIC_FETCH_ADD:
+		return type == HCA_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static bool is_rd_atomic(uint8_t op)
+{
+	return op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
+	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+}
+
+/* Message length of a validated WQE. */
+static uint64_t wqe_len(struct hm_qp *qp, const uint8_t *w)
+{
+	const struct hca_wqe_ctrl *c = (const void *)w;
+	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
+	uint64_t len = 0;
+
+	if (c->flags & HCA_WQE_F_INLINE)
+		return c->inline_len;
+	for (unsigned i = 0; i < c->num_sge; i++)
+		len += sg[i].length;
+	(void)qp;
+	return len;
+}
+
+unsigned hm_port_mtu_bytes(const struct hca_qp_attr *a)
+{
+	return 128u << (a->path_mtu ? a->path_mtu : 5);
+}
+
+/* Fetch and validate WQE sq_next. Returns false when it failed (completed with an error). */
+static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	uint8_t *w = wqe_at(qp, qp->sq_next);
+	const struct hca_wqe_ctrl *c = (const void *)w;
+	uint64_t addr = qp->sq + (uint64_t)(qp->sq_next % qp->sq_entries) * qp->sq_stride;
+	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
+	uint64_t len;
+
+	if (sim_dma_read_timed(d->fn, addr, w, qp->sq_stride, t)) {
+		memset(w, 0, sizeof(struct hca_wqe_ctrl));
+		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, 0, *t);
+		return false;
+	}
+	*t = sim_clock_after(&d->core, *t, d->cfg.wqe_cycles);
+	if (!op_allowed(qp->type, c->opcode) ||
+	    (!(c->flags & HCA_WQE_F_INLINE) &&
+	     c->num_sge > (qp->sq_stride - HCA_WQE_BASE_BYTES) / HCA_SGE_BYTES) ||
+	    ((c->flags & HCA_WQE_F_INLINE) &&
+	     c->inline_len > qp->sq_stride - HCA_WQE_BASE_BYTES)) {
+		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, c->opcode, *t);
+		return false;
+	}
+	len = wqe_len(qp, w);
+	if (len > 0x80000000ull ||
+	    (qp->type == HCA_QPT_UD && len > hm_port_mtu_bytes(&qp->attr)) ||
+	    ((c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP || c->opcode == HCA_WQE_OP_ATOMIC_FETCH_ADD) &&
+	     len != 8)) {
+		req_fail(d, qp, HCA_WC_LOC_LEN_ERR, c->opcode, *t);
+		return false;
+	}
+	*f = (struct hm_flight){ .wqe = qp->sq_next,
+				 .first_psn = qp->sq_psn,
+				 .op = c->opcode,
+				 .signaled = qp->sq_sig_all || (c->flags & HCA_WQE_F_SIGNALED),
+				 .len = (uint32_t)len };
+	qp->cur_started = true;
+	qp->cur_off = 0;
+	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u op=%u len=%llu psn=%u", qp->qpn,
+		  qp->sq_next, c->opcode, (unsigned long long)len, qp->sq_psn);
+	return true;
+}
+
+/* Gather len bytes of the message at offset off into buf. false: protection error. */
+static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_t off,
+		   uint8_t *buf, uint32_t len, sim_time_t *t)
+{
+	const struct hca_wqe_ctrl *c = (const void *)w;
+	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
+
+	if (c->flags & HCA_WQE_F_INLINE) {
+		memcpy(buf, w + HCA_WQE_BASE_BYTES + off, len);
+		return true;
+	}
+	for (unsigned i = 0; i < c->num_sge && len; i++) {
+		uint64_t iova;
+		uint32_t n;
+
+		if (off >= sg[i].length) {
+			off -= sg[i].length;
+			continue;
+		}
+		n = sg[i].length - off < len ? sg[i].length - off : len;
+		if (hm_mkey_check(d, sg[i].lkey, qp->pdn, sg[i].addr + off, n, 0, &iova) ||
+		    sim_dma_read_timed(d->fn, iova, buf, n, t))
+			return false;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return true;
+}
+
+/* Headers common to every packet of this QP. */
+static void base_headers(struct hm_dev *d, struct hm_qp *qp, const struct hca_av *av,
+			 struct hm_pkt *p)
+{
+	const struct hm_port *port = &d->ports[(qp->attr.port_num ? qp->attr.port_num : 1) - 1];
+
+	memset(p, 0, sizeof(*p));
+	p->sl = av->sl;
+	p->dlid = av->dlid;
+	p->slid = port->lid | av->src_path_bits;
+	p->has_grh = av->is_global || port->link_layer == 2;
+	p->traffic_class = av->traffic_class;
+	p->flow_label = av->flow_label;
+	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
+	memcpy(p->sgid, port->gids[av->sgid_index < port->ngids ? av->sgid_index : 0], 16);
+	memcpy(p->dgid, av->dgid, 16);
+	memcpy(p->smac, port->mac, 6);
+	/* The destination MAC of a RoCE peer: derived from its link-local GID (EUI-64). */
+	p->dmac[0] = av->dgid[8] ^ 0x02;
+	p->dmac[1] = av->dgid[9];
+	p->dmac[2] = av->dgid[10];
+	p->dmac[3] = av->dgid[13];
+	p->dmac[4] = av->dgid[14];
+	p->dmac[5] = av->dgid[15];
+	p->udp_sport = (uint16_t)(0xc000 | (qp->qpn & 0x3fff));
+	p->pkey = port->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0];
+}
+
+static uint8_t send_opcode(uint8_t op, bool first, bool last, bool uc)
+{
+	uint8_t o;
+	bool imm = op == HCA_WQE_OP_SEND_IMM || op == HCA_WQE_OP_RDMA_WRITE_IMM;
+
+	if (op == HCA_WQE_OP_SEND || op == HCA_WQE_OP_SEND_IMM)
+		o = first && last ? (imm ? HM_OP_SEND_ONLY_IMM : HM_OP_SEND_ONLY)
+		    : first	  ? HM_OP_SEND_FIRST
+		    : last	  ? (imm ? HM_OP_SEND_LAST_IMM : HM_OP_SEND_LAST)
+				  : HM_OP_SEND_MIDDLE;
+	else
+		o = first && last ? (imm ? HM_OP_WRITE_ONLY_IMM : HM_OP_WRITE_ONLY)
+		    : first	  ? HM_OP_WRITE_FIRST
+		    : last	  ? (imm ? HM_OP_WRITE_LAST_IMM : HM_OP_WRITE_LAST)
+				  : HM_OP_WRITE_MIDDLE;
+	return uc ? (uint8_t)(o | HM_OP_UC) : o;
+}
+
+/* Local completion of a UC or UD message once its last packet has left (IBA 10.8.3.1). */
+static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f,
+			       sim_time_t t)
+{
+	if (f->signaled) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)f->wqe;
+		cqe.opcode = (f->op == HCA_WQE_OP_SEND || f->op == HCA_WQE_OP_SEND_IMM)
+				     ? HCA_CQE_OP_SEND
+				     : HCA_CQE_OP_RDMA_WRITE;
+		cqe.status = HCA_WC_SUCCESS;
+		cqe.is_send = 1;
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+	}
+	qp->sq_done = f->wqe + 1;
+	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=0", qp->qpn, f->wqe);
+}
+
+/* Send the next packet of QP's current WQE. Returns the time the engine may start the next
+ * step. */
+static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	uint8_t *w = wqe_at(qp, qp->sq_next);
+	const struct hca_wqe_ctrl *c = (const void *)w;
+	const struct hca_wqe_rdma *rd = (const void *)(w + sizeof(*c));
+	const struct hca_wqe_ud *ud = (const void *)(w + sizeof(*c));
+	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
+	uint8_t payload[4096];
+	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	unsigned port = qp->attr.port_num ? qp->attr.port_num : 1;
+	uint32_t paylen = 0;
+	bool first = qp->cur_off == 0, last = true;
+	sim_time_t end;
+	struct hm_pkt p;
+
+	base_headers(d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &p);
+	p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
+	p.psn = qp->sq_psn;
+	t = sim_clock_after(&d->core, t, d->cfg.req_cycles);
+	switch (c->opcode) {
+	case HCA_WQE_OP_RDMA_READ: {
+		uint32_t n = f->len ? (f->len + mtu - 1) / mtu : 1;
+
+		p.opcode = HM_OP_READ_REQUEST;
+		p.reth_va = rd->remote_addr;
+		p.reth_rkey = rd->rkey;
+		p.reth_dmalen = f->len;
+		p.ackreq = true;
+		f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
+		qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
+		qp->rd_out++;
+		break;
+	}
+	case HCA_WQE_OP_ATOMIC_CMP_SWP:
+	case HCA_WQE_OP_ATOMIC_FETCH_ADD:
+		p.opcode = c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP ? HM_OP_COMPARE_SWAP
+								  : HM_OP_FETCH_ADD;
+		p.atomic_va = rd->remote_addr;
+		p.atomic_rkey = rd->rkey;
+		p.atomic_swap_add = c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP ? rd->swap
+									    : rd->compare_add;
+		p.atomic_compare = rd->compare_add;
+		p.ackreq = true;
+		f->last_psn = qp->sq_psn;
+		qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
+		qp->rd_out++;
+		break;
+	default: /* SEND, WRITE (+IMM) */
+		paylen = f->len - qp->cur_off < mtu ? f->len - qp->cur_off : mtu;
+		last = qp->cur_off + paylen == f->len;
+		if (qp->type == HCA_QPT_UD) {
+			p.opcode = c->opcode == HCA_WQE_OP_SEND_IMM ? HM_OP_UD_SEND_ONLY_IMM
+								    : HM_OP_UD_SEND_ONLY;
+			/* IBA 10.2.5: a Q_Key with the high bit set means the QP's own. */
+			p.deth_qkey = (ud->remote_qkey & HCA_QKEY_PRIVILEGED) ? qp->attr.qkey
+									     : ud->remote_qkey;
+			p.deth_sqpn = qp->qpn;
+		} else {
+			p.opcode = send_opcode(c->opcode, first, last, qp->type == HCA_QPT_UC);
+		}
+		if (first && (c->opcode == HCA_WQE_OP_RDMA_WRITE ||
+			      c->opcode == HCA_WQE_OP_RDMA_WRITE_IMM)) {
+			p.reth_va = rd->remote_addr;
+			p.reth_rkey = rd->rkey;
+			p.reth_dmalen = f->len;
+		}
+		p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
+		p.se = last && (c->flags & HCA_WQE_F_SOLICITED);
+		p.ackreq = last && qp->type == HCA_QPT_RC;
+		if (!gather(d, qp, w, qp->cur_off, payload, paylen, &t)) {
+			req_fail(d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, t);
+			return t;
+		}
+		p.payload = payload;
+		p.paylen = paylen;
+		if (last)
+			f->last_psn = qp->sq_psn;
+		qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
+		qp->cur_off += paylen;
+		break;
+	}
+	end = hm_port_send(d, port, &p, t);
+	SIM_TRACE(req, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p.psn, p.opcode,
+		  paylen);
+	if (last) {
+		qp->cur_started = false;
+		if (qp->type != HCA_QPT_RC)
+			req_local_complete(d, qp, f, end);
+		qp->sq_next++;
+	}
+	/* Run ahead of the link by at most pipe.tx_window_ns. */
+	if (end > t + d->cfg.tx_window_ns * SIM_PS_PER_NS)
+		t = end - d->cfg.tx_window_ns * SIM_PS_PER_NS;
+	return t;
+}
+
+/* Can the QP send now? Fetches the next WQE if needed (which may fail it). */
+static bool req_ready(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	const struct hca_wqe_ctrl *c;
+
+	if (qp->sq_next == qp->sq_pi)
+		return false;
+	if (!qp->cur_started) {
+		/* SQD: no new WQE is started (IBA 10.3.1.2); SQE, ERR: nothing is sent. */
+		if (qp->state != HCA_QPS_RTS)
+			return false;
+		if (!req_fetch(d, qp, t))
+			return false;
+	} else if (qp->state != HCA_QPS_RTS && qp->state != HCA_QPS_SQD) {
+		return false;
+	}
+	c = (const void *)wqe_at(qp, qp->sq_next);
+	if (qp->cur_off == 0 && is_rd_atomic(c->opcode) &&
+	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
+		return false; /* the completer re-queues the QP when a response arrives */
+	if (qp->cur_off == 0 && (c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
+		return false;
+	return true;
+}
+
+static void req_step(void *arg)
+{
+	struct hm_dev *d = arg;
+	struct hm_dp *dp = d->dp;
+	sim_time_t t = sim_now(sim_kernel());
+	uint32_t tries = dp->sched_len;
+
+	dp->req_busy = false;
+	while (tries--) {
+		uint32_t qpn = hm_sched_next(d);
+		struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
+
+		if (!qp || !req_ready(d, qp, &t))
+			continue;
+		t = req_packet(d, qp, t);
+		if (qp->sq_next != qp->sq_pi && (qp->state == HCA_QPS_RTS ||
+						 (qp->state == HCA_QPS_SQD && qp->cur_started)))
+			hm_sched_add(d, qp);
+		dp->tx_pkts++;
+		break;
+	}
+	hm_req_kick(d, t);
+}

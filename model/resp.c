@@ -1,0 +1,466 @@
+/* resp: the responder (IBA 9.7.2-9.7.5, rxe's resp.c in spirit). For each request packet: the
+ * QP must be able to receive; on RC the PSN is checked (a gap earns one sequence NAK, then
+ * silence until the expected PSN; a duplicate SEND/WRITE is re-acknowledged, never executed
+ * again), on UC a gap drops up to the next FIRST/ONLY; the opcode must continue the message in
+ * progress; SEND data is scattered into the next receive WQE (RQ or SRQ), WRITE data goes
+ * where its RETH's rkey allows, READ requests are answered from memory, atomics are executed
+ * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
+ * operational error, each moving the responder's QP to ERR. */
+#include "model/dp.h"
+#include "sim/trace.h"
+
+#include <endian.h>
+#include <string.h>
+
+enum {
+	AETH_ACK = 0x1f,          /* ACK, credits: unlimited */
+	AETH_RNR = 0x20,          /* | timer code */
+	AETH_NAK_SEQ = 0x60,
+	AETH_NAK_INV_REQ = 0x61,
+	AETH_NAK_REM_ACCESS = 0x62,
+	AETH_NAK_REM_OP = 0x63,
+};
+
+static unsigned qp_port(const struct hm_qp *qp)
+{
+	return qp->attr.port_num ? qp->attr.port_num : 1;
+}
+
+/* Response headers: addressed back to the requester of p. */
+static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req,
+			 struct hm_pkt *p)
+{
+	const struct hm_port *port = &d->ports[qp_port(qp) - 1];
+
+	memset(p, 0, sizeof(*p));
+	p->sl = req->sl;
+	p->dlid = req->slid;
+	p->slid = port->lid;
+	p->has_grh = req->has_grh;
+	p->traffic_class = req->traffic_class;
+	p->flow_label = req->flow_label;
+	p->hop_limit = 64;
+	memcpy(p->sgid, req->dgid, 16);
+	memcpy(p->dgid, req->sgid, 16);
+	memcpy(p->smac, req->dmac, 6);
+	memcpy(p->dmac, req->smac, 6);
+	p->udp_sport = req->udp_sport;
+	p->pkey = req->pkey;
+	p->dqpn = qp->attr.dest_qpn;
+}
+
+static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req, uint8_t syn,
+		     uint32_t psn, sim_time_t t)
+{
+	struct hm_pkt a;
+
+	resp_headers(d, qp, req, &a);
+	a.opcode = HM_OP_ACKNOWLEDGE;
+	a.psn = psn;
+	a.aeth_syndrome = syn;
+	a.aeth_msn = qp->msn & 0xffffff;
+	if (syn != AETH_ACK)
+		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
+	hm_port_send(d, qp_port(qp), &a, t);
+}
+
+/* A responder error of class NAK + QP to ERR (RC), with a receive CQE when a receive WQE was
+ * in use. */
+static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, uint8_t syn,
+		       uint8_t wc_status, sim_time_t t)
+{
+	if (qp->type == HCA_QPT_RC)
+		send_ack(d, qp, p, syn, qp->epsn, t);
+	if (qp->in_msg && qp->msg_kind == 0) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->rwqe;
+		cqe.opcode = HCA_CQE_OP_RECV;
+		cqe.status = wc_status;
+		cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
+		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+		if (!qp->rwqe_srq)
+			qp->rq_ci = qp->rwqe + 1;
+	}
+	qp->in_msg = false;
+	if (qp->type == HCA_QPT_RC)
+		hm_qp_error(d, qp, HCA_QPS_ERR, t);
+	else
+		qp->uc_drop = true; /* UC: the message is dropped, the QP carries on */
+}
+
+/* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. */
+static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	struct hm_srq *srq = qp->has_srq ? hm_srq_get(d, qp->srqn) : NULL;
+	uint64_t addr;
+	uint32_t stride, idx, n;
+	uint8_t buf[HM_MAX_SGE * HCA_SGE_BYTES];
+
+	if (qp->has_srq) {
+		if (!srq || srq->ci == srq->pi)
+			return false;
+		idx = srq->ci++;
+		addr = srq->ring + (uint64_t)(idx % srq->entries) * srq->stride;
+		stride = srq->stride;
+	} else {
+		if (qp->rq_ci == qp->rq_pi)
+			return false;
+		idx = qp->rq_ci;
+		addr = qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride;
+		stride = qp->rq_stride;
+	}
+	if (stride > sizeof(buf))
+		stride = sizeof(buf);
+	if (sim_dma_read_timed(d->fn, addr, buf, stride, t))
+		memset(buf, 0, stride);
+	for (n = 0; n < stride / HCA_SGE_BYTES; n++) {
+		memcpy(&qp->rsge[n], buf + n * HCA_SGE_BYTES, HCA_SGE_BYTES);
+		if (qp->rsge[n].lkey == HCA_LKEY_END)
+			break;
+	}
+	qp->rsge_n = n;
+	qp->rwqe = idx;
+	qp->rwqe_srq = qp->has_srq;
+	qp->recv_off = 0;
+	if (srq && srq->limit && srq->pi - srq->ci < srq->limit) {
+		uint32_t data[6] = { qp->srqn, 0, 0, 0, 0, 0 };
+
+		/* IBA 10.2.9.3: below the limit, one event, and the limit disarms. */
+		srq->limit = 0;
+		hm_eq_post(d, HCA_EQE_SRQ_LIMIT, 0, data);
+	}
+	return true;
+}
+
+/* Scatter len bytes of data at message offset qp->recv_off into the receive WQE.
+ * Returns a HCA_WC_* status. */
+static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
+		       sim_time_t t)
+{
+	uint32_t off = qp->recv_off;
+
+	for (uint32_t i = 0; i < qp->rsge_n && len; i++) {
+		const struct hca_wqe_data *s = &qp->rsge[i];
+		uint64_t iova;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - off < len ? s->length - off : len;
+		if (hm_mkey_check(d, s->lkey, qp->pdn, s->addr + off, n, HCA_ACCESS_LOCAL_WRITE,
+				  &iova))
+			return HCA_WC_LOC_PROT_ERR;
+		hm_dma_write_at(d, iova, data, n, t);
+		data += n;
+		len -= n;
+		qp->recv_off += n;
+		off = 0;
+	}
+	return len ? HCA_WC_LOC_LEN_ERR : HCA_WC_SUCCESS;
+}
+
+/* Receive completion of the message that just ended. */
+static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, bool imm,
+			  bool write, sim_time_t t)
+{
+	struct hca_cqe cqe = { 0 };
+
+	cqe.qpn = qp->qpn;
+	cqe.wqe_index = (uint16_t)qp->rwqe;
+	cqe.opcode = write ? HCA_CQE_OP_RECV_RDMA_WITH_IMM : HCA_CQE_OP_RECV;
+	cqe.byte_len = write ? p->reth_dmalen : qp->recv_off;
+	cqe.status = HCA_WC_SUCCESS;
+	cqe.imm_data = htobe32(p->imm); /* the CQE holds the wire bytes, as ibv_wc does */
+	cqe.wc_flags = (imm ? HCA_WC_F_IMM : 0) | (qp->type == HCA_QPT_UD && p->has_grh ?
+						   HCA_WC_F_GRH : 0);
+	cqe.src_qp = qp->type == HCA_QPT_UD ? p->deth_sqpn : qp->attr.dest_qpn;
+	cqe.slid = p->slid;
+	cqe.sl = p->sl;
+	cqe.pkey_index = qp->attr.pkey_index;
+	cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
+	if (!qp->rwqe_srq)
+		qp->rq_ci = qp->rwqe + 1;
+	hm_cqe_post(d, qp->rcqn, &cqe, p->se, t);
+}
+
+static void resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	uint8_t grh[40] = { 0 };
+	uint8_t st;
+
+	/* IBA 10.2.5 (C10-15): a Q_Key mismatch drops the packet silently (and counts). */
+	if (p->deth_qkey != qp->attr.qkey) {
+		d->dp->rx_dropped++;
+		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x qkey 0x%x != 0x%x", qp->qpn, p->deth_qkey,
+			  qp->attr.qkey);
+		return;
+	}
+	if (!take_rwqe(d, qp, &t)) {
+		d->dp->rx_dropped++; /* UD: no receive WQE, the datagram is lost */
+		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x no receive WQE", qp->qpn);
+		return;
+	}
+	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1). */
+	if (p->has_grh) {
+		grh[0] = 0x60 | (p->traffic_class >> 4);
+		grh[1] = (uint8_t)(p->traffic_class << 4) | (uint8_t)((p->flow_label >> 16) & 0xf);
+		grh[2] = (uint8_t)(p->flow_label >> 8);
+		grh[3] = (uint8_t)p->flow_label;
+		grh[6] = 0x1b;
+		grh[7] = p->hop_limit;
+		memcpy(grh + 8, p->sgid, 16);
+		memcpy(grh + 24, p->dgid, 16);
+	}
+	st = scatter(d, qp, grh, sizeof(grh), t);
+	if (st == HCA_WC_SUCCESS)
+		st = scatter(d, qp, p->payload, p->paylen, t);
+	if (st != HCA_WC_SUCCESS) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->rwqe;
+		cqe.opcode = HCA_CQE_OP_RECV;
+		cqe.status = st;
+		cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
+		if (!qp->rwqe_srq)
+			qp->rq_ci = qp->rwqe + 1;
+		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+		return;
+	}
+	recv_complete(d, qp, p, p->opcode == HM_OP_UD_SEND_ONLY_IMM, false, t);
+}
+
+static bool is_send_op(uint8_t op)
+{
+	return op <= HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
+}
+
+static bool is_write_op(uint8_t op)
+{
+	return op >= HM_OP_WRITE_FIRST && op <= HM_OP_WRITE_ONLY_IMM;
+}
+
+/* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
+static void resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
+	uint64_t iova = 0;
+	uint8_t buf[4096];
+
+	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_READ) ||
+	    (len && hm_mkey_check(d, p->reth_rkey, qp->pdn, p->reth_va, len,
+				  HCA_ACCESS_REMOTE_READ, &iova))) {
+		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+		return;
+	}
+	qp->msn++;
+	for (uint32_t i = 0; i < n; i++) {
+		struct hm_pkt r;
+		uint32_t chunk = len - off < mtu ? len - off : mtu;
+
+		resp_headers(d, qp, p, &r);
+		r.opcode = n == 1	   ? HM_OP_READ_RESPONSE_ONLY
+			   : i == 0	   ? HM_OP_READ_RESPONSE_FIRST
+			   : i == n - 1 ? HM_OP_READ_RESPONSE_LAST
+					   : HM_OP_READ_RESPONSE_MIDDLE;
+		r.psn = (p->psn + i) & HCA_PSN_MASK;
+		r.aeth_syndrome = AETH_ACK;
+		r.aeth_msn = qp->msn & 0xffffff;
+		if (chunk && sim_dma_read_timed(d->fn, iova + off, buf, chunk, &t))
+			memset(buf, 0, chunk);
+		r.payload = buf;
+		r.paylen = chunk;
+		t = hm_port_send(d, qp_port(qp), &r, t);
+		off += chunk;
+	}
+	qp->epsn = (p->psn + n) & HCA_PSN_MASK;
+}
+
+static void resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	uint64_t iova, orig, val;
+	struct hm_pkt r;
+
+	if (p->atomic_va & 7) {
+		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		return;
+	}
+	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_ATOMIC) ||
+	    hm_mkey_check(d, p->atomic_rkey, qp->pdn, p->atomic_va, 8, HCA_ACCESS_REMOTE_ATOMIC,
+			  &iova)) {
+		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+		return;
+	}
+	/* Read, modify and write as one operation of the device (IBA 9.4.5: atomic with
+	 * respect to other accesses through this HCA). */
+	if (sim_dma_read_timed(d->fn, iova, &orig, 8, &t)) {
+		resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_REM_OP_ERR, t);
+		return;
+	}
+	if (p->opcode == HM_OP_COMPARE_SWAP)
+		val = orig == p->atomic_compare ? p->atomic_swap_add : orig;
+	else
+		val = orig + p->atomic_swap_add;
+	sim_dma_write_timed(d->fn, iova, &val, 8, &t);
+	qp->msn++;
+	resp_headers(d, qp, p, &r);
+	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
+	r.psn = p->psn;
+	r.aeth_syndrome = AETH_ACK;
+	r.aeth_msn = qp->msn & 0xffffff;
+	r.atomic_orig = orig;
+	hm_port_send(d, qp_port(qp), &r, t);
+	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+}
+
+void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
+	uint8_t op = p->opcode & 0x1f, st;
+	bool first = oi->pos == HM_POS_FIRST || oi->pos == HM_POS_ONLY;
+	bool last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY;
+
+	t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
+	if (qp->type == HCA_QPT_UD) {
+		resp_ud(d, qp, p, t);
+		return;
+	}
+	if (qp->state == HCA_QPS_RTR && !qp->comm_est) {
+		/* COMM_EST: the first packet arrives in RTR (IBA 11.6.2, an affiliated event). */
+		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+		qp->comm_est = true;
+		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_COMM_EST, data);
+	}
+	if (qp->type == HCA_QPT_UC) {
+		if (p->psn != qp->epsn) {
+			/* UC: a gap loses the message in progress; wait for a FIRST/ONLY. */
+			qp->uc_drop = !first;
+			qp->in_msg = false;
+		}
+		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+		if (qp->uc_drop && !first)
+			return;
+		qp->uc_drop = false;
+	} else {
+		int32_t c = hm_psn_cmp(p->psn, qp->epsn);
+
+		if (c > 0) {
+			/* Out of sequence: one NAK, then silence until the expected PSN. */
+			if (!qp->nak_sent)
+				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
+			qp->nak_sent = true;
+			return;
+		}
+		if (c < 0) {
+			/* Duplicate: SEND/WRITE acknowledged again, never executed twice. */
+			if (p->ackreq)
+				send_ack(d, qp, p, AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
+			return;
+		}
+		qp->nak_sent = false;
+	}
+	/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
+	if ((qp->in_msg && first) || (!qp->in_msg && !first) ||
+	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(op)))) {
+		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		return;
+	}
+	if (qp->type == HCA_QPT_RC && op == HM_OP_READ_REQUEST) {
+		resp_read(d, qp, p, t);
+		return;
+	}
+	if (qp->type == HCA_QPT_RC && (op == HM_OP_COMPARE_SWAP || op == HM_OP_FETCH_ADD)) {
+		resp_atomic(d, qp, p, t);
+		return;
+	}
+	if (is_send_op(op)) {
+		if (first) {
+			if (!take_rwqe(d, qp, &t)) {
+				if (qp->type == HCA_QPT_RC)
+					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8). */
+					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
+						 p->psn, t);
+				else
+					qp->uc_drop = true;
+				return;
+			}
+			qp->in_msg = true;
+			qp->msg_kind = 0;
+		}
+		st = scatter(d, qp, p->payload, p->paylen, t);
+		if (st == HCA_WC_LOC_LEN_ERR) {
+			/* Message longer than the receive buffer: class C on RC (NAK invalid
+			 * request, REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
+			resp_fatal(d, qp, p, AETH_NAK_INV_REQ,
+				   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR
+							  : HCA_WC_LOC_LEN_ERR, t);
+			return;
+		}
+		if (st != HCA_WC_SUCCESS) {
+			/* The receive WQE names memory we may not write: remote operational
+			 * error for the requester, local protection error here. */
+			resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, t);
+			return;
+		}
+	} else if (is_write_op(op)) {
+		uint64_t iova;
+
+		if (first) {
+			if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
+				resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+				return;
+			}
+			qp->wr_va = p->reth_va;
+			qp->wr_rkey = p->reth_rkey;
+			qp->wr_left = p->reth_dmalen;
+			qp->in_msg = true;
+			qp->msg_kind = 1;
+		}
+		if (p->paylen > qp->wr_left || (last && p->paylen != qp->wr_left)) {
+			resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+			return;
+		}
+		if (p->paylen && hm_mkey_check(d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
+					       HCA_ACCESS_REMOTE_WRITE, &iova)) {
+			resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+			return;
+		}
+		if (p->paylen)
+			hm_dma_write_at(d, iova, p->payload, p->paylen, t);
+		qp->wr_va += p->paylen;
+		qp->wr_left -= p->paylen;
+		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM)) {
+			/* WRITE with immediate consumes a receive WQE (IBA 9.4.4). */
+			if (!take_rwqe(d, qp, &t)) {
+				if (qp->type == HCA_QPT_RC)
+					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
+						 p->psn, t);
+				return;
+			}
+		}
+	} else {
+		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		return;
+	}
+	if (qp->type == HCA_QPT_RC)
+		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+	if (last) {
+		bool imm = op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY_IMM ||
+			   op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
+
+		qp->msn++;
+		qp->in_msg = false;
+		if (is_send_op(op) || imm)
+			recv_complete(d, qp, p, imm, is_write_op(op), t);
+	}
+	if (qp->type == HCA_QPT_RC && p->ackreq)
+		send_ack(d, qp, p, AETH_ACK, p->psn, t);
+	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
+		  p->opcode, p->paylen);
+}
