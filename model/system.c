@@ -218,6 +218,19 @@ int hcasim_num_devices(void)
 	return sys.ndevs;
 }
 
+int hcasim_dev_counters(int dev, struct hcasim_dev_counters *o)
+{
+	const struct hm_dp *dp;
+
+	if (dev < 0 || dev >= sys.ndevs || !o)
+		return sim_error(-EINVAL, "hcasim_dev_counters: no device %d", dev);
+	dp = sys.devs[dev]->dp;
+	*o = (struct hcasim_dev_counters){ dp->qpc_hits,      dp->qpc_misses, dp->qpc_writebacks,
+					   dp->tx_pkts,       dp->rx_pkts,    dp->rx_crc_errors,
+					   dp->rx_dropped,    dp->bad_doorbells };
+	return 0;
+}
+
 uint64_t hcasim_dma_faults(int dev)
 {
 	return dev >= 0 && dev < sys.ndevs ? sim_pcie_fault_count(sys.devs[dev]->fn) : 0;

@@ -43,6 +43,19 @@ int hcasim_trace(const char *categories, const char *path);
 int hcasim_pcap(const char *prefix);
 
 int hcasim_num_devices(void);
+
+/* Data-path counters of device dev (since boot). */
+struct hcasim_dev_counters {
+	uint64_t qpc_hits;       /* QP context cache hits */
+	uint64_t qpc_misses;     /* misses (each a DMA read of the backing store) */
+	uint64_t qpc_writebacks; /* dirty evictions (each a DMA write) */
+	uint64_t tx_pkts;        /* request packets the requester sent */
+	uint64_t rx_pkts;        /* frames received from the links */
+	uint64_t rx_crc_errors;  /* frames dropped for a bad ICRC or VCRC */
+	uint64_t rx_dropped;     /* frames dropped for any reason (CRC, no QP, state, Q_Key) */
+	uint64_t bad_doorbells;  /* doorbells ignored */
+};
+int hcasim_dev_counters(int dev, struct hcasim_dev_counters *out);
 uint64_t hcasim_dma_faults(int dev); /* DMA faults the IOMMU refused on device dev */
 
 /* ---- libibverbs (driver) extensions ---- */
