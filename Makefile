@@ -89,7 +89,7 @@ test: deps all $(TESTBIN)
 	$(ASAN_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
 
 run: deps all
-	$(BIN)/hcasim-run
+	$(BIN)/hcasim-run $(BUILD)/run
 
 docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md

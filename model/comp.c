@@ -96,7 +96,7 @@ static uint8_t nak_status(uint8_t syn)
 	}
 }
 
-void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint8_t op = p->opcode, syn = p->aeth_syndrome;
 
@@ -104,10 +104,10 @@ void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
 		  p->psn, op, syn);
 	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
-		return;
+		return t;
 	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60) {
 		if (syn == 0x60)
-			return; /* PSN sequence error: retransmission is reliability work */
+			return t; /* PSN sequence error: retransmission is reliability work */
 		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
 		while (qp->sq_done != qp->sq_next) {
 			struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
@@ -115,14 +115,14 @@ void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 			if (hm_psn_cmp(f->last_psn, p->psn) >= 0) {
 				retire(d, qp, nak_status(syn), t);
 				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return;
+				return t;
 			}
 			retire(d, qp, HCA_WC_SUCCESS, t); /* earlier ones were implicitly ACKed */
 		}
-		return;
+		return t;
 	}
 	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20)
-		return; /* RNR NAK: retrying after the timer is reliability work */
+		return t; /* RNR NAK: retrying after the timer is reliability work */
 	while (qp->sq_done != qp->sq_next) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
@@ -136,12 +136,12 @@ void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
 				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
 				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return;
+				return t;
 			}
 			f->done_bytes += p->paylen;
 			if (p->psn == f->last_psn)
 				retire(d, qp, HCA_WC_SUCCESS, t);
-			return;
+			return t;
 		}
 		if (at && op == HM_OP_ATOMIC_ACKNOWLEDGE && p->psn == f->last_psn) {
 			uint64_t orig = p->atomic_orig;
@@ -149,17 +149,18 @@ void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 			if (!scatter_local(d, qp, f, (const uint8_t *)&orig, 0, 8, t)) {
 				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
 				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return;
+				return t;
 			}
 			retire(d, qp, HCA_WC_SUCCESS, t);
-			return;
+			return t;
 		}
 		/* A plain ACK retires SEND/WRITE WQEs it covers; it cannot stand in for a READ
 		 * or atomic response (their data would be missing). */
 		if (rd || at || hm_psn_cmp(f->last_psn, p->psn) > 0)
-			return;
+			return t;
 		retire(d, qp, HCA_WC_SUCCESS, t);
 	}
+	return t;
 }
 
 void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)

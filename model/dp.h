@@ -110,6 +110,11 @@ struct hm_qp {
 	uint32_t wr_rkey;      /* RDMA WRITE: rkey */
 	uint32_t wr_left;      /* RDMA WRITE: bytes still to come */
 	uint32_t rd_in;        /* READ/atomic being answered */
+	sim_time_t rx_busy_ps;  /* the QP's receive handling is busy until then */
+	/* counters (device statistics, not context) */
+	uint64_t c_tx_pkts, c_tx_bytes; /* packets and payload bytes sent (requests and responses) */
+	uint64_t c_rx_pkts, c_rx_bytes; /* packets and payload bytes received */
+	uint64_t c_naks_sent, c_naks_rcvd; /* NAKs (any kind) */
 	/* QP context cache */
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
@@ -183,8 +188,10 @@ uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
 
 /* ---- req / resp / comp ---- */
 void hm_req_kick(struct hm_dev *d, sim_time_t t);
-void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
-void hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+/* Handle a received request (resp) or response (comp) for qp from time t; return the time its
+ * handling ends (the QP's next packet is handled no earlier: packets of a QP stay in order). */
+sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
 /* Complete every send WQE from sq_done on with status (flush), and every posted receive. */
 void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 /* Move a QP to ERR (RC errors) or SQE (UC/UD send errors) from the data path. */

@@ -278,10 +278,18 @@ static void port_rx(void *arg, const uint8_t *frame, size_t len)
 			  pkt.dqpn, pkt.opcode);
 		return;
 	}
+	qp->c_rx_pkts++;
+	qp->c_rx_bytes += pkt.paylen;
+	if (pkt.opcode == HM_OP_ACKNOWLEDGE && (pkt.aeth_syndrome & 0x60))
+		qp->c_naks_rcvd++;
+	/* A QP's packets are handled in order: this one starts when the previous one (its
+	 * receive WQE fetch, its reads) is done. */
+	if (qp->rx_busy_ps > t)
+		t = qp->rx_busy_ps;
 	if (is_response(pkt.opcode))
-		hm_comp_rx(d, qp, &pkt, t);
+		qp->rx_busy_ps = hm_comp_rx(d, qp, &pkt, t);
 	else
-		hm_resp_rx(d, qp, &pkt, t);
+		qp->rx_busy_ps = hm_resp_rx(d, qp, &pkt, t);
 }
 
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)

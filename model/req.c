@@ -266,13 +266,17 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	unsigned port = qp->attr.port_num ? qp->attr.port_num : 1;
 	uint32_t paylen = 0;
 	bool first = qp->cur_off == 0, last = true;
-	sim_time_t end;
+	sim_time_t end, issue;
 	struct hm_pkt p;
 
 	base_headers(d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &p);
 	p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
 	p.psn = qp->sq_psn;
 	t = sim_clock_after(&d->core, t, d->cfg.req_cycles);
+	/* The gather's read requests go out now; the packet leaves when its data is back. The
+	 * engine moves on to the next packet meanwhile (reads overlap, bounded by PCIe tags and
+	 * bandwidth in the PCIe model). */
+	issue = t;
 	switch (c->opcode) {
 	case HCA_WQE_OP_RDMA_READ: {
 		uint32_t n = f->len ? (f->len + mtu - 1) / mtu : 1;
@@ -336,6 +340,8 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		break;
 	}
 	end = hm_port_send(d, port, &p, t);
+	qp->c_tx_pkts++;
+	qp->c_tx_bytes += paylen;
 	SIM_TRACE(req, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p.psn, p.opcode,
 		  paylen);
 	if (last) {
@@ -344,7 +350,9 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 			req_local_complete(d, qp, f, end);
 		qp->sq_next++;
 	}
-	/* Run ahead of the link by at most pipe.tx_window_ns. */
+	/* Next packet: as soon as this one's reads are issued, but never more than
+	 * pipe.tx_window_ns of frames ahead of the link. */
+	t = issue;
 	if (end > t + d->cfg.tx_window_ns * SIM_PS_PER_NS)
 		t = end - d->cfg.tx_window_ns * SIM_PS_PER_NS;
 	return t;

@@ -59,8 +59,11 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	a.psn = psn;
 	a.aeth_syndrome = syn;
 	a.aeth_msn = qp->msn & 0xffffff;
-	if (syn != AETH_ACK)
+	if (syn != AETH_ACK) {
+		qp->c_naks_sent++;
 		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
+	}
+	qp->c_tx_pkts++;
 	hm_port_send(d, qp_port(qp), &a, t);
 }
 
@@ -187,7 +190,7 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	hm_cqe_post(d, qp->rcqn, &cqe, p->se, t);
 }
 
-static void resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint8_t grh[40] = { 0 };
 	uint8_t st;
@@ -197,12 +200,12 @@ static void resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, 
 		d->dp->rx_dropped++;
 		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x qkey 0x%x != 0x%x", qp->qpn, p->deth_qkey,
 			  qp->attr.qkey);
-		return;
+		return t;
 	}
 	if (!take_rwqe(d, qp, &t)) {
 		d->dp->rx_dropped++; /* UD: no receive WQE, the datagram is lost */
 		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x no receive WQE", qp->qpn);
-		return;
+		return t;
 	}
 	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1). */
 	if (p->has_grh) {
@@ -229,9 +232,10 @@ static void resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, 
 		if (!qp->rwqe_srq)
 			qp->rq_ci = qp->rwqe + 1;
 		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
-		return;
+		return t;
 	}
 	recv_complete(d, qp, p, p->opcode == HM_OP_UD_SEND_ONLY_IMM, false, t);
+	return t;
 }
 
 static bool is_send_op(uint8_t op)
@@ -245,7 +249,7 @@ static bool is_write_op(uint8_t op)
 }
 
 /* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
-static void resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
@@ -256,12 +260,13 @@ static void resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	    (len && hm_mkey_check(d, p->reth_rkey, qp->pdn, p->reth_va, len,
 				  HCA_ACCESS_REMOTE_READ, &iova))) {
 		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-		return;
+		return t;
 	}
 	qp->msn++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_pkt r;
 		uint32_t chunk = len - off < mtu ? len - off : mtu;
+		sim_time_t tr = t; /* reads for all responses are issued together, and overlap */
 
 		resp_headers(d, qp, p, &r);
 		r.opcode = n == 1	   ? HM_OP_READ_RESPONSE_ONLY
@@ -271,36 +276,39 @@ static void resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = AETH_ACK;
 		r.aeth_msn = qp->msn & 0xffffff;
-		if (chunk && sim_dma_read_timed(d->fn, iova + off, buf, chunk, &t))
+		if (chunk && sim_dma_read_timed(d->fn, iova + off, buf, chunk, &tr))
 			memset(buf, 0, chunk);
 		r.payload = buf;
 		r.paylen = chunk;
-		t = hm_port_send(d, qp_port(qp), &r, t);
+		hm_port_send(d, qp_port(qp), &r, tr);
+		qp->c_tx_pkts++;
+		qp->c_tx_bytes += chunk;
 		off += chunk;
 	}
 	qp->epsn = (p->psn + n) & HCA_PSN_MASK;
+	return t;
 }
 
-static void resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint64_t iova, orig, val;
 	struct hm_pkt r;
 
 	if (p->atomic_va & 7) {
 		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-		return;
+		return t;
 	}
 	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_ATOMIC) ||
 	    hm_mkey_check(d, p->atomic_rkey, qp->pdn, p->atomic_va, 8, HCA_ACCESS_REMOTE_ATOMIC,
 			  &iova)) {
 		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-		return;
+		return t;
 	}
 	/* Read, modify and write as one operation of the device (IBA 9.4.5: atomic with
 	 * respect to other accesses through this HCA). */
 	if (sim_dma_read_timed(d->fn, iova, &orig, 8, &t)) {
 		resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_REM_OP_ERR, t);
-		return;
+		return t;
 	}
 	if (p->opcode == HM_OP_COMPARE_SWAP)
 		val = orig == p->atomic_compare ? p->atomic_swap_add : orig;
@@ -314,11 +322,13 @@ static void resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt 
 	r.aeth_syndrome = AETH_ACK;
 	r.aeth_msn = qp->msn & 0xffffff;
 	r.atomic_orig = orig;
+	qp->c_tx_pkts++;
 	hm_port_send(d, qp_port(qp), &r, t);
 	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+	return t;
 }
 
-void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
 	uint8_t op = p->opcode & 0x1f, st;
@@ -326,10 +336,8 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 	bool last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY;
 
 	t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
-	if (qp->type == HCA_QPT_UD) {
-		resp_ud(d, qp, p, t);
-		return;
-	}
+	if (qp->type == HCA_QPT_UD)
+		return resp_ud(d, qp, p, t);
 	if (qp->state == HCA_QPS_RTR && !qp->comm_est) {
 		/* COMM_EST: the first packet arrives in RTR (IBA 11.6.2, an affiliated event). */
 		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
@@ -345,7 +353,7 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 		}
 		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
 		if (qp->uc_drop && !first)
-			return;
+			return t;
 		qp->uc_drop = false;
 	} else {
 		int32_t c = hm_psn_cmp(p->psn, qp->epsn);
@@ -355,13 +363,13 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 			if (!qp->nak_sent)
 				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
 			qp->nak_sent = true;
-			return;
+			return t;
 		}
 		if (c < 0) {
 			/* Duplicate: SEND/WRITE acknowledged again, never executed twice. */
 			if (p->ackreq)
 				send_ack(d, qp, p, AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
-			return;
+			return t;
 		}
 		qp->nak_sent = false;
 	}
@@ -369,16 +377,12 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 	if ((qp->in_msg && first) || (!qp->in_msg && !first) ||
 	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(op)))) {
 		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-		return;
+		return t;
 	}
-	if (qp->type == HCA_QPT_RC && op == HM_OP_READ_REQUEST) {
-		resp_read(d, qp, p, t);
-		return;
-	}
-	if (qp->type == HCA_QPT_RC && (op == HM_OP_COMPARE_SWAP || op == HM_OP_FETCH_ADD)) {
-		resp_atomic(d, qp, p, t);
-		return;
-	}
+	if (qp->type == HCA_QPT_RC && op == HM_OP_READ_REQUEST)
+		return resp_read(d, qp, p, t);
+	if (qp->type == HCA_QPT_RC && (op == HM_OP_COMPARE_SWAP || op == HM_OP_FETCH_ADD))
+		return resp_atomic(d, qp, p, t);
 	if (is_send_op(op)) {
 		if (first) {
 			if (!take_rwqe(d, qp, &t)) {
@@ -388,7 +392,7 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 						 p->psn, t);
 				else
 					qp->uc_drop = true;
-				return;
+				return t;
 			}
 			qp->in_msg = true;
 			qp->msg_kind = 0;
@@ -400,13 +404,13 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 			resp_fatal(d, qp, p, AETH_NAK_INV_REQ,
 				   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR
 							  : HCA_WC_LOC_LEN_ERR, t);
-			return;
+			return t;
 		}
 		if (st != HCA_WC_SUCCESS) {
 			/* The receive WQE names memory we may not write: remote operational
 			 * error for the requester, local protection error here. */
 			resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, t);
-			return;
+			return t;
 		}
 	} else if (is_write_op(op)) {
 		uint64_t iova;
@@ -414,7 +418,7 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 		if (first) {
 			if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
 				resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-				return;
+				return t;
 			}
 			qp->wr_va = p->reth_va;
 			qp->wr_rkey = p->reth_rkey;
@@ -424,12 +428,12 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 		}
 		if (p->paylen > qp->wr_left || (last && p->paylen != qp->wr_left)) {
 			resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-			return;
+			return t;
 		}
 		if (p->paylen && hm_mkey_check(d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
 					       HCA_ACCESS_REMOTE_WRITE, &iova)) {
 			resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-			return;
+			return t;
 		}
 		if (p->paylen)
 			hm_dma_write_at(d, iova, p->payload, p->paylen, t);
@@ -441,12 +445,12 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 				if (qp->type == HCA_QPT_RC)
 					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
 						 p->psn, t);
-				return;
+				return t;
 			}
 		}
 	} else {
 		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-		return;
+		return t;
 	}
 	if (qp->type == HCA_QPT_RC)
 		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
@@ -463,4 +467,5 @@ void hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_
 		send_ack(d, qp, p, AETH_ACK, p->psn, t);
 	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
 		  p->opcode, p->paylen);
+	return t;
 }

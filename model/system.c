@@ -231,6 +231,21 @@ int hcasim_dev_counters(int dev, struct hcasim_dev_counters *o)
 	return 0;
 }
 
+int hcasim_qp_counters(int dev, uint32_t qpn, struct hcasim_qp_counters *o)
+{
+	const struct hm_qp *qp;
+
+	if (dev < 0 || dev >= sys.ndevs || !o)
+		return sim_error(-EINVAL, "hcasim_qp_counters: no device %d", dev);
+	qp = hm_qp_peek(sys.devs[dev], qpn);
+	if (!qp)
+		return sim_error(-EINVAL, "hcasim_qp_counters: no QP 0x%x on device %d", qpn, dev);
+	*o = (struct hcasim_qp_counters){ qp->c_tx_pkts, qp->c_tx_bytes, qp->c_rx_pkts,
+					  qp->c_rx_bytes, qp->c_naks_sent, qp->c_naks_rcvd,
+					  qp->sq_psn, qp->epsn };
+	return 0;
+}
+
 uint64_t hcasim_dma_faults(int dev)
 {
 	return dev >= 0 && dev < sys.ndevs ? sim_pcie_fault_count(sys.devs[dev]->fn) : 0;

@@ -56,6 +56,15 @@ struct hcasim_dev_counters {
 	uint64_t bad_doorbells;  /* doorbells ignored */
 };
 int hcasim_dev_counters(int dev, struct hcasim_dev_counters *out);
+
+/* Counters of QP qpn on device dev (since it was created). */
+struct hcasim_qp_counters {
+	uint64_t tx_pkts, tx_bytes; /* packets and payload bytes sent: requests, responses, ACKs */
+	uint64_t rx_pkts, rx_bytes; /* packets and payload bytes received */
+	uint64_t naks_sent, naks_rcvd; /* NAKs of any kind (RNR, sequence, errors) */
+	uint32_t sq_psn, rq_psn;    /* next PSN to send, next PSN expected */
+};
+int hcasim_qp_counters(int dev, uint32_t qpn, struct hcasim_qp_counters *out);
 uint64_t hcasim_dma_faults(int dev); /* DMA faults the IOMMU refused on device dev */
 
 /* ---- libibverbs (driver) extensions ---- */

@@ -1,12 +1,16 @@
-/* hcasim-run: the default simulation (`make run`). Opens both simulated HCAs, prints their
- * device and port attributes as ibv_devinfo does, creates an RC QP on each, connects them
- * RESET -> INIT -> RTR -> RTS with the attributes of the ibv_modify_qp examples, queries them
- * back, and prints a cycle-stamped summary of the firmware commands each HCA executed. */
+/* hcasim-run [PCAP_PREFIX]: the default simulation (`make run`). Opens both simulated HCAs,
+ * prints their device and port attributes as ibv_devinfo does, creates an RC QP on each,
+ * connects them RESET -> INIT -> RTR -> RTS with the attributes of the ibv_modify_qp examples,
+ * queries them back, prints a cycle-stamped summary of the firmware commands each HCA executed,
+ * then runs a short RC workload (SEND, RDMA WRITE, RDMA READ, both atomics), checks every byte,
+ * and prints per-QP counters and the simulated time. The link is captured to
+ * PCAP_PREFIX.link0.pcap (default prefix: hcasim-run). */
 #include <infiniband/verbs.h>
 
 #include "sim/hcasim.h"
 
 #include <endian.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +109,8 @@ static int connect_rc(struct side *s, const struct side *peer)
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = 1;
-	a.qp_access_flags = 0;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
 	if (modify(s, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 		   "INIT"))
 		return -1;
@@ -158,8 +163,153 @@ static void print_qp(const struct side *s)
 	       ia.cap.max_recv_wr, ia.cap.max_inline_data);
 }
 
-int main(void)
+static int wait_cqe(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 {
+	uint64_t start = hcasim_now_ps();
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
+		if (hcasim_now_ps() - start > 1000000000ull) {
+			fprintf(stderr, "%s: no completion within 1 ms simulated\n", what);
+			return -1;
+		}
+	}
+	if (n < 0 || wc->status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "%s: %s\n", what, n < 0 ? hcasim_last_error()
+							: ibv_wc_status_str(wc->status));
+		return -1;
+	}
+	printf("t=%llu ps  %-24s wr_id=%llu opcode=%d byte_len=%u\n",
+	       (unsigned long long)hcasim_now_ps(), what, (unsigned long long)wc->wr_id, wc->opcode,
+	       wc->byte_len);
+	return 0;
+}
+
+static int post(struct side *s, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(s->qp, wr, &bad)) {
+		fprintf(stderr, "post %s: %s\n", what, hcasim_last_error());
+		return -1;
+	}
+	return 0;
+}
+
+/* SEND 8 KiB a->b, WRITE 64 KiB a->b, READ it back, FETCH_AND_ADD and CMP_AND_SWP on b. */
+static int workload(struct side *a, struct side *b)
+{
+	enum { SEND_LEN = 8192, RDMA_LEN = 65536 };
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC;
+	uint8_t *abuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
+	uint8_t *bbuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
+	struct ibv_mr *amr, *bmr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr = { 0 }, *rbad;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint64_t *counter, *result;
+	int rc = -1;
+
+	if (!abuf || !bbuf)
+		return -1;
+	memset(bbuf, 0, 2 * RDMA_LEN + 4096);
+	for (int i = 0; i < 2 * RDMA_LEN; i++)
+		abuf[i] = (uint8_t)(i * 31 + 7);
+	amr = ibv_reg_mr(a->pd, abuf, 2 * RDMA_LEN + 4096, acc);
+	bmr = ibv_reg_mr(b->pd, bbuf, 2 * RDMA_LEN + 4096, acc);
+	if (!amr || !bmr) {
+		fprintf(stderr, "ibv_reg_mr: %s\n", hcasim_last_error());
+		goto out;
+	}
+	counter = (uint64_t *)(bbuf + 2 * RDMA_LEN);
+	result = (uint64_t *)(abuf + 2 * RDMA_LEN);
+	*counter = 1000;
+
+	printf("\n== RC workload ==\n");
+	sge = (struct ibv_sge){ (uintptr_t)(bbuf + RDMA_LEN), SEND_LEN, bmr->lkey };
+	rwr.wr_id = 100;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	if (ibv_post_recv(b->qp, &rwr, &rbad)) {
+		fprintf(stderr, "ibv_post_recv: %s\n", hcasim_last_error());
+		goto out;
+	}
+	memset(&wr, 0, sizeof(wr));
+	sge = (struct ibv_sge){ (uintptr_t)abuf, SEND_LEN, amr->lkey };
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (post(a, &wr, "SEND") || wait_cqe(a->cq, &wc, "SEND completed") ||
+	    wait_cqe(b->cq, &wc, "RECV completed"))
+		goto out;
+	if (wc.byte_len != SEND_LEN || memcmp(abuf, bbuf + RDMA_LEN, SEND_LEN)) {
+		fprintf(stderr, "SEND: received bytes differ\n");
+		goto out;
+	}
+	sge = (struct ibv_sge){ (uintptr_t)abuf, RDMA_LEN, amr->lkey };
+	wr.wr_id = 2;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)bbuf;
+	wr.wr.rdma.rkey = bmr->rkey;
+	if (post(a, &wr, "WRITE") || wait_cqe(a->cq, &wc, "RDMA WRITE completed"))
+		goto out;
+	if (memcmp(abuf, bbuf, RDMA_LEN)) {
+		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
+		goto out;
+	}
+	sge.addr = (uintptr_t)(abuf + RDMA_LEN);
+	wr.wr_id = 3;
+	wr.opcode = IBV_WR_RDMA_READ;
+	if (post(a, &wr, "READ") || wait_cqe(a->cq, &wc, "RDMA READ completed"))
+		goto out;
+	if (memcmp(abuf, abuf + RDMA_LEN, RDMA_LEN)) {
+		fprintf(stderr, "RDMA READ: bytes read back differ\n");
+		goto out;
+	}
+	sge = (struct ibv_sge){ (uintptr_t)result, 8, amr->lkey };
+	wr.wr_id = 4;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)counter;
+	wr.wr.atomic.rkey = bmr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	if (post(a, &wr, "FETCH_ADD") || wait_cqe(a->cq, &wc, "FETCH_AND_ADD completed"))
+		goto out;
+	if (*result != 1000 || *counter != 1005) {
+		fprintf(stderr, "FETCH_AND_ADD: got %llu, counter %llu\n",
+			(unsigned long long)*result, (unsigned long long)*counter);
+		goto out;
+	}
+	wr.wr_id = 5;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1005;
+	wr.wr.atomic.swap = 42;
+	if (post(a, &wr, "CMP_SWP") || wait_cqe(a->cq, &wc, "CMP_AND_SWP completed"))
+		goto out;
+	if (*result != 1005 || *counter != 42) {
+		fprintf(stderr, "CMP_AND_SWP: got %llu, counter %llu\n",
+			(unsigned long long)*result, (unsigned long long)*counter);
+		goto out;
+	}
+	printf("all bytes verified: SEND %d B, WRITE %d B, READ %d B, two atomics\n", SEND_LEN,
+	       RDMA_LEN, RDMA_LEN);
+	rc = 0;
+out:
+	if (amr)
+		ibv_dereg_mr(amr);
+	if (bmr)
+		ibv_dereg_mr(bmr);
+	free(abuf);
+	free(bbuf);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *pcap = argc > 1 ? argv[1] : "hcasim-run";
 	struct ibv_device **list;
 	struct side s[NDEV];
 	int n;
@@ -167,6 +317,10 @@ int main(void)
 	list = ibv_get_device_list(&n);
 	if (!list) {
 		fprintf(stderr, "ibv_get_device_list: %s\n", hcasim_last_error());
+		return 1;
+	}
+	if (hcasim_pcap(pcap)) {
+		fprintf(stderr, "hcasim_pcap: %s\n", hcasim_last_error());
 		return 1;
 	}
 	if (n < NDEV) {
@@ -217,8 +371,24 @@ int main(void)
 			       (unsigned long long)rec[j].done_cycle, rec[j].name, rec[j].status,
 			       (double)(rec[j].complete_ps - rec[j].submit_ps) / 1e6);
 	}
-	printf("\nsimulated time: %.3f us, kernel events: %llu\n", (double)hcasim_now_ps() / 1e6,
-	       (unsigned long long)hcasim_events_executed());
+	if (workload(&s[0], &s[1]))
+		return 1;
+	printf("\n== per-QP counters ==\n");
+	for (int i = 0; i < NDEV; i++) {
+		struct hcasim_qp_counters c;
+
+		if (hcasim_qp_counters(i, s[i].qp->qp_num, &c))
+			return 1;
+		printf("%s qp 0x%06x: tx %llu pkts %llu B, rx %llu pkts %llu B, naks sent %llu "
+		       "rcvd %llu, sq_psn %u rq_psn %u\n",
+		       ibv_get_device_name(s[i].ctx->device), s[i].qp->qp_num,
+		       (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
+		       (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes,
+		       (unsigned long long)c.naks_sent, (unsigned long long)c.naks_rcvd, c.sq_psn,
+		       c.rq_psn);
+	}
+	printf("\nsimulated time: %.3f us, kernel events: %llu, pcap: %s.link0.pcap\n",
+	       (double)hcasim_now_ps() / 1e6, (unsigned long long)hcasim_events_executed(), pcap);
 	for (int i = 0; i < NDEV; i++) {
 		ibv_destroy_qp(s[i].qp);
 		ibv_destroy_cq(s[i].cq);
