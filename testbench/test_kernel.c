@@ -129,7 +129,7 @@ Test(kernel, rng_is_seeded_per_source)
 }
 
 /* Determinism of the whole system: the default simulation twice, every trace category on,
- * gives byte-identical traces. */
+ * gives byte-identical traces and byte-identical pcaps. */
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -156,8 +156,8 @@ Test(kernel, two_runs_give_identical_traces, .timeout = 60)
 	cr_assert(fd1 >= 0 && fd2 >= 0);
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof(cmd),
-			 "HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s %s/bin/hcasim-run > /dev/null",
-			 i ? p2 : p1, HCASIM_BUILD_DIR);
+			 "HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s %s/bin/hcasim-run %s > /dev/null",
+			 i ? p2 : p1, HCASIM_BUILD_DIR, i ? p2 : p1);
 		cr_assert_eq(system(cmd), 0, "%s", cmd);
 	}
 	t1 = slurp(p1, &l1);
@@ -168,6 +168,20 @@ Test(kernel, two_runs_give_identical_traces, .timeout = 60)
 	cr_assert(!memcmp(t1, t2, l1), "traces differ");
 	free(t1);
 	free(t2);
+	{
+		char c1[64], c2[64];
+
+		snprintf(c1, sizeof(c1), "%s.link0.pcap", p1);
+		snprintf(c2, sizeof(c2), "%s.link0.pcap", p2);
+		t1 = slurp(c1, &l1);
+		t2 = slurp(c2, &l2);
+		cr_assert_gt(l1, 100000, "the pcap holds the workload (%zu bytes)", l1);
+		cr_assert(l1 == l2 && !memcmp(t1, t2, l1), "pcaps differ");
+		free(t1);
+		free(t2);
+		unlink(c1);
+		unlink(c2);
+	}
 	unlink(p1);
 	unlink(p2);
 }
