@@ -200,6 +200,7 @@ static int post(struct side *s, struct ibv_send_wr *wr, const char *what)
 static int workload(struct side *a, struct side *b)
 {
 	enum { SEND_LEN = 8192, RDMA_LEN = 65536 };
+	const uint64_t A_IOVA = 0x10000000, B_IOVA = 0x20000000;
 	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			IBV_ACCESS_REMOTE_ATOMIC;
 	uint8_t *abuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
@@ -217,8 +218,11 @@ static int workload(struct side *a, struct side *b)
 	memset(bbuf, 0, 2 * RDMA_LEN + 4096);
 	for (int i = 0; i < 2 * RDMA_LEN; i++)
 		abuf[i] = (uint8_t)(i * 31 + 7);
-	amr = ibv_reg_mr(a->pd, abuf, 2 * RDMA_LEN + 4096, acc);
-	bmr = ibv_reg_mr(b->pd, bbuf, 2 * RDMA_LEN + 4096, acc);
+	/* Registered at fixed I/O virtual addresses, so that the addresses in the packets (and
+	 * so the pcap) do not depend on where the host allocator put the buffers. Work requests
+	 * then name memory by these addresses. */
+	amr = ibv_reg_mr_iova2(a->pd, abuf, 2 * RDMA_LEN + 4096, A_IOVA, acc);
+	bmr = ibv_reg_mr_iova2(b->pd, bbuf, 2 * RDMA_LEN + 4096, B_IOVA, acc);
 	if (!amr || !bmr) {
 		fprintf(stderr, "ibv_reg_mr: %s\n", hcasim_last_error());
 		goto out;
@@ -228,7 +232,7 @@ static int workload(struct side *a, struct side *b)
 	*counter = 1000;
 
 	printf("\n== RC workload ==\n");
-	sge = (struct ibv_sge){ (uintptr_t)(bbuf + RDMA_LEN), SEND_LEN, bmr->lkey };
+	sge = (struct ibv_sge){ B_IOVA + RDMA_LEN, SEND_LEN, bmr->lkey };
 	rwr.wr_id = 100;
 	rwr.sg_list = &sge;
 	rwr.num_sge = 1;
@@ -237,7 +241,7 @@ static int workload(struct side *a, struct side *b)
 		goto out;
 	}
 	memset(&wr, 0, sizeof(wr));
-	sge = (struct ibv_sge){ (uintptr_t)abuf, SEND_LEN, amr->lkey };
+	sge = (struct ibv_sge){ A_IOVA, SEND_LEN, amr->lkey };
 	wr.wr_id = 1;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
@@ -250,10 +254,10 @@ static int workload(struct side *a, struct side *b)
 		fprintf(stderr, "SEND: received bytes differ\n");
 		goto out;
 	}
-	sge = (struct ibv_sge){ (uintptr_t)abuf, RDMA_LEN, amr->lkey };
+	sge = (struct ibv_sge){ A_IOVA, RDMA_LEN, amr->lkey };
 	wr.wr_id = 2;
 	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = (uintptr_t)bbuf;
+	wr.wr.rdma.remote_addr = B_IOVA;
 	wr.wr.rdma.rkey = bmr->rkey;
 	if (post(a, &wr, "WRITE") || wait_cqe(a->cq, &wc, "RDMA WRITE completed"))
 		goto out;
@@ -261,7 +265,7 @@ static int workload(struct side *a, struct side *b)
 		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
 		goto out;
 	}
-	sge.addr = (uintptr_t)(abuf + RDMA_LEN);
+	sge.addr = A_IOVA + RDMA_LEN;
 	wr.wr_id = 3;
 	wr.opcode = IBV_WR_RDMA_READ;
 	if (post(a, &wr, "READ") || wait_cqe(a->cq, &wc, "RDMA READ completed"))
@@ -270,10 +274,10 @@ static int workload(struct side *a, struct side *b)
 		fprintf(stderr, "RDMA READ: bytes read back differ\n");
 		goto out;
 	}
-	sge = (struct ibv_sge){ (uintptr_t)result, 8, amr->lkey };
+	sge = (struct ibv_sge){ A_IOVA + 2 * RDMA_LEN, 8, amr->lkey };
 	wr.wr_id = 4;
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	wr.wr.atomic.remote_addr = (uintptr_t)counter;
+	wr.wr.atomic.remote_addr = B_IOVA + 2 * RDMA_LEN;
 	wr.wr.atomic.rkey = bmr->rkey;
 	wr.wr.atomic.compare_add = 5;
 	if (post(a, &wr, "FETCH_ADD") || wait_cqe(a->cq, &wc, "FETCH_AND_ADD completed"))
