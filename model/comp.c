@@ -2,11 +2,13 @@
  * WQEs whose last PSN they cover, in order; READ responses are scattered into the READ WQE's
  * list and retire it at its last PSN; atomic ACKs return the original value. A NAK ends the
  * WQE it names with the error the syndrome says and moves the QP to ERR, which flushes the rest.
- * Retransmission (sequence NAKs, RNR NAKs, timeouts) belongs to the reliability work. Also here:
- * flushing a QP's queues. */
+ * A sequence NAK or a local ACK timeout goes back to the PSN to resend (retry_cnt bounds them);
+ * an RNR NAK waits the responder's timer first (rnr_retry bounds them, 7 = for ever). Also
+ * here: flushing a QP's queues. */
 #include "model/dp.h"
 #include "sim/trace.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const uint8_t wqe_cqe_op[] = {
@@ -52,6 +54,60 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 	}
 	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=%u", qp->qpn, f->wqe, status);
 	qp->sq_done++;
+	if (status == HCA_WC_SUCCESS) {
+		/* Progress: both retry counters reload and the timer restarts (IBA 9.7.6.1). */
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		hm_req_timer(d, qp, t);
+	}
+}
+
+void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+{
+	retire(d, qp, status, t);
+	hm_qp_error(d, qp, HCA_QPS_ERR, t);
+}
+
+/* RNR NAK timer values by min_rnr_timer code, in ps (IBA table 45; 0 = 655.36 ms). */
+static const uint64_t rnr_delay_ps[32] = {
+	655360000000ull, 10000000ull,	20000000ull,	30000000ull,	40000000ull,
+	60000000ull,	 80000000ull,	120000000ull,	160000000ull,	240000000ull,
+	320000000ull,	 480000000ull,	640000000ull,	960000000ull,	1280000000ull,
+	1920000000ull,	 2560000000ull, 3840000000ull,	5120000000ull,	7680000000ull,
+	10240000000ull,	 15360000000ull, 20480000000ull, 30720000000ull, 40960000000ull,
+	61440000000ull,	 81920000000ull, 122880000000ull, 163840000000ull, 245760000000ull,
+	327680000000ull, 491520000000ull,
+};
+
+struct rnr_resume {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP waiting */
+};
+
+static void rnr_resume(void *arg)
+{
+	struct rnr_resume *r = arg;
+	struct hm_qp *qp = r->qpn < r->d->dp->nqps ? r->d->dp->qps[r->qpn] : NULL;
+
+	if (qp && qp->rnr_wait) {
+		qp->rnr_wait = false;
+		hm_sched_add(r->d, qp);
+		hm_req_kick(r->d, sim_now(sim_kernel()));
+	}
+	free(r);
+}
+
+/* Retire the WQEs an ACK, NAK or response at psn implies are done: those ending before it. */
+static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
+{
+	while (qp->sq_done != qp->sq_next) {
+		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+
+		if (hm_psn_cmp(f->last_psn, psn) >= 0 || f->op == HCA_WQE_OP_RDMA_READ ||
+		    f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
+			return;
+		retire(d, qp, HCA_WC_SUCCESS, t);
+	}
 }
 
 /* Scatter response data into the local list of the READ (or atomic) WQE f. */
@@ -105,9 +161,45 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		  p->psn, op, syn);
 	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return t;
+	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
+		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
+		 * go back to it, which costs a retry (IBA 9.7.5.1.2). */
+		implied_acks(d, qp, p->psn, t);
+		if (qp->sq_done == qp->sq_next)
+			return t;
+		if (!qp->retry_left) {
+			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+			return t;
+		}
+		qp->retry_left--;
+		hm_req_rewind(d, qp, p->psn, t);
+		return t;
+	}
+	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20) {
+		/* RNR NAK: wait the responder's timer, then resend from p->psn; rnr_retry 7
+		 * retries for ever (IBA 9.7.5.2.8). */
+		struct rnr_resume *r;
+
+		implied_acks(d, qp, p->psn, t);
+		if (qp->sq_done == qp->sq_next)
+			return t;
+		if (qp->attr.rnr_retry != 7) {
+			if (!qp->rnr_left) {
+				hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, t);
+				return t;
+			}
+			qp->rnr_left--;
+		}
+		hm_req_rewind(d, qp, p->psn, t);
+		qp->rnr_wait = true;
+		hm_req_timer(d, qp, t + rnr_delay_ps[syn & 0x1f]); /* no timeout while waiting */
+		r = malloc(sizeof(*r));
+		SIM_ASSERT(r != NULL, "out of memory");
+		*r = (struct rnr_resume){ d, qp->qpn };
+		sim_schedule_owned_at(sim_kernel(), t + rnr_delay_ps[syn & 0x1f], rnr_resume, r);
+		return t;
+	}
 	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60) {
-		if (syn == 0x60)
-			return t; /* PSN sequence error: retransmission is reliability work */
 		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
 		while (qp->sq_done != qp->sq_next) {
 			struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
@@ -121,8 +213,6 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		}
 		return t;
 	}
-	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20)
-		return t; /* RNR NAK: retrying after the timer is reliability work */
 	while (qp->sq_done != qp->sq_next) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;

@@ -87,6 +87,13 @@ struct hm_qp {
 	uint32_t cur_off;      /* bytes of WQE sq_next already sent */
 	bool cur_started;      /* WQE sq_next fetched and begun */
 	uint32_t rd_out;       /* READ/atomic requests outstanding */
+	uint8_t retry_left;    /* retries left before RETRY_EXC_ERR (reloads on progress) */
+	uint8_t rnr_left;      /* RNR retries left (7 = infinite, reloads on progress) */
+	bool rnr_wait;         /* waiting out an RNR NAK's timer */
+	uint32_t timer_gen;    /* the ACK timer event whose generation matches is the live one */
+	bool timer_on;         /* the local ACK timer is armed */
+	uint32_t last_atomic_psn; /* responder: PSN and result of the last atomic, replayed for */
+	uint64_t last_atomic_orig; /* a duplicate instead of executing it again */
 	bool in_sched;         /* queued in the arbiter */
 	/* receive queue */
 	uint64_t rq;           /* device address of the receive ring */
@@ -188,10 +195,16 @@ uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
 
 /* ---- req / resp / comp ---- */
 void hm_req_kick(struct hm_dev *d, sim_time_t t);
+/* Go back to psn (go-back-N, IBA 9.7.5.2): resend from the WQE holding it, inside the message. */
+void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t);
+/* (Re)start the local ACK timer from t, or stop it when nothing is outstanding. */
+void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 /* Handle a received request (resp) or response (comp) for qp from time t; return the time its
  * handling ends (the QP's next packet is handled no earlier: packets of a QP stay in order). */
 sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+/* End the oldest outstanding send WQE with status and move the QP to ERR (retries exhausted). */
+void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t);
 /* Complete every send WQE from sq_done on with status (flush), and every posted receive. */
 void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 /* Move a QP to ERR (RC errors) or SQE (UC/UD send errors) from the data path. */

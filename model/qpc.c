@@ -211,6 +211,9 @@ static void qp_reset_queues(struct hm_qp *qp)
 	qp->nak_sent = qp->in_msg = qp->uc_drop = false;
 	qp->recv_off = 0;
 	qp->rd_in = 0;
+	qp->rnr_wait = false;
+	qp->timer_on = false;
+	qp->timer_gen++;
 }
 
 void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, uint32_t mask,
@@ -226,6 +229,10 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
 	if (mask & HCA_QPA_RQ_PSN)
 		qp->epsn = a->rq_psn & HCA_PSN_MASK;
+	if (mask & HCA_QPA_RETRY_CNT)
+		qp->retry_left = a->retry_cnt;
+	if (mask & HCA_QPA_RNR_RETRY)
+		qp->rnr_left = a->rnr_retry;
 	qp->state = (uint8_t)next;
 	if (next == HCA_QPS_RESET)
 		qp_reset_queues(qp);

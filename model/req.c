@@ -8,6 +8,7 @@
 #include "sim/trace.h"
 
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void req_step(void *arg);
@@ -350,6 +351,8 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 			req_local_complete(d, qp, f, end);
 		qp->sq_next++;
 	}
+	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
+		hm_req_timer(d, qp, end); /* from the oldest unacknowledged packet's departure */
 	/* Next packet: as soon as this one's reads are issued, but never more than
 	 * pipe.tx_window_ns of frames ahead of the link. */
 	t = issue;
@@ -363,7 +366,7 @@ static bool req_ready(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
 	const struct hca_wqe_ctrl *c;
 
-	if (qp->sq_next == qp->sq_pi)
+	if (qp->sq_next == qp->sq_pi || qp->rnr_wait)
 		return false;
 	if (!qp->cur_started) {
 		/* SQD: no new WQE is started (IBA 10.3.1.2); SQE, ERR: nothing is sent. */
@@ -405,4 +408,96 @@ static void req_step(void *arg)
 		break;
 	}
 	hm_req_kick(d, t);
+}
+
+/* ---- retransmission ---- */
+
+void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
+{
+	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	uint32_t w;
+
+	/* The WQE holding psn: the oldest whose last PSN is not before it. */
+	for (w = qp->sq_done; w != qp->sq_next; w++) {
+		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
+
+		if (hm_psn_cmp(f->last_psn, psn) >= 0)
+			break;
+	}
+	if (w == qp->sq_next && !qp->cur_started)
+		return; /* nothing sent at or after psn */
+	qp->rd_out = 0;
+	for (uint32_t i = qp->sq_done; i != w; i++) {
+		uint8_t op = qp->flight[i % qp->sq_entries].op;
+
+		if (op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
+		    op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
+			qp->rd_out++;
+	}
+	if (w != qp->sq_next || qp->cur_started) {
+		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
+		bool rd = f->op == HCA_WQE_OP_RDMA_READ || f->op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
+			  f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+
+		qp->sq_next = w;
+		qp->cur_started = true;
+		if (rd) {
+			/* A READ or atomic is asked again whole (its responses restart). */
+			qp->cur_off = 0;
+			qp->sq_psn = f->first_psn;
+			f->done_bytes = 0;
+		} else {
+			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
+			qp->sq_psn = psn;
+		}
+	}
+	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x rewind to psn=%u wqe=%u", qp->qpn, qp->sq_psn,
+		  qp->sq_next);
+	hm_sched_add(d, qp);
+	hm_req_kick(d, t);
+}
+
+struct req_timer {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP */
+	uint32_t gen;     /* timer generation it belongs to */
+};
+
+static void req_timeout(void *arg)
+{
+	struct req_timer *rt = arg;
+	struct hm_dev *d = rt->d;
+	sim_time_t t = sim_now(sim_kernel());
+	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
+
+	if (qp && qp->timer_on && qp->timer_gen == rt->gen && qp->state != HCA_QPS_ERR &&
+	    qp->state != HCA_QPS_RESET && qp->sq_done != qp->sq_next) {
+		qp = hm_qpc_get(d, rt->qpn, &t);
+		qp->timer_on = false;
+		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x local ACK timeout, retries left %u",
+			  qp->qpn, qp->retry_left);
+		if (!qp->retry_left) {
+			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+		} else {
+			qp->retry_left--;
+			hm_req_rewind(d, qp, qp->flight[qp->sq_done % qp->sq_entries].first_psn, t);
+		}
+	}
+	free(rt);
+}
+
+void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	struct req_timer *rt;
+
+	qp->timer_gen++; /* any armed timer event is now stale */
+	qp->timer_on = false;
+	if (!qp->attr.timeout || qp->sq_done == qp->sq_next)
+		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
+	rt = malloc(sizeof(*rt));
+	SIM_ASSERT(rt != NULL, "out of memory");
+	*rt = (struct req_timer){ d, qp->qpn, qp->timer_gen };
+	qp->timer_on = true;
+	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
+	sim_schedule_owned_at(sim_kernel(), t + (4096000ull << qp->attr.timeout), req_timeout, rt);
 }

@@ -315,6 +315,8 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	else
 		val = orig + p->atomic_swap_add;
 	sim_dma_write_timed(d->fn, iova, &val, 8, &t);
+	qp->last_atomic_psn = p->psn;
+	qp->last_atomic_orig = orig;
 	qp->msn++;
 	resp_headers(d, qp, p, &r);
 	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
@@ -366,7 +368,32 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			return t;
 		}
 		if (c < 0) {
-			/* Duplicate: SEND/WRITE acknowledged again, never executed twice. */
+			/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an
+			 * atomic gets its saved result (never executed twice), SEND/WRITE are
+			 * acknowledged again. */
+			if (p->opcode == HM_OP_READ_REQUEST) {
+				uint32_t e = qp->epsn, m = qp->msn;
+
+				t = resp_read(d, qp, p, t);
+				qp->epsn = e;
+				qp->msn = m;
+				return t;
+			}
+			if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
+				struct hm_pkt r;
+
+				if (p->psn != qp->last_atomic_psn)
+					return t; /* older than the one result kept */
+				resp_headers(d, qp, p, &r);
+				r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
+				r.psn = p->psn;
+				r.aeth_syndrome = AETH_ACK;
+				r.aeth_msn = qp->msn & 0xffffff;
+				r.atomic_orig = qp->last_atomic_orig;
+				qp->c_tx_pkts++;
+				hm_port_send(d, qp_port(qp), &r, t);
+				return t;
+			}
 			if (p->ackreq)
 				send_ack(d, qp, p, AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
 			return t;
@@ -386,10 +413,13 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (is_send_op(op)) {
 		if (first) {
 			if (!take_rwqe(d, qp, &t)) {
-				if (qp->type == HCA_QPT_RC)
-					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8). */
+				if (qp->type == HCA_QPT_RC) {
+					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8); the
+					 * rest of the message in flight is dropped silently. */
 					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
 						 p->psn, t);
+					qp->nak_sent = true;
+				}
 				else
 					qp->uc_drop = true;
 				return t;
@@ -442,9 +472,11 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM)) {
 			/* WRITE with immediate consumes a receive WQE (IBA 9.4.4). */
 			if (!take_rwqe(d, qp, &t)) {
-				if (qp->type == HCA_QPT_RC)
+				if (qp->type == HCA_QPT_RC) {
 					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
 						 p->psn, t);
+					qp->nak_sent = true;
+				}
 				return t;
 			}
 		}

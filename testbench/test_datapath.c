@@ -131,3 +131,120 @@ Test(datapath, rc_write_and_read_move_bytes_exactly)
 	free_mr(rb);
 	pair_close(&p);
 }
+
+static void post_send1(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)mr->addr, len, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	cr_assert_eq(ibv_post_send(qp, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+static void post_recv1(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)mr->addr, len, mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	cr_assert_eq(ibv_post_recv(qp, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+/* A SEND before the receive is posted earns RNR NAKs; with rnr_retry 7 the requester keeps
+ * trying after each min_rnr_timer delay, and the message arrives once a receive is there. */
+Test(datapath, rnr_retry_7_waits_until_a_receive_is_posted)
+{
+	struct pair p;
+	struct ibv_mr *src, *dst;
+	struct ibv_wc wc;
+	struct hcasim_qp_counters c;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024); /* min_rnr_timer 1 (10 us), rnr_retry 7 */
+	src = tb_mr(&p.a, 3000);
+	dst = tb_mr(&p.b, 3000);
+	fill(src->addr, 3000, 5);
+	post_send1(p.qa, src, 3000, 9);
+	hcasim_run_for_ps(200000000); /* 200 us: about 20 RNR NAKs */
+	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 0, "completed without a receive");
+	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &c), 0);
+	cr_assert_geq(c.naks_sent, 15, "RNR NAKs sent: %llu", (unsigned long long)c.naks_sent);
+	cr_assert_leq(c.naks_sent, 21, "RNR NAKs sent: %llu", (unsigned long long)c.naks_sent);
+	post_recv1(p.qb, dst, 3000, 10);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	tb_poll(p.b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.byte_len, 3000);
+	cr_assert(!memcmp(src->addr, dst->addr, 3000));
+	free_mr(src);
+	free_mr(dst);
+	pair_close(&p);
+}
+
+Test(datapath, rnr_retry_exhausted_completes_with_rnr_retry_exc_err)
+{
+	struct pair p;
+	struct ibv_mr *src, *dst;
+	struct ibv_qp_attr a = { .rnr_retry = 2 };
+	struct ibv_qp_attr q;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	struct hcasim_qp_counters c;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	dst = tb_mr(&p.b, 64);
+	/* RTS -> RTS cannot change rnr_retry; go through SQD->SQD (RC allows it there). */
+	a.qp_state = IBV_QPS_SQD;
+	cr_assert_eq(ibv_modify_qp(p.qa, &a, IBV_QP_STATE), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_modify_qp(p.qa, &a, IBV_QP_RNR_RETRY), 0, "%s", hcasim_last_error());
+	a.qp_state = IBV_QPS_RTS;
+	cr_assert_eq(ibv_modify_qp(p.qa, &a, IBV_QP_STATE), 0, "%s", hcasim_last_error());
+	src = tb_mr(&p.a, 64);
+	post_send1(p.qa, src, 64, 1);
+	post_send1(p.qa, src, 64, 2);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 1);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(wc.wr_id, 2);
+	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &c), 0);
+	cr_assert_eq(c.naks_sent, 3, "rnr_retry 2: three RNR NAKs, got %llu",
+		     (unsigned long long)c.naks_sent);
+	cr_assert_eq(ibv_query_qp(p.qa, &q, IBV_QP_STATE, &qi), 0);
+	cr_assert_eq(q.qp_state, IBV_QPS_ERR);
+	free_mr(src);
+	free_mr(dst);
+	pair_close(&p);
+}
+
+/* A peer that never answers (its QP in RESET drops everything): the requester retransmits
+ * retry_cnt times, one local ACK timeout (4.096 us * 2^timeout) apart, then completes with
+ * RETRY_EXC_ERR after retry_cnt + 1 timeouts. */
+Test(datapath, silent_peer_exhausts_retry_cnt_after_retry_cnt_plus_1_timeouts)
+{
+	struct pair p;
+	struct ibv_mr *src;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+	struct hcasim_qp_counters c;
+	uint64_t t0, dt, timeout_ps = 4096000ull << 14; /* tb_connect: timeout 14, retry_cnt 7 */
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	cr_assert_eq(ibv_modify_qp(p.qb, &a, IBV_QP_STATE), 0);
+	src = tb_mr(&p.a, 64);
+	t0 = hcasim_now_ps();
+	post_send1(p.qa, src, 64, 1);
+	tb_poll(p.a.cq, &wc, 1);
+	dt = hcasim_now_ps() - t0;
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(hcasim_qp_counters(0, p.qa->qp_num, &c), 0);
+	cr_assert_eq(c.tx_pkts, 8, "1 transmission + 7 retries, got %llu",
+		     (unsigned long long)c.tx_pkts);
+	/* 8 timeouts, plus the post, the packet's way out and the poll granularity. */
+	cr_assert(dt >= 8 * timeout_ps && dt < 8 * timeout_ps + 20000000,
+		  "completed after %llu ps, 8 timeouts are %llu ps", (unsigned long long)dt,
+		  (unsigned long long)(8 * timeout_ps));
+	free_mr(src);
+	pair_close(&p);
+}
