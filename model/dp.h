@@ -82,7 +82,8 @@ struct hm_qp {
 	uint32_t sq_next;      /* next WQE to start */
 	uint32_t sq_done;      /* WQEs completed */
 	uint32_t sq_psn;       /* next PSN to send */
-	uint8_t *wqe_buf;      /* copies of started WQEs (sq_entries * sq_stride bytes) */
+	uint8_t *wqe_buf;      /* copies of fetched WQEs (sq_entries * sq_stride bytes) */
+	uint32_t sq_fetch_lo, sq_fetched; /* WQEs [lo, fetched) are in wqe_buf from the last read */
 	struct hm_flight *flight; /* per WQE, indexed by wqe % sq_entries */
 	uint32_t cur_off;      /* bytes of WQE sq_next already sent */
 	bool cur_started;      /* WQE sq_next fetched and begun */
@@ -192,6 +193,14 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);
 uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
+
+/* ---- wqe_fetch ---- */
+/* Make WQE idx's copy current in qp->wqe_buf (prefetched, or by one DMA read of up to
+ * hca.wqe_prefetch posted WQEs); *t advances by the read and the decode. 0 or -1 (unreadable). */
+int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
+/* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
+ * message length. */
+uint8_t hm_wqe_check(const struct hm_qp *qp, const uint8_t *w, uint64_t *len);
 
 /* ---- req / resp / comp ---- */
 void hm_req_kick(struct hm_dev *d, sim_time_t t);

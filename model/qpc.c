@@ -201,6 +201,7 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 static void qp_reset_queues(struct hm_qp *qp)
 {
 	qp->sq_pi = qp->sq_next = qp->sq_done = 0;
+	qp->sq_fetch_lo = qp->sq_fetched = 0;
 	qp->sq_psn = 0;
 	qp->cur_off = 0;
 	qp->cur_started = false;

@@ -70,43 +70,10 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
 }
 
-static bool op_allowed(uint8_t type, uint8_t op)
-{
-	switch (op) {
-	case HCA_WQE_OP_SEND:
-	case HCA_WQE_OP_SEND_IMM:
-		return true;
-	case HCA_WQE_OP_RDMA_WRITE:
-	case HCA_WQE_OP_RDMA_WRITE_IMM:
-		return type != HCA_QPT_UD;
-	case HCA_WQE_OP_RDMA_READ:
-	case HCA_WQE_OP_ATOMIC_CMP_SWP:
-	case HCA_WQE_OP_ATOMIC_FETCH_ADD:
-		return type == HCA_QPT_RC;
-	default:
-		return false;
-	}
-}
-
 static bool is_rd_atomic(uint8_t op)
 {
 	return op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
 	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
-}
-
-/* Message length of a validated WQE. */
-static uint64_t wqe_len(struct hm_qp *qp, const uint8_t *w)
-{
-	const struct hca_wqe_ctrl *c = (const void *)w;
-	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
-	uint64_t len = 0;
-
-	if (c->flags & HCA_WQE_F_INLINE)
-		return c->inline_len;
-	for (unsigned i = 0; i < c->num_sge; i++)
-		len += sg[i].length;
-	(void)qp;
-	return len;
 }
 
 unsigned hm_port_mtu_bytes(const struct hca_qp_attr *a)
@@ -119,30 +86,18 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
 	uint8_t *w = wqe_at(qp, qp->sq_next);
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	uint64_t addr = qp->sq + (uint64_t)(qp->sq_next % qp->sq_entries) * qp->sq_stride;
 	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
 	uint64_t len;
+	uint8_t st;
 
-	if (sim_dma_read_timed(d->fn, addr, w, qp->sq_stride, t)) {
+	if (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
 		memset(w, 0, sizeof(struct hca_wqe_ctrl));
 		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, 0, *t);
 		return false;
 	}
-	*t = sim_clock_after(&d->core, *t, d->cfg.wqe_cycles);
-	if (!op_allowed(qp->type, c->opcode) ||
-	    (!(c->flags & HCA_WQE_F_INLINE) &&
-	     c->num_sge > (qp->sq_stride - HCA_WQE_BASE_BYTES) / HCA_SGE_BYTES) ||
-	    ((c->flags & HCA_WQE_F_INLINE) &&
-	     c->inline_len > qp->sq_stride - HCA_WQE_BASE_BYTES)) {
-		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, c->opcode, *t);
-		return false;
-	}
-	len = wqe_len(qp, w);
-	if (len > 0x80000000ull ||
-	    (qp->type == HCA_QPT_UD && len > hm_port_mtu_bytes(&qp->attr)) ||
-	    ((c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP || c->opcode == HCA_WQE_OP_ATOMIC_FETCH_ADD) &&
-	     len != 8)) {
-		req_fail(d, qp, HCA_WC_LOC_LEN_ERR, c->opcode, *t);
+	st = hm_wqe_check(qp, w, &len);
+	if (st != HCA_WC_SUCCESS) {
+		req_fail(d, qp, st, c->opcode, *t);
 		return false;
 	}
 	*f = (struct hm_flight){ .wqe = qp->sq_next,
