@@ -220,7 +220,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 
 		if (rd && (op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY) &&
 		    hm_psn_cmp(p->psn, f->first_psn) >= 0 && hm_psn_cmp(p->psn, f->last_psn) <= 0) {
-			unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+			unsigned mtu = hm_qp_mtu(d, qp);
 			uint32_t off = ((p->psn - f->first_psn) & HCA_PSN_MASK) * mtu;
 
 			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {

@@ -50,8 +50,9 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		}
 		qp->sq_pi = pi;
 		SIM_TRACE(db, ring, d->devno, "sq qpn=0x%x pi=%u", obj, pi);
-		if (qp->state == HCA_QPS_ERR) {
-			hm_qp_flush(d, qp, t); /* posts to an ERR QP complete flushed */
+		if (qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_SQE) {
+			/* Posts to a QP in ERR or SQE complete flushed (IBA 10.3.1). */
+			hm_qp_flush(d, qp, t);
 			return;
 		}
 		hm_sched_add(d, qp);

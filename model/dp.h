@@ -200,7 +200,8 @@ uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
 /* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
  * message length. */
-uint8_t hm_wqe_check(const struct hm_qp *qp, const uint8_t *w, uint64_t *len);
+uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
+		      uint64_t *len);
 
 /* ---- req / resp / comp ---- */
 void hm_req_kick(struct hm_dev *d, sim_time_t t);
@@ -231,6 +232,7 @@ void hm_cq_doorbell(struct hm_dev *d, uint64_t val);
 sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t);
 /* When the port's transmitter is free. */
 sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port);
-unsigned hm_port_mtu_bytes(const struct hca_qp_attr *a);
+/* Payload bytes per packet for qp: its path MTU (RC, UC), the port's active MTU (UD). */
+unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp);
 
 #endif

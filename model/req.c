@@ -76,9 +76,11 @@ static bool is_rd_atomic(uint8_t op)
 	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
 }
 
-unsigned hm_port_mtu_bytes(const struct hca_qp_attr *a)
+unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp)
 {
-	return 128u << (a->path_mtu ? a->path_mtu : 5);
+	if (qp->type == HCA_QPT_UD || !qp->attr.path_mtu)
+		return sim_config_mtu_bytes(&d->cfg); /* UD has no path MTU (IBA 11.2.4.2) */
+	return 128u << qp->attr.path_mtu;
 }
 
 /* Fetch and validate WQE sq_next. Returns false when it failed (completed with an error). */
@@ -95,7 +97,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, 0, *t);
 		return false;
 	}
-	st = hm_wqe_check(qp, w, &len);
+	st = hm_wqe_check(d, qp, w, &len);
 	if (st != HCA_WC_SUCCESS) {
 		req_fail(d, qp, st, c->opcode, *t);
 		return false;
@@ -218,7 +220,7 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	const struct hca_wqe_ud *ud = (const void *)(w + sizeof(*c));
 	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
 	uint8_t payload[4096];
-	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	unsigned mtu = hm_qp_mtu(d, qp);
 	unsigned port = qp->attr.port_num ? qp->attr.port_num : 1;
 	uint32_t paylen = 0;
 	bool first = qp->cur_off == 0, last = true;
@@ -369,7 +371,7 @@ static void req_step(void *arg)
 
 void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
 {
-	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t w;
 
 	/* The WQE holding psn: the oldest whose last PSN is not before it. */

@@ -86,11 +86,16 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 		if (!qp->rwqe_srq)
 			qp->rq_ci = qp->rwqe + 1;
 	}
-	qp->in_msg = false;
-	if (qp->type == HCA_QPT_RC)
+	/* RC: the QP goes to ERR. UC: a receive WQE completed in error also takes the QP to
+	 * ERR (IBA 10.8.3.2: a completion error other than on the send side of UC/UD); without
+	 * one, the message is only dropped. */
+	if (qp->type == HCA_QPT_RC || (qp->in_msg && qp->msg_kind == 0)) {
+		qp->in_msg = false;
 		hm_qp_error(d, qp, HCA_QPS_ERR, t);
-	else
-		qp->uc_drop = true; /* UC: the message is dropped, the QP carries on */
+	} else {
+		qp->in_msg = false;
+		qp->uc_drop = true;
+	}
 }
 
 /* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. */
@@ -251,7 +256,7 @@ static bool is_write_op(uint8_t op)
 /* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
 static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
-	unsigned mtu = hm_port_mtu_bytes(&qp->attr);
+	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
 	uint64_t iova = 0;
 	uint8_t buf[4096];

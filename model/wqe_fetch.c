@@ -51,7 +51,8 @@ int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t
 	return 0;
 }
 
-uint8_t hm_wqe_check(const struct hm_qp *qp, const uint8_t *w, uint64_t *len)
+uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
+		      uint64_t *len)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
@@ -70,7 +71,7 @@ uint8_t hm_wqe_check(const struct hm_qp *qp, const uint8_t *w, uint64_t *len)
 		for (unsigned i = 0; i < c->num_sge; i++)
 			*len += sg[i].length;
 	}
-	if (*len > 0x80000000ull || (qp->type == HCA_QPT_UD && *len > hm_port_mtu_bytes(&qp->attr)))
+	if (*len > 0x80000000ull || (qp->type == HCA_QPT_UD && *len > hm_qp_mtu(d, qp)))
 		return HCA_WC_LOC_LEN_ERR;
 	if ((c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP || c->opcode == HCA_WQE_OP_ATOMIC_FETCH_ADD) &&
 	    *len != 8)
