@@ -54,6 +54,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 	}
 	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=%u", qp->qpn, f->wqe, status);
 	qp->sq_done++;
+	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS) {
 		/* Progress: both retry counters reload and the timer restarts (IBA 9.7.6.1). */
 		qp->retry_left = qp->attr.retry_cnt;

@@ -106,6 +106,7 @@ struct hm_qp {
 	uint32_t msn;          /* message sequence number */
 	bool nak_sent;         /* PSN sequence NAK sent, waiting for the expected PSN */
 	bool comm_est;         /* COMM_EST raised (first packet in RTR) */
+	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
 	bool in_msg;           /* between FIRST and LAST of a message */
 	bool uc_drop;          /* UC: dropping until the next FIRST/ONLY */
 	uint8_t msg_kind;      /* 0 send, 1 write (of the message in progress) */
@@ -217,6 +218,8 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t);
 /* Complete every send WQE from sq_done on with status (flush), and every posted receive. */
 void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+/* In SQD with nothing outstanding: raise IBV_EVENT_SQ_DRAINED once if asked for. */
+void hm_qp_check_drained(struct hm_dev *d, struct hm_qp *qp);
 /* Move a QP to ERR (RC errors) or SQE (UC/UD send errors) from the data path. */
 void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t);
 

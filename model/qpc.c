@@ -235,12 +235,32 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 	if (mask & HCA_QPA_RNR_RETRY)
 		qp->rnr_left = a->rnr_retry;
 	qp->state = (uint8_t)next;
+	if (next == HCA_QPS_SQD && prev != HCA_QPS_SQD) {
+		qp->drained_sent = false;
+		hm_qp_check_drained(d, qp);
+	}
 	if (next == HCA_QPS_RESET)
 		qp_reset_queues(qp);
 	else if (next == HCA_QPS_ERR && prev != HCA_QPS_ERR)
 		hm_qp_flush(d, qp, t);
-	else if ((next == HCA_QPS_RTS) && qp->sq_pi != qp->sq_next)
-		hm_sched_add(d, qp); /* SQD/SQE -> RTS: resume sending */
+	else if (next == HCA_QPS_RTS && qp->sq_pi != qp->sq_next) {
+		hm_sched_add(d, qp); /* SQD -> RTS: resume sending */
+		hm_req_kick(d, t);
+	}
+}
+
+void hm_qp_check_drained(struct hm_dev *d, struct hm_qp *qp)
+{
+	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+	/* IBA 10.3.1.2 / 11.6.3: SQD.drained once every WQE started before the transition
+	 * has completed; the event only with en_sqd_async_notify. */
+	if (qp->state != HCA_QPS_SQD || qp->drained_sent || qp->cur_started ||
+	    qp->sq_done != qp->sq_next)
+		return;
+	qp->drained_sent = true;
+	if (qp->attr.en_sqd_async_notify)
+		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_SQ_DRAINED, data);
 }
 
 void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t)

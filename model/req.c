@@ -208,6 +208,7 @@ static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct 
 	}
 	qp->sq_done = f->wqe + 1;
 	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=0", qp->qpn, f->wqe);
+	hm_qp_check_drained(d, qp);
 }
 
 /* Send the next packet of QP's current WQE. Returns the time the engine may start the next
@@ -304,9 +305,9 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		  paylen);
 	if (last) {
 		qp->cur_started = false;
+		qp->sq_next++;
 		if (qp->type != HCA_QPT_RC)
 			req_local_complete(d, qp, f, end);
-		qp->sq_next++;
 	}
 	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
 		hm_req_timer(d, qp, end); /* from the oldest unacknowledged packet's departure */

@@ -248,3 +248,47 @@ Test(datapath, silent_peer_exhausts_retry_cnt_after_retry_cnt_plus_1_timeouts)
 	free_mr(src);
 	pair_close(&p);
 }
+
+/* RTS -> SQD with en_sqd_async_notify while a 1 MiB SEND is on the wire: the started WQE
+ * finishes, and once it is acknowledged the QP is drained and IBV_EVENT_SQ_DRAINED arrives
+ * (element.qp). A WQE posted in SQD waits, and goes out after SQD -> RTS. */
+Test(datapath, sqd_drains_raises_sq_drained_and_holds_new_wqes)
+{
+	struct pair p;
+	struct ibv_mr *src, *dst;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	src = tb_mr(&p.a, 1 << 20);
+	dst = tb_mr(&p.b, 1 << 20);
+	post_recv1(p.qb, dst, 1 << 20, 1);
+	post_recv1(p.qb, dst, 4096, 2);
+	post_send1(p.qa, src, 1 << 20, 10);
+	hcasim_run_for_ps(5000000); /* 5 us: the 85 us message is on the wire */
+	cr_assert_eq(ibv_modify_qp(p.qa, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0, "%s",
+		     hcasim_last_error());
+	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 0, "completed before SQD: the test is moot");
+	cr_assert_eq(ibv_get_async_event(p.a.ctx, &ev), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ev.event_type, IBV_EVENT_SQ_DRAINED, "%s", ibv_event_type_str(ev.event_type));
+	cr_assert_eq(ev.element.qp, p.qa);
+	ibv_ack_async_event(&ev);
+	/* Drained means the WQE in flight has completed. */
+	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 1, "SQ_DRAINED before the WQE completed");
+	cr_assert_eq(wc.wr_id, 10);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	post_send1(p.qa, src, 4096, 11);
+	hcasim_run_for_ps(100000000);
+	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 0, "a WQE started in SQD");
+	a.qp_state = IBV_QPS_RTS;
+	cr_assert_eq(ibv_modify_qp(p.qa, &a, IBV_QP_STATE), 0, "%s", hcasim_last_error());
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.wr_id, 11);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	tb_poll(p.b.cq, &wc, 1);
+	tb_poll(p.b.cq, &wc, 1);
+	free_mr(src);
+	free_mr(dst);
+	pair_close(&p);
+}
