@@ -118,6 +118,7 @@ struct hm_qp {
 	uint64_t wr_va;        /* RDMA WRITE: next address */
 	uint32_t wr_rkey;      /* RDMA WRITE: rkey */
 	uint32_t wr_left;      /* RDMA WRITE: bytes still to come */
+	uint32_t wr_len;       /* RDMA WRITE: message length (from the RETH) */
 	uint32_t rd_in;        /* READ/atomic being answered */
 	sim_time_t rx_busy_ps;  /* the QP's receive handling is busy until then */
 	/* counters (device statistics, not context) */

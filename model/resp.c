@@ -180,7 +180,7 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	cqe.qpn = qp->qpn;
 	cqe.wqe_index = (uint16_t)qp->rwqe;
 	cqe.opcode = write ? HCA_CQE_OP_RECV_RDMA_WITH_IMM : HCA_CQE_OP_RECV;
-	cqe.byte_len = write ? p->reth_dmalen : qp->recv_off;
+	cqe.byte_len = write ? qp->wr_len : qp->recv_off; /* WRITE with immediate: its length */
 	cqe.status = HCA_WC_SUCCESS;
 	cqe.imm_data = htobe32(p->imm); /* the CQE holds the wire bytes, as ibv_wc does */
 	cqe.wc_flags = (imm ? HCA_WC_F_IMM : 0) | (qp->type == HCA_QPT_UD && p->has_grh ?
@@ -458,6 +458,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			qp->wr_va = p->reth_va;
 			qp->wr_rkey = p->reth_rkey;
 			qp->wr_left = p->reth_dmalen;
+			qp->wr_len = p->reth_dmalen;
 			qp->in_msg = true;
 			qp->msg_kind = 1;
 		}

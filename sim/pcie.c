@@ -43,6 +43,7 @@ struct sim_pcie_fn {
 	size_t nmaps, capmaps;
 	int64_t next_map_id;
 	uint64_t next_iova;                /* bump allocator, page granular */
+	struct dma_op *wr_head, *wr_tail;  /* posted writes not yet landed, in issue order */
 	uint64_t faults;                   /* faults so far */
 	struct sim_dma_fault last_fault;   /* most recent */
 	void (*fault_cb)(void *dev, const struct sim_dma_fault *f);
@@ -340,6 +341,8 @@ void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn,
 
 /* ---- DMA timing ---- */
 
+static void forward_writes(struct sim_pcie_fn *fn, uint64_t addr, size_t len);
+
 /* Time at which the last byte of a read issued at t has arrived. */
 static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 {
@@ -408,6 +411,7 @@ int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t 
 
 	if (rc)
 		return rc;
+	forward_writes(fn, addr, len);
 	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
 	*t_ps = read_timing(fn, *t_ps, len);
 	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
@@ -430,6 +434,8 @@ int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, 
 }
 
 struct dma_op {
+	struct dma_op *next;    /* posted writes in flight, in issue order */
+	bool applied;           /* a later read already pulled the data into memory */
 	struct sim_pcie_fn *fn; /* function */
 	uint64_t addr;          /* device address */
 	void *dst;              /* read destination (device side) */
@@ -447,9 +453,11 @@ static void dma_read_complete(void *p)
 	if (!op->status) {
 		/* The IOMMU is checked again at completion: an unmap in between faults. */
 		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_READ);
-		if (!op->status)
+		if (!op->status) {
+			forward_writes(op->fn, op->addr, op->len);
 			memcpy(op->dst, iommu_host(op->fn, op->addr, op->len, SIM_DMA_READ),
 			       op->len);
+		}
 	}
 	SIM_TRACE(pcie, dma_rd, op->fn->devno, "addr=0x%llx len=%zu status=%d",
 		  (unsigned long long)op->addr, op->len, op->status);
@@ -458,10 +466,44 @@ static void dma_read_complete(void *p)
 	free(op);
 }
 
+/* Reads never pass posted writes (PCIe ordering): before a read of [addr, addr+len), the data
+ * of every earlier write still in flight to an overlapping range is put into memory. */
+static void forward_writes(struct sim_pcie_fn *fn, uint64_t addr, size_t len)
+{
+	for (struct dma_op *w = fn->wr_head; w; w = w->next) {
+		if (w->applied || w->status || w->addr >= addr + len || w->addr + w->len <= addr)
+			continue;
+		if (!iommu_check(fn, w->addr, w->len, SIM_DMA_WRITE))
+			memcpy(iommu_host(fn, w->addr, w->len, SIM_DMA_WRITE), w->buf, w->len);
+		w->applied = true;
+	}
+}
+
 static void dma_write_complete(void *p)
 {
 	struct dma_op *op = p;
+	struct sim_pcie_fn *fn = op->fn;
 
+	/* Writes land in issue order: this is the head of the in-flight list. */
+	for (struct dma_op **pp = &fn->wr_head; *pp; pp = &(*pp)->next) {
+		if (*pp == op) {
+			*pp = op->next;
+			if (fn->wr_tail == op) {
+				fn->wr_tail = NULL;
+				for (struct dma_op *w = fn->wr_head; w; w = w->next)
+					fn->wr_tail = w;
+			}
+			break;
+		}
+	}
+	if (op->applied) {
+		SIM_TRACE(pcie, dma_wr, fn->devno, "addr=0x%llx len=%zu status=0 (forwarded)",
+			  (unsigned long long)op->addr, op->len);
+		if (op->done)
+			op->done(op->arg, 0);
+		free(op);
+		return;
+	}
 	if (!op->status) {
 		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_WRITE);
 		if (!op->status)
@@ -482,7 +524,7 @@ void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 	struct dma_op *op = calloc(1, sizeof(*op));
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ fn, addr, dst, len, 0, done, arg };
+	*op = (struct dma_op){ NULL, false, fn, addr, dst, len, 0, done, arg };
 	op->status = iommu_check(fn, addr, len, SIM_DMA_READ);
 	sim_schedule_owned_at(k, op->status ? sim_now(k) : read_timing(fn, sim_now(k), len),
 			      dma_read_complete, op);
@@ -495,9 +537,14 @@ void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_
 	struct dma_op *op = malloc(sizeof(*op) + len);
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ fn, addr, NULL, len, 0, done, arg };
+	*op = (struct dma_op){ NULL, false, fn, addr, NULL, len, 0, done, arg };
 	memcpy(op->buf, src, len);
 	op->status = iommu_check(fn, addr, len, SIM_DMA_WRITE);
+	if (fn->wr_tail)
+		fn->wr_tail->next = op;
+	else
+		fn->wr_head = op;
+	fn->wr_tail = op;
 	sim_schedule_owned_at(k, op->status ? sim_now(k) : write_timing(fn, sim_now(k), len),
 			      dma_write_complete, op);
 }
