@@ -148,7 +148,9 @@ int hcasim_boot(void)
 	{
 		const char *pcap = getenv("HCASIM_PCAP");
 
-		if (pcap && *pcap) {
+		if (!pcap || !*pcap)
+			pcap = sys.cfg.pcap_prefix;
+		if (*pcap) {
 			rc = hcasim_pcap(pcap);
 			if (rc)
 				return rc;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cfg_kind { CFG_KIND_U, CFG_KIND_E };
+enum cfg_kind { CFG_KIND_U, CFG_KIND_E, CFG_KIND_S };
 
 struct cfg_desc {
 	const char *key;     /* "section.name" */
@@ -18,7 +18,7 @@ struct cfg_desc {
 	size_t off;          /* offset in struct sim_config */
 	uint64_t def;        /* default (value or choice index) */
 	uint64_t min, max;   /* range for CFG_KIND_U */
-	const char *choices; /* '|'-separated names for CFG_KIND_E */
+	const char *choices; /* '|'-separated names for CFG_KIND_E, default for CFG_KIND_S */
 	const char *unit;    /* unit for the docs */
 	const char *doc;     /* one line */
 };
@@ -28,9 +28,12 @@ static const struct cfg_desc cfg_table[] = {
 	{ key, CFG_KIND_U, offsetof(struct sim_config, field), def, min, max, NULL, unit, doc },
 #define CFG_E(key, field, def, choices, doc)                                                       \
 	{ key, CFG_KIND_E, offsetof(struct sim_config, field), def, 0, 0, choices, "", doc },
+#define CFG_S(key, field, def, doc)                                                                \
+	{ key, CFG_KIND_S, offsetof(struct sim_config, field), 0, 0, 0, def, "", doc },
 #include "sim/config.def"
 #undef CFG_U
 #undef CFG_E
+#undef CFG_S
 };
 #define CFG_COUNT (sizeof(cfg_table) / sizeof(cfg_table[0]))
 
@@ -50,8 +53,10 @@ void sim_config_defaults(struct sim_config *c)
 
 		if (d->kind == CFG_KIND_U)
 			*(uint64_t *)((char *)c + d->off) = d->def;
-		else
+		else if (d->kind == CFG_KIND_E)
 			*(unsigned *)((char *)c + d->off) = (unsigned)d->def;
+		else
+			snprintf((char *)c + d->off, 256, "%s", d->choices);
 	}
 }
 
@@ -83,6 +88,14 @@ int sim_config_set(struct sim_config *c, const char *key, const char *value)
 	d = cfg_find(key);
 	if (!d)
 		return sim_error(-EINVAL, "config key '%s': unknown key", key);
+	if (d->kind == CFG_KIND_S) {
+		if (!value)
+			return sim_error(-EINVAL, "config key '%s': NULL value", key);
+		if (strlen(value) > 255)
+			return sim_error(-EINVAL, "config key '%s': longer than 255 bytes", key);
+		snprintf((char *)c + d->off, 256, "%s", value);
+		return 0;
+	}
 	if (!value || !*value)
 		return sim_error(-EINVAL, "config key '%s': empty value", key);
 	if (d->kind == CFG_KIND_E) {
@@ -136,6 +149,8 @@ int sim_config_get(const struct sim_config *c, const char *key, char *buf, size_
 		return sim_error(-EINVAL, "config key '%s': no buffer", key);
 	if (d->kind == CFG_KIND_U) {
 		snprintf(buf, len, "%" PRIu64, *(const uint64_t *)((const char *)c + d->off));
+	} else if (d->kind == CFG_KIND_S) {
+		snprintf(buf, len, "%s", (const char *)c + d->off);
 	} else {
 		unsigned idx = *(const unsigned *)((const char *)c + d->off);
 		const char *p = d->choices;
@@ -211,6 +226,8 @@ void sim_config_print_doc(void)
 		if (d->kind == CFG_KIND_U)
 			printf("| `%s` | %s | %" PRIu64 "..%" PRIu64 " | %s | %s |\n", d->key, def,
 			       d->min, d->max, d->unit, d->doc);
+		else if (d->kind == CFG_KIND_S)
+			printf("| `%s` | \"%s\" | text | | %s |\n", d->key, def, d->doc);
 		else
 			printf("| `%s` | %s | `%s` | | %s |\n", d->key, def, d->choices, d->doc);
 	}

@@ -9,9 +9,11 @@
 struct sim_config {
 #define CFG_U(key, field, def, min, max, unit, doc) uint64_t field;
 #define CFG_E(key, field, def, choices, doc) unsigned field;
+#define CFG_S(key, field, def, doc) char field[256];
 #include "sim/config.def"
 #undef CFG_U
 #undef CFG_E
+#undef CFG_S
 };
 
 enum { SIM_LL_IB = 0, SIM_LL_ROCE = 1 };

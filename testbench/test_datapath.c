@@ -1,10 +1,16 @@
 /* Data path through the verbs API between the two simulated HCAs: every operation and QP type,
  * byte-exact remote memory, completion fields checked field by field. */
 #include "testbench/tb.h"
+#include "model/hw/hca_hw.h"
+#include "model/pkt.h"
+#include "sim/pcap.h"
+#include "sim/pcie.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 struct pair {
@@ -291,4 +297,128 @@ Test(datapath, sqd_drains_raises_sq_drained_and_holds_new_wqes)
 	free_mr(src);
 	free_mr(dst);
 	pair_close(&p);
+}
+
+/* Doorbells naming no QP, a QP in RESET, or an index that runs past the ring are ignored
+ * (a posted write cannot fail) and counted; the device keeps working. */
+Test(datapath, bad_doorbells_are_ignored_and_counted)
+{
+	struct pair p;
+	struct sim_pcie_fn *fns[SIM_PCIE_MAX_FNS];
+	struct hcasim_dev_counters c0, c1;
+	struct ibv_mr *src, *dst;
+	struct ibv_qp *reset_qp;
+	struct ibv_wc wc;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	reset_qp = tb_create_qp(&p.a, IBV_QPT_RC);
+	cr_assert_geq(sim_pcie_enumerate(fns, SIM_PCIE_MAX_FNS), 1);
+	cr_assert_eq(hcasim_dev_counters(0, &c0), 0);
+	sim_pcie_mmio_write64(fns[0], HCA_REGION_UAR + HCA_UAR_SQ_DB, HCA_UAR_DB(0x777777, 1));
+	sim_pcie_mmio_write64(fns[0], HCA_REGION_UAR + HCA_UAR_SQ_DB,
+			      HCA_UAR_DB(reset_qp->qp_num, 1));
+	sim_pcie_mmio_write64(fns[0], HCA_REGION_UAR + HCA_UAR_SQ_DB,
+			      HCA_UAR_DB(p.qa->qp_num, 0x4000)); /* far beyond a 4-entry ring */
+	sim_pcie_mmio_write64(fns[0], HCA_REGION_UAR + HCA_UAR_CQ_DB, HCA_UAR_DB(0x5555, 0));
+	sim_pcie_mmio_write64(fns[0], HCA_REGION_UAR + 0x800, 1); /* no register there */
+	hcasim_run_for_ps(1000000);
+	cr_assert_eq(hcasim_dev_counters(0, &c1), 0);
+	cr_assert_eq(c1.bad_doorbells - c0.bad_doorbells, 5, "counted %llu",
+		     (unsigned long long)(c1.bad_doorbells - c0.bad_doorbells));
+	src = tb_mr(&p.a, 256);
+	dst = tb_mr(&p.b, 256);
+	post_recv1(p.qb, dst, 256, 1);
+	post_send1(p.qa, src, 256, 2);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "the QP still works after the bad doorbell");
+	free_mr(src);
+	free_mr(dst);
+	cr_assert_eq(ibv_destroy_qp(reset_qp), 0);
+	pair_close(&p);
+}
+
+/* Two QPs with a multi-packet WRITE each, posted together: the send arbiter serves them round
+ * robin, one packet at a time (the capture shows the destination QPs alternating), and the
+ * capture is switched on from the configuration (link.pcap). */
+Test(datapath, arbiter_interleaves_qps_packet_by_packet)
+{
+	char prefix[] = "/tmp/hcasim-rr-XXXXXX", path[64];
+	struct tb_dev a, b;
+	struct ibv_qp *qa[2], *qb[2];
+	struct ibv_mr *src, *dst;
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
+	struct ibv_wc wc[2];
+	uint32_t order[8];
+	int n = 0, fd = mkstemp(prefix);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	unlink(prefix);
+	tb_config("link.pcap", prefix);
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	src = tb_mr(&a, 16384);
+	dst = tb_mr(&b, 2 * 16384);
+	for (int i = 0; i < 2; i++) {
+		qa[i] = tb_create_qp(&a, IBV_QPT_RC);
+		qb[i] = tb_create_qp(&b, IBV_QPT_RC);
+	}
+	for (int i = 0; i < 2; i++) {
+		tb_connect(&a, qa[i], &b, qb[i]->qp_num, IBV_MTU_4096);
+		tb_connect(&b, qb[i], &a, qa[i]->qp_num, IBV_MTU_4096);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge s = { (uintptr_t)src->addr, 16384, src->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.rdma.remote_addr = (uintptr_t)dst->addr + (uint64_t)i * 16384;
+		w.wr.rdma.rkey = dst->rkey;
+		cr_assert_eq(ibv_post_send(qa[i], &w, &bad), 0, "%s", hcasim_last_error());
+	}
+	tb_poll(a.cq, wc, 2);
+	hcasim_shutdown(); /* closes the capture */
+	snprintf(path, sizeof(path), "%s.link0.pcap", prefix);
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0, "no capture at %s", path);
+	while (n < 8 && sim_pcap_reader_next(r, &rec) == 1) {
+		struct hm_pkt pk;
+
+		cr_assert_eq(hm_pkt_parse(HM_LL_IB, rec.data, rec.len, &pk), 0);
+		if (pk.opcode >= HM_OP_WRITE_FIRST && pk.opcode <= HM_OP_WRITE_ONLY)
+			order[n++] = pk.dqpn;
+	}
+	sim_pcap_reader_close(r);
+	unlink(path);
+	cr_assert_eq(n, 8, "8 WRITE packets captured, got %d", n);
+	/* The second QP's first packet comes before the first QP's last one (a FIFO arbiter
+	 * would send all of one QP first)... */
+	{
+		int first_b = -1, last_a = -1;
+
+		for (int i = 0; i < 8; i++) {
+			if (order[i] != order[0] && first_b < 0)
+				first_b = i;
+			if (order[i] == order[0])
+				last_a = i;
+		}
+		cr_assert(first_b >= 0 && first_b < last_a, "no interleaving: first of QP 2 at %d, "
+			  "last of QP 1 at %d", first_b, last_a);
+	}
+	/* ...and a QP sends twice in a row only while the other has not started or has finished. */
+	for (int i = 1; i < 8; i++) {
+		bool other_before = false, other_after = false;
+
+		if (order[i] != order[i - 1])
+			continue;
+		for (int j = 0; j < i - 1; j++)
+			other_before |= order[j] != order[i];
+		for (int j = i + 1; j < 8; j++)
+			other_after |= order[j] != order[i];
+		cr_assert(!(other_before && other_after),
+			  "QP 0x%x sent packets %d and %d in a row while the other QP had work",
+			  order[i], i - 1, i);
+	}
 }
