@@ -103,10 +103,10 @@ static struct drv_srq *srq_num(struct drv_dev *d, uint32_t n)
 	return n < d->nsrq_by_num ? d->srq_by_num[n] : NULL;
 }
 
-static void uar_db(struct drv_dev *d, uint32_t reg, uint32_t obj, uint32_t hi)
+static void uar_db(struct drv_dev *d, uint32_t reg, uint64_t val)
 {
 	/* wmb(): WQE (or consumer index) stores before the doorbell. */
-	sim_pcie_mmio_write64(d->fn, HCA_REGION_UAR + reg, HCA_UAR_DB(obj, hi));
+	sim_pcie_mmio_write64(d->fn, HCA_REGION_UAR + reg, val);
 }
 
 /* ---- post send ---- */
@@ -265,7 +265,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	if (rc && bad)
 		*bad = wr;
 	if (posted)
-		uar_db(d, HCA_UAR_SQ_DB, ibqp->qp_num, qp->sq_pi & 0xffff);
+		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff));
 	return rc;
 }
 
@@ -329,7 +329,7 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	if (rc && bad)
 		*bad = wr;
 	if (posted)
-		uar_db(d, HCA_UAR_RQ_DB, ibqp->qp_num, qp->rq_pi & 0xffff);
+		uar_db(d, HCA_UAR_RQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->rq_pi & 0xffff));
 	return rc;
 }
 
@@ -370,7 +370,7 @@ static int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	if (rc && bad)
 		*bad = wr;
 	if (posted)
-		uar_db(d, HCA_UAR_SRQ_DB, srq->srqn, srq->pi & 0xffff);
+		uar_db(d, HCA_UAR_SRQ_DB, HCA_UAR_DB(srq->srqn, srq->pi & 0xffff));
 	return rc;
 }
 
@@ -473,8 +473,8 @@ static int req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	d = drv_dev_of(ibcq->context);
 	drv_charge_verb(d);
 	uar_db(d, HCA_UAR_CQ_DB,
-	       cq->cqn | ((solicited_only ? HCA_CQ_DB_ARM_SOLICITED : HCA_CQ_DB_ARM_NEXT) << 24),
-	       cq->ci & 0xffffff);
+	       HCA_UAR_CQ_DB_VAL(cq->cqn,
+				 solicited_only ? HCA_CQ_DB_ARM_SOLICITED : HCA_CQ_DB_ARM_NEXT, cq->ci));
 	return 0;
 }
 

@@ -194,7 +194,9 @@ enum hca_cq_db_cmd {
 	HCA_CQ_DB_ARM_NEXT = 1,  /* event on the next CQE */
 	HCA_CQ_DB_ARM_SOLICITED = 2, /* event on the next solicited (or error) CQE */
 };
-#define HCA_UAR_DB(obj, hi) ((uint64_t)(obj)&0xffffffu) | ((uint64_t)(hi) << 32)
+#define HCA_UAR_DB(obj, hi) (((uint64_t)(obj)&0xffffffu) | ((uint64_t)(hi) << 32))
+#define HCA_UAR_CQ_DB_VAL(cqn, cmd, ci)                                                            \
+	(((uint64_t)(cqn)&0xffffffu) | ((uint64_t)((cmd)&3u) << 24) | ((uint64_t)((ci)&0xffffffu) << 32))
 
 /* ---- queue sizes: the rule the driver and the device both apply ---- */
 #define HCA_CQE_BYTES 64u
