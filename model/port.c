@@ -54,28 +54,29 @@ static void roce_gids(struct hm_port *p)
 {
 	uint8_t *g = p->gids[0];
 
-	/* GID 0: link-local fe80::/64 with the modified EUI-64 of the MAC; GID 1: the
-	 * IPv4-mapped address ::ffff:a.b.c.d. Both RoCE v2. */
+	/* RoCEv2 over IPv4 is what the model carries: one GID, the IPv4-mapped address
+	 * ::ffff:a.b.c.d of the port (RoCE v2). */
 	memset(p->gids, 0, sizeof(p->gids));
-	g[0] = 0xfe;
-	g[1] = 0x80;
-	g[8] = p->mac[0] ^ 0x02;
-	g[9] = p->mac[1];
-	g[10] = p->mac[2];
-	g[11] = 0xff;
-	g[12] = 0xfe;
-	g[13] = p->mac[3];
-	g[14] = p->mac[4];
-	g[15] = p->mac[5];
-	g = p->gids[1];
 	g[10] = 0xff;
 	g[11] = 0xff;
 	g[12] = (uint8_t)(p->ipv4 >> 24);
 	g[13] = (uint8_t)(p->ipv4 >> 16);
 	g[14] = (uint8_t)(p->ipv4 >> 8);
 	g[15] = (uint8_t)p->ipv4;
-	p->gid_type[0] = p->gid_type[1] = 2;
-	p->ngids = 2;
+	p->gid_type[0] = 2;
+	p->ngids = 1;
+}
+
+void hm_roce_mac_of(const uint8_t gid[16], uint8_t mac[6])
+{
+	/* The fabric's address resolution (what ARP answers on a real network): port p of host
+	 * h has IPv4 10.p.0.(h+1) and MAC 02:48:53:00:h:p. */
+	mac[0] = 0x02;
+	mac[1] = 0x48;
+	mac[2] = 0x53;
+	mac[3] = 0x00;
+	mac[4] = (uint8_t)(gid[15] - 1);
+	mac[5] = gid[13];
 }
 
 void hm_port_init(struct hm_dev *d)

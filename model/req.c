@@ -161,13 +161,7 @@ static void base_headers(struct hm_dev *d, struct hm_qp *qp, const struct hca_av
 	memcpy(p->sgid, port->gids[av->sgid_index < port->ngids ? av->sgid_index : 0], 16);
 	memcpy(p->dgid, av->dgid, 16);
 	memcpy(p->smac, port->mac, 6);
-	/* The destination MAC of a RoCE peer: derived from its link-local GID (EUI-64). */
-	p->dmac[0] = av->dgid[8] ^ 0x02;
-	p->dmac[1] = av->dgid[9];
-	p->dmac[2] = av->dgid[10];
-	p->dmac[3] = av->dgid[13];
-	p->dmac[4] = av->dgid[14];
-	p->dmac[5] = av->dgid[15];
+	hm_roce_mac_of(av->dgid, p->dmac);
 	p->udp_sport = (uint16_t)(0xc000 | (qp->qpn & 0x3fff));
 	p->pkey = port->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0];
 }

@@ -72,8 +72,17 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, uint8_t syn,
 		       uint8_t wc_status, sim_time_t t)
 {
-	if (qp->type == HCA_QPT_RC)
+	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+	if (qp->type == HCA_QPT_RC) {
 		send_ack(d, qp, p, syn, qp->epsn, t);
+		/* The affiliated asynchronous error of the responder (IBA 11.6.3.1): invalid
+		 * request, or access violation. */
+		if (syn == AETH_NAK_INV_REQ)
+			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_REQ_ERR, data);
+		else if (syn == AETH_NAK_REM_ACCESS)
+			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_ACCESS_ERR, data);
+	}
 	if (qp->in_msg && qp->msg_kind == 0) {
 		struct hca_cqe cqe = { 0 };
 
@@ -212,8 +221,29 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x no receive WQE", qp->qpn);
 		return t;
 	}
-	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1). */
-	if (p->has_grh) {
+	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1);
+	 * for RoCEv2 over IPv4 they hold the IPv4 header in bytes 20..39 (RoCEv2 annex). */
+	if (d->ports[qp_port(qp) - 1].link_layer == 2) {
+		uint8_t *ip = grh + 20;
+		uint32_t sum = 0;
+		uint16_t tot = (uint16_t)(20 + 8 + p->paylen + 12 + 4); /* IPv4 total length */
+
+		ip[0] = 0x45;
+		ip[1] = p->traffic_class;
+		ip[2] = (uint8_t)(tot >> 8);
+		ip[3] = (uint8_t)tot;
+		ip[6] = 0x40; /* DF */
+		ip[8] = p->hop_limit;
+		ip[9] = 17;
+		memcpy(ip + 12, p->sgid + 12, 4);
+		memcpy(ip + 16, p->dgid + 12, 4);
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		ip[10] = (uint8_t)(~sum >> 8);
+		ip[11] = (uint8_t)~sum;
+	} else if (p->has_grh) {
 		grh[0] = 0x60 | (p->traffic_class >> 4);
 		grh[1] = (uint8_t)(p->traffic_class << 4) | (uint8_t)((p->flow_label >> 16) & 0xf);
 		grh[2] = (uint8_t)(p->flow_label >> 8);

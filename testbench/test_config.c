@@ -188,15 +188,20 @@ Test(config, roce_ports_have_no_lid_and_roce_v2_gids)
 	cr_assert_eq(t.port.link_layer, IBV_LINK_LAYER_ETHERNET);
 	cr_assert_eq(t.port.state, IBV_PORT_ACTIVE);
 	cr_assert_eq(t.port.lid, 0);
+	/* RoCEv2 over IPv4: one GID, the IPv4-mapped address of the port (10.1.0.2 on host 1). */
 	cr_assert_eq(ibv_query_gid(t.ctx, 1, 0, &g0), 0);
 	cr_assert_eq(ibv_query_gid(t.ctx, 1, 1, &g1), 0);
-	cr_assert_eq(g0.raw[0], 0xfe);
-	cr_assert_eq(g0.raw[1], 0x80);
-	cr_assert_eq(g1.raw[10], 0xff, "IPv4-mapped GID");
-	cr_assert_eq(g1.raw[11], 0xff);
-	cr_assert_eq(g1.raw[12], 10);
-	cr_assert_eq(ibv_query_gid_ex(t.ctx, 1, 1, &e, 0), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(g0.raw[i], 0);
+	cr_assert_eq(g0.raw[10], 0xff, "IPv4-mapped GID");
+	cr_assert_eq(g0.raw[11], 0xff);
+	cr_assert_eq(g0.raw[12], 10);
+	cr_assert_eq(g0.raw[13], 1);
+	cr_assert_eq(g0.raw[15], 2);
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(g1.raw[i], 0, "GID 1 is not populated");
+	cr_assert_eq(ibv_query_gid_ex(t.ctx, 1, 0, &e, 0), 0);
 	cr_assert_eq(e.gid_type, IBV_GID_TYPE_ROCE_V2);
-	cr_assert_eq(ibv_query_gid_ex(t.ctx, 1, 5, &e, 0), ENODATA);
+	cr_assert_eq(ibv_query_gid_ex(t.ctx, 1, 1, &e, 0), ENODATA);
 	tb_close(&t);
 }
