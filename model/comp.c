@@ -117,26 +117,12 @@ static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *
 {
 	const uint8_t *w = wqe_at(qp, f->wqe);
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
+	bool ok;
 
-	for (unsigned i = 0; i < c->num_sge && len; i++) {
-		uint64_t iova;
-		uint32_t n;
-
-		if (off >= sg[i].length) {
-			off -= sg[i].length;
-			continue;
-		}
-		n = sg[i].length - off < len ? sg[i].length - off : len;
-		if (hm_mkey_check(d, sg[i].lkey, qp->pdn, sg[i].addr + off, n,
-				  HCA_ACCESS_LOCAL_WRITE, &iova))
-			return false;
-		hm_dma_write_at(d, iova, data, n, t);
-		data += n;
-		len -= n;
-		off = 0;
-	}
-	return len == 0;
+	/* hm_sge_copy only reads buf when writing to memory. */
+	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off,
+			   (void *)data, len, true, &t, &ok) == len &&
+	       ok;
 }
 
 static uint8_t nak_status(uint8_t syn)

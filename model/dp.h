@@ -191,6 +191,14 @@ enum hm_mkey_result {
 enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				  uint64_t len, uint32_t access, uint64_t *iova);
 
+/* Move len bytes between buf and the memory the scatter/gather list sg[0..nsge) names, from
+ * byte off of the list: every piece is checked against its key (PD pdn; local write access
+ * when writing) and then written from buf (posted at *t) or read into buf (timed from *t).
+ * Returns the bytes moved; *ok turns false when a key check or a read failed, which stops
+ * the move. Fewer bytes than len with *ok true: the list is too short. */
+uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok);
+
 /* ---- doorbell + sched ---- */
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);

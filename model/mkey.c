@@ -20,3 +20,36 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 	*iova = mk->iova + (va - mk->va);
 	return HM_MKEY_OK;
 }
+
+uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok)
+{
+	uint8_t *b = buf;
+	uint32_t moved = 0;
+
+	*ok = true;
+	for (unsigned i = 0; i < nsge && moved < len; i++) {
+		uint32_t n;
+		uint64_t iova;
+
+		if (off >= sg[i].length) {
+			off -= sg[i].length;
+			continue;
+		}
+		n = sg[i].length - off < len - moved ? sg[i].length - off : len - moved;
+		if (hm_mkey_check(d, sg[i].lkey, pdn, sg[i].addr + off, n,
+				  write ? HCA_ACCESS_LOCAL_WRITE : 0, &iova)) {
+			*ok = false;
+			return moved;
+		}
+		if (write) {
+			hm_dma_write_at(d, iova, b + moved, n, *t);
+		} else if (sim_dma_read_timed(d->fn, iova, b + moved, n, t)) {
+			*ok = false;
+			return moved;
+		}
+		moved += n;
+		off = 0;
+	}
+	return moved;
+}

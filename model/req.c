@@ -119,29 +119,15 @@ static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_
 		   uint8_t *buf, uint32_t len, sim_time_t *t)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
+	bool ok;
 
 	if (c->flags & HCA_WQE_F_INLINE) {
 		memcpy(buf, w + HCA_WQE_BASE_BYTES + off, len);
 		return true;
 	}
-	for (unsigned i = 0; i < c->num_sge && len; i++) {
-		uint64_t iova;
-		uint32_t n;
-
-		if (off >= sg[i].length) {
-			off -= sg[i].length;
-			continue;
-		}
-		n = sg[i].length - off < len ? sg[i].length - off : len;
-		if (hm_mkey_check(d, sg[i].lkey, qp->pdn, sg[i].addr + off, n, 0, &iova) ||
-		    sim_dma_read_timed(d->fn, iova, buf, n, t))
-			return false;
-		buf += n;
-		len -= n;
-		off = 0;
-	}
-	return true;
+	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off, buf,
+			   len, false, t, &ok) == len &&
+	       ok;
 }
 
 /* Headers common to every packet of this QP. */

@@ -67,6 +67,21 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	hm_port_send(d, qp_port(qp), &a, t);
 }
 
+/* The receive WQE in use completes with status (a receive error). */
+static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+{
+	struct hca_cqe cqe = { 0 };
+
+	cqe.qpn = qp->qpn;
+	cqe.wqe_index = (uint16_t)qp->rwqe;
+	cqe.opcode = HCA_CQE_OP_RECV;
+	cqe.status = status;
+	cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
+	if (!qp->rwqe_srq)
+		qp->rq_ci = qp->rwqe + 1;
+	hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+}
+
 /* A responder error of class NAK + QP to ERR (RC), with a receive CQE when a receive WQE was
  * in use. */
 static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, uint8_t syn,
@@ -83,18 +98,8 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 		else if (syn == AETH_NAK_REM_ACCESS)
 			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_ACCESS_ERR, data);
 	}
-	if (qp->in_msg && qp->msg_kind == 0) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->rwqe;
-		cqe.opcode = HCA_CQE_OP_RECV;
-		cqe.status = wc_status;
-		cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
-		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
-		if (!qp->rwqe_srq)
-			qp->rq_ci = qp->rwqe + 1;
-	}
+	if (qp->in_msg && qp->msg_kind == 0)
+		recv_fail(d, qp, wc_status, t);
 	/* RC: the QP goes to ERR. UC: a receive WQE completed in error also takes the QP to
 	 * ERR (IBA 10.8.3.2: a completion error other than on the send side of UC/UD); without
 	 * one, the message is only dropped. */
@@ -156,29 +161,16 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
 		       sim_time_t t)
 {
-	uint32_t off = qp->recv_off;
+	bool ok;
+	uint32_t n = hm_sge_copy(d, qp->pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data, len,
+				 true, &t, &ok);
 
-	for (uint32_t i = 0; i < qp->rsge_n && len; i++) {
-		const struct hca_wqe_data *s = &qp->rsge[i];
-		uint64_t iova;
-		uint32_t n;
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = s->length - off < len ? s->length - off : len;
-		if (hm_mkey_check(d, s->lkey, qp->pdn, s->addr + off, n, HCA_ACCESS_LOCAL_WRITE,
-				  &iova))
-			return HCA_WC_LOC_PROT_ERR;
-		hm_dma_write_at(d, iova, data, n, t);
-		data += n;
-		len -= n;
-		qp->recv_off += n;
-		off = 0;
-	}
-	return len ? HCA_WC_LOC_LEN_ERR : HCA_WC_SUCCESS;
+	qp->recv_off += n;
+	if (!ok)
+		return HCA_WC_LOC_PROT_ERR;
+	return n < len ? HCA_WC_LOC_LEN_ERR : HCA_WC_SUCCESS;
 }
+
 
 /* Receive completion of the message that just ended. */
 static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, bool imm,
@@ -257,16 +249,7 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	if (st == HCA_WC_SUCCESS)
 		st = scatter(d, qp, p->payload, p->paylen, t);
 	if (st != HCA_WC_SUCCESS) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->rwqe;
-		cqe.opcode = HCA_CQE_OP_RECV;
-		cqe.status = st;
-		cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
-		if (!qp->rwqe_srq)
-			qp->rq_ci = qp->rwqe + 1;
-		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+		recv_fail(d, qp, st, t);
 		return t;
 	}
 	recv_complete(d, qp, p, p->opcode == HM_OP_UD_SEND_ONLY_IMM, false, t);
