@@ -380,6 +380,14 @@ Test(datapath, arbiter_interleaves_qps_packet_by_packet)
 		cr_assert_eq(ibv_post_send(qa[i], &w, &bad), 0, "%s", hcasim_last_error());
 	}
 	tb_poll(a.cq, wc, 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_destroy_qp(qa[i]), 0);
+		cr_assert_eq(ibv_destroy_qp(qb[i]), 0);
+	}
+	free_mr(src);
+	free_mr(dst);
+	tb_close(&a);
+	tb_close(&b);
 	hcasim_shutdown(); /* closes the capture */
 	snprintf(path, sizeof(path), "%s.link0.pcap", prefix);
 	cr_assert_eq(sim_pcap_reader_open(&r, path), 0, "no capture at %s", path);
