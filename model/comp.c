@@ -57,6 +57,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS) {
 		/* Progress: both retry counters reload and the timer restarts (IBA 9.7.6.1). */
+		qp->nak_seen = false;
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
 		hm_req_timer(d, qp, t);
@@ -148,12 +149,24 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		  p->psn, op, syn);
 	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return t;
+	/* Only a response inside the window of outstanding PSNs counts; a late or duplicated
+	 * one (IBA 9.7.5.1.1: "ghost" ACKs) is ignored. */
+	if (qp->sq_done == qp->sq_next && !qp->cur_started)
+		return t;
+	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
+	    hm_psn_cmp(p->psn, qp->sq_psn) >= 0)
+		return t;
 	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
 		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
-		 * go back to it, which costs a retry (IBA 9.7.5.1.2). */
+		 * go back to it, which costs a retry (IBA 9.7.5.1.2). A second NAK for the same
+		 * PSN with no progress in between (a duplicate) changes nothing. */
 		implied_acks(d, qp, p->psn, t);
 		if (qp->sq_done == qp->sq_next)
 			return t;
+		if (qp->nak_seen && qp->nak_psn == p->psn)
+			return t;
+		qp->nak_seen = true;
+		qp->nak_psn = p->psn;
 		if (!qp->retry_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 			return t;

@@ -91,6 +91,8 @@ struct hm_qp {
 	uint8_t retry_left;    /* retries left before RETRY_EXC_ERR (reloads on progress) */
 	uint8_t rnr_left;      /* RNR retries left (7 = infinite, reloads on progress) */
 	bool rnr_wait;         /* waiting out an RNR NAK's timer */
+	bool nak_seen;         /* a sequence NAK for nak_psn was acted on, no progress since */
+	uint32_t nak_psn;
 	uint32_t timer_gen;    /* the ACK timer event whose generation matches is the live one */
 	bool timer_on;         /* the local ACK timer is armed */
 	uint32_t last_atomic_psn; /* responder: PSN and result of the last atomic, replayed for */
@@ -121,6 +123,8 @@ struct hm_qp {
 	uint32_t wr_len;       /* RDMA WRITE: message length (from the RETH) */
 	uint32_t rd_in;        /* READ/atomic being answered */
 	sim_time_t rx_busy_ps;  /* the QP's receive handling is busy until then */
+	struct hm_rx_frame *rxq_head, *rxq_tail; /* frames waiting for it, in arrival order */
+	bool rx_drain;          /* a drain event is scheduled */
 	/* counters (device statistics, not context) */
 	uint64_t c_tx_pkts, c_tx_bytes; /* packets and payload bytes sent (requests and responses) */
 	uint64_t c_rx_pkts, c_rx_bytes; /* packets and payload bytes received */
@@ -155,6 +159,15 @@ struct hm_dp {
 	/* counters */
 	uint64_t tx_pkts, rx_pkts, rx_crc_errors, rx_dropped, bad_doorbells;
 };
+
+/* A received frame waiting for its QP (model/port.c). */
+struct hm_rx_frame {
+	struct hm_rx_frame *next; /* FIFO */
+	unsigned port;            /* receiving port, 1-based */
+	size_t len;               /* bytes */
+	uint8_t buf[];            /* the frame */
+};
+void hm_rxq_free(struct hm_qp *qp);
 
 struct hm_dp *hm_dp_create(struct hm_dev *d);
 void hm_dp_destroy(struct hm_dp *dp);

@@ -236,22 +236,116 @@ static bool is_response(uint8_t op)
 	       !(op & 0xe0);
 }
 
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+			  sim_time_t t);
+
+struct rx_later {
+	struct hm_dev *d; /* device */
+	unsigned port;    /* port */
+	size_t len;       /* bytes */
+	uint8_t buf[];    /* frame */
+};
+
+static void port_rx_later(void *arg)
+{
+	struct rx_later *f = arg;
+
+	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, sim_now(sim_kernel()));
+	free(f);
+}
+
 static void port_rx(void *arg, const uint8_t *frame, size_t len)
 {
 	struct hm_port *p = arg;
-	struct hm_dev *d = p->dev;
-	struct hm_dp *dp = d->dp;
+	struct hm_dp *dp = p->dev->dp;
 	sim_time_t t = sim_now(sim_kernel());
+	struct rx_later *f;
+
+	/* One frame per pipe.port_cycles through the receive pipeline; the frame is handled at
+	 * the time it leaves it, so that its effects on memory happen in time order. */
+	if (dp->rx_free_ps > t)
+		t = dp->rx_free_ps;
+	t = sim_clock_after(&p->dev->core, t, p->dev->cfg.port_cycles);
+	dp->rx_free_ps = t;
+	f = malloc(sizeof(*f) + len);
+	SIM_ASSERT(f != NULL, "out of memory");
+	f->d = p->dev;
+	f->port = p->num;
+	f->len = len;
+	memcpy(f->buf, frame, len);
+	sim_schedule_owned_at(sim_kernel(), t, port_rx_later, f);
+}
+
+void hm_rxq_free(struct hm_qp *qp)
+{
+	while (qp->rxq_head) {
+		struct hm_rx_frame *f = qp->rxq_head;
+
+		qp->rxq_head = f->next;
+		free(f);
+	}
+	qp->rxq_tail = NULL;
+}
+
+/* Hand a parsed packet for qp to the responder or the completer at t. */
+static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, sim_time_t t)
+{
+	qp->c_rx_pkts++;
+	qp->c_rx_bytes += pkt->paylen;
+	if (pkt->opcode == HM_OP_ACKNOWLEDGE && (pkt->aeth_syndrome & 0x60))
+		qp->c_naks_rcvd++;
+	if (is_response(pkt->opcode))
+		qp->rx_busy_ps = hm_comp_rx(d, qp, pkt, t);
+	else
+		qp->rx_busy_ps = hm_resp_rx(d, qp, pkt, t);
+}
+
+struct rx_drain {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP whose waiting frames to handle */
+};
+
+/* Handle a QP's waiting frames in arrival order, each once the previous one is done. */
+static void rx_drain(void *arg)
+{
+	struct rx_drain *r = arg;
+	struct hm_dev *d = r->d;
+	sim_time_t t = sim_now(sim_kernel());
+	struct hm_qp *qp = r->qpn < d->dp->nqps ? d->dp->qps[r->qpn] : NULL;
+
+	if (qp) {
+		qp->rx_drain = false;
+		if (qp->rxq_head && qp->rx_busy_ps <= t) {
+			struct hm_rx_frame *f = qp->rxq_head;
+			struct hm_pkt pkt;
+
+			qp->rxq_head = f->next;
+			if (!qp->rxq_head)
+				qp->rxq_tail = NULL;
+			if (!hm_pkt_parse(hm_port_ll(&d->ports[f->port - 1]), f->buf, f->len, &pkt) &&
+			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR)
+				qp_rx(d, qp, &pkt, t);
+			free(f);
+		}
+		if (qp->rxq_head) {
+			qp->rx_drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+					      rx_drain, r);
+			return;
+		}
+	}
+	free(r);
+}
+
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+			  sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
 	uint8_t qpt;
 	struct hm_pkt pkt;
 	struct hm_qp *qp;
 	int rc;
 
-	/* One frame per pipe.port_cycles through the receive pipeline. */
-	if (dp->rx_free_ps > t)
-		t = dp->rx_free_ps;
-	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
-	dp->rx_free_ps = t;
 	dp->rx_pkts++;
 	rc = hm_pkt_parse(hm_port_ll(p), frame, len, &pkt);
 	if (rc) {
@@ -279,18 +373,33 @@ static void port_rx(void *arg, const uint8_t *frame, size_t len)
 			  pkt.dqpn, pkt.opcode);
 		return;
 	}
-	qp->c_rx_pkts++;
-	qp->c_rx_bytes += pkt.paylen;
-	if (pkt.opcode == HM_OP_ACKNOWLEDGE && (pkt.aeth_syndrome & 0x60))
-		qp->c_naks_rcvd++;
-	/* A QP's packets are handled in order: this one starts when the previous one (its
-	 * receive WQE fetch, its reads) is done. */
-	if (qp->rx_busy_ps > t)
-		t = qp->rx_busy_ps;
-	if (is_response(pkt.opcode))
-		qp->rx_busy_ps = hm_comp_rx(d, qp, &pkt, t);
-	else
-		qp->rx_busy_ps = hm_resp_rx(d, qp, &pkt, t);
+	/* A QP's packets are handled in order: one that arrives while an earlier one is still
+	 * being handled (its receive WQE fetch, its reads) or waiting joins the QP's FIFO. */
+	if (qp->rxq_head || qp->rx_busy_ps > t) {
+		struct hm_rx_frame *f = malloc(sizeof(*f) + len);
+
+		SIM_ASSERT(f != NULL, "out of memory");
+		f->next = NULL;
+		f->port = p->num;
+		f->len = len;
+		memcpy(f->buf, frame, len);
+		if (qp->rxq_tail)
+			qp->rxq_tail->next = f;
+		else
+			qp->rxq_head = f;
+		qp->rxq_tail = f;
+		if (!qp->rx_drain) {
+			struct rx_drain *r = malloc(sizeof(*r));
+
+			SIM_ASSERT(r != NULL, "out of memory");
+			*r = (struct rx_drain){ d, qp->qpn };
+			qp->rx_drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+					      rx_drain, r);
+		}
+		return;
+	}
+	qp_rx(d, qp, &pkt, t);
 }
 
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)

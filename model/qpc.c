@@ -29,6 +29,7 @@ void hm_dp_destroy(struct hm_dp *dp)
 		return;
 	for (uint32_t i = 0; i < dp->nqps; i++) {
 		if (dp->qps[i]) {
+			hm_rxq_free(dp->qps[i]);
 			free(dp->qps[i]->wqe_buf);
 			free(dp->qps[i]->flight);
 			free(dp->qps[i]->rsge);
@@ -128,6 +129,7 @@ void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 		return;
 	if (qp->cached)
 		dp->qpc_used--;
+	hm_rxq_free(qp);
 	free(qp->wqe_buf);
 	free(qp->flight);
 	free(qp->rsge);

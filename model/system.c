@@ -44,9 +44,48 @@ static void make_links(void)
 			SIM_ASSERT(l != NULL, "link creation failed");
 			hm_port_attach(sys.devs[h], p, l, 0);
 			hm_port_attach(sys.devs[h + 1], p, l, 1);
+			for (int s = 0; s < 2; s++)
+				sim_link_set_faults(l, s,
+						    &(struct sim_link_faults){
+							    (uint32_t)c->fault_drop_ppm,
+							    (uint32_t)c->fault_corrupt_ppm,
+							    (uint32_t)c->fault_dup_ppm,
+							    (uint32_t)c->fault_reorder_ppm,
+							    (uint32_t)c->fault_delay_ppm,
+							    (uint32_t)c->fault_drop_every,
+							    c->fault_delay_ns * SIM_PS_PER_NS },
+						    c->seed);
 			sys.links[sys.nlinks++] = l;
 		}
 	}
+}
+
+int hcasim_link_faults(int link, int side, const struct hcasim_faults *f)
+{
+	struct sim_link_faults lf;
+
+	if (!sys.booted || link < 0 || link >= sys.nlinks)
+		return sim_error(-EINVAL, "hcasim_link_faults: no link %d", link);
+	if (side < -1 || side > 1 || !f)
+		return sim_error(-EINVAL, "hcasim_link_faults: side %d (0, 1 or -1 for both)", side);
+	if (f->drop_ppm > 1000000 || f->corrupt_ppm > 1000000 || f->dup_ppm > 1000000 ||
+	    f->reorder_ppm > 1000000 || f->delay_ppm > 1000000)
+		return sim_error(-EINVAL, "hcasim_link_faults: a probability above 1000000 ppm");
+	lf = (struct sim_link_faults){ f->drop_ppm,    f->corrupt_ppm, f->dup_ppm,
+				       f->reorder_ppm, f->delay_ppm,   f->drop_every,
+				       f->delay_ps };
+	for (int s = 0; s < 2; s++)
+		if (side < 0 || side == s)
+			sim_link_set_faults(sys.links[link], s, &lf, sys.cfg.seed);
+	return 0;
+}
+
+int hcasim_link_fault_counts(int link, int side, uint64_t out[5])
+{
+	if (!sys.booted || link < 0 || link >= sys.nlinks || side < 0 || side > 1 || !out)
+		return sim_error(-EINVAL, "hcasim_link_fault_counts: no link %d side %d", link, side);
+	sim_link_fault_counts(sys.links[link], side, out);
+	return 0;
 }
 
 int hcasim_pcap(const char *prefix)

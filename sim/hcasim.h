@@ -42,6 +42,19 @@ int hcasim_trace(const char *categories, const char *path);
  * boot. InfiniBand links use LINKTYPE_WIRESHARK_UPPER_PDU, RoCEv2 links Ethernet. */
 int hcasim_pcap(const char *prefix);
 
+/* Fault injection on link N (numbered as for hcasim_pcap), for frames sent from side 0 (the
+ * even host) or 1, or both (-1); seeded from sim.seed. The fault.* settings install the same on
+ * every link at boot. Probabilities in parts per million. See sim/link.h. */
+struct hcasim_faults {
+	uint32_t drop_ppm, corrupt_ppm, dup_ppm, reorder_ppm, delay_ppm;
+	uint32_t drop_every; /* every Nth frame dropped, 0 = off */
+	uint64_t delay_ps;   /* extra latency of a delayed frame */
+};
+int hcasim_link_faults(int link, int side, const struct hcasim_faults *f);
+/* Faults injected so far on link N from side: [0] drops, [1] corruptions, [2] duplicates,
+ * [3] reorders, [4] delays. */
+int hcasim_link_fault_counts(int link, int side, uint64_t out[5]);
+
 int hcasim_num_devices(void);
 
 /* Data-path counters of device dev (since boot). */

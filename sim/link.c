@@ -3,6 +3,7 @@
  * tap that records both directions in order of transmit start. */
 #include "sim/link.h"
 #include "sim/pcap.h"
+#include "sim/rng.h"
 #include "sim/trace.h"
 
 #include <stdio.h>
@@ -13,6 +14,10 @@
 #define LINK_MAX_FRAME_BYTES (1u << 20)
 
 struct link_side {
+	struct sim_link_faults faults; /* injected into frames sent from this side */
+	struct sim_rng rng;       /* their random source */
+	uint64_t injected[5];     /* drops, corruptions, duplicates, reorders, delays */
+	struct delivery *held;    /* a reordered frame waiting for the next one */
 	sim_link_rx_fn rx;	  /* receives what the other side sends */
 	void *port;		  /* rx's argument */
 	sim_time_t busy_until_ps; /* this side's transmitter is free from then on */
@@ -87,6 +92,8 @@ void sim_link_destroy(struct sim_link *l)
 	if (!l)
 		return;
 	sim_link_pcap(l, NULL);
+	free(l->side[0].held); /* a reordered frame still waiting */
+	free(l->side[1].held);
 	for (pp = &live_links; *pp != l; pp = &(*pp)->next)
 		SIM_ASSERT(*pp != NULL, "link %s destroyed twice", l->name);
 	*pp = l->next;
@@ -154,6 +161,81 @@ static void tap(struct sim_link *l, sim_time_t now, sim_time_t start, const uint
 	*pp = r;
 }
 
+static bool chance(struct link_side *s, uint32_t ppm)
+{
+	return ppm && sim_rng_below(&s->rng, 1000000) < ppm;
+}
+
+void sim_link_set_faults(struct sim_link *l, int side, const struct sim_link_faults *f,
+			 uint64_t seed)
+{
+	char src[64];
+
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].faults = *f;
+	snprintf(src, sizeof(src), "fault.%s.%d", l->name, side);
+	sim_rng_init(&l->side[side].rng, seed, src);
+}
+
+void sim_link_fault_counts(const struct sim_link *l, int side, uint64_t out[5])
+{
+	memcpy(out, l->side[side].injected, 5 * sizeof(out[0]));
+}
+
+/* Apply the side's faults to a frame due at the other side at t: schedule zero, one or two
+ * deliveries. */
+static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t t)
+{
+	struct link_side *s = &l->side[side];
+	const struct sim_link_faults *f = &s->faults;
+	struct sim_kernel *k = sim_kernel();
+
+	if ((f->drop_every && s->frames % f->drop_every == 0) || chance(s, f->drop_ppm)) {
+		s->injected[0]++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=drop bytes=%zu", l->name, side,
+			  d->len);
+		free(d);
+		return;
+	}
+	if (chance(s, f->corrupt_ppm) && d->len > 1) {
+		size_t bit = 8 + (size_t)sim_rng_below(&s->rng, (uint64_t)(d->len - 1) * 8);
+
+		d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		s->injected[1]++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=corrupt bit=%zu", l->name, side,
+			  bit);
+	}
+	if (chance(s, f->delay_ppm)) {
+		t += f->delay_ps;
+		s->injected[4]++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=delay ps=%llu", l->name, side,
+			  (unsigned long long)f->delay_ps);
+	}
+	if (chance(s, f->dup_ppm)) {
+		struct delivery *c = malloc(sizeof(*c) + d->len);
+
+		SIM_ASSERT(c != NULL, "out of memory");
+		memcpy(c, d, sizeof(*c) + d->len);
+		s->injected[2]++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=duplicate", l->name, side);
+		sim_schedule_owned_at(k, t + 1, deliver, c);
+	}
+	if (s->held) {
+		/* The frame held back arrives right after this one. */
+		sim_schedule_owned_at(k, t, deliver, d);
+		sim_schedule_owned_at(k, t + 1, deliver, s->held);
+		s->held = NULL;
+		return;
+	}
+	if (chance(s, f->reorder_ppm)) {
+		s->injected[3]++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=reorder", l->name, side);
+		s->held = d;
+		return;
+	}
+	sim_schedule_owned_at(k, t, deliver, d);
+}
+
 sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, size_t len)
 {
 	struct sim_kernel *k = sim_kernel();
@@ -179,7 +261,7 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	d->to = !side;
 	d->len = len;
 	memcpy(d->frame, frame, len);
-	sim_schedule_owned_at(k, end + l->latency_ps, deliver, d);
+	inject(l, side, d, end + l->latency_ps);
 
 	SIM_TRACE(link, tx, -1, "link=%s side=%d bytes=%zu start=%llu end=%llu", l->name, side, len,
 		  (unsigned long long)start, (unsigned long long)end);

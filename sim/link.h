@@ -34,6 +34,25 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side);
 /* Start (path) or stop (NULL) writing a pcap file; nanosecond timestamps. 0 or -errno. */
 int sim_link_pcap(struct sim_link *l, const char *path);
+/* Faults injected into frames sent from a side (seeded and deterministic; IBA gives the
+ * receiver's CRC checks and the transport's retries something to do). Probabilities are in
+ * parts per million per frame; every_nth (0 = off) applies the fault to frames N, 2N, ...
+ * counted per side. A dropped frame still occupies the wire (and the pcap: it was sent); a
+ * corrupted one has one bit flipped past its first byte, so its CRCs fail at the receiver; a
+ * duplicated one arrives twice; a reordered one arrives after the next frame of that side; a
+ * delayed one arrives delay_ps late. */
+struct sim_link_faults {
+	uint32_t drop_ppm, corrupt_ppm, dup_ppm, reorder_ppm, delay_ppm; /* by probability */
+	uint32_t drop_every;   /* every Nth frame dropped (0 = off) */
+	uint64_t delay_ps;     /* extra latency of a delayed frame */
+};
+/* Install faults for frames sent from side (0 or 1), seeded from seed and the link's name;
+ * all zero removes them. */
+void sim_link_set_faults(struct sim_link *l, int side, const struct sim_link_faults *f,
+			 uint64_t seed);
+/* Faults injected so far from a side: drops, corruptions, duplicates, reorders, delays. */
+void sim_link_fault_counts(const struct sim_link *l, int side, uint64_t out[5]);
+
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);
 uint64_t sim_link_bytes(const struct sim_link *l, int side);

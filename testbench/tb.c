@@ -168,6 +168,8 @@ void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *a)
 	a->alt_timeout = 14;
 }
 
+unsigned tb_rc_timeout = 14;
+
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
 		enum ibv_mtu mtu)
 {
@@ -215,7 +217,7 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 	a.sq_psn = 0x100;
 	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC) {
-		a.timeout = 14;
+		a.timeout = (uint8_t)tb_rc_timeout;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 4;

@@ -53,3 +53,5 @@ void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 /* Register len bytes (page aligned, zeroed) with every access. */
 struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
 #define TB_QKEY 0x11111111u
+/* Local ACK timeout code tb_connect gives RC QPs (default 14: 67 ms). */
+extern unsigned tb_rc_timeout;
