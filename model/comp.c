@@ -156,6 +156,21 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
 	    hm_psn_cmp(p->psn, qp->sq_psn) >= 0)
 		return t;
+	{
+		/* Forward progress (IBA 9.7.6.1): the response acknowledges packets up to its
+		 * PSN (a NAK: up to the one before). New ground reloads both retry counters
+		 * and restarts the timer, even inside a message. */
+		uint32_t upto = op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn;
+
+		upto &= HCA_PSN_MASK;
+		if (hm_psn_cmp(upto, qp->acked_psn) > 0) {
+			qp->acked_psn = upto;
+			qp->retry_left = qp->attr.retry_cnt;
+			qp->rnr_left = qp->attr.rnr_retry;
+			qp->nak_seen = false;
+			hm_req_timer(d, qp, t);
+		}
+	}
 	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
 		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
 		 * go back to it, which costs a retry (IBA 9.7.5.1.2). A second NAK for the same
@@ -222,6 +237,26 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		    hm_psn_cmp(p->psn, f->first_psn) >= 0 && hm_psn_cmp(p->psn, f->last_psn) <= 0) {
 			unsigned mtu = hm_qp_mtu(d, qp);
 			uint32_t off = ((p->psn - f->first_psn) & HCA_PSN_MASK) * mtu;
+
+			/* Responses are taken in order (IBA 9.7.5.1.6): a duplicate is dropped;
+			 * after a gap the READ is asked again, once per gap, at the cost of a
+			 * retry, as for a sequence error. */
+			if (hm_psn_cmp(p->psn, f->next_rsp) < 0)
+				return t;
+			if (p->psn != f->next_rsp) {
+				if (qp->rd_gap)
+					return t;
+				qp->rd_gap = true;
+				if (!qp->retry_left) {
+					hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+					return t;
+				}
+				qp->retry_left--;
+				hm_req_rewind(d, qp, f->first_psn, t);
+				return t;
+			}
+			qp->rd_gap = false;
+			f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
 
 			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
 				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);

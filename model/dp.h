@@ -64,6 +64,7 @@ struct hm_flight {
 	bool signaled;       /* write a CQE */
 	uint32_t len;        /* message bytes */
 	uint32_t done_bytes; /* READ: bytes of response scattered */
+	uint32_t next_rsp;   /* READ: PSN of the response expected next */
 };
 
 /* QP context: attributes (cached, backed in host memory) and the blocks' runtime state. */
@@ -92,6 +93,8 @@ struct hm_qp {
 	uint8_t rnr_left;      /* RNR retries left (7 = infinite, reloads on progress) */
 	bool rnr_wait;         /* waiting out an RNR NAK's timer */
 	bool nak_seen;         /* a sequence NAK for nak_psn was acted on, no progress since */
+	bool rd_gap;           /* a READ response gap was acted on, no in-order response since */
+	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (forward progress) */
 	uint32_t nak_psn;
 	uint32_t timer_gen;    /* the ACK timer event whose generation matches is the live one */
 	bool timer_on;         /* the local ACK timer is armed */

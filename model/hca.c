@@ -241,34 +241,7 @@ void hm_dev_destroy(struct hm_dev *d)
 	free(d);
 }
 
-struct write_later {
-	struct hm_dev *d;   /* device */
-	uint64_t addr;      /* device address */
-	size_t len;         /* bytes */
-	unsigned char buf[]; /* data */
-};
-
-static void write_later(void *p)
-{
-	struct write_later *w = p;
-
-	sim_dma_write(w->d->fn, w->addr, w->buf, w->len, NULL, NULL);
-	free(w);
-}
-
 void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len, sim_time_t t)
 {
-	struct write_later *w;
-
-	if (t <= sim_now(sim_kernel())) {
-		sim_dma_write(d->fn, addr, src, len, NULL, NULL);
-		return;
-	}
-	w = malloc(sizeof(*w) + len);
-	SIM_ASSERT(w != NULL, "out of memory");
-	w->d = d;
-	w->addr = addr;
-	w->len = len;
-	memcpy(w->buf, src, len);
-	sim_schedule_owned_at(sim_kernel(), t, write_later, w);
+	sim_dma_write_at(d->fn, addr, src, len, t, NULL, NULL);
 }

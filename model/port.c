@@ -349,7 +349,27 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 	dp->rx_pkts++;
 	rc = hm_pkt_parse(hm_port_ll(p), frame, len, &pkt);
 	if (rc) {
-		/* A bad ICRC/VCRC or a malformed frame is dropped and counted (IBA 7.8). */
+		/* A bad ICRC/VCRC or a malformed frame is dropped and counted (IBA 7.8). A frame
+		 * that looks malformed because a bit of a length field flipped is a CRC error
+		 * too: the link's CRC over the bytes received does not hold. */
+		if (rc == -EPROTO && len > HM_ICRC_BYTES + HM_VCRC_BYTES) {
+			/* IB: the VCRC covers every byte; RoCE: the ICRC (the FCS, not in the
+			 * frame, would say the same). Both are stored least significant byte
+			 * first. */
+			if (hm_port_ll(p) == HM_LL_IB)
+				rc = hm_pkt_vcrc(frame, len) !=
+						     (uint16_t)(frame[len - 2] | frame[len - 1] << 8)
+					     ? -EBADMSG
+					     : rc;
+			else
+				rc = hm_pkt_icrc(HM_LL_ROCE, frame, len) !=
+						     ((uint32_t)frame[len - 4] |
+						      (uint32_t)frame[len - 3] << 8 |
+						      (uint32_t)frame[len - 2] << 16 |
+						      (uint32_t)frame[len - 1] << 24)
+					     ? -EBADMSG
+					     : rc;
+		}
 		dp->rx_crc_errors += rc == -EBADMSG;
 		dp->rx_dropped++;
 		SIM_TRACE(pkt, drop, d->devno, "port=%u len=%zu %s", p->num, len,

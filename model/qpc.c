@@ -228,8 +228,10 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 	SIM_ASSERT(qp != NULL, "modify of unknown qpn 0x%x", qpn);
 	prev = qp->state;
 	qp->attr = *a;
-	if (mask & HCA_QPA_SQ_PSN)
+	if (mask & HCA_QPA_SQ_PSN) {
 		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
+		qp->acked_psn = (qp->sq_psn - 1) & HCA_PSN_MASK;
+	}
 	if (mask & HCA_QPA_RQ_PSN)
 		qp->epsn = a->rq_psn & HCA_PSN_MASK;
 	if (mask & HCA_QPA_RETRY_CNT)

@@ -225,6 +225,8 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		p.reth_rkey = rd->rkey;
 		p.reth_dmalen = f->len;
 		p.ackreq = true;
+		f->next_rsp = qp->sq_psn;
+		f->done_bytes = 0;
 		f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
 		qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
 		qp->rd_out++;

@@ -533,6 +533,12 @@ void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		   sim_dma_done_fn done, void *arg)
 {
+	sim_dma_write_at(fn, addr, src, len, sim_now(sim_kernel()), done, arg);
+}
+
+void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		      sim_time_t t, sim_dma_done_fn done, void *arg)
+{
 	struct sim_kernel *k = sim_kernel();
 	struct dma_op *op = malloc(sizeof(*op) + len);
 
@@ -545,8 +551,9 @@ void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_
 	else
 		fn->wr_head = op;
 	fn->wr_tail = op;
-	sim_schedule_owned_at(k, op->status ? sim_now(k) : write_timing(fn, sim_now(k), len),
-			      dma_write_complete, op);
+	if (t < sim_now(k))
+		t = sim_now(k);
+	sim_schedule_owned_at(k, op->status ? t : write_timing(fn, t, len), dma_write_complete, op);
 }
 
 /* ---- MSI-X ---- */

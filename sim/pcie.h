@@ -94,6 +94,10 @@ void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 		  sim_dma_done_fn done, void *arg);
 void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		   sim_dma_done_fn done, void *arg);
+/* A posted write the device decides now but issues at t (>= now): the data is taken now, so
+ * that later reads see it (reads never pass posted writes); it lands as if issued at t. */
+void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		      sim_time_t t, sim_dma_done_fn done, void *arg);
 /* Send MSI-X message for vector (ordered after earlier DMA writes). */
 void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector);
 /* Faults seen so far on this function (count) and the most recent one. */

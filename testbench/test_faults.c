@@ -1,0 +1,209 @@
+/* Faults on the link: RC delivers every message exactly once, byte-exact and in order through
+ * drops, duplicates, reordering and corruption, and the counters agree with what was injected. */
+#include "testbench/tb.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MSGS = 600, SLOT = 6000, DEPTH = 8 };
+
+struct rig {
+	struct tb_dev a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_cq *sa, *rb; /* a's send CQ, b's receive CQ (big enough for everything) */
+	struct ibv_mr *src, *dst, *rd;
+};
+
+static void rig_open(struct rig *g)
+{
+	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
+					 .cap = { .max_send_wr = DEPTH, .max_recv_wr = MSGS,
+						  .max_send_sge = 1, .max_recv_sge = 1 } };
+
+	tb_rc_timeout = 8; /* 1 ms: losses cost simulated time, not wall time */
+	tb_open(&g->a, 0);
+	tb_open(&g->b, 1);
+	g->sa = ibv_create_cq(g->a.ctx, 4 * MSGS, NULL, NULL, 0);
+	g->rb = ibv_create_cq(g->b.ctx, 4 * MSGS, NULL, NULL, 0);
+	cr_assert(g->sa && g->rb);
+	init.send_cq = init.recv_cq = g->sa;
+	g->qa = ibv_create_qp(g->a.pd, &init);
+	init.send_cq = init.recv_cq = g->rb;
+	g->qb = ibv_create_qp(g->b.pd, &init);
+	cr_assert(g->qa && g->qb, "%s", hcasim_last_error());
+	tb_connect(&g->a, g->qa, &g->b, g->qb->qp_num, IBV_MTU_1024);
+	tb_connect(&g->b, g->qb, &g->a, g->qa->qp_num, IBV_MTU_1024);
+	g->src = tb_mr(&g->a, (size_t)MSGS * SLOT);
+	g->rd = tb_mr(&g->a, (size_t)MSGS * SLOT);
+	g->dst = tb_mr(&g->b, (size_t)MSGS * SLOT);
+	for (size_t i = 0; i < (size_t)MSGS * SLOT; i++) {
+		((uint8_t *)g->src->addr)[i] = (uint8_t)(i * 131 + (i >> 11));
+		((uint8_t *)g->dst->addr)[i] = 0;
+	}
+}
+
+static void rig_close(struct rig *g)
+{
+	struct ibv_mr *mrs[] = { g->src, g->rd, g->dst };
+
+	cr_assert_eq(ibv_destroy_qp(g->qa), 0);
+	cr_assert_eq(ibv_destroy_qp(g->qb), 0);
+	cr_assert_eq(ibv_destroy_cq(g->sa), 0);
+	cr_assert_eq(ibv_destroy_cq(g->rb), 0);
+	for (int i = 0; i < 3; i++) {
+		void *buf = mrs[i]->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
+		free(buf);
+	}
+	tb_close(&g->a);
+	tb_close(&g->b);
+}
+
+/* Message i: SEND (i % 3 == 0), RDMA WRITE (1) or RDMA READ (2) of a size from 1 to SLOT. */
+static uint32_t msg_len(int i)
+{
+	return 1 + (uint32_t)((i * 2654435761u) % SLOT);
+}
+
+static void run_mixed(struct rig *g)
+{
+	struct ibv_wc wc[16];
+	int posted = 0, done = 0, recvs = 0, sends = 0;
+
+	for (int i = 0; i < MSGS; i += 3) {
+		struct ibv_sge s = { (uintptr_t)g->dst->addr + (size_t)i * SLOT, SLOT, g->dst->lkey };
+		struct ibv_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		cr_assert_eq(ibv_post_recv(g->qb, &r, &bad), 0, "%s", hcasim_last_error());
+		sends++;
+	}
+	while (done < MSGS) {
+		while (posted < MSGS && posted - done < DEPTH) {
+			int i = posted;
+			uint32_t len = msg_len(i);
+			struct ibv_sge s = { (uintptr_t)g->src->addr + (size_t)i * SLOT, len,
+					     g->src->lkey };
+			struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+						 .send_flags = IBV_SEND_SIGNALED },
+					   *bad;
+
+			if (i % 3 == 0) {
+				w.opcode = IBV_WR_SEND;
+			} else if (i % 3 == 1) {
+				w.opcode = IBV_WR_RDMA_WRITE;
+				w.wr.rdma.remote_addr = (uintptr_t)g->dst->addr + (size_t)i * SLOT;
+				w.wr.rdma.rkey = g->dst->rkey;
+			} else {
+				/* Read back what message i-1 wrote. */
+				w.opcode = IBV_WR_RDMA_READ;
+				s.addr = (uintptr_t)g->rd->addr + (size_t)i * SLOT;
+				s.lkey = g->rd->lkey;
+				s.length = msg_len(i - 1);
+				w.wr.rdma.remote_addr = (uintptr_t)g->dst->addr + (size_t)(i - 1) * SLOT;
+				w.wr.rdma.rkey = g->dst->rkey;
+			}
+			cr_assert_eq(ibv_post_send(g->qa, &w, &bad), 0, "%s", hcasim_last_error());
+			posted++;
+		}
+		{
+			int n = ibv_poll_cq(g->sa, 16, wc);
+
+			cr_assert_geq(n, 0);
+			for (int k = 0; k < n; k++) {
+				cr_assert_eq(wc[k].status, IBV_WC_SUCCESS, "message %d: %s", done,
+					     ibv_wc_status_str(wc[k].status));
+				cr_assert_eq(wc[k].wr_id, (uint64_t)done, "completion out of order");
+				done++;
+			}
+		}
+		cr_assert_lt(hcasim_now_ps(), 100ull * 1000000000000ull, "stuck at %d of %d", done,
+			     MSGS);
+	}
+	while (recvs < sends) {
+		int n = ibv_poll_cq(g->rb, 16, wc);
+
+		cr_assert_geq(n, 0);
+		for (int k = 0; k < n; k++) {
+			cr_assert_eq(wc[k].status, IBV_WC_SUCCESS);
+			cr_assert_eq(wc[k].wr_id, (uint64_t)recvs * 3, "receive out of order");
+			cr_assert_eq(wc[k].byte_len, msg_len(recvs * 3));
+			recvs++;
+		}
+	}
+	/* No spurious completion on either side, even after everything settles. */
+	hcasim_run_for_ps(50000000000ull);
+	cr_assert_eq(ibv_poll_cq(g->sa, 16, wc), 0, "spurious send completion");
+	cr_assert_eq(ibv_poll_cq(g->rb, 16, wc), 0, "spurious receive completion");
+	for (int i = 0; i < MSGS; i++) {
+		const uint8_t *s = (uint8_t *)g->src->addr + (size_t)i * SLOT;
+		const uint8_t *d = (uint8_t *)g->dst->addr + (size_t)i * SLOT;
+
+		if (i % 3 == 2)
+			cr_assert(!memcmp(d - SLOT, (uint8_t *)g->rd->addr + (size_t)i * SLOT,
+					  msg_len(i - 1)),
+				  "READ %d returned other bytes", i);
+		else
+			cr_assert(!memcmp(s, d, msg_len(i)), "message %d differs", i);
+	}
+}
+
+static void lossy(const char *ppm)
+{
+	struct rig g;
+	uint64_t f0[5], f1[5];
+
+	tb_config("fault.drop_ppm", ppm);
+	tb_config("fault.dup_ppm", ppm);
+	tb_config("fault.reorder_ppm", ppm);
+	rig_open(&g);
+	run_mixed(&g);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, f0), 0);
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, f1), 0);
+	cr_assert_gt(f0[0] + f1[0], 0, "no drop was injected");
+	cr_assert_gt(f0[2] + f1[2], 0, "no duplicate was injected");
+	cr_assert_gt(f0[3] + f1[3], 0, "no reorder was injected");
+	rig_close(&g);
+}
+
+Test(faults, rc_exactly_once_in_order_under_1_percent_loss_dup_reorder, .timeout = 120)
+{
+	lossy("10000");
+}
+
+Test(faults, rc_exactly_once_in_order_under_5_percent_loss_dup_reorder, .timeout = 120)
+{
+	lossy("50000");
+}
+
+Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder, .timeout = 120)
+{
+	lossy("100000");
+}
+
+/* Corrupted frames fail the receiver's ICRC/VCRC check: each one is dropped and counted, and
+ * RC retransmission still delivers everything. */
+Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout = 120)
+{
+	struct rig g;
+	struct hcasim_dev_counters c0, c1;
+	uint64_t f0[5], f1[5];
+
+	tb_config("fault.corrupt_ppm", "30000");
+	rig_open(&g);
+	run_mixed(&g);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, f0), 0);
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, f1), 0);
+	cr_assert_eq(hcasim_dev_counters(0, &c0), 0);
+	cr_assert_eq(hcasim_dev_counters(1, &c1), 0);
+	cr_assert_gt(f0[1] + f1[1], 0);
+	/* Frames sent from side 0 (host 0) are received, and checked, by host 1. */
+	cr_assert_eq(c1.rx_crc_errors, f0[1], "host 1 counted %llu CRC errors, %llu injected",
+		     (unsigned long long)c1.rx_crc_errors, (unsigned long long)f0[1]);
+	cr_assert_eq(c0.rx_crc_errors, f1[1], "host 0 counted %llu CRC errors, %llu injected",
+		     (unsigned long long)c0.rx_crc_errors, (unsigned long long)f1[1]);
+	rig_close(&g);
+}
