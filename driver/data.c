@@ -286,6 +286,15 @@ static int write_rwqe(uint8_t *w, uint32_t stride, const struct ibv_recv_wr *wr)
 	return 0;
 }
 
+/* A receive WR's scatter list must fit max_sge entries. 0 or EINVAL (message recorded). */
+static int check_recv_wr(const char *verb, const struct ibv_recv_wr *wr, uint32_t max_sge)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge && !wr->sg_list))
+		return drv_fail(EINVAL, "%s: num_sge %d above max_sge %u or NULL sg_list", verb,
+				wr->num_sge, max_sge);
+	return 0;
+}
+
 static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
@@ -309,12 +318,9 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 			rc = drv_fail(EINVAL, "ibv_post_recv: QP 0x%x is in RESET", ibqp->qp_num);
 			break;
 		}
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			rc = drv_fail(EINVAL, "ibv_post_recv: num_sge %d above max_recv_sge %u",
-				      wr->num_sge, qp->cap.max_recv_sge);
+		rc = check_recv_wr("ibv_post_recv", wr, qp->cap.max_recv_sge);
+		if (rc)
 			break;
-		}
 		if (qp->rq_pi - qp->rq_ci >= qp->cap.max_recv_wr) {
 			rc = drv_fail(ENOMEM, "ibv_post_recv: receive queue full (%u WRs)",
 				      qp->cap.max_recv_wr);
@@ -348,12 +354,9 @@ static int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	d = drv_dev_of(ibsrq->context);
 	drv_charge_verb(d);
 	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			rc = drv_fail(EINVAL, "ibv_post_srq_recv: num_sge %d above max_sge %u",
-				      wr->num_sge, srq->max_sge);
+		rc = check_recv_wr("ibv_post_srq_recv", wr, srq->max_sge);
+		if (rc)
 			break;
-		}
 		/* A slot is reused only once its own completion has been seen. */
 		if (srq->pi - srq->tail >= srq->entries - 1) {
 			rc = drv_fail(ENOMEM, "ibv_post_srq_recv: SRQ full (%u WRs)",

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint8_t wqe_cqe_op[] = {
+static const uint8_t wqe_cqe_op[HCA_WQE_OP_ATOMIC_FETCH_ADD + 1] = {
 	[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
 	[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
 	[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
@@ -20,6 +20,11 @@ static const uint8_t wqe_cqe_op[] = {
 	[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
 	[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
 };
+
+uint8_t hm_cqe_op_of(uint8_t wqe_op)
+{
+	return wqe_op < sizeof(wqe_cqe_op) ? wqe_cqe_op[wqe_op] : HCA_CQE_OP_SEND;
+}
 
 static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 {
@@ -43,7 +48,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 
 		cqe.qpn = qp->qpn;
 		cqe.wqe_index = (uint16_t)f->wqe;
-		cqe.opcode = f->op < sizeof(wqe_cqe_op) ? wqe_cqe_op[f->op] : HCA_CQE_OP_SEND;
+		cqe.opcode = hm_cqe_op_of(f->op);
 		cqe.status = status;
 		cqe.is_send = 1;
 		if (f->op == HCA_WQE_OP_RDMA_READ)

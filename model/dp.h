@@ -239,6 +239,8 @@ void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
  * handling ends (the QP's next packet is handled no earlier: packets of a QP stay in order). */
 sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+/* The CQE opcode reporting a WQE opcode. */
+uint8_t hm_cqe_op_of(uint8_t wqe_op);
 /* End the oldest outstanding send WQE with status and move the QP to ERR (retries exhausted). */
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t);
 /* Complete every send WQE from sq_done on with status (flush), and every posted receive. */

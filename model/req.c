@@ -37,15 +37,6 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 		     sim_time_t t)
 {
 	struct hca_cqe cqe = { 0 };
-	static const uint8_t cqe_op[] = {
-		[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
-		[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
-		[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
-		[HCA_WQE_OP_SEND_IMM] = HCA_CQE_OP_SEND,
-		[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
-		[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
-		[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
-	};
 
 	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u failed status=%u", qp->qpn, qp->sq_next,
 		  status);
@@ -60,7 +51,7 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.qpn = qp->qpn;
 	cqe.wqe_index = (uint16_t)qp->sq_next;
-	cqe.opcode = op < sizeof(cqe_op) ? cqe_op[op] : HCA_CQE_OP_SEND;
+	cqe.opcode = hm_cqe_op_of(op);
 	cqe.status = status;
 	cqe.is_send = 1;
 	hm_cqe_post(d, qp->scqn, &cqe, false, t);
@@ -179,9 +170,7 @@ static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct 
 
 		cqe.qpn = qp->qpn;
 		cqe.wqe_index = (uint16_t)f->wqe;
-		cqe.opcode = (f->op == HCA_WQE_OP_SEND || f->op == HCA_WQE_OP_SEND_IMM)
-				     ? HCA_CQE_OP_SEND
-				     : HCA_CQE_OP_RDMA_WRITE;
+		cqe.opcode = hm_cqe_op_of(f->op);
 		cqe.status = HCA_WC_SUCCESS;
 		cqe.is_send = 1;
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
