@@ -559,7 +559,16 @@ void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e)
 	default:
 		return;
 	}
-	drv_post_async(d, &ev);
+	{
+		/* An affiliated event goes to the context its object belongs to. */
+		struct ibv_context *ctx = e->type == HCA_EQE_CQ_ERROR ? ev.element.cq->context
+					  : e->type == HCA_EQE_SRQ_LIMIT ? ev.element.srq->context
+									 : ev.element.qp->context;
+		struct drv_ctx *c = drv_ctx_of(ctx);
+
+		if (c)
+			drv_post_async_ctx(c, &ev);
+	}
 }
 
 struct chan_wait {

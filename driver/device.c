@@ -531,20 +531,24 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 
 /* ---- async events ---- */
 
+void drv_post_async_ctx(struct drv_ctx *c, const struct ibv_async_event *ev)
+{
+	uint64_t one = 1;
+
+	if (c->async_count == DRV_ASYNC_QUEUE) {
+		fprintf(stderr, "hcasim: %s: async event queue full, event %s lost\n",
+			c->dev->ibdev.name, ibv_event_type_str(ev->event_type));
+		return;
+	}
+	c->async[(c->async_head + c->async_count++) % DRV_ASYNC_QUEUE] = *ev;
+	if (write(c->vctx.context.async_fd, &one, sizeof(one)) < 0)
+		perror("hcasim: async_fd");
+}
+
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev)
 {
-	for (struct drv_ctx *c = d->ctxs; c; c = c->next) {
-		uint64_t one = 1;
-
-		if (c->async_count == DRV_ASYNC_QUEUE) {
-			fprintf(stderr, "hcasim: %s: async event queue full, event %s lost\n",
-				d->ibdev.name, ibv_event_type_str(ev->event_type));
-			continue;
-		}
-		c->async[(c->async_head + c->async_count++) % DRV_ASYNC_QUEUE] = *ev;
-		if (write(c->vctx.context.async_fd, &one, sizeof(one)) < 0)
-			perror("hcasim: async_fd");
-	}
+	for (struct drv_ctx *c = d->ctxs; c; c = c->next)
+		drv_post_async_ctx(c, ev);
 }
 
 static bool async_ready(void *p)

@@ -151,7 +151,10 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if n
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
+/* Queue an async event: a device (port) event on every open context, an affiliated event on
+ * the context of its object only. */
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
+void drv_post_async_ctx(struct drv_ctx *c, const struct ibv_async_event *ev);
 
 /* cmd.c: run a command; 0 or a positive errno, with the message in hcasim_last_error(). */
 int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,

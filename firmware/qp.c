@@ -395,7 +395,8 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 		 * WQEs wait for completion. */
 		o->attr.sq_psn = hw->sq_psn;
 		o->attr.rq_psn = hw->epsn;
-		o->attr.sq_draining = qp->state == HCA_QPS_SQD && hw->sq_done != hw->sq_next;
+		o->attr.sq_draining = qp->state == HCA_QPS_SQD &&
+				      (hw->sq_done != hw->sq_next || hw->cur_started);
 	}
 	return FW_OK;
 }

@@ -317,10 +317,13 @@ void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	if (sq_only)
 		return;
 	if (qp->has_srq) {
-		/* Receives stay on the SRQ; the consumer learns the QP is done with it. */
+		/* Receives stay on the SRQ; the consumer learns, once, that the QP is done with
+		 * it (IBA 11.6.3.1). */
 		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
 
-		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
+		if (!qp->last_wqe_sent)
+			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
+		qp->last_wqe_sent = true;
 		return;
 	}
 	while (qp->rq_ci != qp->rq_pi) {

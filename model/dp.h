@@ -112,11 +112,13 @@ struct hm_qp {
 	bool nak_sent;         /* PSN sequence NAK sent, waiting for the expected PSN */
 	bool comm_est;         /* COMM_EST raised (first packet in RTR) */
 	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
+	bool last_wqe_sent;    /* LAST_WQE_REACHED raised (SRQ QP in ERR) */
 	bool in_msg;           /* between FIRST and LAST of a message */
 	bool uc_drop;          /* UC: dropping until the next FIRST/ONLY */
 	uint8_t msg_kind;      /* 0 send, 1 write (of the message in progress) */
 	uint32_t rwqe;         /* receive WQE in use (producer index) */
 	bool rwqe_srq;         /* it came from the SRQ */
+	uint32_t rwqe_pdn;     /* PD its buffers are checked in (the SRQ's, or the QP's) */
 	struct hca_wqe_data *rsge; /* its scatter list (HM_MAX_SGE entries, device SRAM) */
 	uint32_t rsge_n;       /* entries */
 	uint32_t recv_off;     /* bytes of the message received so far */

@@ -216,8 +216,8 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	 * serializes them (the same arithmetic gives the slot here, for pacing). */
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + ((uint64_t)(len + hm_pkt_wire_overhead(hm_port_ll(p))) * 8000000ull +
-				 sim_config_link_mbps(&d->cfg) - 1) /
-					sim_config_link_mbps(&d->cfg);
+				 sim_config_link_mbps(&d->cfg) / 2) /
+					sim_config_link_mbps(&d->cfg); /* rounded as the link does */
 	f = malloc(sizeof(*f) + len);
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->link = d->links[port - 1];
@@ -383,9 +383,9 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
 	    qp->state == HCA_QPS_ERR || (qpt == 0 && qp->type != HCA_QPT_RC) ||
 	    (qpt == 1 && qp->type != HCA_QPT_UC) || (qpt == 3 && qp->type != HCA_QPT_UD) ||
-	    (qp->type != HCA_QPT_UD && pkt.pkey != 0 &&
-	     (pkt.pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
-				     0x7fff))) {
+	    (pkt.pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
+				    0x7fff) ||
+	    !(pkt.pkey & 0x7fff)) {
 		/* IBA 10.3.1: RESET, INIT and ERR drop incoming packets; so does a packet for a QP
 		 * of another transport or partition. */
 		dp->rx_dropped++;

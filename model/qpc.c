@@ -217,6 +217,12 @@ static void qp_reset_queues(struct hm_qp *qp)
 	qp->rnr_wait = false;
 	qp->timer_on = false;
 	qp->timer_gen++;
+	qp->comm_est = false;
+	qp->drained_sent = false;
+	qp->last_wqe_sent = false;
+	qp->nak_seen = false;
+	qp->rd_gap = false;
+	hm_rxq_free(qp);
 }
 
 void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, uint32_t mask,

@@ -400,7 +400,7 @@ static void req_timeout(void *arg)
 	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
 
 	if (qp && qp->timer_on && qp->timer_gen == rt->gen && qp->state != HCA_QPS_ERR &&
-	    qp->state != HCA_QPS_RESET && qp->sq_done != qp->sq_next) {
+	    qp->state != HCA_QPS_RESET && (qp->sq_done != qp->sq_next || qp->cur_started)) {
 		qp = hm_qpc_get(d, rt->qpn, &t);
 		qp->timer_on = false;
 		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x local ACK timeout, retries left %u",
@@ -421,7 +421,7 @@ void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 
 	qp->timer_gen++; /* any armed timer event is now stale */
 	qp->timer_on = false;
-	if (!qp->attr.timeout || qp->sq_done == qp->sq_next)
+	if (!qp->attr.timeout || (qp->sq_done == qp->sq_next && !qp->cur_started))
 		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
 	rt = malloc(sizeof(*rt));
 	SIM_ASSERT(rt != NULL, "out of memory");

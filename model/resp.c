@@ -145,6 +145,7 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	qp->rsge_n = n;
 	qp->rwqe = idx;
 	qp->rwqe_srq = qp->has_srq;
+	qp->rwqe_pdn = srq ? srq->pdn : qp->pdn; /* an SRQ's buffers are in the SRQ's PD */
 	qp->recv_off = 0;
 	if (srq && srq->limit && srq->pi - srq->ci < srq->limit) {
 		uint32_t data[6] = { qp->srqn, 0, 0, 0, 0, 0 };
@@ -162,8 +163,8 @@ static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, 
 		       sim_time_t t)
 {
 	bool ok;
-	uint32_t n = hm_sge_copy(d, qp->pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data, len,
-				 true, &t, &ok);
+	uint32_t n = hm_sge_copy(d, qp->rwqe_pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data,
+				 len, true, &t, &ok);
 
 	qp->recv_off += n;
 	if (!ok)
@@ -218,7 +219,11 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	if (d->ports[qp_port(qp) - 1].link_layer == 2) {
 		uint8_t *ip = grh + 20;
 		uint32_t sum = 0;
-		uint16_t tot = (uint16_t)(20 + 8 + p->paylen + 12 + 4); /* IPv4 total length */
+		/* IPv4 total length: IP, UDP, BTH, DETH, [ImmDt], payload, pad, ICRC. */
+		uint16_t tot = (uint16_t)(HM_IPV4_BYTES + HM_UDP_BYTES + HM_BTH_BYTES +
+					  HM_DETH_BYTES +
+					  (p->opcode == HM_OP_UD_SEND_ONLY_IMM ? HM_IMMDT_BYTES : 0) +
+					  p->paylen + p->padcnt + HM_ICRC_BYTES);
 
 		ip[0] = 0x45;
 		ip[1] = p->traffic_class;
@@ -240,6 +245,13 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		grh[1] = (uint8_t)(p->traffic_class << 4) | (uint8_t)((p->flow_label >> 16) & 0xf);
 		grh[2] = (uint8_t)(p->flow_label >> 8);
 		grh[3] = (uint8_t)p->flow_label;
+		/* PayLen: everything after the GRH through the ICRC (IBA 8.3.1). */
+		uint16_t plen = (uint16_t)(HM_BTH_BYTES + HM_DETH_BYTES +
+					   (p->opcode == HM_OP_UD_SEND_ONLY_IMM ? HM_IMMDT_BYTES : 0) +
+					   p->paylen + p->padcnt + HM_ICRC_BYTES);
+
+		grh[4] = (uint8_t)(plen >> 8);
+		grh[5] = (uint8_t)plen;
 		grh[6] = 0x1b;
 		grh[7] = p->hop_limit;
 		memcpy(grh + 8, p->sgid, 16);
@@ -463,6 +475,18 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	} else if (is_write_op(op)) {
 		uint64_t iova;
 
+		/* WRITE with immediate consumes a receive WQE (IBA 9.4.4). Without one, the
+		 * packet is refused with an RNR NAK before it has any effect, so the retry
+		 * finds the QP as this packet found it. */
+		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM) &&
+		    !take_rwqe(d, qp, &t)) {
+			if (qp->type == HCA_QPT_RC) {
+				send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
+					 t);
+				qp->nak_sent = true;
+			}
+			return t;
+		}
 		if (first) {
 			if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
 				resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
@@ -488,17 +512,6 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			hm_dma_write_at(d, iova, p->payload, p->paylen, t);
 		qp->wr_va += p->paylen;
 		qp->wr_left -= p->paylen;
-		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM)) {
-			/* WRITE with immediate consumes a receive WQE (IBA 9.4.4). */
-			if (!take_rwqe(d, qp, &t)) {
-				if (qp->type == HCA_QPT_RC) {
-					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
-						 p->psn, t);
-					qp->nak_sent = true;
-				}
-				return t;
-			}
-		}
 	} else {
 		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
 		return t;
