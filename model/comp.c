@@ -71,6 +71,11 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
 {
+	if (qp->sq_done == qp->sq_next && qp->cur_started) {
+		/* The oldest is the message still being sent: its remaining packets stay unsent. */
+		qp->cur_started = false;
+		qp->sq_next++;
+	}
 	retire(d, qp, status, t);
 	hm_qp_error(d, qp, HCA_QPS_ERR, t);
 }
@@ -145,6 +150,21 @@ static uint8_t nak_status(uint8_t syn)
 	}
 }
 
+/* Forward progress (IBA 9.7.6.1): a response acknowledges packets up to upto (a NAK: up to
+ * the one before its PSN). New ground reloads both retry counters and restarts the timer,
+ * even inside a message. */
+static void progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
+{
+	upto &= HCA_PSN_MASK;
+	if (hm_psn_cmp(upto, qp->acked_psn) > 0) {
+		qp->acked_psn = upto;
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		qp->nak_seen = false;
+		hm_req_timer(d, qp, t);
+	}
+}
+
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint8_t op = p->opcode, syn = p->aeth_syndrome;
@@ -161,28 +181,17 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
 	    hm_psn_cmp(p->psn, qp->sq_psn) >= 0)
 		return t;
-	{
-		/* Forward progress (IBA 9.7.6.1): the response acknowledges packets up to its
-		 * PSN (a NAK: up to the one before). New ground reloads both retry counters
-		 * and restarts the timer, even inside a message. */
-		uint32_t upto = op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn;
-
-		upto &= HCA_PSN_MASK;
-		if (hm_psn_cmp(upto, qp->acked_psn) > 0) {
-			qp->acked_psn = upto;
-			qp->retry_left = qp->attr.retry_cnt;
-			qp->rnr_left = qp->attr.rnr_retry;
-			qp->nak_seen = false;
-			hm_req_timer(d, qp, t);
-		}
-	}
+	/* A READ response counts as progress only once taken in order (below): one after a gap
+	 * is dropped, and must not hide the missing one. */
+	if (op < HM_OP_READ_RESPONSE_FIRST || op > HM_OP_READ_RESPONSE_ONLY)
+		progress(d, qp, op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn, t);
 	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
 		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
 		 * go back to it, which costs a retry (IBA 9.7.5.1.2). A second NAK for the same
 		 * PSN with no progress in between (a duplicate) changes nothing. */
 		implied_acks(d, qp, p->psn, t);
-		if (qp->sq_done == qp->sq_next)
-			return t;
+		if (qp->sq_done == qp->sq_next && !qp->cur_started)
+			return t; /* a message still being sent counts: its PSNs are in the window */
 		if (qp->nak_seen && qp->nak_psn == p->psn)
 			return t;
 		qp->nak_seen = true;
@@ -201,8 +210,8 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		struct rnr_resume *r;
 
 		implied_acks(d, qp, p->psn, t);
-		if (qp->sq_done == qp->sq_next)
-			return t;
+		if (qp->sq_done == qp->sq_next && !qp->cur_started)
+			return t; /* a message still being sent counts: its PSNs are in the window */
 		if (qp->attr.rnr_retry != 7) {
 			if (!qp->rnr_left) {
 				hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, t);
@@ -231,6 +240,10 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			}
 			retire(d, qp, HCA_WC_SUCCESS, t); /* earlier ones were implicitly ACKed */
 		}
+		/* The message still being sent holds the PSN (the window check above): it ends
+		 * now, its remaining packets unsent. */
+		if (qp->cur_started)
+			hm_comp_fail_oldest(d, qp, nak_status(syn), t);
 		return t;
 	}
 	while (qp->sq_done != qp->sq_next) {
@@ -257,11 +270,12 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 					return t;
 				}
 				qp->retry_left--;
-				hm_req_rewind(d, qp, f->first_psn, t);
+				hm_req_rewind(d, qp, f->next_rsp, t); /* the missing response on */
 				return t;
 			}
 			qp->rd_gap = false;
 			f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
+			progress(d, qp, p->psn, t);
 
 			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
 				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);

@@ -207,15 +207,18 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	issue = t;
 	switch (c->opcode) {
 	case HCA_WQE_OP_RDMA_READ: {
-		uint32_t n = f->len ? (f->len + mtu - 1) / mtu : 1;
+		/* After a lost response the READ is asked again from the first missing one
+		 * (cur_off > 0): the rest of the data, at that PSN (IBA 9.7.5.1.6). */
+		uint32_t left = f->len - qp->cur_off, n = left ? (left + mtu - 1) / mtu : 1;
 
 		p.opcode = HM_OP_READ_REQUEST;
-		p.reth_va = rd->remote_addr;
+		p.reth_va = rd->remote_addr + qp->cur_off;
 		p.reth_rkey = rd->rkey;
-		p.reth_dmalen = f->len;
+		p.reth_dmalen = left;
 		p.ackreq = true;
 		f->next_rsp = qp->sq_psn;
-		f->done_bytes = 0;
+		if (!qp->cur_off)
+			f->done_bytes = 0;
 		f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
 		qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
 		qp->rd_out++;
@@ -307,7 +310,7 @@ static bool req_ready(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		return false;
 	}
 	c = (const void *)wqe_at(qp, qp->sq_next);
-	if (qp->cur_off == 0 && is_rd_atomic(c->opcode) &&
+	if (is_rd_atomic(c->opcode) &&
 	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
 		return false; /* the completer re-queues the QP when a response arrives */
 	if (qp->cur_off == 0 && (c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
@@ -365,16 +368,22 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 	}
 	if (w != qp->sq_next || qp->cur_started) {
 		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
-		bool rd = f->op == HCA_WQE_OP_RDMA_READ || f->op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
-			  f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 
 		qp->sq_next = w;
 		qp->cur_started = true;
-		if (rd) {
-			/* A READ or atomic is asked again whole (its responses restart). */
+		if (at || (rd && hm_psn_cmp(psn, f->next_rsp) > 0) ||
+		    (rd && hm_psn_cmp(psn, f->first_psn) <= 0)) {
+			/* An atomic is asked again whole; so is a READ when responses before psn
+			 * are missing too. */
 			qp->cur_off = 0;
 			qp->sq_psn = f->first_psn;
 			f->done_bytes = 0;
+		} else if (rd) {
+			/* A READ resumes at psn: the responses before it are scattered. */
+			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
+			qp->sq_psn = psn;
 		} else {
 			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
 			qp->sq_psn = psn;
@@ -409,7 +418,11 @@ static void req_timeout(void *arg)
 			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		} else {
 			qp->retry_left--;
-			hm_req_rewind(d, qp, qp->flight[qp->sq_done % qp->sq_entries].first_psn, t);
+			const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+
+			/* From the oldest packet unanswered: a READ's first missing response. */
+			hm_req_rewind(d, qp,
+				      f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn, t);
 		}
 	}
 	free(rt);

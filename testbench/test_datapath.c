@@ -158,8 +158,10 @@ static void post_recv1(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t len, uint6
 }
 
 /* A SEND before the receive is posted earns RNR NAKs; with rnr_retry 7 the requester keeps
- * trying after each min_rnr_timer delay, and the message arrives once a receive is there. */
-Test(datapath, rnr_retry_7_waits_until_a_receive_is_posted)
+ * trying after each min_rnr_timer delay, and the message arrives once a receive is there. A
+ * 64 KiB message is still being sent when its first RNR NAK comes back: the NAK counts all
+ * the same (no local ACK timeout, whose retry_cnt would end it with RETRY_EXC_ERR). */
+static void rnr_wait(uint32_t len)
 {
 	struct pair p;
 	struct ibv_mr *src, *dst;
@@ -167,24 +169,139 @@ Test(datapath, rnr_retry_7_waits_until_a_receive_is_posted)
 	struct hcasim_qp_counters c;
 
 	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024); /* min_rnr_timer 1 (10 us), rnr_retry 7 */
-	src = tb_mr(&p.a, 3000);
-	dst = tb_mr(&p.b, 3000);
-	fill(src->addr, 3000, 5);
-	post_send1(p.qa, src, 3000, 9);
+	src = tb_mr(&p.a, len);
+	dst = tb_mr(&p.b, len);
+	fill(src->addr, len, 5);
+	post_send1(p.qa, src, len, 9);
 	hcasim_run_for_ps(200000000); /* 200 us: about 20 RNR NAKs */
 	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 0, "completed without a receive");
 	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &c), 0);
-	cr_assert_geq(c.naks_sent, 15, "RNR NAKs sent: %llu", (unsigned long long)c.naks_sent);
+	cr_assert_geq(c.naks_sent, 12, "RNR NAKs sent: %llu", (unsigned long long)c.naks_sent);
 	cr_assert_leq(c.naks_sent, 21, "RNR NAKs sent: %llu", (unsigned long long)c.naks_sent);
-	post_recv1(p.qb, dst, 3000, 10);
+	post_recv1(p.qb, dst, len, 10);
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_lt(hcasim_now_ps(), 1000000000ull, "took a local ACK timeout or more");
 	tb_poll(p.b.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	cr_assert_eq(wc.byte_len, 3000);
-	cr_assert(!memcmp(src->addr, dst->addr, 3000));
+	cr_assert_eq(wc.byte_len, len);
+	cr_assert(!memcmp(src->addr, dst->addr, len));
 	free_mr(src);
 	free_mr(dst);
+	pair_close(&p);
+}
+
+Test(datapath, rnr_retry_7_waits_until_a_receive_is_posted)
+{
+	rnr_wait(3000);
+}
+
+Test(datapath, rnr_nak_while_a_64k_send_is_still_being_sent_counts)
+{
+	rnr_wait(65536);
+}
+
+/* A fatal NAK naming a packet of a message the requester is still sending ends that WQE at
+ * once with the NAK's status (REM_INV_REQ_ERR: receive buffer too small), not after a local
+ * ACK timeout; the WQE behind it is flushed. */
+Test(datapath, fatal_nak_while_a_64k_send_is_still_being_sent_ends_it)
+{
+	struct pair p;
+	struct ibv_mr *src, *dst;
+	struct ibv_wc wc;
+	uint64_t t0 = hcasim_now_ps();
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	src = tb_mr(&p.a, 65536);
+	dst = tb_mr(&p.b, 1024);
+	post_recv1(p.qb, dst, 1024, 1);
+	post_send1(p.qa, src, 65536, 2);
+	post_send1(p.qa, src, 64, 3);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 2);
+	cr_assert_lt(hcasim_now_ps() - t0, 1000000000ull, "took a local ACK timeout or more");
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(wc.wr_id, 3);
+	tb_poll(p.b.cq, &wc, 1);
+	/* The responder's receive ends too, as on a short SEND (class C error on RC). */
+	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 1);
+	free_mr(src);
+	free_mr(dst);
+	pair_close(&p);
+}
+
+/* Every 20th frame from A is lost: each loss inside a 64 KiB SEND earns a sequence NAK while
+ * the message is still being sent, and the requester goes back to the lost packet at once. */
+Test(datapath, sequence_nak_while_a_64k_send_is_still_being_sent_resends_at_once)
+{
+	struct pair p;
+	struct ibv_mr *src, *dst;
+	struct ibv_wc wc;
+	struct hcasim_faults f = { .drop_every = 20 };
+	uint64_t n[5], t0;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	src = tb_mr(&p.a, 65536);
+	dst = tb_mr(&p.b, 65536);
+	fill(src->addr, 65536, 3);
+	post_recv1(p.qb, dst, 65536, 1);
+	cr_assert_eq(hcasim_link_faults(0, 0, &f), 0, "%s", hcasim_last_error());
+	t0 = hcasim_now_ps();
+	post_send1(p.qa, src, 65536, 2);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_lt(hcasim_now_ps() - t0, 1000000000ull, "took a local ACK timeout or more");
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_geq(n[0], 3, "frames dropped: %llu", (unsigned long long)n[0]);
+	tb_poll(p.b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.byte_len, 65536);
+	cr_assert(!memcmp(src->addr, dst->addr, 65536));
+	free_mr(src);
+	free_mr(dst);
+	pair_close(&p);
+}
+
+/* Every 23rd READ response from B is lost: a 64 KiB READ (64 responses) could never arrive
+ * whole, so after each loss the requester asks again for the rest only, from the first
+ * missing response (IBA 9.7.5.1.6), and the data ends byte-exact. */
+Test(datapath, read_with_lost_responses_resumes_from_the_first_missing_one)
+{
+	struct pair p;
+	struct ibv_mr *la, *rb;
+	struct ibv_wc wc;
+	struct hcasim_faults f = { .drop_every = 23 };
+	uint64_t n[5], t0;
+
+	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
+	la = tb_mr(&p.a, 65536);
+	rb = tb_mr(&p.b, 65536);
+	fill(rb->addr, 65536, 8);
+	cr_assert_eq(hcasim_link_faults(0, 1, &f), 0, "%s", hcasim_last_error());
+	t0 = hcasim_now_ps();
+	{
+		struct ibv_sge s = { (uintptr_t)la->addr, 65536, la->lkey };
+		struct ibv_send_wr w = { .wr_id = 4, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.rdma.remote_addr = (uintptr_t)rb->addr;
+		w.wr.rdma.rkey = rb->rkey;
+		cr_assert_eq(ibv_post_send(p.qa, &w, &bad), 0, "%s", hcasim_last_error());
+	}
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.byte_len, 65536);
+	cr_assert(!memcmp(la->addr, rb->addr, 65536), "READ data differs");
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, n), 0);
+	cr_assert_geq(n[0], 3, "responses dropped: %llu", (unsigned long long)n[0]);
+	cr_assert_lt(hcasim_now_ps() - t0, 1000000000ull, "took a local ACK timeout or more");
+	free_mr(la);
+	free_mr(rb);
 	pair_close(&p);
 }
 
