@@ -112,6 +112,15 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 	}
 }
 
+/* UC: a message that needs a receive WQE finds none; it is dropped silently (UC never NAKs),
+ * counted, and the packets after it up to the next FIRST/ONLY go with it. */
+static void uc_no_rwqe(struct hm_dev *d, struct hm_qp *qp)
+{
+	d->dp->rx_dropped++;
+	SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x UC: no receive WQE", qp->qpn);
+	qp->uc_drop = true;
+}
+
 /* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. */
 static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
@@ -384,8 +393,11 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			qp->in_msg = false;
 		}
 		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
-		if (qp->uc_drop && !first)
+		if (qp->uc_drop && !first) {
+			d->dp->rx_dropped++; /* the rest of a message already lost */
+			SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x UC message lost", qp->qpn);
 			return t;
+		}
 		qp->uc_drop = false;
 	} else {
 		int32_t c = hm_psn_cmp(p->psn, qp->epsn);
@@ -451,7 +463,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 					qp->nak_sent = true;
 				}
 				else
-					qp->uc_drop = true;
+					uc_no_rwqe(d, qp);
 				return t;
 			}
 			qp->in_msg = true;
@@ -484,6 +496,11 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
 					 t);
 				qp->nak_sent = true;
+			} else {
+				/* UC: the message is lost here; the next one starts afresh. */
+				qp->in_msg = false;
+				uc_no_rwqe(d, qp);
+				qp->uc_drop = false;
 			}
 			return t;
 		}

@@ -15,6 +15,7 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -519,6 +520,60 @@ Test(dp_errors, uc_receive_buffer_too_small_is_loc_len_err_on_the_responder)
 		EXPECT_STATE(p.qb, IBV_QPS_ERR, "UC responder after a receive completed in error");
 		expect_wcs(p.b.cq, p.qb->qp_num, "UC responder flush", e + 1, 1);
 	}
+	free_mr(sa);
+	free_mr(rb);
+	pair_close(&p);
+}
+
+/* UC: a 3-packet RDMA WRITE with immediate whose LAST packet finds no receive WQE loses only
+ * itself: the LAST is dropped and counted, and the SENDs behind it arrive once receives are
+ * posted. Both QPs stay in RTS. */
+Test(dp_errors, uc_write_imm_without_a_receive_loses_only_itself)
+{
+	struct pair p;
+	struct ibv_mr *sa, *rb;
+	struct wr x[4];
+	struct hcasim_dev_counters c0, c1;
+	struct ibv_wc wc;
+
+	pair_open(&p, IBV_QPT_UC, IBV_MTU_1024);
+	sa = reg(p.a.pd, 4096, ACCESS_ALL);
+	rb = reg(p.b.pd, 8192, ACCESS_ALL);
+	cr_assert_eq(hcasim_dev_counters(1, &c0), 0);
+	mk_send(&x[0], 0x1000, IBV_WR_RDMA_WRITE_WITH_IMM, true, (uintptr_t)sa->addr, 3000,
+		sa->lkey);
+	x[0].w.imm_data = htobe32(0x1234);
+	x[0].w.wr.rdma.remote_addr = (uintptr_t)rb->addr + 4096;
+	x[0].w.wr.rdma.rkey = rb->rkey;
+	post_send_ok(p.qa, x, 1);
+	poll_n(p.a.cq, &wc, 1, "UC sender");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(hcasim_dev_counters(1, &c1), 0);
+	cr_assert_eq(c1.rx_dropped - c0.rx_dropped, 1, "frames dropped: %llu",
+		     (unsigned long long)(c1.rx_dropped - c0.rx_dropped));
+	expect_no_more(p.b.cq, "UC responder without a receive");
+	for (int i = 0; i < 3; i++) {
+		post_recv_ok(p.qb, RECV_ID + (uint64_t)i, (uintptr_t)rb->addr + 128 * (uint64_t)i,
+			     128, rb->lkey);
+		mk_send(&x[1 + i], 0x2000 + (uint64_t)i, IBV_WR_SEND, true,
+			(uintptr_t)sa->addr + 100 * (uint64_t)i, 100, sa->lkey);
+	}
+	chain(x + 1, 3);
+	post_send_ok(p.qa, x + 1, 3);
+	{
+		const struct exp s[] = {{0x2000, IBV_WC_SUCCESS}, {0x2001, IBV_WC_SUCCESS},
+					{0x2002, IBV_WC_SUCCESS}};
+		const struct exp r[] = {{RECV_ID + 0, IBV_WC_SUCCESS}, {RECV_ID + 1, IBV_WC_SUCCESS},
+					{RECV_ID + 2, IBV_WC_SUCCESS}};
+
+		expect_wcs(p.a.cq, p.qa->qp_num, "UC sender", s, 3);
+		expect_wcs(p.b.cq, p.qb->qp_num, "UC responder", r, 3);
+	}
+	for (int i = 0; i < 3; i++)
+		cr_assert(!memcmp((uint8_t *)rb->addr + 128 * i, (uint8_t *)sa->addr + 100 * i, 100),
+			  "SEND %d differs", i);
+	EXPECT_STATE(p.qa, IBV_QPS_RTS, "UC sender");
+	EXPECT_STATE(p.qb, IBV_QPS_RTS, "UC responder");
 	free_mr(sa);
 	free_mr(rb);
 	pair_close(&p);
