@@ -254,13 +254,20 @@ static void port_rx_later(void *arg)
 	free(f);
 }
 
-static void port_rx(void *arg, const uint8_t *frame, size_t len)
+static void port_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 {
 	struct hm_port *p = arg;
 	struct hm_dp *dp = p->dev->dp;
 	sim_time_t t = sim_now(sim_kernel());
 	struct rx_later *f;
 
+	if (!fcs_ok) {
+		/* The Ethernet MAC drops a frame whose FCS fails before the port sees it. */
+		dp->rx_crc_errors++;
+		dp->rx_dropped++;
+		SIM_TRACE(pkt, drop, p->dev->devno, "port=%u len=%zu bad FCS", p->num, len);
+		return;
+	}
 	/* One frame per pipe.port_cycles through the receive pipeline; the frame is handled at
 	 * the time it leaves it, so that its effects on memory happen in time order. */
 	if (dp->rx_free_ps > t)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* Frames are at most an MTU plus headers; the bound keeps the serialization math in 64 bits. */
 #define LINK_MAX_FRAME_BYTES (1u << 20)
@@ -53,6 +54,7 @@ struct delivery {
 	uint64_t link_id; /* sim_link.id */
 	int to;		  /* receiving side */
 	size_t len;	  /* bytes at frame */
+	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent */
 	uint8_t frame[];  /* the copy taken at send time */
 };
 
@@ -123,8 +125,12 @@ static void deliver(void *arg)
 	struct delivery *d = arg;
 	struct sim_link *l = find_link(d->link_id);
 
-	if (l && l->side[d->to].rx)
-		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len);
+	if (l && l->side[d->to].rx) {
+		bool ok = l->kind != SIM_LINK_ETH ||
+			  crc32(0, d->frame, (uInt)d->len) == d->fcs; /* the receiving MAC's check */
+
+		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len, ok);
+	}
 	free(d);
 }
 
@@ -261,6 +267,7 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	d->to = !side;
 	d->len = len;
 	memcpy(d->frame, frame, len);
+	d->fcs = l->kind == SIM_LINK_ETH ? (uint32_t)crc32(0, frame, (uInt)len) : 0;
 	inject(l, side, d, end + l->latency_ps);
 
 	SIM_TRACE(link, tx, -1, "link=%s side=%d bytes=%zu start=%llu end=%llu", l->name, side, len,

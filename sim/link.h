@@ -8,6 +8,7 @@
 
 #include "sim/kernel.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,7 +17,11 @@ enum sim_link_kind {
 	SIM_LINK_ETH = 1, /* pcap: LINKTYPE_ETHERNET (1) */
 };
 
-typedef void (*sim_link_rx_fn)(void *port, const uint8_t *frame, size_t len);
+/* fcs_ok: on an Ethernet link, whether the frame's FCS (the CRC-32 the sending MAC appends,
+ * IEEE 802.3 clause 3.2.9; not part of frame, nor of the pcap) still holds, so a bit flipped
+ * on the way anywhere in the frame is caught. Always true on InfiniBand, whose frames carry
+ * their own ICRC and VCRC. */
+typedef void (*sim_link_rx_fn)(void *port, const uint8_t *frame, size_t len, bool fcs_ok);
 
 struct sim_link;
 

@@ -184,14 +184,16 @@ Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder, .timeou
 	lossy("100000");
 }
 
-/* Corrupted frames fail the receiver's ICRC/VCRC check: each one is dropped and counted, and
- * RC retransmission still delivers everything. */
-Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout = 120)
+/* Corrupted frames fail the receiver's check (InfiniBand: VCRC; RoCE: the Ethernet FCS, which
+ * also covers what the ICRC masks): each one is dropped and counted, and RC retransmission
+ * still delivers everything. */
+static void corrupted(const char *link_layer)
 {
 	struct rig g;
 	struct hcasim_dev_counters c0, c1;
 	uint64_t f0[5], f1[5];
 
+	tb_config("hca.link_layer", link_layer);
 	tb_config("fault.corrupt_ppm", "30000");
 	rig_open(&g);
 	run_mixed(&g);
@@ -206,4 +208,14 @@ Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout 
 	cr_assert_eq(c0.rx_crc_errors, f1[1], "host 0 counted %llu CRC errors, %llu injected",
 		     (unsigned long long)c0.rx_crc_errors, (unsigned long long)f1[1]);
 	rig_close(&g);
+}
+
+Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout = 120)
+{
+	corrupted("ib");
+}
+
+Test(faults, corrupted_roce_frames_all_fail_the_fcs_and_are_recovered, .timeout = 120)
+{
+	corrupted("roce");
 }

@@ -23,18 +23,20 @@ struct rx_log {
 	sim_time_t at[MAX_RX];	   /* delivery times */
 	size_t len[MAX_RX];	   /* their lengths */
 	uint8_t data[MAX_RX][512]; /* their first bytes */
+	bool fcs_ok[MAX_RX];	   /* what the receiving MAC's FCS check said */
 };
 
 static struct sim_kernel *K;
 static struct rx_log RX[2];
 
-static void rx(void *port, const uint8_t *frame, size_t len)
+static void rx(void *port, const uint8_t *frame, size_t len, bool fcs_ok)
 {
 	struct rx_log *lg = port;
 
 	cr_assert_lt(lg->n, MAX_RX);
 	lg->at[lg->n] = sim_now(K);
 	lg->len[lg->n] = len;
+	lg->fcs_ok[lg->n] = fcs_ok;
 	memcpy(lg->data[lg->n], frame, len < 512 ? len : 512);
 	lg->n++;
 }
@@ -87,6 +89,45 @@ Test(link, serialization_is_bytes_times_8e6_over_rate_in_ps)
 	sim_link_destroy(eth);
 	sim_link_destroy(odd);
 	sim_link_destroy(fast);
+}
+
+/* Ethernet: the receiving MAC checks the FCS the sending MAC computed, so a bit flipped
+ * anywhere in the frame (MAC addresses and the fields the ICRC masks included) fails it;
+ * clean frames pass. InfiniBand frames carry their own CRCs: the link reports them as sent. */
+Test(link, a_corrupted_ethernet_frame_fails_its_fcs_and_a_clean_one_passes)
+{
+	struct sim_link *eth = mklink(SIM_LINK_ETH, 25000, 0, hm_pkt_wire_overhead(HM_LL_ROCE));
+	struct sim_link *ib = mklink(SIM_LINK_IB, 100000, 0, 0);
+	struct sim_link_faults all = { .corrupt_ppm = 1000000 };
+	uint8_t f[128];
+	uint64_t n[5];
+
+	for (size_t i = 0; i < sizeof(f); i++)
+		f[i] = (uint8_t)(i * 37 + 1);
+	for (int i = 0; i < 4; i++)
+		sim_link_send(eth, 0, f, sizeof(f));
+	sim_run_until(K, 1000000);
+	cr_assert_eq(RX[1].n, 4);
+	for (int i = 0; i < 4; i++)
+		cr_expect(RX[1].fcs_ok[i], "clean frame %d failed its FCS", i);
+	sim_link_set_faults(eth, 0, &all, 7);
+	for (int i = 0; i < 32; i++)
+		sim_link_send(eth, 0, f, sizeof(f));
+	sim_run_until(K, 3000000);
+	cr_assert_eq(RX[1].n, 36);
+	sim_link_fault_counts(eth, 0, n);
+	cr_expect_eq(n[1], 32, "corruptions: %llu", (unsigned long long)n[1]);
+	for (int i = 4; i < 36; i++) {
+		cr_expect(!RX[1].fcs_ok[i], "corrupted frame %d passed its FCS", i);
+		cr_expect(memcmp(RX[1].data[i], f, sizeof(f)) != 0, "frame %d was not changed", i);
+	}
+	sim_link_set_faults(ib, 1, &all, 7);
+	sim_link_send(ib, 1, f, sizeof(f));
+	sim_run_until(K, 4000000);
+	cr_assert_eq(RX[0].n, 1);
+	cr_expect(RX[0].fcs_ok[0], "an InfiniBand frame has no FCS to fail");
+	sim_link_destroy(eth);
+	sim_link_destroy(ib);
 }
 
 Test(link, delivery_is_one_latency_after_the_last_bit)
