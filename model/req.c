@@ -373,18 +373,16 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 
 		qp->sq_next = w;
 		qp->cur_started = true;
-		if (at || (rd && hm_psn_cmp(psn, f->next_rsp) > 0) ||
-		    (rd && hm_psn_cmp(psn, f->first_psn) <= 0)) {
-			/* An atomic is asked again whole; so is a READ when responses before psn
-			 * are missing too. */
+		if (rd && hm_psn_cmp(psn, f->next_rsp) > 0)
+			psn = f->next_rsp; /* responses before psn are missing too */
+		if (at || (rd && hm_psn_cmp(psn, f->first_psn) <= 0)) {
+			/* An atomic is asked again whole; so is a READ with no response taken. */
 			qp->cur_off = 0;
 			qp->sq_psn = f->first_psn;
 			f->done_bytes = 0;
-		} else if (rd) {
-			/* A READ resumes at psn: the responses before it are scattered. */
-			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
-			qp->sq_psn = psn;
 		} else {
+			/* A SEND or WRITE resumes inside the message; a READ asks for the rest,
+			 * the responses before psn being scattered already. */
 			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
 			qp->sq_psn = psn;
 		}
