@@ -26,6 +26,32 @@ static struct {
 	int nlinks;
 } sys;
 
+/* Name a frame for targeted faults: its BTH's destination QP, PSN and opcode. */
+static bool classify(enum hm_link_layer ll, const uint8_t *frame, size_t len, uint32_t *qpn,
+		     uint32_t *psn, uint8_t *opcode)
+{
+	struct hm_pkt p;
+
+	if (hm_pkt_parse(ll, frame, len, &p))
+		return false;
+	*qpn = p.dqpn;
+	*psn = p.psn;
+	*opcode = p.opcode;
+	return true;
+}
+
+static bool classify_ib(const uint8_t *frame, size_t len, uint32_t *qpn, uint32_t *psn,
+			uint8_t *opcode)
+{
+	return classify(HM_LL_IB, frame, len, qpn, psn, opcode);
+}
+
+static bool classify_roce(const uint8_t *frame, size_t len, uint32_t *qpn, uint32_t *psn,
+			  uint8_t *opcode)
+{
+	return classify(HM_LL_ROCE, frame, len, qpn, psn, opcode);
+}
+
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
 static void make_links(void)
 {
@@ -42,6 +68,7 @@ static void make_links(void)
 					    sim_config_link_mbps(c), c->link_latency_ns * SIM_PS_PER_NS,
 					    hm_pkt_wire_overhead(ll));
 			SIM_ASSERT(l != NULL, "link creation failed");
+			sim_link_set_classifier(l, ll == HM_LL_ROCE ? classify_roce : classify_ib);
 			hm_port_attach(sys.devs[h], p, l, 0);
 			hm_port_attach(sys.devs[h + 1], p, l, 1);
 			for (int s = 0; s < 2; s++)
@@ -77,6 +104,50 @@ int hcasim_link_faults(int link, int side, const struct hcasim_faults *f)
 	for (int s = 0; s < 2; s++)
 		if (side < 0 || side == s)
 			sim_link_set_faults(sys.links[link], s, &lf, sys.cfg.seed);
+	return 0;
+}
+
+int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_target *t)
+{
+	struct sim_link_target lt;
+
+	if (!sys.booted || link < 0 || link >= sys.nlinks)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: no link %d", link);
+	if (side < -1 || side > 1)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: side %d (0, 1 or -1 for both)",
+				 side);
+	if (!t) {
+		for (int s = 0; s < 2; s++)
+			if (side < 0 || side == s)
+				sim_link_clear_targets(sys.links[link], s);
+		return 0;
+	}
+	if (t->qpn < -1 || t->qpn > 0xffffff)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: qpn %lld (-1 or 0..0xffffff)",
+				 (long long)t->qpn);
+	if (t->psn < -1 || t->psn > 0xffffff)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: psn %lld (-1 or 0..0xffffff)",
+				 (long long)t->psn);
+	if (t->opcode < -1 || t->opcode > 0xff)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: opcode %lld (-1 or 0..0xff)",
+				 (long long)t->opcode);
+	if (t->fault < HCASIM_FAULT_DROP || t->fault > HCASIM_FAULT_DELAY)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: fault %d (drop, corrupt, "
+				 "duplicate or delay)", (int)t->fault);
+	if (t->delay_ps && t->fault != HCASIM_FAULT_DELAY)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: delay_ps %llu given for a "
+				 "fault other than HCASIM_FAULT_DELAY",
+				 (unsigned long long)t->delay_ps);
+	for (int s = 0; s < 2; s++)
+		if ((side < 0 || side == s) &&
+		    sim_link_targets(sys.links[link], s) == SIM_LINK_MAX_TARGETS)
+			return sim_error(-ENOSPC, "hcasim_link_fault_target: link %d side %d already "
+					 "has %d targets", link, s, SIM_LINK_MAX_TARGETS);
+	lt = (struct sim_link_target){ t->qpn, t->psn, t->opcode,
+				       (enum sim_link_fault_kind)t->fault, t->count, t->delay_ps };
+	for (int s = 0; s < 2; s++)
+		if (side < 0 || side == s)
+			sim_link_add_target(sys.links[link], s, &lt);
 	return 0;
 }
 

@@ -51,6 +51,19 @@ struct hcasim_faults {
 	uint64_t delay_ps;   /* extra latency of a delayed frame */
 };
 int hcasim_link_faults(int link, int side, const struct hcasim_faults *f);
+/* A targeted fault on link N for frames sent from side (0, 1, -1 both) whose BTH matches:
+ * destination QP, PSN, opcode (-1 = any). The first count matches (0 = all) are dropped,
+ * corrupted, duplicated or delayed by delay_ps. Up to 8 per side, tried in the order added
+ * and before the random faults; t NULL removes the side's targets. -EINVAL (a field out of
+ * range) or -ENOSPC, changing nothing. */
+enum hcasim_fault { HCASIM_FAULT_DROP, HCASIM_FAULT_CORRUPT, HCASIM_FAULT_DUP, HCASIM_FAULT_DELAY };
+struct hcasim_fault_target {
+	int64_t qpn, psn, opcode; /* to match; -1 = any */
+	enum hcasim_fault fault;  /* what happens to a match */
+	uint32_t count;           /* matches that get it; 0 = all */
+	uint64_t delay_ps;        /* HCASIM_FAULT_DELAY only */
+};
+int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_target *t);
 /* Faults injected so far on link N from side: [0] drops, [1] corruptions, [2] duplicates,
  * [3] reorders, [4] delays. */
 int hcasim_link_fault_counts(int link, int side, uint64_t out[5]);

@@ -6,6 +6,7 @@
 #include "sim/rng.h"
 #include "sim/trace.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ struct link_side {
 	void *port;		  /* rx's argument */
 	sim_time_t busy_until_ps; /* this side's transmitter is free from then on */
 	uint64_t frames, bytes;	  /* sent from this side */
+	struct sim_link_target targets[SIM_LINK_MAX_TARGETS]; /* targeted faults */
+	uint32_t target_hits[SIM_LINK_MAX_TARGETS];	      /* frames each has hit */
+	unsigned ntargets;				      /* in use */
 };
 
 /* A frame for the tap that starts after the send that queued it: it is written once no later
@@ -45,6 +49,7 @@ struct sim_link {
 	unsigned overhead_bytes;  /* added to every frame's serialization */
 	struct link_side side[2]; /* the two ends */
 	struct sim_pcap *pcap;	  /* tap, or NULL */
+	sim_link_classify_fn classify; /* names frames for targeted faults */
 	struct tap_rec *tap;	  /* frames not yet written to it */
 };
 
@@ -188,6 +193,64 @@ void sim_link_fault_counts(const struct sim_link *l, int side, uint64_t out[5])
 	memcpy(out, l->side[side].injected, 5 * sizeof(out[0]));
 }
 
+void sim_link_set_classifier(struct sim_link *l, sim_link_classify_fn fn)
+{
+	l->classify = fn;
+}
+
+int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_target *t)
+{
+	struct link_side *s = &l->side[side];
+
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	if (s->ntargets == SIM_LINK_MAX_TARGETS)
+		return -ENOSPC;
+	s->targets[s->ntargets] = *t;
+	s->target_hits[s->ntargets] = 0;
+	s->ntargets++;
+	return 0;
+}
+
+void sim_link_clear_targets(struct sim_link *l, int side)
+{
+	l->side[side].ntargets = 0;
+}
+
+unsigned sim_link_targets(const struct sim_link *l, int side)
+{
+	return l->side[side].ntargets;
+}
+
+/* The first of the side's targets that d matches and has hits left, or NULL. */
+static const struct sim_link_target *targeted(struct sim_link *l, struct link_side *s,
+					      const struct delivery *d, uint32_t *qpn,
+					      uint32_t *psn)
+{
+	uint8_t op;
+
+	if (!s->ntargets || !l->classify || !l->classify(d->frame, d->len, qpn, psn, &op))
+		return NULL;
+	for (unsigned i = 0; i < s->ntargets; i++) {
+		const struct sim_link_target *t = &s->targets[i];
+
+		if ((t->qpn >= 0 && t->qpn != *qpn) || (t->psn >= 0 && t->psn != *psn) ||
+		    (t->opcode >= 0 && t->opcode != op) || (t->count && s->target_hits[i] >= t->count))
+			continue;
+		s->target_hits[i]++;
+		return t;
+	}
+	return NULL;
+}
+
+static void flip_bit(struct link_side *s, struct delivery *d, const char *link, int side)
+{
+	size_t bit = 8 + (size_t)sim_rng_below(&s->rng, (uint64_t)(d->len - 1) * 8);
+
+	d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	s->injected[1]++;
+	SIM_TRACE(link, fault, -1, "link=%s side=%d fault=corrupt bit=%zu", link, side, bit);
+}
+
 /* Apply the side's faults to a frame due at the other side at t: schedule zero, one or two
  * deliveries. */
 static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t t)
@@ -195,6 +258,40 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 	struct link_side *s = &l->side[side];
 	const struct sim_link_faults *f = &s->faults;
 	struct sim_kernel *k = sim_kernel();
+	uint32_t qpn = 0, psn = 0;
+	const struct sim_link_target *tg = targeted(l, s, d, &qpn, &psn);
+
+	if (tg) {
+		static const char *const what[] = { "drop", "corrupt", "duplicate", "delay" };
+
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=%s target qpn=0x%x psn=%u", l->name,
+			  side, what[tg->fault], qpn, psn);
+		switch (tg->fault) {
+		case SIM_FAULT_DROP:
+			s->injected[0]++;
+			free(d);
+			return;
+		case SIM_FAULT_CORRUPT:
+			if (d->len > 1)
+				flip_bit(s, d, l->name, side);
+			break;
+		case SIM_FAULT_DUP: {
+			struct delivery *c = malloc(sizeof(*c) + d->len);
+
+			SIM_ASSERT(c != NULL, "out of memory");
+			memcpy(c, d, sizeof(*c) + d->len);
+			s->injected[2]++;
+			sim_schedule_owned_at(k, t + 1, deliver, c);
+			break;
+		}
+		case SIM_FAULT_DELAY:
+			s->injected[4]++;
+			t += tg->delay_ps;
+			break;
+		}
+		sim_schedule_owned_at(k, t, deliver, d);
+		return;
+	}
 
 	if ((f->drop_every && s->frames % f->drop_every == 0) || chance(s, f->drop_ppm)) {
 		s->injected[0]++;
@@ -203,14 +300,8 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 		free(d);
 		return;
 	}
-	if (chance(s, f->corrupt_ppm) && d->len > 1) {
-		size_t bit = 8 + (size_t)sim_rng_below(&s->rng, (uint64_t)(d->len - 1) * 8);
-
-		d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		s->injected[1]++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=corrupt bit=%zu", l->name, side,
-			  bit);
-	}
+	if (chance(s, f->corrupt_ppm) && d->len > 1)
+		flip_bit(s, d, l->name, side);
 	if (chance(s, f->delay_ppm)) {
 		t += f->delay_ps;
 		s->injected[4]++;

@@ -3,6 +3,7 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,4 +219,180 @@ Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout 
 Test(faults, corrupted_roce_frames_all_fail_the_fcs_and_are_recovered, .timeout = 120)
 {
 	corrupted("roce");
+}
+
+/* ---- targeted faults ---- */
+
+struct pair1 {
+	struct tb_dev a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *src, *dst;
+};
+
+static void pair1_open(struct pair1 *p)
+{
+	tb_open(&p->a, 0);
+	tb_open(&p->b, 1);
+	p->qa = tb_create_qp(&p->a, IBV_QPT_RC);
+	p->qb = tb_create_qp(&p->b, IBV_QPT_RC);
+	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024); /* PSNs from 0x100 */
+	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
+	p->src = tb_mr(&p->a, 8192);
+	p->dst = tb_mr(&p->b, 8192);
+	for (int i = 0; i < 8192; i++)
+		((uint8_t *)p->src->addr)[i] = (uint8_t)(i * 29 + 3);
+}
+
+static void pair1_close(struct pair1 *p)
+{
+	struct ibv_mr *mrs[] = { p->src, p->dst };
+
+	cr_assert_eq(ibv_destroy_qp(p->qa), 0);
+	cr_assert_eq(ibv_destroy_qp(p->qb), 0);
+	for (int i = 0; i < 2; i++) {
+		void *buf = mrs[i]->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
+		free(buf);
+	}
+	tb_close(&p->a);
+	tb_close(&p->b);
+}
+
+/* One SEND of len bytes from A to B; returns once both sides completed successfully. */
+static void send_once(struct pair1 *p, uint32_t len)
+{
+	struct ibv_sge rs = { (uintptr_t)p->dst->addr, 8192, p->dst->lkey };
+	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct ibv_sge ss = { (uintptr_t)p->src->addr, len, p->src->lkey };
+	struct ibv_send_wr w = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc;
+
+	cr_assert_eq(ibv_post_recv(p->qb, &r, &rbad), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_post_send(p->qa, &w, &bad), 0, "%s", hcasim_last_error());
+	tb_poll(p->a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	tb_poll(p->b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.byte_len, len);
+	cr_assert(!memcmp(p->src->addr, p->dst->addr, len), "payload differs");
+}
+
+/* Dropping exactly PSN 0x102 of QP B (the third packet of a 5-packet SEND) once: B sends one
+ * sequence NAK naming 0x102, A goes back to it, and nothing else is lost. */
+Test(faults, targeted_drop_of_one_psn_costs_one_sequence_nak)
+{
+	struct pair1 p;
+	struct hcasim_qp_counters ca, cb;
+	uint64_t n[5];
+
+	pair1_open(&p);
+	cr_assert_eq(hcasim_link_fault_target(
+			 0, 0,
+			 &(struct hcasim_fault_target){ .qpn = p.qb->qp_num, .psn = 0x102,
+							.opcode = -1, .fault = HCASIM_FAULT_DROP,
+							.count = 1 }),
+		     0, "%s", hcasim_last_error());
+	send_once(&p, 5000);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_eq(n[0], 1, "drops: %llu", (unsigned long long)n[0]);
+	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &cb), 0);
+	cr_assert_eq(cb.naks_sent, 1, "NAKs sent: %llu", (unsigned long long)cb.naks_sent);
+	cr_assert_eq(hcasim_qp_counters(0, p.qa->qp_num, &ca), 0);
+	cr_assert_eq(ca.naks_rcvd, 1);
+	/* 5 packets, then from 0x102 again: 0x102..0x104. */
+	cr_assert_eq(ca.tx_pkts, 8, "packets sent: %llu", (unsigned long long)ca.tx_pkts);
+	/* The target is used up: the next SEND loses nothing. */
+	send_once(&p, 5000);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_eq(n[0], 1);
+	pair1_close(&p);
+}
+
+/* Dropping every ACK (opcode 0x11) B sends: A learns nothing, times out retry_cnt + 1 times and
+ * ends with RETRY_EXC_ERR, although B received the message. */
+Test(faults, targeted_drop_of_every_ack_exhausts_the_retries)
+{
+	struct pair1 p;
+	struct ibv_sge rs, ss;
+	struct ibv_recv_wr r = { 0 }, *rbad;
+	struct ibv_send_wr w = { 0 }, *bad;
+	struct ibv_wc wc;
+	uint64_t n[5];
+
+	tb_rc_timeout = 8;
+	pair1_open(&p);
+	cr_assert_eq(hcasim_link_fault_target(
+			 0, 1,
+			 &(struct hcasim_fault_target){ .qpn = -1, .psn = -1, .opcode = 0x11,
+							.fault = HCASIM_FAULT_DROP }),
+		     0, "%s", hcasim_last_error());
+	rs = (struct ibv_sge){ (uintptr_t)p.dst->addr, 8192, p.dst->lkey };
+	r = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+	ss = (struct ibv_sge){ (uintptr_t)p.src->addr, 100, p.src->lkey };
+	w = (struct ibv_send_wr){ .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	cr_assert_eq(ibv_post_recv(p.qb, &r, &rbad), 0);
+	cr_assert_eq(ibv_post_send(p.qa, &w, &bad), 0);
+	tb_poll(p.b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, n), 0);
+	cr_assert_eq(n[0], 8, "ACKs dropped: %llu (first try + 7 retries)",
+		     (unsigned long long)n[0]);
+	pair1_close(&p);
+}
+
+/* Bad targets are refused with EINVAL or ENOSPC, naming the field, and change nothing. */
+Test(faults, bad_fault_targets_are_refused)
+{
+	struct pair1 p;
+	struct hcasim_fault_target ok = { .qpn = -1, .psn = -1, .opcode = -1,
+					  .fault = HCASIM_FAULT_DUP };
+	struct hcasim_fault_target t;
+
+	pair1_open(&p);
+	t = ok;
+	t.qpn = 0x1000000;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "qpn"), "%s", hcasim_last_error());
+	t = ok;
+	t.psn = -2;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "psn"), "%s", hcasim_last_error());
+	t = ok;
+	t.opcode = 256;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "opcode"), "%s", hcasim_last_error());
+	t = ok;
+	t.fault = (enum hcasim_fault)7;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "fault"), "%s", hcasim_last_error());
+	t = ok;
+	t.delay_ps = 5;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "delay_ps"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_link_fault_target(3, 0, &ok), -EINVAL);
+	cr_assert_eq(hcasim_link_fault_target(0, 2, &ok), -EINVAL);
+	/* Side 1 full, side 0 empty: adding to both is refused and adds to neither. */
+	t = ok;
+	t.qpn = 0xabcdef; /* matches nothing here */
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(hcasim_link_fault_target(0, 1, &t), 0, "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_link_fault_target(0, 1, &t), -ENOSPC);
+	cr_assert_eq(hcasim_link_fault_target(0, -1, &ok), -ENOSPC);
+	cr_assert(strstr(hcasim_last_error(), "8 targets"), "%s", hcasim_last_error());
+	{
+		uint64_t n[5];
+
+		send_once(&p, 3000); /* had side 0 taken the DUP target, this would duplicate */
+		cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+		cr_assert_eq(n[2], 0, "a refused target was installed");
+	}
+	cr_assert_eq(hcasim_link_fault_target(0, -1, NULL), 0);
+	cr_assert_eq(hcasim_link_fault_target(0, 1, &t), 0, "the targets were not removed");
+	pair1_close(&p);
 }
