@@ -26,30 +26,38 @@ static struct {
 	int nlinks;
 } sys;
 
-/* Name a frame for targeted faults: its BTH's destination QP, PSN and opcode. */
+/* Name a frame for targeted faults: its BTH's destination QP, PSN and opcode, and whether it
+ * opens a message (a FIRST or ONLY packet, a READ or atomic request, an acknowledgement). */
 static bool classify(enum hm_link_layer ll, const uint8_t *frame, size_t len, uint32_t *qpn,
-		     uint32_t *psn, uint8_t *opcode)
+		     uint32_t *psn, uint8_t *opcode, bool *first)
 {
 	struct hm_pkt p;
+	uint8_t op5;
 
 	if (hm_pkt_parse(ll, frame, len, &p))
 		return false;
 	*qpn = p.dqpn;
 	*psn = p.psn;
 	*opcode = p.opcode;
+	op5 = p.opcode & 0x1f;
+	*first = op5 == HM_OP_SEND_FIRST || op5 == HM_OP_SEND_ONLY || op5 == HM_OP_SEND_ONLY_IMM ||
+		 op5 == HM_OP_WRITE_FIRST || op5 == HM_OP_WRITE_ONLY ||
+		 op5 == HM_OP_WRITE_ONLY_IMM || op5 == HM_OP_SEND_ONLY_INV ||
+		 (op5 >= HM_OP_READ_REQUEST && op5 <= HM_OP_FETCH_ADD &&
+		  op5 != HM_OP_READ_RESPONSE_MIDDLE && op5 != HM_OP_READ_RESPONSE_LAST);
 	return true;
 }
 
 static bool classify_ib(const uint8_t *frame, size_t len, uint32_t *qpn, uint32_t *psn,
-			uint8_t *opcode)
+			uint8_t *opcode, bool *first)
 {
-	return classify(HM_LL_IB, frame, len, qpn, psn, opcode);
+	return classify(HM_LL_IB, frame, len, qpn, psn, opcode, first);
 }
 
 static bool classify_roce(const uint8_t *frame, size_t len, uint32_t *qpn, uint32_t *psn,
-			  uint8_t *opcode)
+			  uint8_t *opcode, bool *first)
 {
-	return classify(HM_LL_ROCE, frame, len, qpn, psn, opcode);
+	return classify(HM_LL_ROCE, frame, len, qpn, psn, opcode, first);
 }
 
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
@@ -143,8 +151,11 @@ int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_targe
 		    sim_link_targets(sys.links[link], s) == SIM_LINK_MAX_TARGETS)
 			return sim_error(-ENOSPC, "hcasim_link_fault_target: link %d side %d already "
 					 "has %d targets", link, s, SIM_LINK_MAX_TARGETS);
-	lt = (struct sim_link_target){ t->qpn, t->psn, t->opcode,
-				       (enum sim_link_fault_kind)t->fault, t->count, t->delay_ps };
+	if (t->nth > 0x1000000)
+		return sim_error(-EINVAL, "hcasim_link_fault_target: nth %u (0 or 1..2^24)", t->nth);
+	lt = (struct sim_link_target){ t->qpn,	   t->psn,	 t->opcode,
+				       (enum sim_link_fault_kind)t->fault,
+				       t->count,   t->delay_ps, t->nth };
 	for (int s = 0; s < 2; s++)
 		if (side < 0 || side == s)
 			sim_link_add_target(sys.links[link], s, &lt);

@@ -52,7 +52,8 @@ struct hcasim_faults {
 };
 int hcasim_link_faults(int link, int side, const struct hcasim_faults *f);
 /* A targeted fault on link N for frames sent from side (0, 1, -1 both) whose BTH matches:
- * destination QP, PSN, opcode (-1 = any). The first count matches (0 = all) are dropped,
+ * destination QP, PSN, opcode (-1 = any), and for nth > 0 the packet's place in its message
+ * (counted in PSNs from the FIRST/ONLY). The first count matches (0 = all) are dropped,
  * corrupted, duplicated or delayed by delay_ps. Up to 8 per side, tried in the order added
  * and before the random faults; t NULL removes the side's targets. -EINVAL (a field out of
  * range) or -ENOSPC, changing nothing. */
@@ -62,6 +63,7 @@ struct hcasim_fault_target {
 	enum hcasim_fault fault;  /* what happens to a match */
 	uint32_t count;           /* matches that get it; 0 = all */
 	uint64_t delay_ps;        /* HCASIM_FAULT_DELAY only */
+	uint32_t nth;             /* only the nth packet of a message (1 = first); 0 = any */
 };
 int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_target *t);
 /* Faults injected so far on link N from side: [0] drops, [1] corruptions, [2] duplicates,

@@ -26,6 +26,8 @@ struct link_side {
 	uint64_t frames, bytes;	  /* sent from this side */
 	struct sim_link_target targets[SIM_LINK_MAX_TARGETS]; /* targeted faults */
 	uint32_t target_hits[SIM_LINK_MAX_TARGETS];	      /* frames each has hit */
+	uint32_t target_first[SIM_LINK_MAX_TARGETS]; /* PSN that opened the target QP's message */
+	bool target_seen[SIM_LINK_MAX_TARGETS];	     /* target_first is known */
 	unsigned ntargets;				      /* in use */
 };
 
@@ -207,6 +209,7 @@ int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_targ
 		return -ENOSPC;
 	s->targets[s->ntargets] = *t;
 	s->target_hits[s->ntargets] = 0;
+	s->target_seen[s->ntargets] = false;
 	s->ntargets++;
 	return 0;
 }
@@ -227,19 +230,31 @@ static const struct sim_link_target *targeted(struct sim_link *l, struct link_si
 					      uint32_t *psn)
 {
 	uint8_t op;
+	bool first;
+	const struct sim_link_target *hit = NULL;
 
-	if (!s->ntargets || !l->classify || !l->classify(d->frame, d->len, qpn, psn, &op))
+	if (!s->ntargets || !l->classify || !l->classify(d->frame, d->len, qpn, psn, &op, &first))
 		return NULL;
 	for (unsigned i = 0; i < s->ntargets; i++) {
 		const struct sim_link_target *t = &s->targets[i];
 
-		if ((t->qpn >= 0 && t->qpn != *qpn) || (t->psn >= 0 && t->psn != *psn) ||
+		if (t->nth && (t->qpn < 0 || t->qpn == *qpn)) {
+			/* Follow the QP's messages: where the current one started. */
+			if (first) {
+				s->target_first[i] = *psn;
+				s->target_seen[i] = true;
+			}
+			if (!s->target_seen[i] ||
+			    ((*psn - s->target_first[i]) & 0xffffff) + 1 != t->nth)
+				continue;
+		}
+		if (hit || (t->qpn >= 0 && t->qpn != *qpn) || (t->psn >= 0 && t->psn != *psn) ||
 		    (t->opcode >= 0 && t->opcode != op) || (t->count && s->target_hits[i] >= t->count))
 			continue;
 		s->target_hits[i]++;
-		return t;
+		hit = t; /* the first match applies; the rest still follow the messages */
 	}
-	return NULL;
+	return hit;
 }
 
 static void flip_bit(struct link_side *s, struct delivery *d, const char *link, int side)

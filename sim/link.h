@@ -60,8 +60,10 @@ void sim_link_fault_counts(const struct sim_link *l, int side, uint64_t out[5]);
 
 /* Targeted faults: a frame sent from a side whose transport header matches a target (-1 in a
  * field matches anything) gets the target's fault, for the first count matches (0: every
- * match). The link does not read headers itself: the classifier the system installs names a
- * frame's destination QP, PSN and opcode (false: not a transport packet). Targets are tried
+ * match); nth (0 = any) matches only the nth packet of a message, counted in PSNs from the
+ * last packet that opened a message (FIRST or ONLY) to the target's QP. The link does not
+ * read headers itself: the classifier the system installs names a frame's destination QP,
+ * PSN, opcode and whether it opens a message (false: not a transport packet). Targets are tried
  * before the probabilistic faults, the first match wins, and each application counts in
  * sim_link_fault_counts and is a link.fault trace line. */
 enum sim_link_fault_kind { SIM_FAULT_DROP, SIM_FAULT_CORRUPT, SIM_FAULT_DUP, SIM_FAULT_DELAY };
@@ -70,10 +72,11 @@ struct sim_link_target {
 	enum sim_link_fault_kind fault; /* what happens to a match */
 	uint32_t count;                 /* matches that get it; 0 = all */
 	uint64_t delay_ps;              /* SIM_FAULT_DELAY: extra latency */
+	uint32_t nth;                   /* the nth packet of a message only; 0 = any */
 };
 #define SIM_LINK_MAX_TARGETS 8 /* per side */
 typedef bool (*sim_link_classify_fn)(const uint8_t *frame, size_t len, uint32_t *qpn,
-				     uint32_t *psn, uint8_t *opcode);
+				     uint32_t *psn, uint8_t *opcode, bool *first);
 void sim_link_set_classifier(struct sim_link *l, sim_link_classify_fn fn);
 /* Add a target to side (0 or 1): 0, or -ENOSPC with SIM_LINK_MAX_TARGETS already there. */
 int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_target *t);

@@ -311,6 +311,35 @@ Test(faults, targeted_drop_of_one_psn_costs_one_sequence_nak)
 	pair1_close(&p);
 }
 
+/* Dropping the second packet of a message to QP B, once: a one-packet SEND has none and goes
+ * through; the next, 3-packet SEND loses its second (PSN 0x102) and gets it back through one
+ * sequence NAK: 1 + 3 + 2 packets sent. */
+Test(faults, targeted_drop_of_the_nth_packet_of_a_message)
+{
+	struct pair1 p;
+	struct hcasim_qp_counters ca, cb;
+	uint64_t n[5];
+
+	pair1_open(&p);
+	cr_assert_eq(hcasim_link_fault_target(
+			 0, 0,
+			 &(struct hcasim_fault_target){ .qpn = p.qb->qp_num, .psn = -1,
+							.opcode = -1, .fault = HCASIM_FAULT_DROP,
+							.count = 1, .nth = 2 }),
+		     0, "%s", hcasim_last_error());
+	send_once(&p, 100);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_eq(n[0], 0, "a one-packet message has no second packet");
+	send_once(&p, 3000);
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_eq(n[0], 1, "drops: %llu", (unsigned long long)n[0]);
+	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &cb), 0);
+	cr_assert_eq(cb.naks_sent, 1, "NAKs sent: %llu", (unsigned long long)cb.naks_sent);
+	cr_assert_eq(hcasim_qp_counters(0, p.qa->qp_num, &ca), 0);
+	cr_assert_eq(ca.tx_pkts, 6, "packets sent: %llu", (unsigned long long)ca.tx_pkts);
+	pair1_close(&p);
+}
+
 /* Dropping every ACK (opcode 0x11) B sends: A learns nothing, times out retry_cnt + 1 times and
  * ends with RETRY_EXC_ERR, although B received the message. */
 Test(faults, targeted_drop_of_every_ack_exhausts_the_retries)
@@ -371,6 +400,10 @@ Test(faults, bad_fault_targets_are_refused)
 	t.fault = (enum hcasim_fault)7;
 	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
 	cr_assert(strstr(hcasim_last_error(), "fault"), "%s", hcasim_last_error());
+	t = ok;
+	t.nth = 0x1000001;
+	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "nth"), "%s", hcasim_last_error());
 	t = ok;
 	t.delay_ps = 5;
 	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), -EINVAL);
