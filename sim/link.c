@@ -266,6 +266,17 @@ static void flip_bit(struct link_side *s, struct delivery *d, const char *link, 
 	SIM_TRACE(link, fault, -1, "link=%s side=%d fault=corrupt bit=%zu", link, side, bit);
 }
 
+/* A copy of d arrives 1 ps after d (due at t). */
+static void duplicate(struct link_side *s, const struct delivery *d, sim_time_t t)
+{
+	struct delivery *c = malloc(sizeof(*c) + d->len);
+
+	SIM_ASSERT(c != NULL, "out of memory");
+	memcpy(c, d, sizeof(*c) + d->len);
+	s->injected[2]++;
+	sim_schedule_owned_at(sim_kernel(), t + 1, deliver, c);
+}
+
 /* Apply the side's faults to a frame due at the other side at t: schedule zero, one or two
  * deliveries. */
 static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t t)
@@ -290,15 +301,9 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 			if (d->len > 1)
 				flip_bit(s, d, l->name, side);
 			break;
-		case SIM_FAULT_DUP: {
-			struct delivery *c = malloc(sizeof(*c) + d->len);
-
-			SIM_ASSERT(c != NULL, "out of memory");
-			memcpy(c, d, sizeof(*c) + d->len);
-			s->injected[2]++;
-			sim_schedule_owned_at(k, t + 1, deliver, c);
+		case SIM_FAULT_DUP:
+			duplicate(s, d, t);
 			break;
-		}
 		case SIM_FAULT_DELAY:
 			s->injected[4]++;
 			t += tg->delay_ps;
@@ -324,13 +329,8 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 			  (unsigned long long)f->delay_ps);
 	}
 	if (chance(s, f->dup_ppm)) {
-		struct delivery *c = malloc(sizeof(*c) + d->len);
-
-		SIM_ASSERT(c != NULL, "out of memory");
-		memcpy(c, d, sizeof(*c) + d->len);
-		s->injected[2]++;
 		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=duplicate", l->name, side);
-		sim_schedule_owned_at(k, t + 1, deliver, c);
+		duplicate(s, d, t);
 	}
 	if (s->held) {
 		/* The frame held back arrives right after this one. */

@@ -46,6 +46,19 @@ static void rig_open(struct rig *g)
 	}
 }
 
+/* Deregister the n MRs and free their buffers, then close both HCAs (QPs and CQs gone). */
+static void close_all(struct tb_dev *a, struct tb_dev *b, struct ibv_mr **mrs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		void *buf = mrs[i]->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
+		free(buf);
+	}
+	tb_close(a);
+	tb_close(b);
+}
+
 static void rig_close(struct rig *g)
 {
 	struct ibv_mr *mrs[] = { g->src, g->rd, g->dst };
@@ -54,14 +67,7 @@ static void rig_close(struct rig *g)
 	cr_assert_eq(ibv_destroy_qp(g->qb), 0);
 	cr_assert_eq(ibv_destroy_cq(g->sa), 0);
 	cr_assert_eq(ibv_destroy_cq(g->rb), 0);
-	for (int i = 0; i < 3; i++) {
-		void *buf = mrs[i]->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
-		free(buf);
-	}
-	tb_close(&g->a);
-	tb_close(&g->b);
+	close_all(&g->a, &g->b, mrs, 3);
 }
 
 /* Message i: SEND (i % 3 == 0), RDMA WRITE (1) or RDMA READ (2) of a size from 1 to SLOT. */
@@ -249,14 +255,7 @@ static void pair1_close(struct pair1 *p)
 
 	cr_assert_eq(ibv_destroy_qp(p->qa), 0);
 	cr_assert_eq(ibv_destroy_qp(p->qb), 0);
-	for (int i = 0; i < 2; i++) {
-		void *buf = mrs[i]->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
-		free(buf);
-	}
-	tb_close(&p->a);
-	tb_close(&p->b);
+	close_all(&p->a, &p->b, mrs, 2);
 }
 
 /* One SEND of len bytes from A to B; returns once both sides completed successfully. */
