@@ -279,12 +279,27 @@ static void send_once(struct pair1 *p, uint32_t len)
 	cr_assert(!memcmp(p->src->addr, p->dst->addr, len), "payload differs");
 }
 
+/* So far: one frame dropped from A, one sequence NAK sent by B and received by A, and A sent
+ * tx_pkts request packets. */
+static void expect_one_loss(struct pair1 *p, uint64_t tx_pkts)
+{
+	struct hcasim_qp_counters ca, cb;
+	uint64_t n[5];
+
+	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
+	cr_assert_eq(n[0], 1, "drops: %llu", (unsigned long long)n[0]);
+	cr_assert_eq(hcasim_qp_counters(1, p->qb->qp_num, &cb), 0);
+	cr_assert_eq(cb.naks_sent, 1, "NAKs sent: %llu", (unsigned long long)cb.naks_sent);
+	cr_assert_eq(hcasim_qp_counters(0, p->qa->qp_num, &ca), 0);
+	cr_assert_eq(ca.naks_rcvd, 1, "NAKs received: %llu", (unsigned long long)ca.naks_rcvd);
+	cr_assert_eq(ca.tx_pkts, tx_pkts, "packets sent: %llu", (unsigned long long)ca.tx_pkts);
+}
+
 /* Dropping exactly PSN 0x102 of QP B (the third packet of a 5-packet SEND) once: B sends one
  * sequence NAK naming 0x102, A goes back to it, and nothing else is lost. */
 Test(faults, targeted_drop_of_one_psn_costs_one_sequence_nak)
 {
 	struct pair1 p;
-	struct hcasim_qp_counters ca, cb;
 	uint64_t n[5];
 
 	pair1_open(&p);
@@ -295,14 +310,7 @@ Test(faults, targeted_drop_of_one_psn_costs_one_sequence_nak)
 							.count = 1 }),
 		     0, "%s", hcasim_last_error());
 	send_once(&p, 5000);
-	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
-	cr_assert_eq(n[0], 1, "drops: %llu", (unsigned long long)n[0]);
-	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &cb), 0);
-	cr_assert_eq(cb.naks_sent, 1, "NAKs sent: %llu", (unsigned long long)cb.naks_sent);
-	cr_assert_eq(hcasim_qp_counters(0, p.qa->qp_num, &ca), 0);
-	cr_assert_eq(ca.naks_rcvd, 1);
-	/* 5 packets, then from 0x102 again: 0x102..0x104. */
-	cr_assert_eq(ca.tx_pkts, 8, "packets sent: %llu", (unsigned long long)ca.tx_pkts);
+	expect_one_loss(&p, 8); /* 5 packets, then from 0x102 again: 0x102..0x104 */
 	/* The target is used up: the next SEND loses nothing. */
 	send_once(&p, 5000);
 	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
@@ -316,7 +324,6 @@ Test(faults, targeted_drop_of_one_psn_costs_one_sequence_nak)
 Test(faults, targeted_drop_of_the_nth_packet_of_a_message)
 {
 	struct pair1 p;
-	struct hcasim_qp_counters ca, cb;
 	uint64_t n[5];
 
 	pair1_open(&p);
@@ -330,12 +337,7 @@ Test(faults, targeted_drop_of_the_nth_packet_of_a_message)
 	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
 	cr_assert_eq(n[0], 0, "a one-packet message has no second packet");
 	send_once(&p, 3000);
-	cr_assert_eq(hcasim_link_fault_counts(0, 0, n), 0);
-	cr_assert_eq(n[0], 1, "drops: %llu", (unsigned long long)n[0]);
-	cr_assert_eq(hcasim_qp_counters(1, p.qb->qp_num, &cb), 0);
-	cr_assert_eq(cb.naks_sent, 1, "NAKs sent: %llu", (unsigned long long)cb.naks_sent);
-	cr_assert_eq(hcasim_qp_counters(0, p.qa->qp_num, &ca), 0);
-	cr_assert_eq(ca.tx_pkts, 6, "packets sent: %llu", (unsigned long long)ca.tx_pkts);
+	expect_one_loss(&p, 6);
 	pair1_close(&p);
 }
 
