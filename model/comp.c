@@ -102,6 +102,7 @@ static void rnr_resume(void *arg)
 	struct hm_qp *qp = r->qpn < r->d->dp->nqps ? r->d->dp->qps[r->qpn] : NULL;
 
 	if (qp && qp->rnr_wait) {
+		SIM_TRACE(comp, rnr_resume, r->d->devno, "qpn=0x%x", qp->qpn);
 		qp->rnr_wait = false;
 		hm_sched_add(r->d, qp);
 		hm_req_kick(r->d, sim_now(sim_kernel()));
@@ -212,6 +213,11 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		implied_acks(d, qp, p->psn, t);
 		if (qp->sq_done == qp->sq_next && !qp->cur_started)
 			return t; /* a message still being sent counts: its PSNs are in the window */
+		SIM_TRACE(comp, rnr_wait, d->devno,
+			  "qpn=0x%x psn=%u start=%llu wait_ps=%llu rnr_left=%u%s", qp->qpn, p->psn,
+			  (unsigned long long)t, (unsigned long long)rnr_delay_ps[syn & 0x1f],
+			  qp->rnr_left,
+			  qp->attr.rnr_retry == 7 ? " (infinite)" : !qp->rnr_left ? " exhausted" : "");
 		if (qp->attr.rnr_retry != 7) {
 			if (!qp->rnr_left) {
 				hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, t);

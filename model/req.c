@@ -410,17 +410,17 @@ static void req_timeout(void *arg)
 	    qp->state != HCA_QPS_RESET && (qp->sq_done != qp->sq_next || qp->cur_started)) {
 		qp = hm_qpc_get(d, rt->qpn, &t);
 		qp->timer_on = false;
-		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x local ACK timeout, retries left %u",
-			  qp->qpn, qp->retry_left);
+		const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+		/* From the oldest packet unanswered: a READ's first missing response. */
+		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
+
+		SIM_TRACE(req, timeout, d->devno, "qpn=0x%x psn=%u retries_left=%u%s", qp->qpn,
+			  psn, qp->retry_left, qp->retry_left ? "" : " exhausted");
 		if (!qp->retry_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		} else {
 			qp->retry_left--;
-			const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
-
-			/* From the oldest packet unanswered: a READ's first missing response. */
-			hm_req_rewind(d, qp,
-				      f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn, t);
+			hm_req_rewind(d, qp, psn, t);
 		}
 	}
 	free(rt);

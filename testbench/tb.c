@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 void tb_config(const char *key, const char *value)
 {
@@ -169,6 +170,7 @@ void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *a)
 }
 
 unsigned tb_rc_timeout = 14;
+unsigned tb_rc_retry_cnt = 7, tb_rc_rnr_retry = 7, tb_rc_min_rnr_timer = 1;
 
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
 		enum ibv_mtu mtu)
@@ -207,7 +209,7 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 		m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (qp->qp_type == IBV_QPT_RC) {
 			a.max_dest_rd_atomic = 4;
-			a.min_rnr_timer = 1;
+			a.min_rnr_timer = (uint8_t)tb_rc_min_rnr_timer;
 			m |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		}
 	}
@@ -218,8 +220,8 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC) {
 		a.timeout = (uint8_t)tb_rc_timeout;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
+		a.retry_cnt = (uint8_t)tb_rc_retry_cnt;
+		a.rnr_retry = (uint8_t)tb_rc_rnr_retry;
 		a.max_rd_atomic = 4;
 		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
@@ -252,4 +254,26 @@ struct ibv_mr *tb_mr(struct tb_dev *t, size_t len)
 					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	cr_assert_not_null(mr, "ibv_reg_mr: %s", hcasim_last_error());
 	return mr;
+}
+
+char *tb_run_cmd(const char *cmd, int *status)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *out = malloc(cap);
+	int st;
+
+	cr_assert_not_null(p, "%s", cmd);
+	cr_assert_not_null(out);
+	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			out = realloc(out, cap *= 2);
+			cr_assert_not_null(out);
+		}
+	}
+	out[len] = 0;
+	st = pclose(p);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
 }

@@ -52,6 +52,10 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 /* Register len bytes (page aligned, zeroed) with every access. */
 struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
+/* Run a shell command; returns its standard output (malloc'd) and its exit status. */
+char *tb_run_cmd(const char *cmd, int *status);
 #define TB_QKEY 0x11111111u
 /* Local ACK timeout code tb_connect gives RC QPs (default 14: 67 ms). */
 extern unsigned tb_rc_timeout;
+/* retry_cnt, rnr_retry (default 7 each) and min_rnr_timer (default 1: 0.01 ms) it gives. */
+extern unsigned tb_rc_retry_cnt, tb_rc_rnr_retry, tb_rc_min_rnr_timer;

@@ -242,25 +242,6 @@ static void workload(struct rig *r, const char *prefix)
 }
 
 /* Run cmd; its stdout; its exit status. */
-static char *run(const char *cmd, int *status)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-	int st;
-
-	cr_assert_not_null(p, "%s", cmd);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap)
-			out = realloc(out, cap *= 2);
-	}
-	out[len] = 0;
-	st = pclose(p);
-	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	return out;
-}
-
 static int frame_cmp(const void *x, const void *y)
 {
 	const struct frame *a = x, *b = y;
@@ -289,7 +270,7 @@ static void check_tshark(const char *path, struct expect *e)
 		 "tshark -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.destqp "
 		 "-e infiniband.bth.psn 2>/dev/null",
 		 path);
-	out = run(cmd, &st);
+	out = tb_run_cmd(cmd, &st);
 	cr_assert_eq(st, 0, "%s: exit %d", cmd, st);
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *f1, *f2, *end;
@@ -358,7 +339,7 @@ static void check_pcapcheck(const char *path)
 	bool flipped = false;
 
 	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
-	out = run(cmd, &st);
+	out = tb_run_cmd(cmd, &st);
 	cr_assert_eq(st, 0, "%s: exit %d:\n%s", cmd, st, out);
 	cr_assert(strstr(out, " 0 bad") != NULL, "%s", out);
 	free(out);
@@ -391,7 +372,7 @@ static void check_pcapcheck(const char *path)
 	fclose(f);
 	free(b);
 	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, bad);
-	out = run(cmd, &st);
+	out = tb_run_cmd(cmd, &st);
 	cr_assert_eq(st, 1, "%s: exit %d (expected 1: one bad frame):\n%s", cmd, st, out);
 	cr_assert(strstr(out, " 1 bad") != NULL, "%s", out);
 	free(out);

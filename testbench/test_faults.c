@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MSGS = 600, SLOT = 6000, DEPTH = 8 };
+enum { MSGS = 10000, SLOT = 6000, DEPTH = 8 };
 
 struct rig {
 	struct tb_dev a, b;
