@@ -103,6 +103,14 @@ void drv_eq_process(struct drv_dev *d)
 				drv_post_async(d, &ev);
 			break;
 		}
+		case HCA_EQE_PORT_INFO:
+			if (e->subtype == HCA_PORT_INFO_LID) {
+				struct ibv_async_event ev = { .event_type = IBV_EVENT_LID_CHANGE };
+
+				ev.element.port_num = (int)e->data[0];
+				drv_post_async(d, &ev);
+			}
+			break;
 		case HCA_EQE_DMA_FAULT:
 			d->dma_faults_seen++;
 			fprintf(stderr,
@@ -313,7 +321,8 @@ int drv_cmd_setup(struct drv_dev *d)
 	eq.vector = 0;
 	eq.event_mask = (1ull << HCA_EQE_PORT_CHANGE) | (1ull << HCA_EQE_DMA_FAULT) |
 			(1ull << HCA_EQE_COMP) | (1ull << HCA_EQE_QP_EVENT) |
-			(1ull << HCA_EQE_CQ_ERROR) | (1ull << HCA_EQE_SRQ_LIMIT);
+			(1ull << HCA_EQE_CQ_ERROR) | (1ull << HCA_EQE_SRQ_LIMIT) |
+			(1ull << HCA_EQE_PORT_INFO);
 	if (!strcmp(mode, "interrupt"))
 		eq.event_mask |= 1ull << HCA_EQE_CMD;
 	rc = drv_cmd(d, HCA_CMD_CREATE_EQ, &eq, sizeof(eq), &h, sizeof(h));

@@ -38,6 +38,9 @@ struct hm_port {
 	unsigned ngids;            /* populated entries */
 	int sm_handle;             /* registration with the subnet manager */
 	sim_time_t tx_busy_ps;     /* transmitter reserved until */
+	bool cable_up;             /* the link carries a signal (hcasim_link_set) */
+	uint32_t train_gen;        /* link training in progress that is still current */
+	uint64_t link_downed;      /* times the link went down (LinkDownedCounter) */
 };
 
 /* One event queue (architecture §2: eq block). */

@@ -35,6 +35,13 @@ static void sma_set_port(void *arg, uint16_t lid, uint16_t sm_lid, uint64_t pref
 
 	if (p->phys_state != PHYS_LINK_UP)
 		return; /* the link went down before the SM's SubnSet arrived */
+	if (p->state == PORT_ACTIVE && state == PORT_ACTIVE && lid != p->lid) {
+		uint32_t data[6] = { p->num, lid, p->lid, 0, 0, 0 };
+
+		SIM_TRACE(port, state, p->dev->devno, "port=%u lid %u -> %u", p->num, p->lid, lid);
+		p->lid = lid;
+		hm_eq_post(p->dev, HCA_EQE_PORT_INFO, HCA_PORT_INFO_LID, data);
+	}
 	p->lid = lid;
 	p->sm_lid = sm_lid;
 	p->subnet_prefix = prefix;
@@ -92,6 +99,7 @@ void hm_port_init(struct hm_dev *d)
 		p->link_layer = d->cfg.link_layer == SIM_LL_ROCE ? LL_ETH : LL_IB;
 		p->guid = d->node_guid + 1 + i;
 		p->pkeys[0] = 0xffff; /* default partition, full membership */
+		p->cable_up = true;   /* until a link says otherwise */
 		p->mac[0] = 0x02;
 		p->mac[1] = 0x48;
 		p->mac[2] = 0x53;
@@ -103,12 +111,20 @@ void hm_port_init(struct hm_dev *d)
 	}
 }
 
+struct training {
+	struct hm_port *p; /* port */
+	uint32_t gen;      /* its train_gen when training began */
+};
+
 static void link_trained(void *arg)
 {
-	struct hm_port *p = arg;
+	struct training *tr = arg;
+	struct hm_port *p = tr->p;
+	bool current = tr->gen == p->train_gen;
 
-	if (p->phys_state != PHYS_POLLING)
-		return; /* stopped meanwhile */
+	free(tr);
+	if (!current || p->phys_state != PHYS_POLLING || !p->cable_up)
+		return; /* stopped, or the link went down, meanwhile */
 	p->phys_state = PHYS_LINK_UP;
 	if (p->link_layer == LL_ETH) {
 		roce_gids(p);
@@ -119,14 +135,48 @@ static void link_trained(void *arg)
 	sim_sm_link_up(p->sm_handle);
 }
 
+/* Physical link training: port.training_ns after t, if the link is still up by then. */
+static void train(struct hm_port *p, sim_time_t t)
+{
+	struct training *tr = malloc(sizeof(*tr));
+
+	SIM_ASSERT(tr != NULL, "out of memory");
+	*tr = (struct training){ p, ++p->train_gen };
+	sim_schedule_owned_at(sim_kernel(), t + p->dev->cfg.port_training_ns * SIM_PS_PER_NS,
+			      link_trained, tr);
+}
+
+/* The link lost or regained its signal. Down: the port falls to DOWN at once (PORT_CHANGE
+ * EQE: IBV_EVENT_PORT_ERR), its PHY back to POLLING. Up: it trains again, and the SM (IB)
+ * brings it back to ACTIVE (IBV_EVENT_PORT_ACTIVE). A port the driver has not started
+ * (DISABLED) only remembers the signal. */
+static void port_link_state(void *arg, bool up)
+{
+	struct hm_port *p = arg;
+
+	p->cable_up = up;
+	if (p->phys_state == PHYS_DISABLED)
+		return;
+	if (!up) {
+		if (p->phys_state == PHYS_LINK_UP)
+			p->link_downed++;
+		p->phys_state = PHYS_POLLING;
+		p->train_gen++; /* a training in progress will not finish */
+		p->tx_busy_ps = 0;
+		set_state(p, PORT_DOWN);
+	} else {
+		train(p, sim_now(sim_kernel()));
+	}
+}
+
 void hm_port_start(struct hm_dev *d, sim_time_t t)
 {
 	for (unsigned i = 0; i < d->nports; i++) {
 		struct hm_port *p = &d->ports[i];
 
 		p->phys_state = PHYS_POLLING;
-		sim_schedule_at(sim_kernel(), t + d->cfg.port_training_ns * SIM_PS_PER_NS,
-				link_trained, p);
+		if (p->cable_up)
+			train(p, t);
 	}
 }
 
@@ -434,4 +484,6 @@ void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int sid
 	d->links[port - 1] = l;
 	d->link_side[port - 1] = side;
 	sim_link_attach(l, side, port_rx, &d->ports[port - 1]);
+	sim_link_set_state_fn(l, side, port_link_state);
+	d->ports[port - 1].cable_up = sim_link_is_up(l);
 }

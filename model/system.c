@@ -162,6 +162,120 @@ int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_targe
 	return 0;
 }
 
+int hcasim_link_set(int link, int up)
+{
+	if (!sys.booted || link < 0 || link >= sys.nlinks)
+		return sim_error(-EINVAL, "hcasim_link_set: no link %d", link);
+	if (up != 0 && up != 1)
+		return sim_error(-EINVAL, "hcasim_link_set: up %d (0 or 1)", up);
+	sim_link_set_up(sys.links[link], up);
+	return 0;
+}
+
+int hcasim_link_is_up(int link)
+{
+	if (!sys.booted || link < 0 || link >= sys.nlinks)
+		return sim_error(-EINVAL, "hcasim_link_is_up: no link %d", link);
+	return sim_link_is_up(sys.links[link]);
+}
+
+struct link_change {
+	int link; /* index in sys.links */
+	bool up;  /* what happens */
+};
+
+static void link_change(void *arg)
+{
+	const struct link_change *c = arg;
+
+	if (c->link < sys.nlinks)
+		sim_link_set_up(sys.links[c->link], c->up);
+}
+
+static void schedule_link_change(int link, bool up, uint64_t at_ps)
+{
+	struct link_change *c = malloc(sizeof(*c));
+
+	SIM_ASSERT(c != NULL, "out of memory");
+	*c = (struct link_change){ link, up };
+	sim_schedule_background_at(sys.k, at_ps, link_change, c);
+}
+
+int hcasim_link_down_window(int link, uint64_t start_ps, uint64_t duration_ps)
+{
+	if (!sys.booted || link < 0 || link >= sys.nlinks)
+		return sim_error(-EINVAL, "hcasim_link_down_window: no link %d", link);
+	if (start_ps < sim_now(sys.k))
+		return sim_error(-EINVAL, "hcasim_link_down_window: start_ps %llu is in the past "
+				 "(now %llu)", (unsigned long long)start_ps,
+				 (unsigned long long)sim_now(sys.k));
+	if (!duration_ps || start_ps + duration_ps < start_ps)
+		return sim_error(-EINVAL, "hcasim_link_down_window: duration_ps %llu (1 or more, "
+				 "and the end must fit in 64 bits)", (unsigned long long)duration_ps);
+	schedule_link_change(link, false, start_ps);
+	schedule_link_change(link, true, start_ps + duration_ps);
+	return 0;
+}
+
+/* fault.link_down: "N@START_NS+LEN_NS" windows separated by commas. Checked whole before any
+ * is scheduled. */
+static int link_down_windows(const char *spec, int nlinks, bool apply)
+{
+	const char *p = spec;
+
+	while (*p) {
+		char *end;
+		unsigned long long n, start, len;
+
+		n = strtoull(p, &end, 10);
+		if (end == p || *end != '@')
+			goto bad;
+		p = end + 1;
+		start = strtoull(p, &end, 10);
+		if (end == p || *end != '+')
+			goto bad;
+		p = end + 1;
+		len = strtoull(p, &end, 10);
+		if (end == p || (*end && *end != ','))
+			goto bad;
+		if (n >= (unsigned long long)nlinks)
+			return sim_error(-EINVAL, "fault.link_down: no link %llu (%d links)", n,
+					 nlinks);
+		if (!len || start > UINT64_MAX / SIM_PS_PER_NS / 2 ||
+		    len > UINT64_MAX / SIM_PS_PER_NS / 2)
+			return sim_error(-EINVAL, "fault.link_down: window %llu@%llu+%llu: length 0 "
+					 "or out of range", n, start, len);
+		if (apply) {
+			schedule_link_change((int)n, false, start * SIM_PS_PER_NS);
+			schedule_link_change((int)n, true, (start + len) * SIM_PS_PER_NS);
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+bad:
+	return sim_error(-EINVAL, "fault.link_down: '%s': expected LINK@START_NS+LENGTH_NS[,...] at "
+			 "'%s'", spec, p);
+}
+
+int hcasim_sm_set_lid(int dev, int port, unsigned lid)
+{
+	int rc;
+
+	if (!sys.booted || dev < 0 || dev >= sys.ndevs)
+		return sim_error(-EINVAL, "hcasim_sm_set_lid: no device %d", dev);
+	if (port < 1 || port > (int)sys.devs[dev]->nports || sys.devs[dev]->ports[port - 1].sm_handle < 0)
+		return sim_error(-EINVAL, "hcasim_sm_set_lid: device %d has no InfiniBand port %d",
+				 dev, port);
+	if (lid > 0xffff)
+		return sim_error(-EINVAL, "hcasim_sm_set_lid: lid 0x%x (unicast 0x0001..0xbfff)", lid);
+	rc = sim_sm_set_lid(sys.devs[dev]->ports[port - 1].sm_handle, (uint16_t)lid);
+	if (rc == -EINVAL)
+		return sim_error(rc, "hcasim_sm_set_lid: lid 0x%x (unicast 0x0001..0xbfff)", lid);
+	if (rc == -EADDRINUSE)
+		return sim_error(rc, "hcasim_sm_set_lid: lid 0x%x is another port's", lid);
+	return rc ? sim_error(rc, "hcasim_sm_set_lid: the SM refused") : 0;
+}
+
 int hcasim_link_fault_counts(int link, int side, uint64_t out[5])
 {
 	if (!sys.booted || link < 0 || link >= sys.nlinks || side < 0 || side > 1 || !out)
@@ -256,6 +370,11 @@ int hcasim_boot(void)
 		if (rc)
 			return rc;
 	}
+	/* Checked before anything is built: hosts 2k and 2k+1 share hca.ports links. */
+	rc = link_down_windows(sys.cfg.fault_link_down, (int)(sys.cfg.hosts / 2 * sys.cfg.ports),
+			       false);
+	if (rc)
+		return rc;
 	sys.k = sim_kernel_create();
 	if (!sys.k)
 		return sim_error(-ENOMEM, "boot: out of memory");
@@ -265,6 +384,7 @@ int hcasim_boot(void)
 	for (int i = 0; i < sys.ndevs; i++)
 		sys.devs[i] = hm_dev_create(&sys.cfg, i, i);
 	make_links();
+	link_down_windows(sys.cfg.fault_link_down, sys.nlinks, true);
 	sys.booted = true;
 	{
 		const char *pcap = getenv("HCASIM_PCAP");

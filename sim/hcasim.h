@@ -70,6 +70,19 @@ int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_targe
  * [3] reorders, [4] delays. */
 int hcasim_link_fault_counts(int link, int side, uint64_t out[5]);
 
+/* Link N down (up = 0) or up (1) now, or down from simulated time start_ps for duration_ps
+ * and then up again (fault.link_down does the same from the configuration). While a link is
+ * down it carries nothing: frames sent and in flight are lost. Its ports fall to DOWN at once
+ * (IBV_EVENT_PORT_ERR); when it comes back they train (port.training_ns), the subnet manager
+ * sweeps them (port.sm_delay_ns) and they are ACTIVE again (IBV_EVENT_PORT_ACTIVE). */
+int hcasim_link_set(int link, int up);
+int hcasim_link_down_window(int link, uint64_t start_ps, uint64_t duration_ps);
+int hcasim_link_is_up(int link); /* 1, 0, or a negative errno */
+/* The subnet manager gives port (1-based) of device dev a new LID (0x0001..0xbfff, not used
+ * by another port); an ACTIVE port is reprogrammed after port.sm_delay_ns and raises
+ * IBV_EVENT_LID_CHANGE. -EINVAL, -EADDRINUSE. */
+int hcasim_sm_set_lid(int dev, int port, unsigned lid);
+
 int hcasim_num_devices(void);
 
 /* Data-path counters of device dev (since boot). */

@@ -13,6 +13,7 @@ struct sim_event {
 	sim_event_fn fn; /* NULL once cancelled */
 	void *arg;       /* argument for fn */
 	bool owned;      /* arg is freed by the kernel if the event never runs */
+	bool background; /* does not count as work pending (sim_step_busy) */
 };
 
 struct sim_kernel {
@@ -22,6 +23,7 @@ struct sim_kernel {
 	size_t len, cap;         /* heap size and capacity */
 	uint64_t executed;       /* events run so far */
 	uint64_t cancelled_live; /* cancelled events still in the heap */
+	uint64_t background_live; /* live background events in the heap */
 };
 
 static struct sim_kernel *current;
@@ -120,7 +122,7 @@ static void heap_down(struct sim_kernel *k, size_t i)
 }
 
 static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg,
-			     bool owned)
+			     bool owned, bool background)
 {
 	SIM_ASSERT(t >= k->now, "event scheduled in the past (t=%llu)", (unsigned long long)t);
 	SIM_ASSERT(fn != NULL, "event without a function");
@@ -133,19 +135,27 @@ static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn
 		k->cap = cap;
 	}
 	k->heap[k->len] =
-		(struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg, .owned = owned };
+		(struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg, .owned = owned,
+				    .background = background };
 	heap_up(k, k->len++);
+	k->background_live += background;
 	return k->next_seq - 1;
 }
 
 sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
 {
-	return schedule(k, t, fn, arg, false);
+	return schedule(k, t, fn, arg, false, false);
 }
 
 sim_event_id sim_schedule_owned_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
 {
-	return schedule(k, t, fn, arg, true);
+	return schedule(k, t, fn, arg, true, false);
+}
+
+sim_event_id sim_schedule_background_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn,
+					void *arg)
+{
+	return schedule(k, t, fn, arg, true, true);
 }
 
 sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg)
@@ -163,6 +173,7 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id)
 				free(k->heap[i].arg);
 			k->heap[i].fn = NULL;
 			k->heap[i].owned = false;
+			k->background_live -= k->heap[i].background;
 			k->cancelled_live++;
 			return true;
 		}
@@ -199,8 +210,16 @@ bool sim_step(struct sim_kernel *k)
 	e = pop(k);
 	k->now = e.t;
 	k->executed++;
+	k->background_live -= e.background;
 	e.fn(e.arg);
 	return true;
+}
+
+bool sim_step_busy(struct sim_kernel *k)
+{
+	if (k->len - k->cancelled_live == k->background_live)
+		return false;
+	return sim_step(k);
 }
 
 void sim_run_until(struct sim_kernel *k, sim_time_t t)

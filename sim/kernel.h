@@ -47,6 +47,10 @@ sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_even
 /* As sim_schedule_at for an arg allocated with malloc that fn frees: if the kernel is
  * destroyed before the event runs, the kernel frees arg (nothing leaks at shutdown). */
 sim_event_id sim_schedule_owned_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg);
+/* As sim_schedule_owned_at for an event that is not work in progress but a happening planned
+ * ahead (a fault window): sim_step_busy does not wait for it. */
+sim_event_id sim_schedule_background_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn,
+					void *arg);
 /* Cancel a pending event; returns false if it already ran or was cancelled. */
 bool sim_cancel(struct sim_kernel *k, sim_event_id id);
 
@@ -58,6 +62,9 @@ void sim_run_until(struct sim_kernel *k, sim_time_t t);
 int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit);
 /* Run the next event only; false if the queue is empty. */
 bool sim_step(struct sim_kernel *k);
+/* The same, but false as well when only background events are left: what "the system has
+ * settled" means at boot. */
+bool sim_step_busy(struct sim_kernel *k);
 
 /* Statistics: events executed, pending. */
 uint64_t sim_events_executed(const struct sim_kernel *k);

@@ -21,7 +21,9 @@ struct link_side {
 	uint64_t injected[5];     /* drops, corruptions, duplicates, reorders, delays */
 	struct delivery *held;    /* a reordered frame waiting for the next one */
 	sim_link_rx_fn rx;	  /* receives what the other side sends */
-	void *port;		  /* rx's argument */
+	sim_link_state_fn state;  /* told when the link goes down or up */
+	void *port;		  /* rx's and state's argument */
+	uint64_t lost_down;	  /* frames from this side lost to the link being down */
 	sim_time_t busy_until_ps; /* this side's transmitter is free from then on */
 	uint64_t frames, bytes;	  /* sent from this side */
 	struct sim_link_target targets[SIM_LINK_MAX_TARGETS]; /* targeted faults */
@@ -53,6 +55,8 @@ struct sim_link {
 	struct sim_pcap *pcap;	  /* tap, or NULL */
 	sim_link_classify_fn classify; /* names frames for targeted faults */
 	struct tap_rec *tap;	  /* frames not yet written to it */
+	bool down;		  /* no signal: nothing is carried */
+	uint32_t epoch;		  /* bumped when the link goes down: frames of older epochs are lost */
 };
 
 /* A frame in flight. It names its link by id: a link destroyed before the frame lands drops
@@ -60,6 +64,7 @@ struct sim_link {
 struct delivery {
 	uint64_t link_id; /* sim_link.id */
 	int to;		  /* receiving side */
+	uint32_t epoch;	  /* the link's epoch when it was sent */
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent */
 	uint8_t frame[];  /* the copy taken at send time */
@@ -132,7 +137,12 @@ static void deliver(void *arg)
 	struct delivery *d = arg;
 	struct sim_link *l = find_link(d->link_id);
 
-	if (l && l->side[d->to].rx) {
+	if (l && (l->down || d->epoch != l->epoch)) {
+		/* In flight when the link went down: lost with the signal. */
+		l->side[!d->to].lost_down++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=down lost in flight bytes=%zu",
+			  l->name, !d->to, d->len);
+	} else if (l && l->side[d->to].rx) {
 		bool ok = l->kind != SIM_LINK_ETH ||
 			  crc32(0, d->frame, (uInt)d->len) == d->fcs; /* the receiving MAC's check */
 
@@ -361,6 +371,13 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 		   len);
 	s = &l->side[side];
 	now = sim_now(k);
+	if (l->down) {
+		/* No signal: the frame goes nowhere, not even on the wire (or in the pcap). */
+		s->lost_down++;
+		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=down bytes=%zu", l->name, side,
+			  len);
+		return now;
+	}
 	start = s->busy_until_ps > now ? s->busy_until_ps : now; /* behind earlier frames */
 	end = start + ser_ps(l, len);
 	s->busy_until_ps = end;
@@ -371,6 +388,7 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	SIM_ASSERT(d != NULL, "out of memory");
 	d->link_id = l->id;
 	d->to = !side;
+	d->epoch = l->epoch;
 	d->len = len;
 	memcpy(d->frame, frame, len);
 	d->fcs = l->kind == SIM_LINK_ETH ? (uint32_t)crc32(0, frame, (uInt)len) : 0;
@@ -425,4 +443,42 @@ uint64_t sim_link_frames(const struct sim_link *l, int side)
 uint64_t sim_link_bytes(const struct sim_link *l, int side)
 {
 	return side_of(l, side)->bytes;
+}
+
+void sim_link_set_state_fn(struct sim_link *l, int side, sim_link_state_fn fn)
+{
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].state = fn;
+}
+
+void sim_link_set_up(struct sim_link *l, bool up)
+{
+	if (l->down == !up)
+		return;
+	l->down = !up;
+	SIM_TRACE(link, state, -1, "link=%s %s", l->name, up ? "up" : "down");
+	if (!up) {
+		l->epoch++; /* every frame in flight is lost */
+		for (int s = 0; s < 2; s++) {
+			if (l->side[s].held) {
+				l->side[s].lost_down++;
+				free(l->side[s].held);
+				l->side[s].held = NULL;
+			}
+			l->side[s].busy_until_ps = 0;
+		}
+	}
+	for (int s = 0; s < 2; s++)
+		if (l->side[s].state)
+			l->side[s].state(l->side[s].port, up);
+}
+
+bool sim_link_is_up(const struct sim_link *l)
+{
+	return !l->down;
+}
+
+uint64_t sim_link_lost_down(const struct sim_link *l, int side)
+{
+	return side_of(l, side)->lost_down;
 }

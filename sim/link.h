@@ -78,6 +78,17 @@ struct sim_link_target {
 typedef bool (*sim_link_classify_fn)(const uint8_t *frame, size_t len, uint32_t *qpn,
 				     uint32_t *psn, uint8_t *opcode, bool *first);
 void sim_link_set_classifier(struct sim_link *l, sim_link_classify_fn fn);
+
+/* Link down/up (a pulled cable, a peer's PHY reset): while down nothing is carried — frames
+ * sent are lost before the wire (not in the pcap), frames in flight when it goes down are lost
+ * too (each a link.fault trace line, counted in sim_link_lost_down). Each side's state
+ * function (with the port given to sim_link_attach) hears every change, at once. */
+typedef void (*sim_link_state_fn)(void *port, bool up);
+void sim_link_set_state_fn(struct sim_link *l, int side, sim_link_state_fn fn);
+void sim_link_set_up(struct sim_link *l, bool up);
+bool sim_link_is_up(const struct sim_link *l);
+/* Frames sent from side lost to the link being down. */
+uint64_t sim_link_lost_down(const struct sim_link *l, int side);
 /* Add a target to side (0 or 1): 0, or -ENOSPC with SIM_LINK_MAX_TARGETS already there. */
 int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_target *t);
 /* Remove side's targets; how many side has. */

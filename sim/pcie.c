@@ -612,7 +612,7 @@ bool sim_host_idle(void)
 
 void sim_host_settle(void)
 {
-	while (sim_step(sim_kernel()))
+	while (sim_step_busy(sim_kernel()))
 		;
 }
 

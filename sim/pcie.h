@@ -117,7 +117,8 @@ void sim_host_advance(sim_time_t ps);
 int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps);
 /* True when nothing is pending anywhere in the simulation. */
 bool sim_host_idle(void);
-/* Run until nothing is pending (boot settling: links train, the SM sweeps). */
+/* Run until nothing but background events (planned fault windows) is pending: boot settling,
+ * links train, the SM sweeps. */
 void sim_host_settle(void);
 
 #endif

@@ -3,6 +3,7 @@
 #include "sim/sm.h"
 #include "sim/trace.h"
 
+#include <errno.h>
 #include <stdbool.h>
 
 enum { PORT_INIT = 2, PORT_ARMED = 3, PORT_ACTIVE = 4 };
@@ -62,4 +63,33 @@ int sim_sm_active_ports(void)
 int sim_sm_registered_ports(void)
 {
 	return nports;
+}
+
+/* The SM moves an ACTIVE port to a new LID with one SubnSet(PortInfo), state unchanged. */
+static void sm_reassign(void *arg)
+{
+	struct sm_port *p = arg;
+
+	if (!p->active)
+		return;
+	p->ops->set_port(p->port, p->lid, ports[0].lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
+	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u (reassigned)", (int)(p - ports), p->lid);
+}
+
+int sim_sm_set_lid(int handle, uint16_t lid)
+{
+	if (handle < 0 || handle >= nports)
+		return -ENODEV;
+	if (lid == 0 || lid >= 0xc000)
+		return -EINVAL; /* unicast LIDs are 0x0001..0xbfff */
+	for (int i = 0; i < nports; i++)
+		if (i != handle && ports[i].lid == lid)
+			return -EADDRINUSE;
+	if (ports[handle].lid == lid)
+		return 0;
+	ports[handle].lid = lid;
+	/* A port not yet configured gets it at its next sweep. */
+	if (ports[handle].active)
+		sim_schedule_in(sim_kernel(), sweep_ps, sm_reassign, &ports[handle]);
+	return 0;
 }

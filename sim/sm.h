@@ -24,6 +24,10 @@ void sim_sm_reset(uint64_t sweep_delay_ps);
 int sim_sm_register(const struct sim_sma_ops *ops, void *port);
 /* Physical link up: the SM configures the port after its sweep delay. */
 void sim_sm_link_up(int handle);
+/* Give a port a new LID (unicast 0x0001..0xbfff, unused by other ports): an ACTIVE port is
+ * reprogrammed after the sweep delay, others get it at their next sweep. 0, -ENODEV, -EINVAL
+ * or -EADDRINUSE. */
+int sim_sm_set_lid(int handle, uint16_t lid);
 /* Number of ports the SM has brought to ACTIVE. */
 int sim_sm_active_ports(void);
 int sim_sm_registered_ports(void);

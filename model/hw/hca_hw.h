@@ -92,7 +92,13 @@ enum hca_qp_event {
 	HCA_QP_EV_ACCESS_ERR = 3,
 	HCA_QP_EV_COMM_EST = 4,
 	HCA_QP_EV_SQ_DRAINED = 5,
+	HCA_QP_EV_PATH_MIG = 6,
+	HCA_QP_EV_PATH_MIG_ERR = 7,
 	HCA_QP_EV_LAST_WQE_REACHED = 16,
+};
+/* PORT_INFO subtypes: what the SM changed. */
+enum hca_port_info_change {
+	HCA_PORT_INFO_LID = 1,
 };
 #define HCA_EQ_MAX 64u
 

@@ -1,0 +1,294 @@
+/* Asynchronous events (IBA 11.6.3) provoked through the public interface and received with
+ * ibv_get_async_event, with the right element, each acknowledged: port events around link
+ * down/up windows and SM LID reassignment, affiliated QP errors on the responder, the
+ * catastrophic work queue errors of a failed DMA read, and path migration. */
+#include "testbench/tb.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define US 1000000ull /* ps */
+#define MS 1000000000ull
+
+/* The next async event of ctx within limit_ps of simulated time (false if none came). */
+static bool next_event(struct ibv_context *ctx, uint64_t limit_ps, struct ibv_async_event *ev)
+{
+	uint64_t t0 = hcasim_now_ps();
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
+	for (;;) {
+		if (ibv_get_async_event(ctx, ev) == 0)
+			return true;
+		cr_assert_eq(errno, EAGAIN, "ibv_get_async_event: %s", hcasim_last_error());
+		if (hcasim_now_ps() - t0 >= limit_ps)
+			return false;
+		hcasim_run_for_ps(US);
+	}
+}
+
+/* Expect exactly the event type next (within limit_ps); returns it, acknowledged. */
+static struct ibv_async_event expect_event(struct ibv_context *ctx, enum ibv_event_type type,
+					   uint64_t limit_ps)
+{
+	struct ibv_async_event ev;
+
+	cr_assert(next_event(ctx, limit_ps, &ev), "no %s within %" PRIu64 " ps",
+		  ibv_event_type_str(type), limit_ps);
+	cr_assert_eq(ev.event_type, type, "got %s, expected %s", ibv_event_type_str(ev.event_type),
+		     ibv_event_type_str(type));
+	ibv_ack_async_event(&ev);
+	return ev;
+}
+
+static void expect_no_event(struct ibv_context *ctx, uint64_t for_ps)
+{
+	struct ibv_async_event ev;
+
+	if (next_event(ctx, for_ps, &ev)) {
+		ibv_ack_async_event(&ev);
+		cr_assert_fail("unexpected %s", ibv_event_type_str(ev.event_type));
+	}
+}
+
+static enum ibv_port_state port_state(struct tb_dev *t, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	cr_assert_eq(ibv_query_port(t->ctx, port, &pa), 0);
+	return pa.state;
+}
+
+/* ---- port events ---------------------------------------------------------------------- */
+
+Test(events, link_down_window_gives_port_err_then_port_active_on_both_hosts)
+{
+	struct tb_dev a, b;
+	struct ibv_async_event ev;
+	uint64_t start;
+
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_eq(hcasim_link_is_up(0), 1);
+	start = hcasim_now_ps() + 10 * US;
+	cr_assert_eq(hcasim_link_down_window(0, start, 50 * US), 0, "%s", hcasim_last_error());
+	hcasim_run_for_ps(11 * US);
+	cr_assert_eq(hcasim_link_is_up(0), 0);
+	cr_assert_eq(port_state(&a, 1), IBV_PORT_DOWN);
+	cr_assert_eq(port_state(&b, 1), IBV_PORT_DOWN);
+	ev = expect_event(a.ctx, IBV_EVENT_PORT_ERR, US);
+	cr_assert_eq(ev.element.port_num, 1);
+	ev = expect_event(b.ctx, IBV_EVENT_PORT_ERR, US);
+	cr_assert_eq(ev.element.port_num, 1);
+	/* Back up at start + 50 us, then link training and the SM's sweep. */
+	ev = expect_event(a.ctx, IBV_EVENT_PORT_ACTIVE, 200 * US);
+	cr_assert_eq(ev.element.port_num, 1);
+	cr_assert_geq(hcasim_now_ps(), start + 50 * US);
+	cr_assert_eq(port_state(&a, 1), IBV_PORT_ACTIVE);
+	ev = expect_event(b.ctx, IBV_EVENT_PORT_ACTIVE, 200 * US);
+	cr_assert_eq(hcasim_link_is_up(0), 1);
+	/* Nothing more: ARMED and INIT are not events. */
+	expect_no_event(a.ctx, 100 * US);
+	tb_close(&a);
+	tb_close(&b);
+}
+
+Test(events, port_comes_back_after_training_and_sweep)
+{
+	char v[32];
+	struct tb_dev a, b;
+	uint64_t up_at, active_at;
+	unsigned long train_ns, sweep_ns;
+
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_eq(hcasim_config_get("port.training_ns", v, sizeof(v)), 0);
+	train_ns = strtoul(v, NULL, 10);
+	cr_assert_eq(hcasim_config_get("port.sm_delay_ns", v, sizeof(v)), 0);
+	sweep_ns = strtoul(v, NULL, 10);
+	cr_assert_eq(hcasim_link_set(0, 0), 0);
+	expect_event(a.ctx, IBV_EVENT_PORT_ERR, US);
+	hcasim_run_for_ps(30 * US);
+	cr_assert_eq(port_state(&a, 1), IBV_PORT_DOWN, "no signal, no port");
+	up_at = hcasim_now_ps();
+	cr_assert_eq(hcasim_link_set(0, 1), 0);
+	expect_event(a.ctx, IBV_EVENT_PORT_ACTIVE, 100 * US);
+	active_at = hcasim_now_ps();
+	/* Active no earlier than training + sweep after the signal came back. */
+	cr_assert_geq(active_at - up_at, (train_ns + sweep_ns) * 1000);
+	cr_assert_lt(active_at - up_at, (train_ns + sweep_ns) * 1000 + 2 * US);
+	tb_close(&a);
+	tb_close(&b);
+}
+
+Test(events, lid_change_is_raised_when_the_sm_moves_a_port)
+{
+	struct tb_dev a, b;
+	struct ibv_async_event ev;
+	struct ibv_port_attr pa;
+	uint16_t old = 0;
+
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	old = a.port.lid;
+	cr_assert_eq(hcasim_sm_set_lid(0, 1, 0x77), 0, "%s", hcasim_last_error());
+	ev = expect_event(a.ctx, IBV_EVENT_LID_CHANGE, 100 * US);
+	cr_assert_eq(ev.element.port_num, 1);
+	cr_assert_eq(ibv_query_port(a.ctx, 1, &pa), 0);
+	cr_assert_eq(pa.lid, 0x77, "LID 0x%x after the change (was 0x%x)", pa.lid, old);
+	cr_assert_eq(pa.state, IBV_PORT_ACTIVE);
+	expect_no_event(b.ctx, 20 * US); /* the other host's port did not change */
+	/* Refused: multicast range, 0, another port's LID, no such port; nothing changes. */
+	cr_assert_eq(hcasim_sm_set_lid(0, 1, 0xc000), -EINVAL);
+	cr_assert_eq(hcasim_sm_set_lid(0, 1, 0), -EINVAL);
+	cr_assert_eq(hcasim_sm_set_lid(0, 1, b.port.lid), -EADDRINUSE);
+	cr_assert(strstr(hcasim_last_error(), "another port"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_sm_set_lid(0, 3, 0x80), -EINVAL);
+	cr_assert_eq(hcasim_sm_set_lid(9, 1, 0x80), -EINVAL);
+	expect_no_event(a.ctx, 20 * US);
+	cr_assert_eq(ibv_query_port(a.ctx, 1, &pa), 0);
+	cr_assert_eq(pa.lid, 0x77);
+	tb_close(&a);
+	tb_close(&b);
+}
+
+Test(events, bad_link_calls_are_refused)
+{
+	struct tb_dev a;
+
+	tb_open(&a, 0);
+	cr_assert_eq(hcasim_link_set(5, 0), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "no link 5"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_link_set(0, 2), -EINVAL);
+	cr_assert_eq(hcasim_link_down_window(0, 0, 5), -EINVAL, "start in the past");
+	cr_assert(strstr(hcasim_last_error(), "start_ps"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_link_down_window(0, hcasim_now_ps() + 1, 0), -EINVAL);
+	cr_assert_eq(hcasim_link_down_window(-1, hcasim_now_ps() + 1, 5), -EINVAL);
+	cr_assert_eq(hcasim_link_is_up(0), 1, "a refused call changed the link");
+	tb_close(&a);
+}
+
+Test(events, link_down_windows_from_the_configuration)
+{
+	struct tb_dev a, b;
+
+	/* link 0 down from 100 ms for 20 us: long after bring-up */
+	tb_config("fault.link_down", "0@100000000+20000");
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_lt(hcasim_now_ps(), 100 * MS, "bring-up took %" PRIu64 " ps", hcasim_now_ps());
+	cr_assert_eq(hcasim_link_is_up(0), 1);
+	hcasim_run_for_ps(100 * MS - hcasim_now_ps() + US);
+	cr_assert_eq(hcasim_link_is_up(0), 0);
+	expect_event(a.ctx, IBV_EVENT_PORT_ERR, US);
+	expect_event(a.ctx, IBV_EVENT_PORT_ACTIVE, 100 * US);
+	tb_close(&a);
+	tb_close(&b);
+}
+
+Test(events, malformed_link_down_configuration_is_refused_naming_the_key)
+{
+	static const char *const bad[] = { "0@5", "0+5", "x@1+2", "0@1+0", "7@1+2", "0@1+2;1@3+4" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(hcasim_config_set("fault.link_down", bad[i]), 0);
+		cr_assert_eq(hcasim_boot(), -EINVAL, "'%s' accepted", bad[i]);
+		cr_assert(strstr(hcasim_last_error(), "fault.link_down"), "%s",
+			  hcasim_last_error());
+		cr_assert_eq(hcasim_booted(), 0);
+	}
+}
+
+/* ---- RC traffic across a link down window ---------------------------------------------- */
+
+struct pair {
+	struct tb_dev a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *ma, *mb;
+};
+
+static void pair_open(struct pair *p)
+{
+	tb_open(&p->a, 0);
+	tb_open(&p->b, 1);
+	p->qa = tb_create_qp(&p->a, IBV_QPT_RC);
+	p->qb = tb_create_qp(&p->b, IBV_QPT_RC);
+	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024);
+	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
+	p->ma = tb_mr(&p->a, 65536);
+	p->mb = tb_mr(&p->b, 65536);
+	for (int i = 0; i < 65536; i++)
+		((uint8_t *)p->ma->addr)[i] = (uint8_t)(i * 7 + 3);
+}
+
+static void pair_close(struct pair *p)
+{
+	struct ibv_mr *mrs[] = { p->ma, p->mb };
+
+	cr_assert_eq(ibv_destroy_qp(p->qa), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_qp(p->qb), 0, "%s", hcasim_last_error());
+	for (int i = 0; i < 2; i++) {
+		void *buf = mrs[i]->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
+		free(buf);
+	}
+	tb_close(&p->a);
+	tb_close(&p->b);
+}
+
+static void write_64k(struct pair *p, uint64_t wr_id)
+{
+	struct ibv_sge s = { (uintptr_t)p->ma->addr, 65536, p->ma->lkey };
+	struct ibv_send_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	w.wr.rdma.remote_addr = (uintptr_t)p->mb->addr;
+	w.wr.rdma.rkey = p->mb->rkey;
+	cr_assert_eq(ibv_post_send(p->qa, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+Test(events, rc_write_survives_a_link_down_window_shorter_than_its_retries)
+{
+	struct pair p;
+	struct ibv_wc wc;
+
+	tb_rc_timeout = 4; /* 65.5 us */
+	pair_open(&p);
+	write_64k(&p, 1);
+	/* Down in the middle of the WRITE for 150 us: two or three timeouts, then it resumes. */
+	cr_assert_eq(hcasim_link_down_window(0, hcasim_now_ps() + 2 * US, 150 * US), 0);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert(!memcmp(p.ma->addr, p.mb->addr, 65536), "the WRITE's bytes differ");
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ACTIVE, US);
+	pair_close(&p);
+}
+
+Test(events, rc_write_fails_with_retry_exc_err_when_the_link_stays_down)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	tb_rc_timeout = 4;
+	tb_rc_retry_cnt = 2;
+	pair_open(&p);
+	write_64k(&p, 1);
+	cr_assert_eq(hcasim_link_down_window(0, hcasim_now_ps() + 2 * US, 10 * MS), 0);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_lt(hcasim_now_ps(), 2 * MS, "three 65.5 us timeouts took longer");
+	cr_assert_eq(ibv_query_qp(p.qa, &qa, IBV_QP_STATE, &qi), 0);
+	cr_assert_eq(qa.qp_state, IBV_QPS_ERR);
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
+	pair_close(&p);
+}
