@@ -322,7 +322,7 @@ int drv_cmd_setup(struct drv_dev *d)
 	eq.event_mask = (1ull << HCA_EQE_PORT_CHANGE) | (1ull << HCA_EQE_DMA_FAULT) |
 			(1ull << HCA_EQE_COMP) | (1ull << HCA_EQE_QP_EVENT) |
 			(1ull << HCA_EQE_CQ_ERROR) | (1ull << HCA_EQE_SRQ_LIMIT) |
-			(1ull << HCA_EQE_PORT_INFO);
+			(1ull << HCA_EQE_PORT_INFO) | (1ull << HCA_EQE_SRQ_ERROR);
 	if (!strcmp(mode, "interrupt"))
 		eq.event_mask |= 1ull << HCA_EQE_CMD;
 	rc = drv_cmd(d, HCA_CMD_CREATE_EQ, &eq, sizeof(eq), &h, sizeof(h));

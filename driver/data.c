@@ -547,12 +547,14 @@ void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e)
 		ev.element.cq = &cq->cq;
 		break;
 	}
-	case HCA_EQE_SRQ_LIMIT: {
+	case HCA_EQE_SRQ_LIMIT:
+	case HCA_EQE_SRQ_ERROR: {
 		struct drv_srq *srq = srq_num(d, e->data[0]);
 
 		if (!srq)
 			return;
-		ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+		ev.event_type = e->type == HCA_EQE_SRQ_LIMIT ? IBV_EVENT_SRQ_LIMIT_REACHED
+							    : IBV_EVENT_SRQ_ERR;
 		ev.element.srq = &srq->srq;
 		break;
 	}
@@ -562,7 +564,8 @@ void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e)
 	{
 		/* An affiliated event goes to the context its object belongs to. */
 		struct ibv_context *ctx = e->type == HCA_EQE_CQ_ERROR ? ev.element.cq->context
-					  : e->type == HCA_EQE_SRQ_LIMIT ? ev.element.srq->context
+					  : e->type == HCA_EQE_SRQ_LIMIT || e->type == HCA_EQE_SRQ_ERROR
+					      ? ev.element.srq->context
 									 : ev.element.qp->context;
 		struct drv_ctx *c = drv_ctx_of(ctx);
 

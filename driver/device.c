@@ -207,6 +207,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	c->vctx.query_port = query_port_ex;
 	c->vctx.query_device_ex = query_device_ex;
+	c->vctx.get_srq_num = drv_get_srq_num;
 	drv_ops_init(&c->vctx.context.ops);
 	c->next = d->ctxs;
 	d->ctxs = c;

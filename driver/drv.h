@@ -186,4 +186,6 @@ void drv_handle_del(const void *ptr);
 #define DRV_OBJ(type, ptr, kind)                                                                   \
 	(drv_handle_kind(ptr) == (kind) ? (type *)(void *)(ptr) : NULL)
 
+int drv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+
 #endif

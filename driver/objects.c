@@ -524,6 +524,19 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
+/* ibv_get_srq_num (through verbs_context): the device's SRQ number, as mlx5 gives it. */
+int drv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);
+
+	if (!srq)
+		return drv_fail(EINVAL, "ibv_get_srq_num: not a live SRQ");
+	if (!srq_num)
+		return drv_fail(EINVAL, "ibv_get_srq_num: NULL srq_num");
+	*srq_num = srq->srqn;
+	return 0;
+}
+
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct drv_srq *srq = DRV_OBJ(struct drv_srq, ibsrq, DRV_KIND_SRQ);

@@ -53,6 +53,7 @@ struct hm_srq {
 	uint32_t pi;       /* producer index from the doorbell */
 	uint32_t ci;       /* WQEs consumed */
 	uint32_t limit;    /* armed limit, 0 = not armed */
+	bool error;        /* catastrophic error: no more WQEs are taken from it */
 };
 
 /* One send WQE in flight (requester → completer), in device SRAM. */
@@ -140,6 +141,8 @@ struct hm_qp {
 	uint64_t lru;          /* last use stamp */
 };
 
+#define HM_DMA_INJECT_MAX 8
+
 /* Per-device data-path state. */
 struct hm_dp {
 	struct hm_qp **qps;       /* by QPN, allocated on create */
@@ -163,7 +166,24 @@ struct hm_dp {
 	sim_time_t rx_free_ps;    /* receive pipeline free at */
 	/* counters */
 	uint64_t tx_pkts, rx_pkts, rx_crc_errors, rx_dropped, bad_doorbells;
+	/* DMA read errors to inject (hcasim_dma_read_error) */
+	struct hm_dma_inject {
+		uint8_t client; /* HM_DMA_* */
+		uint32_t num;   /* QPN or SRQN */
+		uint32_t left;  /* reads still to fail; 0 = slot free */
+	} dma_inject[HM_DMA_INJECT_MAX];
 };
+
+/* Who a DMA read is for, as the device's DMA engine tags it (and the hcasim.h numbering). */
+enum hm_dma_client { HM_DMA_SQ_WQE = 0, HM_DMA_RQ_WQE = 1, HM_DMA_SRQ_WQE = 2 };
+/* True (and one injected error used up) if the next read of client for object num is to
+ * fail as a PCIe completion with Unsupported Request status would. */
+bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num);
+/* Catastrophic errors: the QP goes to ERR and raises IBV_EVENT_QP_FATAL; the SRQ stops and
+ * raises IBV_EVENT_SRQ_ERR, and every QP attached to it goes to ERR (IBA 11.6.3.1,
+ * 10.2.9.5). */
+void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t);
 
 /* A received frame waiting for its QP (model/port.c). */
 struct hm_rx_frame {

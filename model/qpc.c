@@ -281,3 +281,51 @@ void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t 
 	if (state == HCA_QPS_ERR || state == HCA_QPS_SQE)
 		hm_qp_flush(d, qp, t);
 }
+
+bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num)
+{
+	for (int i = 0; i < HM_DMA_INJECT_MAX; i++) {
+		struct hm_dma_inject *j = &d->dp->dma_inject[i];
+
+		if (j->left && j->client == client && j->num == num) {
+			j->left--;
+			SIM_TRACE(pcie, dma_rd, d->devno, "client=%u num=0x%x injected read error "
+				  "(UR completion), %u more", client, num, j->left);
+			return true;
+		}
+	}
+	return false;
+}
+
+void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+	if (qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
+		return;
+	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x catastrophic work queue error", qp->qpn);
+	hm_qp_error(d, qp, HCA_QPS_ERR, t);
+	hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_FATAL, data);
+}
+
+void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t)
+{
+	struct hm_srq *srq = hm_srq_get(d, srqn);
+	uint32_t data[6] = { srqn, 0, 0, 0, 0, 0 };
+
+	if (!srq || srq->error)
+		return;
+	srq->error = true;
+	SIM_TRACE(qp, modify, d->devno, "srqn=0x%x catastrophic error", srqn);
+	hm_eq_post(d, HCA_EQE_SRQ_ERROR, 0, data);
+	for (uint32_t n = 0; n < d->dp->nqps; n++) {
+		const struct hm_qp *q = d->dp->qps[n];
+
+		if (q && q->valid && q->has_srq && q->srqn == srqn && q->state != HCA_QPS_RESET &&
+		    q->state != HCA_QPS_ERR) {
+			sim_time_t tq = t;
+
+			hm_qp_error(d, hm_qpc_get(d, n, &tq), HCA_QPS_ERR, tq);
+		}
+	}
+}

@@ -84,8 +84,9 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	uint8_t st;
 
 	if (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
-		memset(w, 0, sizeof(struct hca_wqe_ctrl));
-		req_fail(d, qp, HCA_WC_LOC_QP_OP_ERR, 0, *t);
+		/* The WQE cannot be read: a catastrophic error of the work queue, with no
+		 * completion of its own (everything is flushed). */
+		hm_qp_fatal(d, qp, *t);
 		return false;
 	}
 	st = hm_wqe_check(d, qp, w, &len);

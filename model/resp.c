@@ -130,7 +130,7 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	uint8_t buf[HM_MAX_SGE * HCA_SGE_BYTES];
 
 	if (qp->has_srq) {
-		if (!srq || srq->ci == srq->pi)
+		if (!srq || srq->ci == srq->pi || srq->error)
 			return false;
 		idx = srq->ci++;
 		addr = srq->ring + (uint64_t)(idx % srq->entries) * srq->stride;
@@ -144,8 +144,16 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	}
 	if (stride > sizeof(buf))
 		stride = sizeof(buf);
-	if (sim_dma_read_timed(d->fn, addr, buf, stride, t))
-		memset(buf, 0, stride);
+	if (hm_dma_inject_hit(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE, srq ? qp->srqn : qp->qpn) ||
+	    sim_dma_read_timed(d->fn, addr, buf, stride, t)) {
+		/* The receive WQE cannot be read: catastrophic for the SRQ (and its QPs) or the
+		 * QP. The caller sees no WQE and a QP in ERR. */
+		if (srq)
+			hm_srq_fatal(d, qp->srqn, *t);
+		else
+			hm_qp_fatal(d, qp, *t);
+		return false;
+	}
 	for (n = 0; n < stride / HCA_SGE_BYTES; n++) {
 		memcpy(&qp->rsge[n], buf + n * HCA_SGE_BYTES, HCA_SGE_BYTES);
 		if (qp->rsge[n].lkey == HCA_LKEY_END)
@@ -219,7 +227,7 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		return t;
 	}
 	if (!take_rwqe(d, qp, &t)) {
-		d->dp->rx_dropped++; /* UD: no receive WQE, the datagram is lost */
+		d->dp->rx_dropped++; /* UD: no receive WQE (or it failed), the datagram is lost */
 		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x no receive WQE", qp->qpn);
 		return t;
 	}
@@ -455,6 +463,8 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (is_send_op(op)) {
 		if (first) {
 			if (!take_rwqe(d, qp, &t)) {
+				if (qp->state == HCA_QPS_ERR)
+					return t; /* the WQE could not be read */
 				if (qp->type == HCA_QPT_RC) {
 					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8); the
 					 * rest of the message in flight is dropped silently. */
@@ -492,6 +502,8 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		 * finds the QP as this packet found it. */
 		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM) &&
 		    !take_rwqe(d, qp, &t)) {
+			if (qp->state == HCA_QPS_ERR)
+				return t; /* the WQE could not be read */
 			if (qp->type == HCA_QPT_RC) {
 				send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
 					 t);

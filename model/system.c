@@ -276,6 +276,32 @@ int hcasim_sm_set_lid(int dev, int port, unsigned lid)
 	return rc ? sim_error(rc, "hcasim_sm_set_lid: the SM refused") : 0;
 }
 
+int hcasim_dma_read_error(int dev, enum hcasim_dma_client client, uint32_t num, uint32_t count)
+{
+	struct hm_dma_inject *free_slot = NULL;
+
+	if (!sys.booted || dev < 0 || dev >= sys.ndevs)
+		return sim_error(-EINVAL, "hcasim_dma_read_error: no device %d", dev);
+	if ((unsigned)client > HCASIM_DMA_SRQ_WQE)
+		return sim_error(-EINVAL, "hcasim_dma_read_error: client %d (SQ_WQE, RQ_WQE or "
+				 "SRQ_WQE)", (int)client);
+	if (num > 0xffffff)
+		return sim_error(-EINVAL, "hcasim_dma_read_error: num 0x%x (a 24-bit QPN or SRQN)",
+				 num);
+	if (!count)
+		return sim_error(-EINVAL, "hcasim_dma_read_error: count 0 (1 or more reads)");
+	for (int i = 0; i < HM_DMA_INJECT_MAX; i++)
+		if (!sys.devs[dev]->dp->dma_inject[i].left) {
+			free_slot = &sys.devs[dev]->dp->dma_inject[i];
+			break;
+		}
+	if (!free_slot)
+		return sim_error(-ENOSPC, "hcasim_dma_read_error: device %d already has %d "
+				 "injections pending", dev, HM_DMA_INJECT_MAX);
+	*free_slot = (struct hm_dma_inject){ (uint8_t)client, num, count };
+	return 0;
+}
+
 int hcasim_link_fault_counts(int link, int side, uint64_t out[5])
 {
 	if (!sys.booted || link < 0 || link >= sys.nlinks || side < 0 || side > 1 || !out)

@@ -40,7 +40,8 @@ int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t
 		n = qp->sq_entries - slot; /* one read stops at the end of the ring */
 	if (!n)
 		n = 1;
-	if (sim_dma_read_timed(d->fn, qp->sq + (uint64_t)slot * qp->sq_stride,
+	if (hm_dma_inject_hit(d, HM_DMA_SQ_WQE, qp->qpn) ||
+	    sim_dma_read_timed(d->fn, qp->sq + (uint64_t)slot * qp->sq_stride,
 			       qp->wqe_buf + (size_t)slot * qp->sq_stride, (size_t)n * qp->sq_stride,
 			       t))
 		return -1;

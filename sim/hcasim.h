@@ -83,6 +83,15 @@ int hcasim_link_is_up(int link); /* 1, 0, or a negative errno */
  * IBV_EVENT_LID_CHANGE. -EINVAL, -EADDRINUSE. */
 int hcasim_sm_set_lid(int dev, int port, unsigned lid);
 
+/* PCIe error injection on device dev: the next count DMA reads of the given kind for object
+ * num (a QPN, or an SRQN) complete with Unsupported Request status, as a failed host bridge
+ * or a bad translation would make them. A send or receive WQE that cannot be read is a
+ * catastrophic work queue error: the QP goes to ERR, everything is flushed and
+ * IBV_EVENT_QP_FATAL is raised; for an SRQ, IBV_EVENT_SRQ_ERR is raised and every QP
+ * attached to it goes to ERR. Up to 8 pending per device: -EINVAL, -ENOSPC. */
+enum hcasim_dma_client { HCASIM_DMA_SQ_WQE, HCASIM_DMA_RQ_WQE, HCASIM_DMA_SRQ_WQE };
+int hcasim_dma_read_error(int dev, enum hcasim_dma_client client, uint32_t num, uint32_t count);
+
 int hcasim_num_devices(void);
 
 /* Data-path counters of device dev (since boot). */

@@ -292,3 +292,193 @@ Test(events, rc_write_fails_with_retry_exc_err_when_the_link_stays_down)
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
 	pair_close(&p);
 }
+
+/* ---- affiliated errors ------------------------------------------------------------------ */
+
+static enum ibv_qp_state state_of(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	cr_assert_eq(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
+	return a.qp_state;
+}
+
+static void post(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, uint32_t len,
+		 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge s = { (uintptr_t)mr->addr, len, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 9, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w.wr.atomic.remote_addr = raddr;
+		w.wr.atomic.rkey = rkey;
+		w.wr.atomic.compare_add = 1;
+	} else {
+		w.wr.rdma.remote_addr = raddr;
+		w.wr.rdma.rkey = rkey;
+	}
+	cr_assert_eq(ibv_post_send(qp, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr)
+{
+	struct ibv_sge s = { (uintptr_t)mr->addr, 4096, mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = 5, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	cr_assert_eq(ibv_post_recv(qp, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+Test(events, invalid_request_raises_qp_req_err_on_the_responder)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+
+	pair_open(&p);
+	/* A misaligned atomic: NAK invalid request. */
+	post(p.qa, p.ma, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, (uintptr_t)p.mb->addr + 4, p.mb->rkey);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
+	ev = expect_event(p.b.ctx, IBV_EVENT_QP_REQ_ERR, 10 * US);
+	cr_assert_eq(ev.element.qp, p.qb, "the event names another QP");
+	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
+	expect_no_event(p.a.ctx, 10 * US); /* the requester learns from its completion */
+	pair_close(&p);
+}
+
+Test(events, rkey_violation_raises_qp_access_err_on_the_responder)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+
+	pair_open(&p);
+	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey ^ 0x100);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
+	ev = expect_event(p.b.ctx, IBV_EVENT_QP_ACCESS_ERR, 10 * US);
+	cr_assert_eq(ev.element.qp, p.qb);
+	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
+	pair_close(&p);
+}
+
+Test(events, unreadable_send_wqe_is_qp_fatal_and_flushes)
+{
+	struct pair p;
+	struct ibv_wc wc[2];
+	struct ibv_async_event ev;
+
+	pair_open(&p);
+	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_SQ_WQE, p.qa->qp_num, 1), 0, "%s",
+		     hcasim_last_error());
+	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey);
+	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey);
+	ev = expect_event(p.a.ctx, IBV_EVENT_QP_FATAL, 100 * US);
+	cr_assert_eq(ev.element.qp, p.qa);
+	cr_assert_eq(state_of(p.qa), IBV_QPS_ERR);
+	/* No completion of its own: both WRs are flushed, in order. */
+	tb_poll(p.a.cq, wc, 2);
+	cr_assert_eq(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(((uint8_t *)p.mb->addr)[0], 0, "a WRITE went out");
+	pair_close(&p);
+}
+
+Test(events, unreadable_receive_wqe_is_qp_fatal_on_the_responder)
+{
+	struct pair p;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	pair_open(&p);
+	post_recv(p.qb, p.mb);
+	cr_assert_eq(hcasim_dma_read_error(1, HCASIM_DMA_RQ_WQE, p.qb->qp_num, 1), 0);
+	post(p.qa, p.ma, IBV_WR_SEND, 64, 0, 0);
+	ev = expect_event(p.b.ctx, IBV_EVENT_QP_FATAL, 100 * US);
+	cr_assert_eq(ev.element.qp, p.qb);
+	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
+	tb_poll(p.b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(wc.wr_id, 5);
+	pair_close(&p);
+}
+
+Test(events, unreadable_srq_wqe_is_srq_err_and_its_qps_go_to_err)
+{
+	struct tb_dev a, b;
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_qp_init_attr qi = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct ibv_srq *srq;
+	struct ibv_qp *qa, *qb[2];
+	struct ibv_mr *ma, *mb;
+	struct ibv_async_event ev;
+	uint32_t srqn;
+	int last_wqe = 0;
+
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	srq = ibv_create_srq(b.pd, &si);
+	cr_assert_not_null(srq, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_get_srq_num(srq, &srqn), 0);
+	qi.send_cq = qi.recv_cq = b.cq;
+	qi.srq = srq;
+	qb[0] = ibv_create_qp(b.pd, &qi);
+	qb[1] = ibv_create_qp(b.pd, &qi);
+	cr_assert(qb[0] && qb[1], "%s", hcasim_last_error());
+	qa = tb_create_qp(&a, IBV_QPT_RC);
+	tb_connect(&a, qa, &b, qb[0]->qp_num, IBV_MTU_1024);
+	tb_connect(&b, qb[0], &a, qa->qp_num, IBV_MTU_1024);
+	tb_connect(&b, qb[1], &a, qa->qp_num, IBV_MTU_1024); /* attached, idle */
+	ma = tb_mr(&a, 4096);
+	mb = tb_mr(&b, 4096);
+	{
+		struct ibv_sge s = { (uintptr_t)mb->addr, 4096, mb->lkey };
+		struct ibv_recv_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		cr_assert_eq(ibv_post_srq_recv(srq, &w, &bad), 0);
+	}
+	cr_assert_eq(hcasim_dma_read_error(1, HCASIM_DMA_SRQ_WQE, srqn, 1), 0);
+	post(qa, ma, IBV_WR_SEND, 64, 0, 0);
+	ev = expect_event(b.ctx, IBV_EVENT_SRQ_ERR, 100 * US);
+	cr_assert_eq(ev.element.srq, srq, "the event names another SRQ");
+	/* Both attached QPs are in ERR, and each says it is done with the SRQ. */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(state_of(qb[i]), IBV_QPS_ERR, "QP %d", i);
+		ev = expect_event(b.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 10 * US);
+		last_wqe |= ev.element.qp == qb[0] ? 1 : ev.element.qp == qb[1] ? 2 : 4;
+	}
+	cr_assert_eq(last_wqe, 3);
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb[0]), 0);
+	cr_assert_eq(ibv_destroy_qp(qb[1]), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0, "%s", hcasim_last_error());
+	for (int i = 0; i < 2; i++) {
+		struct ibv_mr *m = i ? mb : ma;
+		void *buf = m->addr;
+
+		cr_assert_eq(ibv_dereg_mr(m), 0);
+		free(buf);
+	}
+	tb_close(&a);
+	tb_close(&b);
+}
+
+Test(events, bad_dma_error_injections_are_refused)
+{
+	struct tb_dev a;
+
+	tb_open(&a, 0);
+	cr_assert_eq(hcasim_dma_read_error(7, HCASIM_DMA_SQ_WQE, 2, 1), -EINVAL);
+	cr_assert_eq(hcasim_dma_read_error(0, (enum hcasim_dma_client)3, 2, 1), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "client"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_SQ_WQE, 1u << 24, 1), -EINVAL);
+	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_SQ_WQE, 2, 0), -EINVAL);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_RQ_WQE, 100 + (uint32_t)i, 1), 0);
+	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_RQ_WQE, 200, 1), -ENOSPC);
+	tb_close(&a);
+}
