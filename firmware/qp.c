@@ -22,8 +22,15 @@ static void sync_state(struct fw_state *fw, uint32_t qpn, struct fw_qp *qp)
 {
 	const struct hm_qp *hw = hm_qp_peek(fw->dev, qpn);
 
-	if (hw)
+	if (hw) {
 		qp->state = hw->state;
+		/* Path migration moves the path in the data path: it owns these now. */
+		qp->attr.av = hw->attr.av;
+		qp->attr.port_num = hw->attr.port_num;
+		qp->attr.pkey_index = hw->attr.pkey_index;
+		qp->attr.timeout = hw->attr.timeout;
+		qp->attr.path_mig_state = hw->attr.path_mig_state;
+	}
 }
 
 struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
@@ -332,7 +339,6 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 		goto reject;
 	}
 	/* Capability-gated attributes (the device reports exactly what it implements). */
-	caps_missing |= m & (HCA_QPA_ALT_PATH | HCA_QPA_PATH_MIG_STATE); /* no APM yet */
 	if (cur == HCA_QPS_SQD && next == HCA_QPS_SQD)
 		caps_missing |= m & HCA_QPA_PORT; /* no CHANGE_PHY_PORT */
 	if (caps_missing) {

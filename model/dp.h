@@ -183,6 +183,10 @@ bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num
  * raises IBV_EVENT_SRQ_ERR, and every QP attached to it goes to ERR (IBA 11.6.3.1,
  * 10.2.9.5). */
 void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+/* Automatic path migration (IBA 17.2.8): the alternate path becomes the primary one, the QP
+ * is MIGRATED and IBV_EVENT_PATH_MIG is raised; if the alternate port is not ACTIVE nothing
+ * changes and IBV_EVENT_PATH_MIG_ERR is raised (false). */
+bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why);
 void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t);
 
 /* A received frame waiting for its QP (model/port.c). */

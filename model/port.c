@@ -351,6 +351,9 @@ static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, 
 	qp->c_rx_bytes += pkt->paylen;
 	if (pkt->opcode == HM_OP_ACKNOWLEDGE && (pkt->aeth_syndrome & 0x60))
 		qp->c_naks_rcvd++;
+	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
+	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)
+		hm_qp_migrate(d, qp, "peer migrated");
 	if (is_response(pkt->opcode))
 		qp->rx_busy_ps = hm_comp_rx(d, qp, pkt, t);
 	else

@@ -229,11 +229,24 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 		  unsigned next, sim_time_t t)
 {
 	struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
-	unsigned prev;
+	unsigned prev, prev_mig;
 
 	SIM_ASSERT(qp != NULL, "modify of unknown qpn 0x%x", qpn);
 	prev = qp->state;
+	prev_mig = qp->attr.path_mig_state;
 	qp->attr = *a;
+	if (mask & (HCA_QPA_PATH_MIG_STATE | HCA_QPA_ALT_PATH)) {
+		/* IBA 17.2.8: REARM becomes ARMED once an alternate path is loaded (at once: the
+		 * model needs no handshake to load it); MIGRATED written while ARMED is a
+		 * migration the software asks for. */
+		if (qp->attr.path_mig_state == HCA_MIG_REARM && qp->attr.alt_port_num)
+			qp->attr.path_mig_state = HCA_MIG_ARMED;
+		else if ((mask & HCA_QPA_PATH_MIG_STATE) && a->path_mig_state == HCA_MIG_MIGRATED &&
+			 prev_mig == HCA_MIG_ARMED) {
+			qp->attr.path_mig_state = HCA_MIG_ARMED;
+			hm_qp_migrate(d, qp, "requested");
+		}
+	}
 	if (mask & HCA_QPA_SQ_PSN) {
 		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
 		qp->acked_psn = (qp->sq_psn - 1) & HCA_PSN_MASK;
@@ -328,4 +341,29 @@ void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t)
 			hm_qp_error(d, hm_qpc_get(d, n, &tq), HCA_QPS_ERR, tq);
 		}
 	}
+}
+
+bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why)
+{
+	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+	unsigned alt = qp->attr.alt_port_num;
+
+	if (!alt || alt > d->nports || d->ports[alt - 1].state != 4 /* ACTIVE */) {
+		/* IBA 17.2.8: the alternate path cannot be used; the QP stays where it is. */
+		SIM_TRACE(qp, modify, d->devno, "qpn=0x%x path migration failed (%s): alternate "
+			  "port %u not active", qp->qpn, why, alt);
+		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_PATH_MIG_ERR, data);
+		return false;
+	}
+	/* The alternate path becomes the primary one; MIGRATED until software re-arms. */
+	qp->attr.av = qp->attr.alt_av;
+	qp->attr.port_num = qp->attr.alt_port_num;
+	qp->attr.pkey_index = qp->attr.alt_pkey_index;
+	qp->attr.timeout = qp->attr.alt_timeout;
+	qp->attr.path_mig_state = HCA_MIG_MIGRATED;
+	qp->dirty = true;
+	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x migrated to port %u dlid 0x%x (%s)", qp->qpn,
+		  qp->attr.port_num, qp->attr.av.dlid, why);
+	hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_PATH_MIG, data);
+	return true;
 }

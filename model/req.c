@@ -142,6 +142,7 @@ static void base_headers(struct hm_dev *d, struct hm_qp *qp, const struct hca_av
 	hm_roce_mac_of(av->dgid, p->dmac);
 	p->udp_sport = (uint16_t)(0xc000 | (qp->qpn & 0x3fff));
 	p->pkey = port->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0];
+	p->migreq = qp->attr.path_mig_state == HCA_MIG_MIGRATED; /* IBA 9.2.5, 17.2.8 */
 }
 
 static uint8_t send_opcode(uint8_t op, bool first, bool last, bool uc)
@@ -417,7 +418,13 @@ static void req_timeout(void *arg)
 
 		SIM_TRACE(req, timeout, d->devno, "qpn=0x%x psn=%u retries_left=%u%s", qp->qpn,
 			  psn, qp->retry_left, qp->retry_left ? "" : " exhausted");
-		if (!qp->retry_left) {
+		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
+		    hm_qp_migrate(d, qp, "retries exhausted")) {
+			/* The path is presumed broken: carry on over the alternate one with the
+			 * retries reloaded. */
+			qp->retry_left = qp->attr.retry_cnt;
+			hm_req_rewind(d, qp, psn, t);
+		} else if (!qp->retry_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		} else {
 			qp->retry_left--;

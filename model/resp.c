@@ -47,6 +47,7 @@ static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt
 	p->udp_sport = req->udp_sport;
 	p->pkey = req->pkey;
 	p->dqpn = qp->attr.dest_qpn;
+	p->migreq = qp->attr.path_mig_state == HCA_MIG_MIGRATED;
 }
 
 static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req, uint8_t syn,

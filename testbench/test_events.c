@@ -482,3 +482,134 @@ Test(events, bad_dma_error_injections_are_refused)
 	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_RQ_WQE, 200, 1), -ENOSPC);
 	tb_close(&a);
 }
+
+/* ---- automatic path migration ----------------------------------------------------------- */
+
+/* Two hosts joined by two links (port 1: link 0, port 2: link 1); an RC pair on port 1 with
+ * the port-2 path loaded as the alternate and armed on both sides. */
+static void apm_open(struct pair *p)
+{
+	struct ibv_port_attr pa2, pb2;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	tb_config("hca.ports", "2");
+	tb_rc_timeout = 4; /* 65.5 us */
+	tb_rc_retry_cnt = 2;
+	pair_open(p);
+	cr_assert(p->a.attr.device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG);
+	cr_assert_eq(ibv_query_port(p->a.ctx, 2, &pa2), 0);
+	cr_assert_eq(ibv_query_port(p->b.ctx, 2, &pb2), 0);
+	cr_assert_eq(pa2.state, IBV_PORT_ACTIVE);
+	for (int side = 0; side < 2; side++) {
+		struct ibv_qp *qp = side ? p->qb : p->qa;
+
+		memset(&qa, 0, sizeof(qa));
+		qa.alt_ah_attr.dlid = side ? pa2.lid : pb2.lid;
+		qa.alt_ah_attr.port_num = 2;
+		qa.alt_port_num = 2;
+		qa.alt_pkey_index = 0;
+		qa.alt_timeout = 4;
+		qa.path_mig_state = IBV_MIG_REARM;
+		cr_assert_eq(ibv_modify_qp(qp, &qa, IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE), 0,
+			     "%s", hcasim_last_error());
+		cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_PATH_MIG_STATE | IBV_QP_ALT_PATH, &qi), 0);
+		cr_assert_eq(qa.path_mig_state, IBV_MIG_ARMED, "REARM with a path loaded is ARMED");
+		cr_assert_eq(qa.alt_port_num, 2);
+	}
+}
+
+static void expect_migrated(struct ibv_qp *qp, uint16_t dlid)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_PATH_MIG_STATE | IBV_QP_AV | IBV_QP_PORT |
+						   IBV_QP_TIMEOUT | IBV_QP_STATE, &qi), 0);
+	cr_assert_eq(qa.path_mig_state, IBV_MIG_MIGRATED);
+	cr_assert_eq(qa.port_num, 2, "primary port %u after migration", qa.port_num);
+	cr_assert_eq(qa.ah_attr.dlid, dlid);
+	cr_assert_eq(qa.timeout, 4);
+	cr_assert_eq(qa.qp_state, IBV_QPS_RTS);
+}
+
+Test(events, primary_link_failure_migrates_both_sides_to_the_alternate_path)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+	struct ibv_port_attr pa2, pb2;
+
+	apm_open(&p);
+	cr_assert_eq(ibv_query_port(p.a.ctx, 2, &pa2), 0);
+	cr_assert_eq(ibv_query_port(p.b.ctx, 2, &pb2), 0);
+	write_64k(&p, 1);
+	cr_assert_eq(hcasim_link_set(0, 0), 0); /* port 1 cable pulled, for good */
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert(!memcmp(p.ma->addr, p.mb->addr, 65536), "the WRITE's bytes differ");
+	/* Port 1 went down on both; the requester migrated after its retries, the responder on
+	 * the first packet with MigReq set. */
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
+	ev = expect_event(p.a.ctx, IBV_EVENT_PATH_MIG, US);
+	cr_assert_eq(ev.element.qp, p.qa);
+	expect_event(p.b.ctx, IBV_EVENT_PORT_ERR, US);
+	ev = expect_event(p.b.ctx, IBV_EVENT_PATH_MIG, US);
+	cr_assert_eq(ev.element.qp, p.qb);
+	expect_migrated(p.qa, pb2.lid);
+	expect_migrated(p.qb, pa2.lid);
+	/* The next message goes straight over port 2. */
+	write_64k(&p, 2);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 2);
+	pair_close(&p);
+}
+
+Test(events, migration_with_the_alternate_port_down_is_path_mig_err)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+
+	apm_open(&p);
+	cr_assert_eq(hcasim_link_set(1, 0), 0); /* the alternate path's link first */
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
+	write_64k(&p, 1);
+	cr_assert_eq(hcasim_link_set(0, 0), 0);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
+	ev = expect_event(p.a.ctx, IBV_EVENT_PATH_MIG_ERR, US);
+	cr_assert_eq(ev.element.qp, p.qa);
+	pair_close(&p);
+}
+
+Test(events, software_requested_migration_moves_the_qp_at_once)
+{
+	struct pair p;
+	struct ibv_qp_attr qa = { .path_mig_state = IBV_MIG_MIGRATED };
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+	struct ibv_port_attr pb2;
+	uint64_t t0;
+
+	apm_open(&p);
+	cr_assert_eq(ibv_query_port(p.b.ctx, 2, &pb2), 0);
+	cr_assert_eq(ibv_modify_qp(p.qa, &qa, IBV_QP_PATH_MIG_STATE), 0, "%s", hcasim_last_error());
+	ev = expect_event(p.a.ctx, IBV_EVENT_PATH_MIG, US);
+	cr_assert_eq(ev.element.qp, p.qa);
+	expect_migrated(p.qa, pb2.lid);
+	/* Link 0 down now costs nothing: no timeout on the way. */
+	cr_assert_eq(hcasim_link_set(0, 0), 0);
+	t0 = hcasim_now_ps();
+	write_64k(&p, 3);
+	tb_poll(p.a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_lt(hcasim_now_ps() - t0, 30 * US, "%" PRIu64 " ps: a 65.5 us timeout was paid",
+		     hcasim_now_ps() - t0);
+	ev = expect_event(p.b.ctx, IBV_EVENT_PORT_ERR, US);
+	ev = expect_event(p.b.ctx, IBV_EVENT_PATH_MIG, US);
+	cr_assert_eq(ev.element.qp, p.qb);
+	pair_close(&p);
+}

@@ -96,6 +96,8 @@ enum hca_qp_event {
 	HCA_QP_EV_PATH_MIG_ERR = 7,
 	HCA_QP_EV_LAST_WQE_REACHED = 16,
 };
+/* hca_qp_attr.path_mig_state (IBA 17.2.8; ibv_mig_state numbering). */
+enum hca_mig_state { HCA_MIG_MIGRATED = 0, HCA_MIG_REARM = 1, HCA_MIG_ARMED = 2 };
 /* PORT_INFO subtypes: what the SM changed. */
 enum hca_port_info_change {
 	HCA_PORT_INFO_LID = 1,
