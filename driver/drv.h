@@ -171,6 +171,18 @@ void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* objects.c: create a CQ (validated; the verb's name prefixes messages). NULL with errno. */
+struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_context *ctx,
+			     int64_t cqe, void *cq_context, struct ibv_comp_channel *channel,
+			     int64_t comp_vector);
+
+/* data.c: take the CQE at cq's consumer index if the device has written it: fill *wc as
+ * ibv_poll_cq(3) reports it (wr_id resolved, queue slots freed) and its timestamp in *cycle,
+ * and advance the consumer index. False if the ring holds nothing new. */
+bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *wc, uint64_t *cycle);
+/* After a batch of drv_cq_take: publish the consumer index in the doorbell record. */
+void drv_cq_publish_ci(struct drv_cq *cq);
+
 /* data.c: number -> object maps for CQEs and events (NULL unregisters). */
 void drv_map_qp(struct drv_dev *d, uint32_t qpn, struct drv_qp *qp);
 void drv_map_cq(struct drv_dev *d, uint32_t cqn, struct drv_cq *cq);
