@@ -151,6 +151,8 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if n
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
+/* The device's free-running core cycle counter (CORE_CLOCK_LO then HI: two MMIO reads). */
+uint64_t drv_core_cycles(struct drv_dev *d);
 /* Queue an async event: a device (port) event on every open context, an affiliated event on
  * the context of its object only. */
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
