@@ -209,6 +209,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_port = query_port_ex;
 	c->vctx.query_device_ex = query_device_ex;
 	c->vctx.query_rt_values = query_rt_values;
+	c->vctx.create_cq_ex = drv_create_cq_ex;
 	drv_ops_init(&c->vctx.context.ops);
 	c->next = d->ctxs;
 	d->ctxs = c;

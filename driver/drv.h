@@ -101,7 +101,10 @@ struct drv_chan {
 };
 
 struct drv_cq {
-	struct ibv_cq cq;   /* user handle */
+	union {
+		struct ibv_cq cq;      /* user handle (ibv_cq is the prefix of ibv_cq_ex) */
+		struct ibv_cq_ex cqx;  /* the same handle for ibv_create_cq_ex CQs */
+	};
 	uint32_t cqn;       /* device CQ number */
 	void *ring;         /* CQE ring */
 	int64_t ring_map;
@@ -109,6 +112,10 @@ struct drv_cq {
 	int64_t db_map;
 	uint32_t log_size;  /* ring entries = 2^log_size */
 	uint32_t ci;        /* consumer index (CQEs polled) */
+	/* extended polling (cq_ex.c); unused by plain CQs */
+	struct ibv_wc cur;  /* the completion start_poll/next_poll stands on */
+	uint64_t cur_cycle; /* its CQE's timestamp (device core cycle) */
+	uint32_t batch;     /* CQEs consumed since start_poll */
 };
 
 struct drv_srq {
@@ -177,6 +184,8 @@ int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_context *ctx,
 			     int64_t cqe, void *cq_context, struct ibv_comp_channel *channel,
 			     int64_t comp_vector);
+/* cq_ex.c: the verbs_context op behind ibv_create_cq_ex. */
+struct ibv_cq_ex *drv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
 
 /* data.c: take the CQE at cq's consumer index if the device has written it: fill *wc as
  * ibv_poll_cq(3) reports it (wr_id resolved, queue slots freed) and its timestamp in *cycle,
