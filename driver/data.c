@@ -385,11 +385,74 @@ static uint32_t ext16(uint32_t base, uint16_t v)
 	return base + (uint16_t)(v - (uint16_t)base);
 }
 
+bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_t *cycle)
+{
+	uint32_t size = 1u << cq->log_size;
+	volatile struct hca_cqe *e =
+		(volatile struct hca_cqe *)((uint8_t *)cq->ring +
+					    (size_t)(cq->ci & (size - 1)) * HCA_CQE_BYTES);
+	uint8_t want = ((cq->ci >> cq->log_size) & 1) ? 0 : 1;
+	struct hca_cqe c;
+	struct drv_qp *qp;
+
+	if ((e->owner & 1) != want)
+		return false;
+	memcpy(&c, (const void *)e, sizeof(c)); /* rmb() first, on silicon */
+	memset(w, 0, sizeof(*w));
+	qp = qp_num(d, c.qpn);
+	w->status = (enum ibv_wc_status)c.status;
+	w->opcode = (enum ibv_wc_opcode)c.opcode;
+	w->vendor_err = c.vendor_err;
+	w->byte_len = c.byte_len;
+	w->qp_num = c.qpn;
+	w->src_qp = c.src_qp;
+	w->slid = c.slid;
+	w->sl = c.sl;
+	w->pkey_index = c.pkey_index;
+	w->dlid_path_bits = c.dlid_path_bits;
+	if (c.wc_flags & HCA_WC_F_IMM) {
+		w->wc_flags |= IBV_WC_WITH_IMM;
+		w->imm_data = c.imm_data;
+	}
+	if (c.wc_flags & HCA_WC_F_GRH)
+		w->wc_flags |= IBV_WC_GRH;
+	if (c.is_send && qp) {
+		uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
+
+		w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
+		qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
+	} else if (c.srqn) {
+		struct drv_srq *srq = srq_num(d, c.srqn);
+
+		if (srq) {
+			uint32_t idx = ext16(srq->tail, c.wqe_index);
+
+			w->wr_id = srq->wrid[idx % srq->entries];
+			srq->done[idx % srq->entries] = 1;
+			while (srq->tail != srq->pi && srq->done[srq->tail % srq->entries])
+				srq->tail++;
+		}
+	} else if (qp) {
+		uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
+
+		w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
+		qp->rq_ci = idx + 1;
+	}
+	*cycle = c.timestamp;
+	cq->ci++;
+	return true;
+}
+
+void drv_cq_publish_ci(struct drv_cq *cq)
+{
+	*cq->db = cq->ci & 0xffffff; /* the device reads it when the ring looks full */
+}
+
 static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
 	struct drv_dev *d;
-	uint32_t size;
+	uint64_t cycle;
 	int got = 0;
 
 	if (!cq) {
@@ -401,64 +464,10 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	}
 	d = drv_dev_of(ibcq->context);
-	size = 1u << cq->log_size;
-	while (got < n) {
-		volatile struct hca_cqe *e =
-			(volatile struct hca_cqe *)((uint8_t *)cq->ring +
-						    (size_t)(cq->ci & (size - 1)) * HCA_CQE_BYTES);
-		uint8_t want = ((cq->ci >> cq->log_size) & 1) ? 0 : 1;
-		struct hca_cqe c;
-		struct ibv_wc *w = &wc[got];
-		struct drv_qp *qp;
-
-		if ((e->owner & 1) != want)
-			break;
-		memcpy(&c, (const void *)e, sizeof(c)); /* rmb() first, on silicon */
-		memset(w, 0, sizeof(*w));
-		qp = qp_num(d, c.qpn);
-		w->status = (enum ibv_wc_status)c.status;
-		w->opcode = (enum ibv_wc_opcode)c.opcode;
-		w->vendor_err = c.vendor_err;
-		w->byte_len = c.byte_len;
-		w->qp_num = c.qpn;
-		w->src_qp = c.src_qp;
-		w->slid = c.slid;
-		w->sl = c.sl;
-		w->pkey_index = c.pkey_index;
-		w->dlid_path_bits = c.dlid_path_bits;
-		if (c.wc_flags & HCA_WC_F_IMM) {
-			w->wc_flags |= IBV_WC_WITH_IMM;
-			w->imm_data = c.imm_data;
-		}
-		if (c.wc_flags & HCA_WC_F_GRH)
-			w->wc_flags |= IBV_WC_GRH;
-		if (c.is_send && qp) {
-			uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
-
-			w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
-			qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
-		} else if (c.srqn) {
-			struct drv_srq *srq = srq_num(d, c.srqn);
-
-			if (srq) {
-				uint32_t idx = ext16(srq->tail, c.wqe_index);
-
-				w->wr_id = srq->wrid[idx % srq->entries];
-				srq->done[idx % srq->entries] = 1;
-				while (srq->tail != srq->pi && srq->done[srq->tail % srq->entries])
-					srq->tail++;
-			}
-		} else if (qp) {
-			uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
-
-			w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
-			qp->rq_ci = idx + 1;
-		}
-		cq->ci++;
+	while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
 		got++;
-	}
 	if (got) {
-		*cq->db = cq->ci & 0xffffff; /* the device reads it when the ring looks full */
+		drv_cq_publish_ci(cq);
 		drv_charge_verb(d);
 	} else {
 		sim_host_advance(d->poll_ps); /* an empty poll still costs the host */

@@ -179,6 +179,7 @@ static int query_port_ex(struct ibv_context *ctx, uint8_t port, struct ibv_port_
 			 size_t attr_len);
 static int query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
 			   struct ibv_device_attr_ex *attr, size_t attr_size);
+static int query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
 int drv_ops_init(struct ibv_context_ops *ops); /* dataops in data.c */
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -208,6 +209,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_port = query_port_ex;
 	c->vctx.query_device_ex = query_device_ex;
 	c->vctx.get_srq_num = drv_get_srq_num;
+	c->vctx.query_rt_values = query_rt_values;
+	c->vctx.create_cq_ex = drv_create_cq_ex;
 	drv_ops_init(&c->vctx.context.ops);
 	c->next = d->ctxs;
 	d->ctxs = c;
@@ -320,8 +323,44 @@ static int query_device_ex(struct ibv_context *ctx, const struct ibv_query_devic
 	if (rc)
 		return rc;
 	ex.hca_core_clock = d->cap.core_clock_khz;
+	/* CQE timestamps are the full 64-bit core cycle count (hca_cqe.timestamp). */
+	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.phys_port_cnt_ex = d->cap.num_ports;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
+	return 0;
+}
+
+/* ---- device time ---- */
+
+uint64_t drv_core_cycles(struct drv_dev *d)
+{
+	/* LO first: reading it latches HI, so both halves come from one sample (taken when the
+	 * LO read reaches the device, half an MMIO round trip after the call). */
+	uint32_t lo = sim_pcie_mmio_read32(d->fn, HCA_REG_CORE_CLOCK_LO);
+	uint32_t hi = sim_pcie_mmio_read32(d->fn, HCA_REG_CORE_CLOCK_HI);
+
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* ibv_query_rt_values_ex(3). As mlx5 does, raw_clock carries the cycle count in tv_nsec with
+ * tv_sec 0, and comp_mask comes back with the fields filled. The host pays the two MMIO reads,
+ * no verb cost: on silicon this is a user-space read of the mapped BAR, not a system call. */
+static int query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values)
+{
+	struct drv_dev *d = drv_dev_of(ctx);
+
+	if (!d)
+		return EINVAL;
+	if (!values)
+		return drv_fail(EINVAL, "ibv_query_rt_values_ex: NULL values");
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return drv_fail(EINVAL, "ibv_query_rt_values_ex: comp_mask bits 0x%x are not "
+				"supported (only IBV_VALUES_MASK_RAW_CLOCK)",
+				values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK);
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)drv_core_cycles(d);
+	}
 	return 0;
 }
 

@@ -101,7 +101,10 @@ struct drv_chan {
 };
 
 struct drv_cq {
-	struct ibv_cq cq;   /* user handle */
+	union {
+		struct ibv_cq cq;      /* user handle (ibv_cq is the prefix of ibv_cq_ex) */
+		struct ibv_cq_ex cqx;  /* the same handle for ibv_create_cq_ex CQs */
+	};
 	uint32_t cqn;       /* device CQ number */
 	void *ring;         /* CQE ring */
 	int64_t ring_map;
@@ -109,6 +112,10 @@ struct drv_cq {
 	int64_t db_map;
 	uint32_t log_size;  /* ring entries = 2^log_size */
 	uint32_t ci;        /* consumer index (CQEs polled) */
+	/* extended polling (cq_ex.c); unused by plain CQs */
+	struct ibv_wc cur;  /* the completion start_poll/next_poll stands on */
+	uint64_t cur_cycle; /* its CQE's timestamp (device core cycle) */
+	uint32_t batch;     /* CQEs consumed since start_poll */
 };
 
 struct drv_srq {
@@ -151,6 +158,8 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if n
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
+/* The device's free-running core cycle counter (CORE_CLOCK_LO then HI: two MMIO reads). */
+uint64_t drv_core_cycles(struct drv_dev *d);
 /* Queue an async event: a device (port) event on every open context, an affiliated event on
  * the context of its object only. */
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
@@ -170,6 +179,20 @@ void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
 
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* objects.c: create a CQ (validated; the verb's name prefixes messages). NULL with errno. */
+struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_context *ctx,
+			     int64_t cqe, void *cq_context, struct ibv_comp_channel *channel,
+			     int64_t comp_vector);
+/* cq_ex.c: the verbs_context op behind ibv_create_cq_ex. */
+struct ibv_cq_ex *drv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+
+/* data.c: take the CQE at cq's consumer index if the device has written it: fill *wc as
+ * ibv_poll_cq(3) reports it (wr_id resolved, queue slots freed) and its timestamp in *cycle,
+ * and advance the consumer index. False if the ring holds nothing new. */
+bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *wc, uint64_t *cycle);
+/* After a batch of drv_cq_take: publish the consumer index in the doorbell record. */
+void drv_cq_publish_ci(struct drv_cq *cq);
 
 /* data.c: number -> object maps for CQEs and events (NULL unregisters). */
 void drv_map_qp(struct drv_dev *d, uint32_t qpn, struct drv_qp *qp);

@@ -264,37 +264,35 @@ static int cq_ring_alloc(struct drv_dev *d, int cqe, void **ring, int64_t *map, 
 			     map, iova);
 }
 
-struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-			     struct ibv_comp_channel *channel, int comp_vector)
+struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_context *ctx,
+			     int64_t cqe, void *cq_context, struct ibv_comp_channel *channel,
+			     int64_t comp_vector)
 {
-	struct drv_dev *d = drv_dev_of(ctx);
 	struct drv_chan *ch = channel ? DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN) : NULL;
 	struct hca_cq_in in = { 0 };
 	struct hca_cq_out out;
 	struct drv_cq *cq;
 
-	if (!d)
-		return NULL;
-	drv_charge_verb(d);
 	if (channel && (!ch || ch->ch.context != ctx)) {
-		drv_fail(EINVAL, "ibv_create_cq: channel is not a live channel of this context");
+		drv_fail(EINVAL, "%s: channel is not a live channel of this context", verb);
 		return NULL;
 	}
-	if (cqe < 1 || (uint32_t)cqe > d->cap.max_cqe) {
-		drv_fail(EINVAL, "ibv_create_cq: cqe %d outside 1..%u", cqe, d->cap.max_cqe);
+	if (cqe < 1 || cqe > d->cap.max_cqe) {
+		drv_fail(EINVAL, "%s: cqe %lld outside 1..%u", verb, (long long)cqe,
+			 d->cap.max_cqe);
 		return NULL;
 	}
 	if (comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
-		drv_fail(EINVAL, "ibv_create_cq: comp_vector %d outside 0..%d", comp_vector,
+		drv_fail(EINVAL, "%s: comp_vector %lld outside 0..%d", verb, (long long)comp_vector,
 			 ctx->num_comp_vectors - 1);
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
-		drv_fail(ENOMEM, "ibv_create_cq: out of memory");
+		drv_fail(ENOMEM, "%s: out of memory", verb);
 		return NULL;
 	}
-	if (cq_ring_alloc(d, cqe, &cq->ring, &cq->ring_map, &in.ring_addr, &cq->log_size) ||
+	if (cq_ring_alloc(d, (int)cqe, &cq->ring, &cq->ring_map, &in.ring_addr, &cq->log_size) ||
 	    drv_dma_alloc(d, 8, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &cq->db_map,
 			  &in.db_addr))
 		goto err_free;
@@ -315,12 +313,25 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	drv_map_cq(d, out.cqn, cq);
 	if (ch)
 		ch->ch.refcnt++;
-	return &cq->cq;
+	return cq;
 err_free:
 	drv_dma_free(d, cq->db, cq->db_map);
 	drv_dma_free(d, cq->ring, cq->ring_map);
 	free(cq);
 	return NULL;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct drv_dev *d = drv_dev_of(ctx);
+	struct drv_cq *cq;
+
+	if (!d)
+		return NULL;
+	drv_charge_verb(d);
+	cq = drv_cq_create(d, "ibv_create_cq", ctx, cqe, cq_context, channel, comp_vector);
+	return cq ? &cq->cq : NULL;
 }
 
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
