@@ -410,6 +410,7 @@ static void req_timeout(void *arg)
 	    qp->state != HCA_QPS_RESET && (qp->sq_done != qp->sq_next || qp->cur_started)) {
 		qp = hm_qpc_get(d, rt->qpn, &t);
 		qp->timer_on = false;
+		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
 		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x local ACK timeout, retries left %u",
 			  qp->qpn, qp->retry_left);
 		if (!qp->retry_left) {
