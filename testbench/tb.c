@@ -169,6 +169,7 @@ void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *a)
 }
 
 unsigned tb_rc_timeout = 14;
+unsigned tb_rc_retry_cnt = 7, tb_rc_rnr_retry = 7;
 
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
 		enum ibv_mtu mtu)
@@ -218,8 +219,8 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC) {
 		a.timeout = (uint8_t)tb_rc_timeout;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
+		a.retry_cnt = (uint8_t)tb_rc_retry_cnt;
+		a.rnr_retry = (uint8_t)tb_rc_rnr_retry;
 		a.max_rd_atomic = 4;
 		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}

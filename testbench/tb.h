@@ -55,3 +55,5 @@ struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
 #define TB_QKEY 0x11111111u
 /* Local ACK timeout code tb_connect gives RC QPs (default 14: 67 ms). */
 extern unsigned tb_rc_timeout;
+/* Retry count and RNR retry count tb_connect gives RC QPs (default 7 each; RNR 7 = for ever). */
+extern unsigned tb_rc_retry_cnt, tb_rc_rnr_retry;
