@@ -390,7 +390,8 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (qp->type == HCA_QPT_UC) {
 		if (p->psn != qp->epsn) {
 			/* UC: a gap loses the message in progress; wait for a FIRST/ONLY. */
-			hm_ctr_qp(d, qp, hm_psn_cmp(p->psn, qp->epsn) > 0 ? HM_CTR_RQ_OOS : HM_CTR_RQ_DUP);
+			hm_ctr_qp(d, qp, hm_psn_cmp(p->psn, qp->epsn) > 0 ? HM_CTR_RQ_OOS
+									 : HM_CTR_RQ_DUP);
 			qp->uc_drop = !first;
 			qp->in_msg = false;
 		}
