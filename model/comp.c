@@ -173,6 +173,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
 	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
 		  p->psn, op, syn);
+	hm_ctr_ack_rcvd(d, qp, op, syn);
 	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return t;
 	/* Only a response inside the window of outstanding PSNs counts; a late or duplicated

@@ -31,6 +31,7 @@ static void cq_overrun(struct hm_dev *d, uint32_t cqn, struct hm_cq *cq, sim_tim
 	uint32_t data[6] = { cqn, 0, 0, 0, 0, 0 };
 
 	cq->error = true;
+	hm_ctr_inc(d, 0, HM_CTR_NUM_CQOVF);
 	SIM_TRACE(warn, eq, d->devno, "cq=%u overrun: CQ in error", cqn);
 	hm_eq_post(d, HCA_EQE_CQ_ERROR, 0, data);
 	/* Every QP reporting to the CQ can no longer complete work: to ERR. */
@@ -49,6 +50,7 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 	struct hm_cq *cq = hm_cq_get(d, cqn);
 	uint32_t size;
 
+	hm_ctr_cqe(d, cqe); /* the error happened, whether or not the CQ can take the CQE */
 	if (!cq || cq->error)
 		return false;
 	size = 1u << cq->log_size;

@@ -4,6 +4,7 @@
 #ifndef HM_HCA_H
 #define HM_HCA_H
 
+#include "model/counters.h"
 #include "model/hw/hca_hw.h"
 #include "sim/config.h"
 #include "sim/kernel.h"
@@ -40,7 +41,6 @@ struct hm_port {
 	sim_time_t tx_busy_ps;     /* transmitter reserved until */
 	bool cable_up;             /* the link carries a signal (hcasim_link_set) */
 	uint32_t train_gen;        /* link training in progress that is still current */
-	uint64_t link_downed;      /* times the link went down (LinkDownedCounter) */
 };
 
 /* One event queue (architecture §2: eq block). */
@@ -82,6 +82,7 @@ struct hm_dev {
 	/* counters */
 	uint64_t cmds_executed;      /* commands completed */
 	uint64_t bad_doorbells;      /* doorbells ignored */
+	uint64_t ctr[HM_MAX_PORTS + 1][HM_CTR_COUNT]; /* model/counters.h: [0] device, [p] port p */
 };
 
 struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host);

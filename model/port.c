@@ -159,7 +159,7 @@ static void port_link_state(void *arg, bool up)
 		return;
 	if (!up) {
 		if (p->phys_state == PHYS_LINK_UP)
-			p->link_downed++;
+			hm_ctr_inc(p->dev, p->num, HM_CTR_LINK_DOWNED);
 		p->phys_state = PHYS_POLLING;
 		p->train_gen++; /* a training in progress will not finish */
 		p->tx_busy_ps = 0;
@@ -260,6 +260,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	if (!d->links[port - 1] || p->state != PORT_ACTIVE) {
 		SIM_TRACE(pkt, drop, d->devno, "port=%u tx op=0x%02x psn=%u: port not active",
 			  port, pkt->opcode, pkt->psn);
+		hm_ctr_inc(d, port, HM_CTR_XMIT_DISCARDS);
 		return t;
 	}
 	/* The port hands frames to the link in the order they were sent to it; the link
@@ -275,6 +276,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	f->len = len;
 	memcpy(f->buf, buf, len);
 	sim_schedule_owned_at(sim_kernel(), start, tx_start, f);
+	hm_ctr_xmit(d, port, len);
 	SIM_TRACE(pkt, tx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%zu start=%llu", port,
 		  pkt->opcode, pkt->dqpn, pkt->psn, len, (unsigned long long)start);
 	return p->tx_busy_ps;
@@ -315,6 +317,7 @@ static void port_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 		/* The Ethernet MAC drops a frame whose FCS fails before the port sees it. */
 		dp->rx_crc_errors++;
 		dp->rx_dropped++;
+		hm_ctr_rcv(p->dev, p->num, len, false);
 		SIM_TRACE(pkt, drop, p->dev->devno, "port=%u len=%zu bad FCS", p->num, len);
 		return;
 	}
@@ -432,12 +435,14 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		}
 		dp->rx_crc_errors += rc == -EBADMSG;
 		dp->rx_dropped++;
+		hm_ctr_rcv(d, p->num, len, false);
 		SIM_TRACE(pkt, drop, d->devno, "port=%u len=%zu %s", p->num, len,
 			  rc == -EBADMSG ? "bad CRC" : "malformed");
 		return;
 	}
 	SIM_TRACE(pkt, rx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%u", p->num,
 		  pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+	hm_ctr_rcv(d, p->num, len, true);
 	qp = hm_qpc_get(d, pkt.dqpn, &t);
 	qpt = pkt.opcode >> 5; /* 0 RC, 1 UC, 3 UD */
 	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||

@@ -416,6 +416,7 @@ static void req_timeout(void *arg)
 		/* From the oldest packet unanswered: a READ's first missing response. */
 		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
 
+		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
 		SIM_TRACE(req, timeout, d->devno, "qpn=0x%x psn=%u retries_left=%u%s", qp->qpn,
 			  psn, qp->retry_left, qp->retry_left ? "" : " exhausted");
 		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&

@@ -62,6 +62,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	a.aeth_msn = qp->msn & 0xffffff;
 	if (syn != AETH_ACK) {
 		qp->c_naks_sent++;
+		hm_ctr_ack_sent(d, qp, syn);
 		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
 	}
 	qp->c_tx_pkts++;
@@ -398,6 +399,8 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (qp->type == HCA_QPT_UC) {
 		if (p->psn != qp->epsn) {
 			/* UC: a gap loses the message in progress; wait for a FIRST/ONLY. */
+			hm_ctr_qp(d, qp, hm_psn_cmp(p->psn, qp->epsn) > 0 ? HM_CTR_RQ_OOS
+									 : HM_CTR_RQ_DUP);
 			qp->uc_drop = !first;
 			qp->in_msg = false;
 		}
@@ -413,6 +416,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 
 		if (c > 0) {
 			/* Out of sequence: one NAK, then silence until the expected PSN. */
+			hm_ctr_qp(d, qp, HM_CTR_RQ_OOS);
 			if (!qp->nak_sent)
 				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
 			qp->nak_sent = true;
@@ -422,6 +426,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an
 			 * atomic gets its saved result (never executed twice), SEND/WRITE are
 			 * acknowledged again. */
+			hm_ctr_qp(d, qp, HM_CTR_RQ_DUP);
 			if (p->opcode == HM_OP_READ_REQUEST) {
 				uint32_t e = qp->epsn, m = qp->msn;
 

@@ -441,6 +441,15 @@ void hcasim_shutdown(void)
 		return;
 	SIM_TRACE(kernel, shutdown, -1, "events=%llu",
 		  (unsigned long long)sim_events_executed(sys.k));
+	{
+		const char *dir = getenv("HCASIM_COUNTERS_DIR");
+
+		if (!dir || !*dir)
+			dir = sys.cfg.counters_dir;
+		/* Shutdown cannot fail: a dump that fails says so on stderr. */
+		if (*dir && hcasim_counters_dump(dir))
+			fprintf(stderr, "hcasim: %s\n", sim_last_error());
+	}
 	for (int i = 0; i < sys.nlinks; i++)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;
@@ -518,4 +527,33 @@ int hcasim_qp_counters(int dev, uint32_t qpn, struct hcasim_qp_counters *o)
 uint64_t hcasim_dma_faults(int dev)
 {
 	return dev >= 0 && dev < sys.ndevs ? sim_pcie_fault_count(sys.devs[dev]->fn) : 0;
+}
+
+int hcasim_port_counter(int dev, int port, const char *name, uint64_t *value)
+{
+	if (dev < 0 || dev >= sys.ndevs)
+		return sim_error(-EINVAL, "hcasim_port_counter: no device %d (%d devices)", dev,
+				 sys.ndevs);
+	if (port < 1 || (unsigned)port > sys.devs[dev]->nports)
+		return sim_error(-EINVAL, "hcasim_port_counter: device %d has no port %d (ports "
+				 "1..%u)", dev, port, sys.devs[dev]->nports);
+	if (!name || !value)
+		return sim_error(-EINVAL, "hcasim_port_counter: %s is NULL", !name ? "name" : "value");
+	return hm_ctr_read(sys.devs[dev], (unsigned)port, name, value);
+}
+
+int hcasim_counters_dump(const char *dir)
+{
+	int rc;
+
+	if (!dir || !*dir)
+		return sim_error(-EINVAL, "hcasim_counters_dump: dir is %s", dir ? "empty" : "NULL");
+	if (!sys.booted)
+		return sim_error(-EINVAL, "hcasim_counters_dump: the system is not booted");
+	for (int i = 0; i < sys.ndevs; i++) {
+		rc = hm_ctr_dump(sys.devs[i], dir);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

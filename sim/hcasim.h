@@ -117,6 +117,28 @@ struct hcasim_qp_counters {
 int hcasim_qp_counters(int dev, uint32_t qpn, struct hcasim_qp_counters *out);
 uint64_t hcasim_dma_faults(int dev); /* DMA faults the IOMMU refused on device dev */
 
+/* Port counters (IBA PortCounters and PortCountersExtended) and transport error counters of
+ * every port, as Linux shows them under /sys/class/infiniband/<dev>/ports/<n>/counters/ and
+ * .../hw_counters/ (docs/counters.md). A counter stops at 2^width - 1. */
+struct hcasim_counter_desc {
+	const char *name;  /* Linux sysfs file name; NULL for the 32-bit PortCounters fields of
+			    * data and packets, which Linux shows in their extended (64-bit) form */
+	const char *iba;   /* IBA "Attribute.Field" ("PortCounters.PortXmitData"); NULL if none */
+	const char *group; /* sysfs directory: "counters" or "hw_counters" */
+	unsigned width;    /* bits */
+	const char *doc;   /* what it counts */
+};
+/* Describe counter i (0-based); -ENOENT past the last one. */
+int hcasim_counter_desc(unsigned i, struct hcasim_counter_desc *out);
+/* Counter name (its Linux name or its IBA name) of port (1-based) on device dev. -EINVAL: no
+ * such device or port; -ENOENT: no counter of that name. */
+int hcasim_port_counter(int dev, int port, const char *name, uint64_t *value);
+/* Write every device's counters in the Linux sysfs layout, creating the directories:
+ * <dir>/<dev>/ports/<n>/counters/<name> and .../hw_counters/<name>, one decimal value and a
+ * newline per file, <dev> the verbs device name (hcasim0, ...). HCASIM_COUNTERS_DIR, else the
+ * key counters.dump_dir, does the same at hcasim_shutdown(). */
+int hcasim_counters_dump(const char *dir);
+
 /* ---- libibverbs (driver) extensions ---- */
 struct ibv_context;
 struct ibv_qp;

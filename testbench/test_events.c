@@ -94,6 +94,13 @@ Test(events, link_down_window_gives_port_err_then_port_active_on_both_hosts)
 	cr_assert_eq(hcasim_link_is_up(0), 1);
 	/* Nothing more: ARMED and INIT are not events. */
 	expect_no_event(a.ctx, 100 * US);
+	for (int dev = 0; dev < 2; dev++) {
+		uint64_t downed = 0;
+
+		cr_assert_eq(hcasim_port_counter(dev, 1, "link_downed", &downed), 0, "%s",
+			     hcasim_last_error());
+		cr_assert_eq(downed, 1, "hcasim%d link_downed %" PRIu64, dev, downed);
+	}
 	tb_close(&a);
 	tb_close(&b);
 }
