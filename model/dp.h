@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HM_QPC_BYTES 512u /* backing-store slot per QP */
+#define HM_QPC_BYTES 1024u /* backing-store slot per QP */
 #define HM_MAX_SGE 64u    /* scatter/gather entries a WQE may carry (hca.max_sge <= 64) */
 
 /* Memory key context (IBA 10.6): what a local or remote access is checked against. */
@@ -69,6 +69,10 @@ struct hm_flight {
 };
 
 /* QP context: attributes (cached, backed in host memory) and the blocks' runtime state. */
+/* Atomic results a responder keeps for duplicates: as many as the default
+ * hca.max_rd_atomic, so every atomic a requester can have outstanding is covered. */
+#define HM_ATOMIC_SAVED 16
+
 struct hm_qp {
 	bool valid;            /* created */
 	uint8_t type;          /* HCA_QPT_* */
@@ -99,8 +103,14 @@ struct hm_qp {
 	uint32_t nak_psn;
 	uint32_t timer_gen;    /* the ACK timer event whose generation matches is the live one */
 	bool timer_on;         /* the local ACK timer is armed */
-	uint32_t last_atomic_psn; /* responder: PSN and result of the last atomic, replayed for */
-	uint64_t last_atomic_orig; /* a duplicate instead of executing it again */
+	/* responder: the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN
+	 * of the ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */
+	struct hm_atomic_saved {
+		uint32_t psn, msn;
+		uint64_t orig;
+		bool valid;
+	} atomics[HM_ATOMIC_SAVED];
+	uint8_t atomic_next;   /* slot the next result goes to */
 	bool in_sched;         /* queued in the arbiter */
 	/* receive queue */
 	uint64_t rq;           /* device address of the receive ring */

@@ -222,6 +222,8 @@ static void qp_reset_queues(struct hm_qp *qp)
 	qp->last_wqe_sent = false;
 	qp->nak_seen = false;
 	qp->rd_gap = false;
+	memset(qp->atomics, 0, sizeof(qp->atomics)); /* no result survives a reset */
+	qp->atomic_next = 0;
 	hm_rxq_free(qp);
 }
 

@@ -364,9 +364,10 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	else
 		val = orig + p->atomic_swap_add;
 	sim_dma_write_timed(d->fn, iova, &val, 8, &t);
-	qp->last_atomic_psn = p->psn;
-	qp->last_atomic_orig = orig;
 	qp->msn++;
+	qp->atomics[qp->atomic_next] =
+		(struct hm_atomic_saved){ p->psn, qp->msn & 0xffffff, orig, true };
+	qp->atomic_next = (uint8_t)((qp->atomic_next + 1) % HM_ATOMIC_SAVED);
 	resp_headers(d, qp, p, &r);
 	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
 	r.psn = p->psn;
@@ -436,16 +437,20 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				return t;
 			}
 			if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
+				const struct hm_atomic_saved *a = NULL;
 				struct hm_pkt r;
 
-				if (p->psn != qp->last_atomic_psn)
-					return t; /* older than the one result kept */
+				for (int i = 0; i < HM_ATOMIC_SAVED; i++)
+					if (qp->atomics[i].valid && qp->atomics[i].psn == p->psn)
+						a = &qp->atomics[i];
+				if (!a)
+					return t; /* older than every result kept */
 				resp_headers(d, qp, p, &r);
 				r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
 				r.psn = p->psn;
 				r.aeth_syndrome = AETH_ACK;
-				r.aeth_msn = qp->msn & 0xffffff;
-				r.atomic_orig = qp->last_atomic_orig;
+				r.aeth_msn = a->msn;
+				r.atomic_orig = a->orig;
 				qp->c_tx_pkts++;
 				hm_port_send(d, qp_port(qp), &r, t);
 				return t;

@@ -448,3 +448,59 @@ Test(faults, bad_fault_targets_are_refused)
 	cr_assert_eq(hcasim_link_fault_target(0, 1, &t), 0, "the targets were not removed");
 	pair1_close(&p);
 }
+
+/* Four FETCH_AND_ADDs in flight (max_rd_atomic 4) and the ATOMIC ACKNOWLEDGE of the first one
+ * lost: the requester times out and sends all four again; the responder answers every one of
+ * them from its saved results and executes none twice (IBA 9.7.5.1.1). */
+Test(faults, lost_atomic_ack_replays_every_outstanding_atomic_from_saved_results)
+{
+	struct pair1 p;
+	struct ibv_wc wc[4];
+	uint64_t n[5], *orig = NULL;
+
+	tb_rc_timeout = 6; /* 262 us */
+	pair1_open(&p);
+	cr_assert_eq(hcasim_link_fault_target(
+			 1, 1,
+			 &(struct hcasim_fault_target){ .qpn = p.qa->qp_num, .psn = 0x100,
+							.opcode = 0x12, .fault = HCASIM_FAULT_DROP,
+							.count = 1 }),
+		     -EINVAL, "link 1 does not exist with one port");
+	cr_assert_eq(hcasim_link_fault_target(
+			 0, 1,
+			 &(struct hcasim_fault_target){ .qpn = p.qa->qp_num, .psn = 0x100,
+							.opcode = 0x12, .fault = HCASIM_FAULT_DROP,
+							.count = 1 }),
+		     0, "%s", hcasim_last_error());
+	*(uint64_t *)p.dst->addr = 1000;
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge s = { (uintptr_t)p.src->addr + 8u * (unsigned)i, 8, p.src->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.atomic.remote_addr = (uintptr_t)p.dst->addr;
+		w.wr.atomic.rkey = p.dst->rkey;
+		w.wr.atomic.compare_add = 1;
+		cr_assert_eq(ibv_post_send(p.qa, &w, &bad), 0, "%s", hcasim_last_error());
+	}
+	tb_poll(p.a.cq, wc, 4);
+	orig = p.src->addr;
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(wc[i].status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc[i].status));
+		cr_assert_eq(wc[i].wr_id, (uint64_t)i);
+		cr_assert_eq(orig[i], 1000 + (uint64_t)i, "atomic %d returned %" PRIu64, i, orig[i]);
+	}
+	cr_assert_eq(*(uint64_t *)p.dst->addr, 1004, "an atomic was executed twice (%" PRIu64 ")",
+		     *(uint64_t *)p.dst->addr);
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, n), 0);
+	cr_assert_eq(n[0], 1, "the lost ACK was not injected");
+	{
+		uint64_t dup = 0;
+
+		cr_assert_eq(hcasim_port_counter(1, 1, "rq_num_dup", &dup), 0);
+		cr_assert_eq(dup, 4, "duplicates seen by the responder: %" PRIu64, dup);
+	}
+	pair1_close(&p);
+}

@@ -1364,7 +1364,7 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 		{ HCA_CMD_TEARDOWN_HCA, &none, sizeof(none), sizeof(none) },
 	};
 
-	tb_config("hca.max_qp", "62"); /* a small QP context store: (2 + 62) * 512 bytes */
+	tb_config("hca.max_qp", "62"); /* a small QP context store: (2 + 62) slots */
 	fwt_open(&f);
 	pd_old = alloc_pd(&f);
 	lkey_old = create_mkey(&f, pd_old);
@@ -1383,15 +1383,15 @@ Test(firmware, commands_after_teardown_are_not_initialized)
 		EXPECT_OK(&f, HCA_CMD_QUERY_HCA_CAP, &none, &cap);
 	}
 	/* INIT_HCA needs a QP context store that is big enough and mapped */
-	cr_assert_eq(posix_memalign(&store, PAGE, 64 * 512), 0);
-	store_map = sim_pcie_map(f.fn, store, 64 * 512, SIM_DMA_READ | SIM_DMA_WRITE,
-				 &init.qpc_base);
+	cr_assert_eq(posix_memalign(&store, PAGE, 64 * (size_t)cap.qpc_entry_bytes), 0);
+	store_map = sim_pcie_map(f.fn, store, 64 * (size_t)cap.qpc_entry_bytes,
+				 SIM_DMA_READ | SIM_DMA_WRITE, &init.qpc_base);
 	cr_assert_gt(store_map, 0);
-	init.qpc_bytes = 64 * 512 - 1;
+	init.qpc_bytes = 64 * (uint64_t)cap.qpc_entry_bytes - 1;
 	cr_assert_eq(fw_cmd(&f, HCA_CMD_INIT_HCA, &init, sizeof(init), NULL, sizeof(none), &syn),
 		     HCA_STATUS_BAD_PARAM, "a store too small for max_qp");
 	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_FIELD);
-	init.qpc_bytes = 64 * 512;
+	init.qpc_bytes = 64 * (uint64_t)cap.qpc_entry_bytes;
 	init.qpc_base += 4096; /* runs past the mapping */
 	cr_assert_eq(fw_cmd(&f, HCA_CMD_INIT_HCA, &init, sizeof(init), NULL, sizeof(none), &syn),
 		     HCA_STATUS_BAD_ADDR, "a store outside the mapping");
