@@ -190,6 +190,7 @@ static void link_change(void *arg)
 
 	if (c->link < sys.nlinks)
 		sim_link_set_up(sys.links[c->link], c->up);
+	free(arg);
 }
 
 static void schedule_link_change(int link, bool up, uint64_t at_ps)

@@ -354,8 +354,10 @@ static void rnr_exhaustion(unsigned code, unsigned rnr_retry)
 	struct rig r;
 	struct ibv_wc wc;
 	int npf, reqs = 0, naks = 0;
+	uint32_t qpn_b;
 
 	rig_open(&r, 14, 7, rnr_retry, code, false);
+	qpn_b = r.qb->qp_num;
 	post_send(&r, 100);
 	wait_wc(&r, &wc, (rnr_retry + 2) * rnr_delay_ps(code) + MS);
 	cr_assert_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR, "status %s",
@@ -366,7 +368,7 @@ static void rnr_exhaustion(unsigned code, unsigned rnr_retry)
 	for (int i = 0; i < npf; i++) {
 		cr_assert_eq(pf[i].psn, PSN0, "frame %d has PSN %u", i, pf[i].psn);
 		if (pf[i].op == 0x04) {
-			cr_assert_eq(pf[i].dqp, r.qb->qp_num);
+			cr_assert_eq(pf[i].dqp, qpn_b);
 			reqs++;
 		} else {
 			cr_assert_eq(pf[i].op, 0x11, "frame %d opcode 0x%x", i, pf[i].op);
