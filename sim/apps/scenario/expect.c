@@ -157,6 +157,10 @@ static int waits(const struct scn *s, const struct scn_expect *e, char *m, size_
 		snprintf(m + o, len - o, ": %d measured, expected %lld", n, (long long)e->count);
 		return 0;
 	}
+	if (!n && e->has_count) {
+		snprintf(m + o, len - o, ": none measured, as expected");
+		return 1;
+	}
 	if (!n) {
 		snprintf(m + o, len - o, ": nothing measured (no %s)",
 			 e->kind == SCN_EX_RNR_WAIT ? "RNR NAK followed by a retransmission"
