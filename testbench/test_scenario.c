@@ -333,8 +333,24 @@ Test(scenario, a_malformed_file_exits_2_naming_line_and_key_without_running)
 		  "[fault f] until: not after at" },
 	};
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 1; i++) {
 		char text[1024], *path, *out, want[512];
+		char longline[300];
+
+		if (i == sizeof(bad) / sizeof(bad[0])) {
+			/* A line too long for the INI reader is refused, not cut in two. */
+			memset(longline, 'x', sizeof(longline) - 1);
+			longline[sizeof(longline) - 1] = 0;
+			snprintf(text, sizeof(text), "%s[scenario]\nname = %s\n", base, longline);
+			path = tmp_ini(text);
+			cr_assert_eq(run_runner(path, false, &out), 2, "%s", out);
+			snprintf(want, sizeof(want), "%s:11: line longer than", path);
+			cr_assert_not_null(strstr(out, want), "no '%s' in:\n%s", want, out);
+			unlink(path);
+			free(path);
+			free(out);
+			continue;
+		}
 		int rc;
 
 		snprintf(text, sizeof(text), "%s%s", base, bad[i].tail);

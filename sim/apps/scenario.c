@@ -632,29 +632,26 @@ int main(int argc, char **argv)
 		return 2;
 	r->s = s;
 	if (scn_parse(s, path))
-		return 2;
+		goto err_free;
 	for (int i = 0; i < s->nsim; i++)
 		if (hcasim_config_set(s->sim[i].key, s->sim[i].value)) {
 			fprintf(stderr, "%s:%d: [sim] %s: %s\n", path, s->sim[i].line, s->sim[i].key,
 				hcasim_last_error());
-			return 2;
+			goto err_free;
 		}
 	scn_tl_start(s);
 	r->list = ibv_get_device_list(&r->ndev);
 	if (!r->list) {
 		fprintf(stderr, "%s: boot failed: %s\n", path, hcasim_last_error());
-		return 2;
+		goto err_teardown;
 	}
 	{
 		char buf[16];
 
 		s->ports = hcasim_config_get("hca.ports", buf, sizeof(buf)) ? 1 : atoi(buf);
 	}
-	if (setup(r)) {
-		teardown(r);
-		scn_tl_stop();
-		return 2;
-	}
+	if (setup(r))
+		goto err_teardown;
 	s->t0 = hcasim_now_ps();
 	run(r);
 
@@ -694,4 +691,12 @@ int main(int argc, char **argv)
 	free(r);
 	free(s);
 	return rc ? 0 : 1;
+
+err_teardown:
+	teardown(r);
+	scn_tl_stop();
+err_free:
+	free(r);
+	free(s);
+	return 2;
 }
