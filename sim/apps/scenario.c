@@ -9,6 +9,7 @@
 
 #include "sim/hcasim.h"
 #include "sim/apps/scenario/scenario.h"
+#include "sim/apps/scenario/keys.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -57,19 +58,18 @@ static int bad(const struct scn *s, int line, const char *fmt, ...)
 static int open_hosts(struct run *r)
 {
 	struct scn *s = r->s;
-	char buf[32];
 
 	for (int i = 0; i < s->nqp; i++) {
 		struct scn_qp *q = &s->qp[i];
 		struct host *h;
 
 		if (q->host >= r->ndev)
-			return bad(s, q->kline[0] ? q->kline[0] : q->line,
+			return bad(s, q->kline[K_Q_HOST] ? q->kline[K_Q_HOST] : q->line,
 				   "[qp %s] host: host %d does not exist (%d simulated hosts; see "
 				   "sim.hosts)",
 				   q->name, q->host, r->ndev);
 		if (q->port > s->ports)
-			return bad(s, q->kline[3] ? q->kline[3] : q->line,
+			return bad(s, q->kline[K_Q_PORT] ? q->kline[K_Q_PORT] : q->line,
 				   "[qp %s] port: the HCAs have %d port(s) (hca.ports)", q->name,
 				   s->ports);
 		h = &r->host[q->host];
@@ -89,7 +89,6 @@ static int open_hosts(struct run *r)
 			return bad(s, q->line, "host %d: async fd: cannot make it non-blocking",
 				   q->host);
 	}
-	(void)buf;
 	return 0;
 }
 
@@ -449,8 +448,12 @@ static void fault_action(struct run *r, int fi, bool install)
 	struct scn_fault *f = &s->fault[fi];
 	int rc, qp = 0;
 
-	for (int k = 0; k < s->nqp; k++)
-		if (!strcmp(s->qp[k].name, f->from))
+	/* Shown in the timeline of the QP it hits: the one named by from, else the first QP
+	 * whose frames leave on that link side. */
+	for (int k = s->nqp - 1; k >= 0; k--)
+		if (*f->from ? !strcmp(s->qp[k].name, f->from)
+			     : scn_link_of(s->qp[k].host, s->qp[k].port, s->ports) == f->link &&
+				       (f->side < 0 || (s->qp[k].host & 1) == f->side))
 			qp = k;
 	if (install)
 		rc = f->targeted ? hcasim_link_fault_target(f->link, f->side, &f->target)
@@ -492,10 +495,9 @@ static void collect(struct run *r)
 				if (ti >= s->ntr || wn >= (int)s->tr[ti].count)
 					continue;
 				w = &s->tr[ti].wr[wn];
-				snprintf(label, sizeof(label), "completion %s %s%s%s",
+				snprintf(label, sizeof(label), "completion %s %s%s",
 					 wr_label(s, ti, wn, name, sizeof(name)),
 					 scn_status_name(wc[k].status),
-					 wc[k].status == IBV_WC_SUCCESS ? "" : "",
 					 s->tr[ti].op == SCN_RECV ? " (receive)" : "");
 				w->cqe_ps = scn_tl_take_cqe(i, label);
 				w->done = true;

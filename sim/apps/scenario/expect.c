@@ -303,17 +303,17 @@ int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int
 			    (e->opcode < 0 || ev[k].opcode == (unsigned)e->opcode) &&
 			    (e->retx < 0 || ev[k].again == (bool)e->retx))
 				count++;
-		o = strlen(m);
-		snprintf(m + o, len - o, "%s%lld%s%s%s%s:", e->psn >= 0 ? " psn " : "",
-			 (long long)e->psn, e->opcode >= 0 ? " " : "",
-			 e->opcode >= 0 ? scn_opcode_name((unsigned)e->opcode) : "",
-			 e->retx == 1 ? " retransmitted" : "", e->retx == 0 ? " first sent" : "");
-		if (e->psn < 0) { /* drop the "-1" */
-			char *p = strstr(m + o, "-1");
-
-			if (p)
-				memmove(p, p + 2, strlen(p + 2) + 1);
+		if (e->psn >= 0) {
+			o = strlen(m);
+			snprintf(m + o, len - o, " psn %lld", (long long)e->psn);
 		}
+		if (e->opcode >= 0) {
+			o = strlen(m);
+			snprintf(m + o, len - o, " %s", scn_opcode_name((unsigned)e->opcode));
+		}
+		o = strlen(m);
+		snprintf(m + o, len - o, "%s:",
+			 e->retx == 1 ? " retransmitted" : e->retx == 0 ? " first sent" : "");
 		o = strlen(m);
 		if (!in_range(e, count, why, sizeof(why))) {
 			snprintf(m + o, len - o, " %lld sent, %s", (long long)count, why);

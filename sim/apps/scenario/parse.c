@@ -209,7 +209,8 @@ struct pctx {
 	int cur_index;
 };
 
-static int fail(struct pctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct pctx *c, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int fail(struct pctx *c, int line, const char *fmt, ...)
 {
 	va_list ap;
