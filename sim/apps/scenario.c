@@ -585,8 +585,10 @@ static void run(struct run *r)
 			next++;
 			continue;
 		}
-		if (scn_tl_cqe_seen())
-			collect(r);
+		if (scn_tl_cqe_seen()) {
+			collect(r); /* polls charge host time */
+			now = hcasim_now_ps();
+		}
 		if (next >= nact && all_done(s)) {
 			if (!settle_until)
 				settle_until = now + s->settle_ps;
@@ -604,7 +606,8 @@ static void run(struct run *r)
 			target = settle_until;
 		if (end < target)
 			target = end;
-		hcasim_run_for_ps(target - now);
+		if (target > now)
+			hcasim_run_for_ps(target - now);
 	}
 	collect(r);
 }
