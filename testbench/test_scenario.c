@@ -281,10 +281,10 @@ Test(scenario, a_wrong_expectation_fails_with_exit_1_naming_its_line)
 	static const struct {
 		const char *from, *to;
 	} wrong[] = {
-		{ "status = RETRY_EXC_ERR", "status = SUCCESS" },
-		{ "tolerance = 2us", "tolerance = 1us" }, /* the resends take 1.656 us */
-		{ "counter = a.timeouts\nequals = 4", "counter = a.timeouts\nequals = 3" },
-		{ "state = a\nis = ERR", "state = a\nis = RTS" },
+	    {"status = RETRY_EXC_ERR", "status = SUCCESS"},
+	    {"tolerance = 2us", "tolerance = 1us"}, /* the resends take 1.656 us */
+	    {"counter = a.timeouts\nequals = 4", "counter = a.timeouts\nequals = 3"},
+	    {"state = a\nis = ERR", "state = a\nis = RTS"},
 	};
 
 	for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
@@ -294,9 +294,11 @@ Test(scenario, a_wrong_expectation_fails_with_exit_1_naming_its_line)
 
 		cr_assert_eq(rc, 1, "'%s': exit %d:\n%s", wrong[i].to, rc, out);
 		snprintf(want, sizeof(want), "  FAIL  %s:%d ", path, line);
-		cr_assert_not_null(strstr(out, want), "'%s': no '%s' in:\n%s", wrong[i].to, want, out);
+		cr_assert_not_null(strstr(out, want), "'%s': no '%s' in:\n%s", wrong[i].to, want,
+				   out);
 		cr_assert_eq(count(out, "  FAIL  "), 1, "%s", out);
-		cr_assert_not_null(strstr(out, "result: FAIL (7 of 8 expectations hold)"), "%s", out);
+		cr_assert_not_null(strstr(out, "result: FAIL (7 of 8 expectations hold)"), "%s",
+				   out);
 		unlink(path);
 		free(path);
 		free(text);
@@ -313,24 +315,25 @@ Test(scenario, a_malformed_file_exits_2_naming_line_and_key_without_running)
 		int line;
 		const char *msg;
 	} bad[] = {
-		{ "[qp c]\nhost = 0\ntimeout = 32\n", 12, "[qp c] timeout: bad value '32'" },
-		{ "[qp c]\nhost = 0\ncolour = red\n", 12, "[qp c] colour: unknown key" },
-		{ "[bogus]\nx = 1\n", 10, "[bogus]: unknown section" },
-		{ "[traffic t]\nqp = a\nop = send\nat = 10 us\nsize = 8\n", 13,
-		  "[traffic t] at: bad value '10 us'" },
-		{ "[traffic t]\nqp = a\nop = read\nsize = 64\ncompare = 3\n", 14,
-		  "[traffic t] compare: not a key of op = read" },
-		{ "[traffic t]\nqp = zz\nop = send\nsize = 8\n", 11, "[traffic t] qp: no [qp zz]" },
-		{ "[qp c]\nhost = 0\nhost = 1\n", 12, "[qp c] host: given twice (first on line 11)" },
-		{ "[expect]\ncounter = a.nope\nequals = 1\n", 11, "counter: 'a.nope' is not" },
-		{ "[expect]\nstatus = SUCCESS\n", 11, "the section must start with what it expects" },
-		{ "[fault f]\nfrom = a\nlink_down = 1ms\n", 12, "link_down: reserved for path migration" },
-		{ "[qp c]\nhost = 0\nalt_port = 2\n", 12, "alt_port: reserved for path migration" },
-		{ "[sim]\nlink.speed = warp\n", 11, "[sim] link.speed: config key 'link.speed'" },
-		{ "[traffic t]\n", 10, "[traffic t]: a section without keys" },
-		{ "this is not a key\n", 10, "syntax error" },
-		{ "[fault f]\nfrom = a\ndrop_ppm = 5\nat = 2ms\nuntil = 1ms\n", 14,
-		  "[fault f] until: not after at" },
+	    {"[qp c]\nhost = 0\ntimeout = 32\n", 12, "[qp c] timeout: bad value '32'"},
+	    {"[qp c]\nhost = 0\ncolour = red\n", 12, "[qp c] colour: unknown key"},
+	    {"[bogus]\nx = 1\n", 10, "[bogus]: unknown section"},
+	    {"[traffic t]\nqp = a\nop = send\nat = 10 us\nsize = 8\n", 13,
+	     "[traffic t] at: bad value '10 us'"},
+	    {"[traffic t]\nqp = a\nop = read\nsize = 64\ncompare = 3\n", 14,
+	     "[traffic t] compare: not a key of op = read"},
+	    {"[traffic t]\nqp = zz\nop = send\nsize = 8\n", 11, "[traffic t] qp: no [qp zz]"},
+	    {"[qp c]\nhost = 0\nhost = 1\n", 12, "[qp c] host: given twice (first on line 11)"},
+	    {"[expect]\ncounter = a.nope\nequals = 1\n", 11, "counter: 'a.nope' is not"},
+	    {"[expect]\nstatus = SUCCESS\n", 11, "the section must start with what it expects"},
+	    {"[fault f]\nfrom = a\nlink_down = 1ms\n", 12,
+	     "link_down: reserved for path migration"},
+	    {"[qp c]\nhost = 0\nalt_port = 2\n", 12, "alt_port: reserved for path migration"},
+	    {"[sim]\nlink.speed = warp\n", 11, "[sim] link.speed: config key 'link.speed'"},
+	    {"[traffic t]\n", 10, "[traffic t]: a section without keys"},
+	    {"this is not a key\n", 10, "syntax error"},
+	    {"[fault f]\nfrom = a\ndrop_ppm = 5\nat = 2ms\nuntil = 1ms\n", 14,
+	     "[fault f] until: not after at"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 1; i++) {
@@ -404,11 +407,11 @@ static void observer(void *arg, uint64_t t, int dev, const char *ev, const char 
 
 Test(scenario, trace_observer_gets_its_categories_only_and_can_be_removed)
 {
-	struct seen s = { .ordered = true };
+	struct seen s = {.ordered = true};
 	struct tb_dev a;
 	struct ibv_qp *qp;
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_attr attr = {
+	    .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
 
 	cr_assert_eq(hcasim_trace_observe("kernel,nosuch", observer, &s), -EINVAL);
 	cr_assert_not_null(strstr(hcasim_last_error(), "nosuch"), "%s", hcasim_last_error());
@@ -417,10 +420,10 @@ Test(scenario, trace_observer_gets_its_categories_only_and_can_be_removed)
 	cr_assert_eq(s.boots, 1);
 	cr_assert_not_null(strstr(s.fields, "hosts=2"), "%s", s.fields);
 	qp = tb_create_qp(&a, IBV_QPT_RC);
-	cr_assert_eq(ibv_modify_qp(qp, &attr,
-				   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					   IBV_QP_ACCESS_FLAGS),
-		     0, "%s", hcasim_last_error());
+	cr_assert_eq(
+	    ibv_modify_qp(qp, &attr,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0, "%s", hcasim_last_error());
 	cr_assert_eq(s.modifies, 1);
 	cr_assert_eq(s.other_cat, 0, "events of categories not asked for");
 	cr_assert(s.ordered);

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_PS 10000000ull      /* 10 us: how often the runner looks at CQs and events */
-#define IOVA_BASE 0x10000000ull   /* buffers at fixed I/O virtual addresses: deterministic */
+#define CHUNK_PS 10000000ull	  /* 10 us: how often the runner looks at CQs and events */
+#define IOVA_BASE 0x10000000ull	  /* buffers at fixed I/O virtual addresses: deterministic */
 #define IOVA_STRIDE 0x10000000ull /* per QP, room for the largest buffer (64 MiB) */
 #define MAX_EV_TYPES 32
 
@@ -40,7 +40,7 @@ struct run {
 /* A problem with the scenario found only once the system runs (a host that does not exist,
  * an attribute the device refuses): reported like a parse error, exit 2. */
 static int bad(const struct scn *s, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int bad(const struct scn *s, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -97,12 +97,12 @@ static int create_qp(struct run *r, int i)
 	struct scn *s = r->s;
 	struct scn_qp *q = &s->qp[i];
 	struct host *h = &r->host[q->host];
-	struct ibv_qp_init_attr init = { 0 };
+	struct ibv_qp_init_attr init = {0};
 	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			IBV_ACCESS_REMOTE_ATOMIC;
 
-	q->cq = ibv_create_cq(h->ctx, (int)(2 * (q->max_send_wr + q->max_recv_wr) + 16), NULL,
-			      NULL, 0);
+	q->cq =
+	    ibv_create_cq(h->ctx, (int)(2 * (q->max_send_wr + q->max_recv_wr) + 16), NULL, NULL, 0);
 	if (!q->cq)
 		return bad(s, q->line, "[qp %s]: ibv_create_cq: %s", q->name, hcasim_last_error());
 	q->buf = aligned_alloc(4096, (q->buffer_bytes + 4095) & ~(size_t)4095);
@@ -215,7 +215,7 @@ static int make_ah(struct run *r, int i)
 	struct scn_qp *q = &s->qp[i];
 	const struct scn_qp *p;
 	const struct host *ph;
-	struct ibv_ah_attr a = { 0 };
+	struct ibv_ah_attr a = {0};
 
 	if (q->type != IBV_QPT_UD || q->peer < 0)
 		return 0;
@@ -250,7 +250,8 @@ static int place_faults(struct run *r)
 		if (*f->from) {
 			for (int k = 0; k < s->nqp; k++)
 				if (!strcmp(s->qp[k].name, f->from)) {
-					f->link = scn_link_of(s->qp[k].host, s->qp[k].port, s->ports);
+					f->link =
+					    scn_link_of(s->qp[k].host, s->qp[k].port, s->ports);
 					f->side = s->qp[k].host & 1;
 				}
 		}
@@ -272,12 +273,14 @@ static int place_faults(struct run *r)
 			if (a->targeted && a->until_ps == UINT64_MAX && b->until_ps == UINT64_MAX)
 				continue; /* targets add up; neither is removed */
 			if (a->at_ps < b->until_ps && b->at_ps < a->until_ps)
-				return bad(s, a->line,
-					   "[fault %s]: overlaps [fault %s] (line %d) on link %d side "
-					   "%d; %s",
-					   a->name, b->name, b->line, a->link, a->side < 0 ? b->side : a->side,
-					   a->targeted ? "removing targets (until) clears the whole side"
-						       : "random faults of a side replace each other");
+				return bad(
+				    s, a->line,
+				    "[fault %s]: overlaps [fault %s] (line %d) on link %d side "
+				    "%d; %s",
+				    a->name, b->name, b->line, a->link,
+				    a->side < 0 ? b->side : a->side,
+				    a->targeted ? "removing targets (until) clears the whole side"
+						: "random faults of a side replace each other");
 		}
 	return 0;
 }
@@ -285,7 +288,7 @@ static int place_faults(struct run *r)
 static int setup(struct run *r)
 {
 	struct scn *s = r->s;
-	static const enum ibv_qp_state steps[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+	static const enum ibv_qp_state steps[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
 
 	if (open_hosts(r))
 		return -1;
@@ -357,7 +360,7 @@ static void post_traffic(struct run *r, int ti)
 	int rc;
 
 	if (t->op == SCN_MODIFY) {
-		struct ibv_qp_attr a = { .qp_state = t->state };
+		struct ibv_qp_attr a = {.qp_state = t->state};
 		int mask = IBV_QP_STATE;
 
 		if (t->en_sqd_async_notify >= 0) {
@@ -365,11 +368,14 @@ static void post_traffic(struct run *r, int ti)
 			mask |= IBV_QP_EN_SQD_ASYNC_NOTIFY;
 		}
 		scn_tl_note(s, t->qp, SCN_TL_ACTION, "%s: ibv_modify_qp to %s%s", t->name,
-			    scn_state_name(t->state), mask & IBV_QP_EN_SQD_ASYNC_NOTIFY ?
-			    (a.en_sqd_async_notify ? " with en_sqd_async_notify" : "") : "");
+			    scn_state_name(t->state),
+			    mask & IBV_QP_EN_SQD_ASYNC_NOTIFY
+				? (a.en_sqd_async_notify ? " with en_sqd_async_notify" : "")
+				: "");
 		if (ibv_modify_qp(q->qp, &a, mask)) {
 			t->failed = true;
-			snprintf(t->error, sizeof(t->error), "ibv_modify_qp: %s", hcasim_last_error());
+			snprintf(t->error, sizeof(t->error), "ibv_modify_qp: %s",
+				 hcasim_last_error());
 		}
 		return;
 	}
@@ -383,10 +389,10 @@ static void post_traffic(struct run *r, int ti)
 		struct ibv_recv_wr wr[SCN_MAX_COUNT], *badr;
 
 		for (unsigned n = 0; n < t->count; n++) {
-			wr[n] = (struct ibv_recv_wr){ .wr_id = ((uint64_t)ti << 16) | n,
-						      .sg_list = &sge[n],
-						      .num_sge = 1,
-						      .next = n + 1 < t->count ? &wr[n + 1] : NULL };
+			wr[n] = (struct ibv_recv_wr){.wr_id = ((uint64_t)ti << 16) | n,
+						     .sg_list = &sge[n],
+						     .num_sge = 1,
+						     .next = n + 1 < t->count ? &wr[n + 1] : NULL};
 		}
 		scn_tl_note(s, t->qp, SCN_TL_POST, "%s: %u receive WR(s) of %u bytes", t->name,
 			    t->count, t->size);
@@ -394,11 +400,11 @@ static void post_traffic(struct run *r, int ti)
 	} else {
 		struct ibv_send_wr wr[SCN_MAX_COUNT], *bads;
 		static const enum ibv_wr_opcode opc[] = {
-			[SCN_SEND] = IBV_WR_SEND,
-			[SCN_WRITE] = IBV_WR_RDMA_WRITE,
-			[SCN_READ] = IBV_WR_RDMA_READ,
-			[SCN_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
-			[SCN_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		    [SCN_SEND] = IBV_WR_SEND,
+		    [SCN_WRITE] = IBV_WR_RDMA_WRITE,
+		    [SCN_READ] = IBV_WR_RDMA_READ,
+		    [SCN_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
+		    [SCN_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
 		};
 
 		for (unsigned n = 0; n < t->count; n++) {
@@ -422,12 +428,13 @@ static void post_traffic(struct run *r, int ti)
 				wr[n].wr.atomic.remote_addr = raddr;
 				wr[n].wr.atomic.rkey = p->mr->rkey;
 				wr[n].wr.atomic.compare_add =
-					t->op == SCN_CMP_SWAP ? t->compare : t->swap_add;
+				    t->op == SCN_CMP_SWAP ? t->compare : t->swap_add;
 				wr[n].wr.atomic.swap = t->op == SCN_CMP_SWAP ? t->swap_add : 0;
 			}
 		}
 		scn_tl_note(s, t->qp, SCN_TL_POST, "%s: %u %s WR(s) of %u bytes%s", t->name,
-			    t->count, scn_op_name(t->op), t->size, t->signaled ? "" : ", unsignaled");
+			    t->count, scn_op_name(t->op), t->size,
+			    t->signaled ? "" : ", unsignaled");
 		rc = ibv_post_send(q->qp, wr, &bads);
 		for (unsigned n = 0; !rc && n < t->count; n++)
 			scn_tl_wr_posted(s, t->qp, ti, (int)n);
@@ -453,15 +460,14 @@ static void fault_action(struct run *r, int fi, bool install)
 	for (int k = s->nqp - 1; k >= 0; k--)
 		if (*f->from ? !strcmp(s->qp[k].name, f->from)
 			     : scn_link_of(s->qp[k].host, s->qp[k].port, s->ports) == f->link &&
-				       (f->side < 0 || (s->qp[k].host & 1) == f->side))
+				   (f->side < 0 || (s->qp[k].host & 1) == f->side))
 			qp = k;
 	if (install)
 		rc = f->targeted ? hcasim_link_fault_target(f->link, f->side, &f->target)
 				 : hcasim_link_faults(f->link, f->side, &f->random);
 	else
 		rc = f->targeted ? hcasim_link_fault_target(f->link, f->side, NULL)
-				 : hcasim_link_faults(f->link, f->side,
-						      &(struct hcasim_faults){ 0 });
+				 : hcasim_link_faults(f->link, f->side, &(struct hcasim_faults){0});
 	scn_tl_note(s, qp, SCN_TL_ACTION, "fault %s %s on link %d side %d%s%s", f->name,
 		    install ? "installed" : "removed", f->link, f->side, rc ? ": " : "",
 		    rc ? hcasim_last_error() : "");
@@ -561,15 +567,15 @@ static void run(struct run *r)
 	uint64_t end = s->t0 + s->duration_ps, settle_until = 0;
 
 	for (int i = 0; i < s->nfault; i++) {
-		act[nact] = (struct action){ s->fault[i].at_ps, 1, i, nact };
+		act[nact] = (struct action){s->fault[i].at_ps, 1, i, nact};
 		nact++;
 		if (s->fault[i].until_ps != UINT64_MAX) {
-			act[nact] = (struct action){ s->fault[i].until_ps, 2, i, nact };
+			act[nact] = (struct action){s->fault[i].until_ps, 2, i, nact};
 			nact++;
 		}
 	}
 	for (int i = 0; i < s->ntr; i++) {
-		act[nact] = (struct action){ s->tr[i].at_ps, 0, i, nact };
+		act[nact] = (struct action){s->tr[i].at_ps, 0, i, nact};
 		nact++;
 	}
 	qsort(act, (size_t)nact, sizeof(act[0]), action_cmp);
@@ -640,8 +646,8 @@ int main(int argc, char **argv)
 		goto err_free;
 	for (int i = 0; i < s->nsim; i++)
 		if (hcasim_config_set(s->sim[i].key, s->sim[i].value)) {
-			fprintf(stderr, "%s:%d: [sim] %s: %s\n", path, s->sim[i].line, s->sim[i].key,
-				hcasim_last_error());
+			fprintf(stderr, "%s:%d: [sim] %s: %s\n", path, s->sim[i].line,
+				s->sim[i].key, hcasim_last_error());
 			goto err_free;
 		}
 	scn_tl_start(s);

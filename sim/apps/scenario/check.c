@@ -10,7 +10,7 @@
 #include <string.h>
 
 static int cfail(const struct scn *s, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int cfail(const struct scn *s, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -45,11 +45,8 @@ static int find_traffic(const struct scn *s, const char *name)
 static int check_qp(struct scn *s, int i)
 {
 	struct scn_qp *q = &s->qp[i];
-	static const int rc_only[] = { K_Q_TIMEOUT, K_Q_RETRY, K_Q_RNR_RETRY, K_Q_MIN_RNR,
-				       K_Q_MAX_RD, K_Q_MAX_DEST_RD };
-	static const char *const rc_only_name[] = { "timeout", "retry_cnt", "rnr_retry",
-						    "min_rnr_timer", "max_rd_atomic",
-						    "max_dest_rd_atomic" };
+	static const int rc_only[] = {K_Q_TIMEOUT, K_Q_RETRY,  K_Q_RNR_RETRY,
+				      K_Q_MIN_RNR, K_Q_MAX_RD, K_Q_MAX_DEST_RD};
 
 	if (!q->kline[K_Q_HOST])
 		return cfail(s, q->line, "[qp %s] host: required", q->name);
@@ -58,14 +55,16 @@ static int check_qp(struct scn *s, int i)
 			if (q->kline[rc_only[k]])
 				return cfail(s, q->kline[rc_only[k]],
 					     "[qp %s] %s: applies to RC QPs only", q->name,
-					     rc_only_name[k]);
+					     scn_qp_keys[rc_only[k]]);
 	if (q->type != IBV_QPT_UD && q->kline[K_Q_QKEY])
-		return cfail(s, q->kline[K_Q_QKEY], "[qp %s] qkey: applies to UD QPs only", q->name);
+		return cfail(s, q->kline[K_Q_QKEY], "[qp %s] qkey: applies to UD QPs only",
+			     q->name);
 	if (q->type == IBV_QPT_UD && q->kline[K_Q_ACCESS])
 		return cfail(s, q->kline[K_Q_ACCESS], "[qp %s] access: not for UD QPs", q->name);
 	if (q->type == IBV_QPT_UD && q->kline[K_Q_MTU])
 		return cfail(s, q->kline[K_Q_MTU],
-			     "[qp %s] path_mtu: UD QPs have none (the port's MTU applies)", q->name);
+			     "[qp %s] path_mtu: UD QPs have none (the port's MTU applies)",
+			     q->name);
 	if (!q->kline[K_Q_PEER]) {
 		if (q->type != IBV_QPT_UD)
 			return cfail(s, q->line, "[qp %s] peer: required for a connected QP",
@@ -84,10 +83,11 @@ static int check_qp(struct scn *s, int i)
 			return cfail(s, q->kline[K_Q_PEER], "[qp %s] peer: %s is of another type",
 				     q->name, p->name);
 		if ((p->host ^ 1) != q->host)
-			return cfail(s, q->kline[K_Q_PEER],
-				     "[qp %s] peer: %s is on host %d, but host %d is cabled to host %d "
-				     "only",
-				     q->name, p->name, p->host, q->host, q->host ^ 1);
+			return cfail(
+			    s, q->kline[K_Q_PEER],
+			    "[qp %s] peer: %s is on host %d, but host %d is cabled to host %d "
+			    "only",
+			    q->name, p->name, p->host, q->host, q->host ^ 1);
 		if (p->port != q->port)
 			return cfail(s, q->kline[K_Q_PEER],
 				     "[qp %s] peer: %s uses port %d; links join equal port numbers",
@@ -101,7 +101,8 @@ static int check_qp(struct scn *s, int i)
 		if (q->init[k].offset + 8 > q->buffer_bytes)
 			return cfail(s, q->kline[K_Q_INIT],
 				     "[qp %s] init_u64: offset %llu is outside the %zu-byte buffer",
-				     q->name, (unsigned long long)q->init[k].offset, q->buffer_bytes);
+				     q->name, (unsigned long long)q->init[k].offset,
+				     q->buffer_bytes);
 	return 0;
 }
 
@@ -111,23 +112,20 @@ static int check_traffic(struct scn *s, int i)
 	const struct scn_qp *q, *p;
 	/* Keys each operation takes. */
 	static const unsigned takes[] = {
-		[SCN_SEND] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_SIGNALED) |
-			     SCN_B(K_T_COUNT),
-		[SCN_WRITE] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) |
-			      SCN_B(K_T_SIGNALED) | SCN_B(K_T_COUNT),
-		[SCN_READ] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) |
-			     SCN_B(K_T_SIGNALED) | SCN_B(K_T_COUNT),
-		[SCN_CMP_SWAP] = SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) | SCN_B(K_T_SIGNALED) |
-				 SCN_B(K_T_COUNT) | SCN_B(K_T_COMPARE) | SCN_B(K_T_SWAP) |
-				 SCN_B(K_T_SIZE),
-		[SCN_FETCH_ADD] = SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) | SCN_B(K_T_SIGNALED) |
-				  SCN_B(K_T_COUNT) | SCN_B(K_T_ADD) | SCN_B(K_T_SIZE),
-		[SCN_RECV] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_COUNT),
-		[SCN_MODIFY] = SCN_B(K_T_STATE) | SCN_B(K_T_SQD_NOTIFY),
+	    [SCN_SEND] =
+		SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_SIGNALED) | SCN_B(K_T_COUNT),
+	    [SCN_WRITE] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) |
+			  SCN_B(K_T_SIGNALED) | SCN_B(K_T_COUNT),
+	    [SCN_READ] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) |
+			 SCN_B(K_T_SIGNALED) | SCN_B(K_T_COUNT),
+	    [SCN_CMP_SWAP] = SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) | SCN_B(K_T_SIGNALED) |
+			     SCN_B(K_T_COUNT) | SCN_B(K_T_COMPARE) | SCN_B(K_T_SWAP) |
+			     SCN_B(K_T_SIZE),
+	    [SCN_FETCH_ADD] = SCN_B(K_T_OFFSET) | SCN_B(K_T_ROFFSET) | SCN_B(K_T_SIGNALED) |
+			      SCN_B(K_T_COUNT) | SCN_B(K_T_ADD) | SCN_B(K_T_SIZE),
+	    [SCN_RECV] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_COUNT),
+	    [SCN_MODIFY] = SCN_B(K_T_STATE) | SCN_B(K_T_SQD_NOTIFY),
 	};
-	static const char *const keys[] = { "qp",     "op",	 "at",	    "count",  "size",
-					    "offset", "remote_offset", "signaled", "compare",
-					    "swap",   "add",	 "state",   "en_sqd_async_notify" };
 	uint64_t need;
 
 	if (!t->kline[K_T_QP])
@@ -141,8 +139,8 @@ static int check_traffic(struct scn *s, int i)
 	q = &s->qp[t->qp];
 	for (int k = K_T_COUNT; k <= K_T_SQD_NOTIFY; k++)
 		if (t->kline[k] && !(takes[t->op] & SCN_B(k)))
-			return cfail(s, t->kline[k], "[traffic %s] %s: not a key of op = %s", t->name,
-				     keys[k], scn_op_name(t->op));
+			return cfail(s, t->kline[k], "[traffic %s] %s: not a key of op = %s",
+				     t->name, scn_traffic_keys[k], scn_op_name(t->op));
 	if (t->op == SCN_MODIFY) {
 		if (!t->kline[K_T_STATE])
 			return cfail(s, t->line, "[traffic %s] state: required for op = modify",
@@ -156,8 +154,8 @@ static int check_traffic(struct scn *s, int i)
 			     t->name, scn_op_name(t->op), q->type == IBV_QPT_UC ? "UC" : "UD");
 	if (t->op == SCN_CMP_SWAP || t->op == SCN_FETCH_ADD) {
 		if (t->kline[K_T_SIZE] && t->size != 8)
-			return cfail(s, t->kline[K_T_SIZE], "[traffic %s] size: atomics move 8 bytes",
-				     t->name);
+			return cfail(s, t->kline[K_T_SIZE],
+				     "[traffic %s] size: atomics move 8 bytes", t->name);
 		t->size = 8;
 		if (t->offset % 8 || t->remote_offset % 8)
 			return cfail(s, t->kline[t->offset % 8 ? K_T_OFFSET : K_T_ROFFSET],
@@ -192,7 +190,8 @@ static int check_traffic(struct scn *s, int i)
 				     "[traffic %s] remote_offset: %u WR(s) of %u bytes from %llu "
 				     "overrun the %zu-byte buffer of [qp %s]",
 				     t->name, t->count, t->size,
-				     (unsigned long long)t->remote_offset, p->buffer_bytes, p->name);
+				     (unsigned long long)t->remote_offset, p->buffer_bytes,
+				     p->name);
 	}
 	return 0;
 }
@@ -200,12 +199,9 @@ static int check_traffic(struct scn *s, int i)
 static int check_fault(struct scn *s, int i)
 {
 	struct scn_fault *f = &s->fault[i];
-	static const int targeted_keys[] = { K_F_QPN, K_F_PSN, K_F_OPCODE, K_F_COUNT, K_F_NTH };
-	static const char *const targeted_names[] = { "qpn", "psn", "opcode", "count", "nth" };
-	static const int random_keys[] = { K_F_DROP_PPM,    K_F_CORRUPT_PPM, K_F_DUP_PPM,
-					   K_F_REORDER_PPM, K_F_DELAY_PPM,   K_F_DROP_EVERY };
-	static const char *const random_names[] = { "drop_ppm",	   "corrupt_ppm", "dup_ppm",
-						    "reorder_ppm", "delay_ppm",	  "drop_every" };
+	static const int targeted_keys[] = {K_F_QPN, K_F_PSN, K_F_OPCODE, K_F_COUNT, K_F_NTH};
+	static const int random_keys[] = {K_F_DROP_PPM,	   K_F_CORRUPT_PPM, K_F_DUP_PPM,
+					  K_F_REORDER_PPM, K_F_DELAY_PPM,   K_F_DROP_EVERY};
 	bool any_random = false;
 
 	if (f->kline[K_F_FROM]) {
@@ -232,15 +228,16 @@ static int check_fault(struct scn *s, int i)
 			return cfail(s, f->kline[random_keys[k]],
 				     "[fault %s] %s: a targeted fault (fault = ...) takes no "
 				     "random settings; use two [fault] sections",
-				     f->name, random_names[k]);
+				     f->name, scn_fault_keys[random_keys[k]]);
 	}
 	if (!f->targeted) {
 		for (size_t k = 0; k < sizeof(targeted_keys) / sizeof(targeted_keys[0]); k++)
 			if (f->kline[targeted_keys[k]])
-				return cfail(s, f->kline[targeted_keys[k]],
-					     "[fault %s] %s: only for a targeted fault (fault = drop, "
-					     "corrupt, dup or delay)",
-					     f->name, targeted_names[k]);
+				return cfail(
+				    s, f->kline[targeted_keys[k]],
+				    "[fault %s] %s: only for a targeted fault (fault = drop, "
+				    "corrupt, dup or delay)",
+				    f->name, scn_fault_keys[targeted_keys[k]]);
 		if (!any_random)
 			return cfail(s, f->line,
 				     "[fault %s]: injects nothing (give fault = ..., or a *_ppm or "
@@ -248,14 +245,15 @@ static int check_fault(struct scn *s, int i)
 				     f->name);
 		if (f->kline[K_F_DELAY] && !f->random.delay_ppm)
 			return cfail(s, f->kline[K_F_DELAY],
-				     "[fault %s] delay: only with delay_ppm or fault = delay", f->name);
+				     "[fault %s] delay: only with delay_ppm or fault = delay",
+				     f->name);
 		if (f->random.delay_ppm && !f->kline[K_F_DELAY])
 			return cfail(s, f->kline[K_F_DELAY_PPM],
-				     "[fault %s] delay_ppm: needs delay (the extra latency)", f->name);
+				     "[fault %s] delay_ppm: needs delay (the extra latency)",
+				     f->name);
 	} else {
 		if ((f->target.fault == HCASIM_FAULT_DELAY) != (f->kline[K_F_DELAY] != 0))
-			return cfail(s, KLINE(f, K_F_DELAY),
-				     "[fault %s] delay: %s", f->name,
+			return cfail(s, KLINE(f, K_F_DELAY), "[fault %s] delay: %s", f->name,
 				     f->kline[K_F_DELAY] ? "only with fault = delay"
 							 : "required with fault = delay");
 		if (*f->target_qp && find_qp(s, f->target_qp) < 0)
@@ -266,18 +264,17 @@ static int check_fault(struct scn *s, int i)
 }
 
 static const char *const qp_counters[] = {
-	/* hcasim_qp_counters */
-	"tx_pkts", "tx_bytes", "rx_pkts", "rx_bytes", "naks_sent", "naks_rcvd", "sq_psn", "rq_psn",
-	/* the timeline */
-	"packets", "requests", "retransmissions", "responses", "repeated_responses", "timeouts",
-	"rewinds", "rnr_naks_rcvd", "seq_naks_rcvd", "err_naks_rcvd", "completions", "errors",
-	"events", NULL
-};
-static const char *const link_counters[] = { "drops", "corruptions", "duplicates", "reorders",
-					     "delays", NULL };
-static const char *const host_counters[] = { "qpc_hits", "qpc_misses", "qpc_writebacks",
-					     "tx_pkts", "rx_pkts", "rx_crc_errors",
-					     "rx_dropped", "bad_doorbells", NULL };
+    /* hcasim_qp_counters */
+    "tx_pkts", "tx_bytes", "rx_pkts", "rx_bytes", "naks_sent", "naks_rcvd", "sq_psn", "rq_psn",
+    /* the timeline */
+    "packets", "requests", "retransmissions", "responses", "repeated_responses", "timeouts",
+    "rewinds", "rnr_naks_rcvd", "seq_naks_rcvd", "err_naks_rcvd", "completions", "errors", "events",
+    NULL};
+static const char *const link_counters[] = {"drops",	"corruptions", "duplicates",
+					    "reorders", "delays",      NULL};
+static const char *const host_counters[] = {"qpc_hits",	  "qpc_misses",	   "qpc_writebacks",
+					    "tx_pkts",	  "rx_pkts",	   "rx_crc_errors",
+					    "rx_dropped", "bad_doorbells", NULL};
 
 static bool listed(const char *const *l, const char *n)
 {
@@ -336,7 +333,8 @@ static int need_qp(struct scn *s, struct scn_expect *e, const char *name, int li
 {
 	e->qp = find_qp(s, name);
 	if (e->qp < 0)
-		return cfail(s, line, "[expect] %s: no [qp %s]", scn_expect_subjects[e->kind], name);
+		return cfail(s, line, "[expect] %s: no [qp %s]", scn_expect_subjects[e->kind],
+			     name);
 	return 0;
 }
 
@@ -351,8 +349,9 @@ static int check_expect(struct scn *s, int i)
 		return cfail(s, e->kline[K_E_TOLERANCE],
 			     "[expect] tolerance: only with since_post or since_first_tx");
 	if (e->kline[K_E_SINCE_POST] && e->kline[K_E_SINCE_FIRST_TX])
-		return cfail(s, e->kline[K_E_SINCE_FIRST_TX],
-			     "[expect] since_first_tx: give since_post or since_first_tx, not both");
+		return cfail(
+		    s, e->kline[K_E_SINCE_FIRST_TX],
+		    "[expect] since_first_tx: give since_post or since_first_tx, not both");
 	switch (e->kind) {
 	case SCN_EX_COMPLETION:
 	case SCN_EX_DATA:
@@ -377,11 +376,11 @@ static int check_expect(struct scn *s, int i)
 			long n = strtol(hash, &end, 10);
 
 			if (e->kind == SCN_EX_DATA || *end || n < 1 || n > (long)t->count)
-				return cfail(s, sl,
-					     "[expect] %s: '#%s' is not a WR of [traffic %s] (1..%u%s)",
-					     scn_expect_subjects[e->kind], hash, buf, t->count,
-					     e->kind == SCN_EX_DATA ? "; data takes the whole section"
-								    : "");
+				return cfail(
+				    s, sl,
+				    "[expect] %s: '#%s' is not a WR of [traffic %s] (1..%u%s)",
+				    scn_expect_subjects[e->kind], hash, buf, t->count,
+				    e->kind == SCN_EX_DATA ? "; data takes the whole section" : "");
 			e->wr = (int)n - 1;
 		}
 		return 0;
@@ -424,8 +423,8 @@ static int check_expect(struct scn *s, int i)
 		if (e->kline[K_E_AFTER]) {
 			e->after = find_traffic(s, e->after_name);
 			if (e->after < 0)
-				return cfail(s, e->kline[K_E_AFTER], "[expect] after: no [traffic %s]",
-					     e->after_name);
+				return cfail(s, e->kline[K_E_AFTER],
+					     "[expect] after: no [traffic %s]", e->after_name);
 			if (s->tr[e->after].op == SCN_MODIFY)
 				return cfail(s, e->kline[K_E_AFTER],
 					     "[expect] after: [traffic %s] posts no WR",

@@ -68,7 +68,8 @@ static int completion(const struct scn *s, const struct scn_expect *e, char *m, 
 		scn_fmt_time(b, sizeof(b), (int64_t)e->time_ps);
 		scn_fmt_time(c, sizeof(c), (int64_t)e->tol_ps);
 		if ((dt > e->time_ps ? dt - e->time_ps : e->time_ps - dt) > e->tol_ps) {
-			snprintf(m + o, len - o, ": WR %u completed %s %s, expected %s ± %s", n + 1, a,
+			snprintf(m + o, len - o, ": WR %u completed %s %s, expected %s ± %s", n + 1,
+				 a,
 				 e->from_first_tx ? "after the last bit of its first packet"
 						  : "after it was posted",
 				 b, c);
@@ -94,8 +95,8 @@ static int completion(const struct scn *s, const struct scn_expect *e, char *m, 
 static bool counter_value(const struct scn *s, const struct scn_expect *e, int64_t *v)
 {
 	if (e->link >= 0) {
-		static const char *const n[] = { "drops", "corruptions", "duplicates", "reorders",
-						 "delays" };
+		static const char *const n[] = {"drops", "corruptions", "duplicates", "reorders",
+						"delays"};
 		uint64_t c[5];
 
 		if (hcasim_link_fault_counts(e->link, e->side, c))
@@ -113,10 +114,11 @@ static bool counter_value(const struct scn *s, const struct scn_expect *e, int64
 #define C(f)                                                                                       \
 	if (!strcmp(e->counter, #f))                                                               \
 		*v = (int64_t)d.f;
-		C(qpc_hits) C(qpc_misses) C(qpc_writebacks) C(tx_pkts) C(rx_pkts) C(rx_crc_errors)
-			C(rx_dropped) C(bad_doorbells)
+		C(qpc_hits)
+		C(qpc_misses) C(qpc_writebacks) C(tx_pkts) C(rx_pkts) C(rx_crc_errors) C(rx_dropped)
+		    C(bad_doorbells)
 #undef C
-				return true;
+			return true;
 	}
 	{
 		const struct scn_qp *q = &s->qp[e->qp];
@@ -128,16 +130,15 @@ static bool counter_value(const struct scn *s, const struct scn_expect *e, int64
 #define C(f)                                                                                       \
 	if (!strcmp(e->counter, #f))                                                               \
 		*v = (int64_t)c.f;
-		C(tx_pkts) C(tx_bytes) C(rx_pkts) C(rx_bytes) C(naks_sent) C(naks_rcvd) C(sq_psn)
-			C(rq_psn)
+		C(tx_pkts)
+		C(tx_bytes) C(rx_pkts) C(rx_bytes) C(naks_sent) C(naks_rcvd) C(sq_psn) C(rq_psn)
 #undef C
 #define C(f)                                                                                       \
 	if (!strcmp(e->counter, #f))                                                               \
 		*v = (int64_t)st->f;
-				C(packets) C(requests) C(retransmissions) C(responses)
-					C(repeated_responses) C(timeouts) C(rewinds)
-						C(rnr_naks_rcvd) C(seq_naks_rcvd) C(err_naks_rcvd)
-							C(completions) C(errors) C(events)
+		    C(packets) C(requests) C(retransmissions) C(responses) C(repeated_responses)
+			C(timeouts) C(rewinds) C(rnr_naks_rcvd) C(seq_naks_rcvd) C(err_naks_rcvd)
+			    C(completions) C(errors) C(events)
 #undef C
 	}
 	return true;
@@ -179,10 +180,11 @@ static int waits(const struct scn *s, const struct scn_expect *e, char *m, size_
 			 e->has_max ? "at most " : "", e->has_max ? c : "");
 	}
 	for (int i = 0; i < n; i++) {
-		uint64_t d = w[i] > (uint64_t)e->eq ? w[i] - (uint64_t)e->eq : (uint64_t)e->eq - w[i];
+		uint64_t d =
+		    w[i] > (uint64_t)e->eq ? w[i] - (uint64_t)e->eq : (uint64_t)e->eq - w[i];
 		bool ok = e->has_eq ? d <= e->tol_ps
 				    : (!e->has_min || w[i] >= (uint64_t)e->min) &&
-					      (!e->has_max || w[i] <= (uint64_t)e->max);
+					  (!e->has_max || w[i] <= (uint64_t)e->max);
 
 		lo = w[i] < lo ? w[i] : lo;
 		hi = w[i] > hi ? w[i] : hi;
@@ -283,13 +285,14 @@ int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int
 			const uint8_t *theirs = p->buf + t->remote_offset + (uint64_t)n * t->size;
 
 			if (memcmp(mine, theirs, t->size)) {
-				snprintf(m + o, len - o, ": WR %u: the %u bytes differ between %s and %s",
-					 n + 1, t->size, q->name, p->name);
+				snprintf(m + o, len - o,
+					 ": WR %u: the %u bytes differ between %s and %s", n + 1,
+					 t->size, q->name, p->name);
 				return 0;
 			}
 		}
-		snprintf(m + o, len - o, ": %u x %u bytes identical in %s and %s", t->count, t->size,
-			 q->name, p->name);
+		snprintf(m + o, len - o, ": %u x %u bytes identical in %s and %s", t->count,
+			 t->size, q->name, p->name);
 		return 1;
 	}
 	case SCN_EX_PACKETS: {
@@ -313,7 +316,9 @@ int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int
 		}
 		o = strlen(m);
 		snprintf(m + o, len - o, "%s:",
-			 e->retx == 1 ? " retransmitted" : e->retx == 0 ? " first sent" : "");
+			 e->retx == 1	? " retransmitted"
+			 : e->retx == 0 ? " first sent"
+					: "");
 		o = strlen(m);
 		if (!in_range(e, count, why, sizeof(why))) {
 			snprintf(m + o, len - o, " %lld sent, %s", (long long)count, why);

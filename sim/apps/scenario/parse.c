@@ -19,13 +19,16 @@ static const struct {
 	const char *name;
 	enum ibv_wc_status st;
 } wc_names[] = {
-#define W(n) { #n, IBV_WC_##n }
-	W(SUCCESS),	     W(LOC_LEN_ERR),	   W(LOC_QP_OP_ERR),	 W(LOC_EEC_OP_ERR),
-	W(LOC_PROT_ERR),     W(WR_FLUSH_ERR),	   W(MW_BIND_ERR),	 W(BAD_RESP_ERR),
-	W(LOC_ACCESS_ERR),   W(REM_INV_REQ_ERR),   W(REM_ACCESS_ERR),	 W(REM_OP_ERR),
-	W(RETRY_EXC_ERR),    W(RNR_RETRY_EXC_ERR), W(LOC_RDD_VIOL_ERR),	 W(REM_INV_RD_REQ_ERR),
-	W(REM_ABORT_ERR),    W(INV_EECN_ERR),	   W(INV_EEC_STATE_ERR), W(FATAL_ERR),
-	W(RESP_TIMEOUT_ERR), W(GENERAL_ERR),
+#define W(n)                                                                                       \
+	{                                                                                          \
+#n, IBV_WC_##n                                                                     \
+	}
+    W(SUCCESS),		 W(LOC_LEN_ERR),       W(LOC_QP_OP_ERR),     W(LOC_EEC_OP_ERR),
+    W(LOC_PROT_ERR),	 W(WR_FLUSH_ERR),      W(MW_BIND_ERR),	     W(BAD_RESP_ERR),
+    W(LOC_ACCESS_ERR),	 W(REM_INV_REQ_ERR),   W(REM_ACCESS_ERR),    W(REM_OP_ERR),
+    W(RETRY_EXC_ERR),	 W(RNR_RETRY_EXC_ERR), W(LOC_RDD_VIOL_ERR),  W(REM_INV_RD_REQ_ERR),
+    W(REM_ABORT_ERR),	 W(INV_EECN_ERR),      W(INV_EEC_STATE_ERR), W(FATAL_ERR),
+    W(RESP_TIMEOUT_ERR), W(GENERAL_ERR),
 #undef W
 };
 
@@ -33,12 +36,29 @@ static const struct {
 	const char *name;
 	enum ibv_event_type ev;
 } ev_names[] = {
-#define E(n) { #n, IBV_EVENT_##n }
-	E(CQ_ERR),	 E(QP_FATAL),	    E(QP_REQ_ERR),	    E(QP_ACCESS_ERR),
-	E(COMM_EST),	 E(SQ_DRAINED),	    E(PATH_MIG),	    E(PATH_MIG_ERR),
-	E(DEVICE_FATAL), E(PORT_ACTIVE),    E(PORT_ERR),	    E(LID_CHANGE),
-	E(PKEY_CHANGE),	 E(SM_CHANGE),	    E(SRQ_ERR),		    E(SRQ_LIMIT_REACHED),
-	E(QP_LAST_WQE_REACHED),		    E(CLIENT_REREGISTER),   E(GID_CHANGE),
+#define E(n)                                                                                       \
+	{                                                                                          \
+#n, IBV_EVENT_##n                                                                  \
+	}
+    E(CQ_ERR),
+    E(QP_FATAL),
+    E(QP_REQ_ERR),
+    E(QP_ACCESS_ERR),
+    E(COMM_EST),
+    E(SQ_DRAINED),
+    E(PATH_MIG),
+    E(PATH_MIG_ERR),
+    E(DEVICE_FATAL),
+    E(PORT_ACTIVE),
+    E(PORT_ERR),
+    E(LID_CHANGE),
+    E(PKEY_CHANGE),
+    E(SM_CHANGE),
+    E(SRQ_ERR),
+    E(SRQ_LIMIT_REACHED),
+    E(QP_LAST_WQE_REACHED),
+    E(CLIENT_REREGISTER),
+    E(GID_CHANGE),
 #undef E
 };
 
@@ -46,22 +66,39 @@ static const struct {
 	const char *name;
 	enum ibv_qp_state st;
 } state_names[] = {
-	{ "RESET", IBV_QPS_RESET }, { "INIT", IBV_QPS_INIT }, { "RTR", IBV_QPS_RTR },
-	{ "RTS", IBV_QPS_RTS },	    { "SQD", IBV_QPS_SQD },   { "SQE", IBV_QPS_SQE },
-	{ "ERR", IBV_QPS_ERR },
+    {"RESET", IBV_QPS_RESET}, {"INIT", IBV_QPS_INIT}, {"RTR", IBV_QPS_RTR}, {"RTS", IBV_QPS_RTS},
+    {"SQD", IBV_QPS_SQD},     {"SQE", IBV_QPS_SQE},   {"ERR", IBV_QPS_ERR},
 };
 
-static const char *const op_names[] = { "send", "write", "read", "cmp_swap", "fetch_add", "recv",
-					"modify" };
+static const char *const op_names[] = {"send",	    "write", "read",  "cmp_swap",
+				       "fetch_add", "recv",  "modify"};
 
 /* BTH opcodes of RC (UC adds 0x20; IBA 9.2). */
 static const char *const rc_opcodes[] = {
-	"SEND_FIRST",	       "SEND_MIDDLE",	       "SEND_LAST",	     "SEND_LAST_IMM",
-	"SEND_ONLY",	       "SEND_ONLY_IMM",	       "WRITE_FIRST",	     "WRITE_MIDDLE",
-	"WRITE_LAST",	       "WRITE_LAST_IMM",       "WRITE_ONLY",	     "WRITE_ONLY_IMM",
-	"READ_REQUEST",	       "READ_RESPONSE_FIRST",  "READ_RESPONSE_MIDDLE", "READ_RESPONSE_LAST",
-	"READ_RESPONSE_ONLY",  "ACKNOWLEDGE",	       "ATOMIC_ACKNOWLEDGE", "COMPARE_SWAP",
-	"FETCH_ADD",	       NULL,		       "SEND_LAST_INV",	     "SEND_ONLY_INV",
+    "SEND_FIRST",
+    "SEND_MIDDLE",
+    "SEND_LAST",
+    "SEND_LAST_IMM",
+    "SEND_ONLY",
+    "SEND_ONLY_IMM",
+    "WRITE_FIRST",
+    "WRITE_MIDDLE",
+    "WRITE_LAST",
+    "WRITE_LAST_IMM",
+    "WRITE_ONLY",
+    "WRITE_ONLY_IMM",
+    "READ_REQUEST",
+    "READ_RESPONSE_FIRST",
+    "READ_RESPONSE_MIDDLE",
+    "READ_RESPONSE_LAST",
+    "READ_RESPONSE_ONLY",
+    "ACKNOWLEDGE",
+    "ATOMIC_ACKNOWLEDGE",
+    "COMPARE_SWAP",
+    "FETCH_ADD",
+    NULL,
+    "SEND_LAST_INV",
+    "SEND_ONLY_INV",
 };
 
 const char *scn_status_name(enum ibv_wc_status st)
@@ -120,67 +157,47 @@ int scn_link_of(int host, int port, int ports)
 
 enum sec { SEC_SCENARIO, SEC_SIM, SEC_QP, SEC_TRAFFIC, SEC_FAULT, SEC_EXPECT };
 
-static const char *const scenario_keys[] = { "name", "duration", "settle", NULL };
+static const char *const scenario_keys[] = {SCN_SCENARIO_KEYS(SCN_KEY_NAME) NULL};
+const char *const scn_qp_keys[] = {SCN_QP_KEYS(SCN_KEY_NAME) NULL};
+const char *const scn_traffic_keys[] = {SCN_TRAFFIC_KEYS(SCN_KEY_NAME) NULL};
+const char *const scn_fault_keys[] = {SCN_FAULT_KEYS(SCN_KEY_NAME) NULL};
+const char *const scn_expect_keys[] = {SCN_EXPECT_SUBJECTS(SCN_KEY_NAME)
+					   SCN_EXPECT_KEYS(SCN_KEY_NAME) NULL};
+const char *const scn_expect_subjects[] = {SCN_EXPECT_SUBJECTS(SCN_KEY_NAME) NULL};
 
-static const char *const qp_keys[] = { "host",	      "type",	       "peer",
-				       "port",	      "path_mtu",      "timeout",
-				       "retry_cnt",   "rnr_retry",     "min_rnr_timer",
-				       "max_rd_atomic", "max_dest_rd_atomic", "sq_psn",
-				       "qkey",	      "access",	       "max_send_wr",
-				       "max_recv_wr", "buffer",	       "init_u64",
-				       "state",	      NULL };
 /* Keys kept for path migration (alternate path, two-port HCAs), which this build does not
  * model yet: refused with a message saying so, never ignored. */
-static const char *const qp_reserved[] = { "alt_port", "alt_timeout", "alt_path", "alt_dlid",
-					   "path_mig_state", NULL };
+static const char *const qp_reserved[] = {"alt_port", "alt_timeout",	"alt_path",
+					  "alt_dlid", "path_mig_state", NULL};
+static const char *const fault_reserved[] = {"link_down", "down", "port_down", NULL};
 
-static const char *const traffic_keys[] = { "qp",     "op",	   "at",      "count",
-					    "size",   "offset",	   "remote_offset", "signaled",
-					    "compare", "swap",	   "add",     "state",
-					    "en_sqd_async_notify", NULL };
-
-static const char *const fault_keys[] = { "at",	       "until",	      "link",	     "side",
-					  "from",      "drop_ppm",    "corrupt_ppm", "dup_ppm",
-					  "reorder_ppm", "delay_ppm", "drop_every",  "delay",
-					  "fault",     "qpn",	      "psn",	     "opcode",
-					  "count",     "nth",	      NULL };
-static const char *const fault_reserved[] = { "link_down", "down", "port_down", NULL };
-
-static const char *const expect_keys[] = {
-	"completion", "state",	     "counter",	 "event",     "memory",	   "data",
-	"packets",    "rnr_wait",    "timeout_wait", "status", "byte_len", "since_post",
-	"since_first_tx", "tolerance", "is",	 "equals",    "min",	   "max",
-	"qp",	      "after",	     "offset",	 "u64",	      "psn",	   "opcode",
-	"retransmission", "count",   NULL
-};
 #define B(k) SCN_B(k)
 /* Which keys each kind of expectation takes besides its subject. */
 static const unsigned expect_allowed[] = {
-	[SCN_EX_COMPLETION] = B(K_E_STATUS) | B(K_E_BYTE_LEN) | B(K_E_SINCE_POST) |
-			      B(K_E_SINCE_FIRST_TX) | B(K_E_TOLERANCE),
-	[SCN_EX_STATE] = B(K_E_IS),
-	[SCN_EX_COUNTER] = B(K_E_EQUALS) | B(K_E_MIN) | B(K_E_MAX),
-	[SCN_EX_EVENT] = B(K_E_QP) | B(K_E_COUNT) | B(K_E_AFTER),
-	[SCN_EX_MEMORY] = B(K_E_OFFSET) | B(K_E_U64),
-	[SCN_EX_DATA] = 0,
-	[SCN_EX_PACKETS] = B(K_E_PSN) | B(K_E_OPCODE) | B(K_E_RETX) | B(K_E_EQUALS) | B(K_E_MIN) |
-			   B(K_E_MAX),
-	[SCN_EX_RNR_WAIT] = B(K_E_EQUALS) | B(K_E_TOLERANCE) | B(K_E_MIN) | B(K_E_MAX) |
-			    B(K_E_COUNT),
-	[SCN_EX_TIMEOUT_WAIT] = B(K_E_EQUALS) | B(K_E_TOLERANCE) | B(K_E_MIN) | B(K_E_MAX) |
-				B(K_E_COUNT),
+    [SCN_EX_COMPLETION] = B(K_E_STATUS) | B(K_E_BYTE_LEN) | B(K_E_SINCE_POST) |
+			  B(K_E_SINCE_FIRST_TX) | B(K_E_TOLERANCE),
+    [SCN_EX_STATE] = B(K_E_IS),
+    [SCN_EX_COUNTER] = B(K_E_EQUALS) | B(K_E_MIN) | B(K_E_MAX),
+    [SCN_EX_EVENT] = B(K_E_QP) | B(K_E_COUNT) | B(K_E_AFTER),
+    [SCN_EX_MEMORY] = B(K_E_OFFSET) | B(K_E_U64),
+    [SCN_EX_DATA] = 0,
+    [SCN_EX_PACKETS] =
+	B(K_E_PSN) | B(K_E_OPCODE) | B(K_E_RETX) | B(K_E_EQUALS) | B(K_E_MIN) | B(K_E_MAX),
+    [SCN_EX_RNR_WAIT] = B(K_E_EQUALS) | B(K_E_TOLERANCE) | B(K_E_MIN) | B(K_E_MAX) | B(K_E_COUNT),
+    [SCN_EX_TIMEOUT_WAIT] =
+	B(K_E_EQUALS) | B(K_E_TOLERANCE) | B(K_E_MIN) | B(K_E_MAX) | B(K_E_COUNT),
 };
 /* ... and which they cannot do without. */
 static const unsigned expect_required[] = {
-	[SCN_EX_COMPLETION] = B(K_E_STATUS),
-	[SCN_EX_STATE] = B(K_E_IS),
-	[SCN_EX_COUNTER] = 0, /* one of equals, min, max: checked apart */
-	[SCN_EX_EVENT] = B(K_E_QP),
-	[SCN_EX_MEMORY] = B(K_E_OFFSET) | B(K_E_U64),
-	[SCN_EX_DATA] = 0,
-	[SCN_EX_PACKETS] = 0,
-	[SCN_EX_RNR_WAIT] = 0, /* equals and tolerance, or min and/or max: checked apart */
-	[SCN_EX_TIMEOUT_WAIT] = 0,
+    [SCN_EX_COMPLETION] = B(K_E_STATUS),
+    [SCN_EX_STATE] = B(K_E_IS),
+    [SCN_EX_COUNTER] = 0, /* one of equals, min, max: checked apart */
+    [SCN_EX_EVENT] = B(K_E_QP),
+    [SCN_EX_MEMORY] = B(K_E_OFFSET) | B(K_E_U64),
+    [SCN_EX_DATA] = 0,
+    [SCN_EX_PACKETS] = 0,
+    [SCN_EX_RNR_WAIT] = 0, /* equals and tolerance, or min and/or max: checked apart */
+    [SCN_EX_TIMEOUT_WAIT] = 0,
 };
 
 /* ---- parser state ---- */
@@ -190,15 +207,15 @@ static const unsigned expect_required[] = {
 struct pctx {
 	struct scn *s;
 	FILE *f;
-	int line;             /* line last read */
-	int header_line;      /* line of the last [section] header read */
+	int line;	 /* line last read */
+	int header_line; /* line of the last [section] header read */
 	struct {
 		int line;
 		char text[96];
-		bool used;    /* a key was seen in it */
+		bool used; /* a key was seen in it */
 	} hdr[MAX_HEADERS];
 	int nhdr;
-	bool toolong;         /* a line did not fit */
+	bool toolong; /* a line did not fit */
 	bool failed;
 	bool seen_scenario, seen_sim;
 	int scenario_kline[8];
@@ -210,7 +227,7 @@ struct pctx {
 };
 
 static int fail(struct pctx *c, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int fail(struct pctx *c, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -325,8 +342,11 @@ static bool parse_time(const char *v, uint64_t *out)
 	static const struct {
 		const char *unit;
 		uint64_t ps;
-	} units[] = { { "ps", 1 }, { "ns", 1000 }, { "us", 1000000 }, { "ms", 1000000000ull },
-		      { "s", 1000000000000ull } };
+	} units[] = {{"ps", 1},
+		     {"ns", 1000},
+		     {"us", 1000000},
+		     {"ms", 1000000000ull},
+		     {"s", 1000000000000ull}};
 	uint64_t ip = 0, frac = 0, fden = 1;
 	const char *p = v;
 	int digits = 0;
@@ -536,11 +556,21 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 		if (!parse_i64(v, 256, 4096, &x))
 			return 0;
 		switch (x) {
-		case 256: q->path_mtu = IBV_MTU_256; return 1;
-		case 512: q->path_mtu = IBV_MTU_512; return 1;
-		case 1024: q->path_mtu = IBV_MTU_1024; return 1;
-		case 2048: q->path_mtu = IBV_MTU_2048; return 1;
-		case 4096: q->path_mtu = IBV_MTU_4096; return 1;
+		case 256:
+			q->path_mtu = IBV_MTU_256;
+			return 1;
+		case 512:
+			q->path_mtu = IBV_MTU_512;
+			return 1;
+		case 1024:
+			q->path_mtu = IBV_MTU_1024;
+			return 1;
+		case 2048:
+			q->path_mtu = IBV_MTU_2048;
+			return 1;
+		case 4096:
+			q->path_mtu = IBV_MTU_4096;
+			return 1;
 		}
 		return 0;
 	case K_Q_TIMEOUT:
@@ -636,7 +666,8 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 	}
 	case K_Q_STATE:
 		if (!parse_state(v, &q->state) ||
-		    (q->state != IBV_QPS_INIT && q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS))
+		    (q->state != IBV_QPS_INIT && q->state != IBV_QPS_RTR &&
+		     q->state != IBV_QPS_RTS))
 			return 0;
 		return 1;
 	}
@@ -645,25 +676,25 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 }
 
 static const char *const qp_key_help[] = {
-	[K_Q_HOST] = "a host number 0..63",
-	[K_Q_TYPE] = "RC, UC or UD",
-	[K_Q_PEER] = "the name of a [qp] section",
-	[K_Q_PORT] = "1 or 2",
-	[K_Q_MTU] = "256, 512, 1024, 2048 or 4096",
-	[K_Q_TIMEOUT] = "0..31",
-	[K_Q_RETRY] = "0..7",
-	[K_Q_RNR_RETRY] = "0..7 (7 = for ever)",
-	[K_Q_MIN_RNR] = "0..31",
-	[K_Q_MAX_RD] = "0..255",
-	[K_Q_MAX_DEST_RD] = "0..255",
-	[K_Q_SQ_PSN] = "0..0xffffff",
-	[K_Q_QKEY] = "0..0xffffffff",
-	[K_Q_ACCESS] = "a list of remote_write, remote_read, remote_atomic, or none",
-	[K_Q_MAX_SEND] = "1..4096",
-	[K_Q_MAX_RECV] = "1..4096",
-	[K_Q_BUFFER] = "bytes (suffix KiB or MiB allowed), 64 B..64 MiB",
-	[K_Q_INIT] = "a list of OFFSET:VALUE with 8-byte aligned offsets (at most 8)",
-	[K_Q_STATE] = "INIT, RTR or RTS",
+    [K_Q_HOST] = "a host number 0..63",
+    [K_Q_TYPE] = "RC, UC or UD",
+    [K_Q_PEER] = "the name of a [qp] section",
+    [K_Q_PORT] = "1 or 2",
+    [K_Q_MTU] = "256, 512, 1024, 2048 or 4096",
+    [K_Q_TIMEOUT] = "0..31",
+    [K_Q_RETRY] = "0..7",
+    [K_Q_RNR_RETRY] = "0..7 (7 = for ever)",
+    [K_Q_MIN_RNR] = "0..31",
+    [K_Q_MAX_RD] = "0..255",
+    [K_Q_MAX_DEST_RD] = "0..255",
+    [K_Q_SQ_PSN] = "0..0xffffff",
+    [K_Q_QKEY] = "0..0xffffffff",
+    [K_Q_ACCESS] = "a list of remote_write, remote_read, remote_atomic, or none",
+    [K_Q_MAX_SEND] = "1..4096",
+    [K_Q_MAX_RECV] = "1..4096",
+    [K_Q_BUFFER] = "bytes (suffix KiB or MiB allowed), 64 B..64 MiB",
+    [K_Q_INIT] = "a list of OFFSET:VALUE with 8-byte aligned offsets (at most 8)",
+    [K_Q_STATE] = "INIT, RTR or RTS",
 };
 
 static int traffic_key(struct scn_traffic *t, int k, const char *v)
@@ -723,19 +754,19 @@ static int traffic_key(struct scn_traffic *t, int k, const char *v)
 }
 
 static const char *const traffic_key_help[] = {
-	[K_T_QP] = "the name of a [qp] section",
-	[K_T_OP] = "send, write, read, cmp_swap, fetch_add, recv or modify",
-	[K_T_AT] = "a time with a unit: ps, ns, us, ms or s (e.g. 10us, 1.5ms)",
-	[K_T_COUNT] = "1..256",
-	[K_T_SIZE] = "bytes (suffix KiB or MiB allowed), up to 1 GiB",
-	[K_T_OFFSET] = "bytes",
-	[K_T_ROFFSET] = "bytes",
-	[K_T_SIGNALED] = "yes or no",
-	[K_T_COMPARE] = "a 64-bit number",
-	[K_T_SWAP] = "a 64-bit number",
-	[K_T_ADD] = "a 64-bit number",
-	[K_T_STATE] = "RESET, INIT, RTR, RTS, SQD, SQE or ERR",
-	[K_T_SQD_NOTIFY] = "yes or no",
+    [K_T_QP] = "the name of a [qp] section",
+    [K_T_OP] = "send, write, read, cmp_swap, fetch_add, recv or modify",
+    [K_T_AT] = "a time with a unit: ps, ns, us, ms or s (e.g. 10us, 1.5ms)",
+    [K_T_COUNT] = "1..256",
+    [K_T_SIZE] = "bytes (suffix KiB or MiB allowed), up to 1 GiB",
+    [K_T_OFFSET] = "bytes",
+    [K_T_ROFFSET] = "bytes",
+    [K_T_SIGNALED] = "yes or no",
+    [K_T_COMPARE] = "a 64-bit number",
+    [K_T_SWAP] = "a 64-bit number",
+    [K_T_ADD] = "a 64-bit number",
+    [K_T_STATE] = "RESET, INIT, RTR, RTS, SQD, SQE or ERR",
+    [K_T_SQD_NOTIFY] = "yes or no",
 };
 
 static int fault_key(struct scn_fault *f, int k, const char *v)
@@ -770,8 +801,8 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 	case K_F_DUP_PPM:
 	case K_F_REORDER_PPM:
 	case K_F_DELAY_PPM: {
-		uint32_t *p[] = { &f->random.drop_ppm, &f->random.corrupt_ppm, &f->random.dup_ppm,
-				  &f->random.reorder_ppm, &f->random.delay_ppm };
+		uint32_t *p[] = {&f->random.drop_ppm, &f->random.corrupt_ppm, &f->random.dup_ppm,
+				 &f->random.reorder_ppm, &f->random.delay_ppm};
 
 		if (!parse_i64(v, 0, 1000000, &x))
 			return 0;
@@ -832,24 +863,24 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 }
 
 static const char *const fault_key_help[] = {
-	[K_F_AT] = "a time with a unit",
-	[K_F_UNTIL] = "a time with a unit",
-	[K_F_LINK] = "a link number 0..63",
-	[K_F_SIDE] = "0, 1 or both",
-	[K_F_FROM] = "the name of a [qp] section",
-	[K_F_DROP_PPM] = "0..1000000",
-	[K_F_CORRUPT_PPM] = "0..1000000",
-	[K_F_DUP_PPM] = "0..1000000",
-	[K_F_REORDER_PPM] = "0..1000000",
-	[K_F_DELAY_PPM] = "0..1000000",
-	[K_F_DROP_EVERY] = "0..2^32-1",
-	[K_F_DELAY] = "a time with a unit",
-	[K_F_FAULT] = "drop, corrupt, dup or delay",
-	[K_F_QPN] = "a QPN 0..0xffffff or the name of a [qp] section",
-	[K_F_PSN] = "0..0xffffff",
-	[K_F_OPCODE] = "0..255 or an opcode name (SEND_ONLY, ACKNOWLEDGE, READ_RESPONSE_MIDDLE, ...)",
-	[K_F_COUNT] = "0 (all) ..2^32-1",
-	[K_F_NTH] = "0..2^24",
+    [K_F_AT] = "a time with a unit",
+    [K_F_UNTIL] = "a time with a unit",
+    [K_F_LINK] = "a link number 0..63",
+    [K_F_SIDE] = "0, 1 or both",
+    [K_F_FROM] = "the name of a [qp] section",
+    [K_F_DROP_PPM] = "0..1000000",
+    [K_F_CORRUPT_PPM] = "0..1000000",
+    [K_F_DUP_PPM] = "0..1000000",
+    [K_F_REORDER_PPM] = "0..1000000",
+    [K_F_DELAY_PPM] = "0..1000000",
+    [K_F_DROP_EVERY] = "0..2^32-1",
+    [K_F_DELAY] = "a time with a unit",
+    [K_F_FAULT] = "drop, corrupt, dup or delay",
+    [K_F_QPN] = "a QPN 0..0xffffff or the name of a [qp] section",
+    [K_F_PSN] = "0..0xffffff",
+    [K_F_OPCODE] = "0..255 or an opcode name (SEND_ONLY, ACKNOWLEDGE, READ_RESPONSE_MIDDLE, ...)",
+    [K_F_COUNT] = "0 (all) ..2^32-1",
+    [K_F_NTH] = "0..2^24",
 };
 
 static int expect_key(struct scn_expect *e, int k, const char *v)
@@ -859,9 +890,9 @@ static int expect_key(struct scn_expect *e, int k, const char *v)
 
 	if (k < K_E_NSUBJECTS) {
 		static const enum scn_exp_kind kinds[] = {
-			SCN_EX_COMPLETION, SCN_EX_STATE,   SCN_EX_COUNTER,
-			SCN_EX_EVENT,	   SCN_EX_MEMORY,  SCN_EX_DATA,
-			SCN_EX_PACKETS,	   SCN_EX_RNR_WAIT, SCN_EX_TIMEOUT_WAIT,
+		    SCN_EX_COMPLETION, SCN_EX_STATE,	SCN_EX_COUNTER,
+		    SCN_EX_EVENT,      SCN_EX_MEMORY,	SCN_EX_DATA,
+		    SCN_EX_PACKETS,    SCN_EX_RNR_WAIT, SCN_EX_TIMEOUT_WAIT,
 		};
 
 		if (strlen(v) >= sizeof(e->subject) || !*v)
@@ -934,32 +965,32 @@ static int expect_key(struct scn_expect *e, int k, const char *v)
 }
 
 static const char *const expect_key_help[] = {
-	[K_E_COMPLETION] = "TRAFFIC, TRAFFIC#N (1-based) or TRAFFIC#*",
-	[K_E_STATE] = "the name of a [qp] section",
-	[K_E_COUNTER] = "QP.NAME, linkN.sideS.NAME or hostN.NAME",
-	[K_E_EVENT] = "an ibv_event_type name without IBV_EVENT_ (SQ_DRAINED, COMM_EST, ...)",
-	[K_E_MEMORY] = "the name of a [qp] section",
-	[K_E_DATA] = "the name of a write or read [traffic] section",
-	[K_E_PACKETS] = "the name of a [qp] section",
-	[K_E_RNR_WAIT] = "the name of a [qp] section",
-	[K_E_TIMEOUT_WAIT] = "the name of a [qp] section",
-	[K_E_STATUS] = "an ibv_wc_status name without IBV_WC_ (SUCCESS, RETRY_EXC_ERR, ...)",
-	[K_E_BYTE_LEN] = "0..2^31",
-	[K_E_SINCE_POST] = "a time with a unit",
-	[K_E_SINCE_FIRST_TX] = "a time with a unit",
-	[K_E_TOLERANCE] = "a time with a unit",
-	[K_E_IS] = "RESET, INIT, RTR, RTS, SQD, SQE or ERR",
-	[K_E_EQUALS] = "a number (a time with a unit for rnr_wait and timeout_wait)",
-	[K_E_MIN] = "a number",
-	[K_E_MAX] = "a number",
-	[K_E_QP] = "the name of a [qp] section",
-	[K_E_AFTER] = "the name of a [traffic] section",
-	[K_E_OFFSET] = "an 8-byte aligned offset",
-	[K_E_U64] = "a 64-bit number",
-	[K_E_PSN] = "0..0xffffff",
-	[K_E_OPCODE] = "0..255 or an opcode name",
-	[K_E_RETX] = "yes or no",
-	[K_E_COUNT] = "0..2^30",
+    [K_E_COMPLETION] = "TRAFFIC, TRAFFIC#N (1-based) or TRAFFIC#*",
+    [K_E_STATE] = "the name of a [qp] section",
+    [K_E_COUNTER] = "QP.NAME, linkN.sideS.NAME or hostN.NAME",
+    [K_E_EVENT] = "an ibv_event_type name without IBV_EVENT_ (SQ_DRAINED, COMM_EST, ...)",
+    [K_E_MEMORY] = "the name of a [qp] section",
+    [K_E_DATA] = "the name of a write or read [traffic] section",
+    [K_E_PACKETS] = "the name of a [qp] section",
+    [K_E_RNR_WAIT] = "the name of a [qp] section",
+    [K_E_TIMEOUT_WAIT] = "the name of a [qp] section",
+    [K_E_STATUS] = "an ibv_wc_status name without IBV_WC_ (SUCCESS, RETRY_EXC_ERR, ...)",
+    [K_E_BYTE_LEN] = "0..2^31",
+    [K_E_SINCE_POST] = "a time with a unit",
+    [K_E_SINCE_FIRST_TX] = "a time with a unit",
+    [K_E_TOLERANCE] = "a time with a unit",
+    [K_E_IS] = "RESET, INIT, RTR, RTS, SQD, SQE or ERR",
+    [K_E_EQUALS] = "a number (a time with a unit for rnr_wait and timeout_wait)",
+    [K_E_MIN] = "a number",
+    [K_E_MAX] = "a number",
+    [K_E_QP] = "the name of a [qp] section",
+    [K_E_AFTER] = "the name of a [traffic] section",
+    [K_E_OFFSET] = "an 8-byte aligned offset",
+    [K_E_U64] = "a 64-bit number",
+    [K_E_PSN] = "0..0xffffff",
+    [K_E_OPCODE] = "0..255 or an opcode name",
+    [K_E_RETX] = "yes or no",
+    [K_E_COUNT] = "0..2^30",
 };
 
 static void qp_defaults(struct scn_qp *q)
@@ -1017,10 +1048,11 @@ static int keyed(struct pctx *c, const char *const *keys, const char *const *hel
 
 	if (k < 0) {
 		if (reserved && in_list(reserved, name))
-			return fail(c, c->line,
-				    "[%s] %s: reserved for path migration (alternate paths, link down "
-				    "windows), which this build does not model yet",
-				    c->cur_section, name);
+			return fail(
+			    c, c->line,
+			    "[%s] %s: reserved for path migration (alternate paths, link down "
+			    "windows), which this build does not model yet",
+			    c->cur_section, name);
 		return fail(c, c->line, "[%s] %s: unknown key", c->cur_section, name);
 	}
 	if (kline[k])
@@ -1096,8 +1128,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		if ((sec == SEC_SCENARIO || sec == SEC_SIM) && *oname)
 			return fail(c, c->header_line, "[%s]: this section takes no name", section);
 		if ((sec == SEC_QP || sec == SEC_TRAFFIC || sec == SEC_FAULT) && !*oname)
-			return fail(c, c->header_line, "[%s]: needs a name, as in [%s NAME]", section,
-				    kind);
+			return fail(c, c->header_line, "[%s]: needs a name, as in [%s NAME]",
+				    section, kind);
 		if (*oname && !valid_name(oname))
 			return fail(c, c->header_line,
 				    "[%s]: bad name '%s' (letters, digits, _ and -, up to %d)",
@@ -1138,15 +1170,16 @@ static int handler(void *user, const char *section, const char *name, const char
 		int k = key_index(scenario_keys, name);
 
 		if (k < 0)
-			return fail(c, c->line, "[scenario] %s: unknown key (name, duration, settle)",
-				    name);
+			return fail(c, c->line,
+				    "[scenario] %s: unknown key (name, duration, settle)", name);
 		if (c->scenario_kline[k])
 			return fail(c, c->line, "[scenario] %s: given twice (first on line %d)",
 				    name, c->scenario_kline[k]);
 		c->scenario_kline[k] = c->line;
 		if (k == K_S_NAME) {
 			snprintf(s->title, sizeof(s->title), "%s", value);
-		} else if (!parse_time(value, k == K_S_DURATION ? &s->duration_ps : &s->settle_ps) ||
+		} else if (!parse_time(value,
+				       k == K_S_DURATION ? &s->duration_ps : &s->settle_ps) ||
 			   (k == K_S_DURATION && !s->duration_ps)) {
 			return fail(c, c->line,
 				    "[scenario] %s: bad value '%s' (expected a time with a unit: "
@@ -1170,24 +1203,24 @@ static int handler(void *user, const char *section, const char *name, const char
 	case SEC_QP: {
 		struct scn_qp *q = &s->qp[c->cur_index];
 
-		return keyed(c, qp_keys, qp_key_help, qp_reserved, q->kline, name, value, set_qp,
-			     q);
+		return keyed(c, scn_qp_keys, qp_key_help, qp_reserved, q->kline, name, value,
+			     set_qp, q);
 	}
 	case SEC_TRAFFIC: {
 		struct scn_traffic *t = &s->tr[c->cur_index];
 
-		return keyed(c, traffic_keys, traffic_key_help, NULL, t->kline, name, value,
+		return keyed(c, scn_traffic_keys, traffic_key_help, NULL, t->kline, name, value,
 			     set_traffic, t);
 	}
 	case SEC_FAULT: {
 		struct scn_fault *f = &s->fault[c->cur_index];
 
-		return keyed(c, fault_keys, fault_key_help, fault_reserved, f->kline, name, value,
-			     set_fault, f);
+		return keyed(c, scn_fault_keys, fault_key_help, fault_reserved, f->kline, name,
+			     value, set_fault, f);
 	}
 	case SEC_EXPECT: {
 		struct scn_expect *e = &s->ex[c->cur_index];
-		int k = key_index(expect_keys, name);
+		int k = key_index(scn_expect_keys, name);
 
 		if (k >= 0 && k < K_E_NSUBJECTS) {
 			for (int j = 0; j < K_E_NSUBJECTS; j++)
@@ -1195,8 +1228,9 @@ static int handler(void *user, const char *section, const char *name, const char
 					return fail(c, c->line,
 						    "[%s] %s: this section already expects %s "
 						    "(line %d); one subject per [expect]",
-						    c->cur_section, name, expect_keys[j], e->kline[j]);
-			for (int j = K_E_NSUBJECTS; expect_keys[j]; j++)
+						    c->cur_section, name, scn_expect_keys[j],
+						    e->kline[j]);
+			for (int j = K_E_NSUBJECTS; scn_expect_keys[j]; j++)
 				if (e->kline[j])
 					return fail(c, c->line,
 						    "[%s] %s: the subject key must come first",
@@ -1207,25 +1241,22 @@ static int handler(void *user, const char *section, const char *name, const char
 			for (int j = 0; j < K_E_NSUBJECTS; j++)
 				subject |= e->kline[j] != 0;
 			if (!subject)
-				return fail(c, c->line,
-					    "[%s] %s: the section must start with what it expects "
-					    "(completion, state, counter, event, memory, data, packets, "
-					    "rnr_wait or timeout_wait)",
-					    c->cur_section, name);
+				return fail(
+				    c, c->line,
+				    "[%s] %s: the section must start with what it expects "
+				    "(completion, state, counter, event, memory, data, packets, "
+				    "rnr_wait or timeout_wait)",
+				    c->cur_section, name);
 			if (!(expect_allowed[e->kind] & B(k)))
 				return fail(c, c->line, "[%s] %s: not a key of a %s expectation",
-					    c->cur_section, name, expect_keys[(int)e->kind]);
+					    c->cur_section, name, scn_expect_keys[(int)e->kind]);
 		}
-		return keyed(c, expect_keys, expect_key_help, NULL, e->kline, name, value,
+		return keyed(c, scn_expect_keys, expect_key_help, NULL, e->kline, name, value,
 			     set_expect, e);
 	}
 	}
 	return 0;
 }
-
-const char *const scn_expect_subjects[] = { "completion", "state",    "counter",
-					     "event",	   "memory",   "data",
-					     "packets",	   "rnr_wait", "timeout_wait" };
 
 int scn_parse(struct scn *s, const char *path)
 {
@@ -1237,7 +1268,7 @@ int scn_parse(struct scn *s, const char *path)
 	memset(s, 0, sizeof(*s));
 	s->path = path;
 	s->duration_ps = 10000000000000ull; /* 10 s */
-	s->settle_ps = 1000000000ull;       /* 1 ms */
+	s->settle_ps = 1000000000ull;	    /* 1 ms */
 	c->s = s;
 	c->f = fopen(path, "r");
 	if (!c->f) {
@@ -1264,16 +1295,19 @@ int scn_parse(struct scn *s, const char *path)
 				if (e->kline[k])
 					given |= SCN_B(k);
 			if (!(given & (SCN_B(K_E_NSUBJECTS) - 1))) {
-				fail(c, e->line, "[expect%s%s]: says nothing to expect", *e->name ? " " : "",
-				     e->name);
+				fail(c, e->line, "[expect%s%s]: says nothing to expect",
+				     *e->name ? " " : "", e->name);
 				break;
 			}
 			if ((expect_required[e->kind] & given) != expect_required[e->kind]) {
-				for (int k = K_E_NSUBJECTS; expect_keys[k]; k++)
-					if ((expect_required[e->kind] & SCN_B(k)) && !(given & SCN_B(k))) {
+				for (int k = K_E_NSUBJECTS; scn_expect_keys[k]; k++)
+					if ((expect_required[e->kind] & SCN_B(k)) &&
+					    !(given & SCN_B(k))) {
 						fail(c, e->line,
-						     "[expect%s%s] %s: required for a %s expectation",
-						     *e->name ? " " : "", e->name, expect_keys[k],
+						     "[expect%s%s] %s: required for a %s "
+						     "expectation",
+						     *e->name ? " " : "", e->name,
+						     scn_expect_keys[k],
 						     scn_expect_subjects[e->kind]);
 						break;
 					}

@@ -25,14 +25,14 @@ struct tl_qp {
 	unsigned nreads;
 	struct {
 		int traffic, n;
-	} *sq;              /* send WRs in posting order = WQE index */
+	} * sq; /* send WRs in posting order = WQE index */
 	size_t nsq, capsq;
-	size_t *cqe;        /* timeline entries of its CQEs, in order */
+	size_t *cqe; /* timeline entries of its CQEs, in order */
 	size_t ncqe, capcqe, cqe_taken;
 	struct scn_qp_stats st;
-	bool arm_open;      /* a request left since the last timeout or response */
+	bool arm_open; /* a request left since the last timeout or response */
 	uint64_t arm_end_ps;
-	bool rnr_pending;   /* an RNR NAK waits for the next request */
+	bool rnr_pending; /* an RNR NAK waits for the next request */
 	uint64_t rnr_ps;
 	uint64_t rnr_waits[MAX_WAITS], to_waits[MAX_WAITS];
 	int nrnr, nto;
@@ -180,7 +180,9 @@ static void on_modify(int dev, uint64_t t, const char *f)
 	snprintf(tr, sizeof(tr), "%s", sp + 1);
 	tr[strcspn(tr, " ")] = 0;
 	snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "%s%s", tr,
-		 strstr(f, "(error)") ? " (error)" : strstr(f, "forced") ? " (forced)" : "");
+		 strstr(f, "(error)")  ? " (error)"
+		 : strstr(f, "forced") ? " (forced)"
+				       : "");
 }
 
 static void on_req_wqe(int dev, uint64_t t, const char *f)
@@ -346,7 +348,8 @@ static void on_comp_ack(int dev, uint64_t t, const char *f)
 		q->st.rnr_naks_rcvd++;
 		q->rnr_pending = true;
 		q->rnr_ps = t;
-		snprintf(e->text, sizeof(e->text), "RNR NAK (timer code %u)", (unsigned)(syn & 0x1f));
+		snprintf(e->text, sizeof(e->text), "RNR NAK (timer code %u)",
+			 (unsigned)(syn & 0x1f));
 	} else if (syn == 0x60) {
 		q->st.seq_naks_rcvd++;
 		snprintf(e->text, sizeof(e->text), "PSN sequence error NAK");
@@ -564,9 +567,8 @@ void scn_fmt_time(char *buf, size_t len, int64_t rel_ps)
 
 static const char *kind_name(enum scn_tl_kind k)
 {
-	static const char *const n[] = { "state", "post", "tx",	     "fault", "nak-rx",
-					 "nak-tx", "timeout", "rewind", "cqe",   "event",
-					 "action" };
+	static const char *const n[] = {"state",   "post",   "tx",  "fault", "nak-rx", "nak-tx",
+					"timeout", "rewind", "cqe", "event", "action"};
 
 	return (unsigned)k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
@@ -578,10 +580,12 @@ void scn_tl_print(const struct scn *s)
 		const struct scn_qp_stats *st = &tl.q[i].st;
 
 		printf("\nqp %s: host %d qpn 0x%x %s", q->name, q->host, q->qpn,
-		       q->type == IBV_QPT_RC ? "RC" : q->type == IBV_QPT_UC ? "UC" : "UD");
+		       q->type == IBV_QPT_RC   ? "RC"
+		       : q->type == IBV_QPT_UC ? "UC"
+					       : "UD");
 		if (q->peer >= 0)
-			printf(" -> %s (host %d qpn 0x%x)", s->qp[q->peer].name, s->qp[q->peer].host,
-			       s->qp[q->peer].qpn);
+			printf(" -> %s (host %d qpn 0x%x)", s->qp[q->peer].name,
+			       s->qp[q->peer].host, s->qp[q->peer].qpn);
 		printf(", sq_psn %u", q->sq_psn);
 		if (q->type != IBV_QPT_UD)
 			printf(", path_mtu %u", mtu_bytes(q->path_mtu));
@@ -607,7 +611,8 @@ void scn_tl_print(const struct scn *s)
 				scn_fmt_time(end, sizeof(end), (int64_t)(e->end_ps - s->t0));
 				printf("psn %-8u %-22s last bit %s%s%s%s\n", e->psn,
 				       scn_opcode_name(e->opcode), end,
-				       e->again ? (e->request ? "  RETRANSMISSION" : "  REPEATED") : "",
+				       e->again ? (e->request ? "  RETRANSMISSION" : "  REPEATED")
+						: "",
 				       *e->text ? "  " : "", e->text);
 				break;
 			case SCN_TL_NAK_RX:
