@@ -436,3 +436,47 @@ Test(scenario, trace_observer_gets_its_categories_only_and_can_be_removed)
 	tb_close(&a);
 	hcasim_shutdown();
 }
+
+/* UD and UC QPs, and a random fault given by link and side with a window: the fault is
+ * installed and removed at its times exactly, drops every third frame inside it (3 of the 9
+ * frames of three 3-packet UC WRITEs), and outside it nothing is lost. A UD receive gets the
+ * 40-byte GRH slot before the data. */
+Test(scenario, ud_uc_and_a_random_fault_window)
+{
+	static const char text[] =
+	    "[qp u0]\nhost = 0\ntype = UD\npeer = u1\n"
+	    "[qp u1]\nhost = 1\ntype = UD\n"
+	    "[qp c0]\nhost = 0\ntype = UC\npeer = c1\n"
+	    "[qp c1]\nhost = 1\ntype = UC\npeer = c0\n"
+	    "[traffic r]\nqp = u1\nop = recv\nsize = 1064\ncount = 2\n"
+	    "[traffic s]\nqp = u0\nop = send\nat = 5us\nsize = 1024\ncount = 2\n"
+	    "[traffic w]\nqp = c0\nop = write\nat = 5us\nsize = 3000\n"
+	    "[fault lossy]\nlink = 0\nside = 0\ndrop_every = 3\n"
+	    "at = 20us\nuntil = 40us\n"
+	    "[traffic w2]\nqp = c0\nop = write\nat = 25us\nsize = 3000\ncount = 3\n"
+	    "[expect]\ncompletion = s\nstatus = SUCCESS\n"
+	    "[expect]\ncompletion = r#*\nstatus = SUCCESS\nbyte_len = 1064\n"
+	    "[expect]\ndata = w\n"
+	    "[expect]\ncompletion = w2\nstatus = SUCCESS\n"
+	    "[expect]\ncounter = link0.side0.drops\nequals = 3\n"
+	    "[expect]\ncounter = host1.rx_pkts\nequals = 11\n"
+	    "[expect]\npackets = c0\nretransmission = yes\nequals = 0\n"
+	    "[expect]\nevent = COMM_EST\nqp = c1\ncount = 0\n";
+	char *path = tmp_ini(text), *out;
+	char *c0;
+	int rc = run_runner(path, false, &out);
+
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+	cr_assert_not_null(strstr(out, "result: PASS (8 of 8 expectations hold)"), "%s", out);
+	c0 = qp_section(out, "c0");
+	cr_assert_not_null(
+	    strstr(out, "20.000000 us  action  fault lossy installed on link 0 side 0"), "%s", out);
+	cr_assert_not_null(
+	    strstr(out, "40.000000 us  action  fault lossy removed on link 0 side 0"), "%s", out);
+	cr_assert_eq(count(c0, "link fault: drop"), 3, "%s", c0);
+	cr_assert_eq(count(c0, "UC_WRITE_"), 12, "%s", c0);
+	free(c0);
+	unlink(path);
+	free(path);
+	free(out);
+}
