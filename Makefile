@@ -35,7 +35,9 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
-APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck
+APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario
+# hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
+SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
 HEADER     := $(BUILD)/include/hcasim.h
 
@@ -73,6 +75,10 @@ $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
 $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
 $(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
+$(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) -L$(LIB) -libverbs -lhcasim \
+		-linih -Wl,-rpath,'$$ORIGIN/../lib'
 
 $(HEADER): sim/hcasim.h
 	@mkdir -p $(@D)

@@ -36,6 +36,16 @@ uint64_t hcasim_events_executed(void); /* kernel events run so far */
 /* Trace categories ("port,qp", "*", "" for none) and output file (NULL = stderr). The
  * environment's HCASIM_TRACE and HCASIM_TRACE_FILE are applied at boot. */
 int hcasim_trace(const char *categories, const char *path);
+/* Observe trace events in the program instead of (or besides) a file: fn is called for every
+ * event of the given categories, at the moment it is traced, with its simulated time, device
+ * (-1 for events outside a device), name ("req.pkt") and key=value text (what follows the
+ * name on a trace line, up to 2047 bytes; "" if none). The categories are independent of
+ * hcasim_trace()'s. One observer at a time: a new call replaces it, fn NULL removes it. The
+ * observer stays across hcasim_shutdown() and boot. fn must not call back into the
+ * simulator. -EINVAL names an unknown category, changing nothing. */
+typedef void (*hcasim_trace_observer)(void *arg, uint64_t t_ps, int dev, const char *event,
+				      const char *fields);
+int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void *arg);
 
 /* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts
  * 2k and 2k+1 port to port; N counts them in that order. HCASIM_PCAP=prefix does the same at

@@ -394,8 +394,24 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	d->fcs = l->kind == SIM_LINK_ETH ? (uint32_t)crc32(0, frame, (uInt)len) : 0;
 	inject(l, side, d, end + l->latency_ps);
 
-	SIM_TRACE(link, tx, -1, "link=%s side=%d bytes=%zu start=%llu end=%llu", l->name, side, len,
-		  (unsigned long long)start, (unsigned long long)end);
+	if (SIM_TRACE_ON(link)) {
+		uint32_t qpn, psn;
+		uint8_t op;
+		bool first;
+
+		/* With the BTH's destination QP, PSN and opcode when the classifier finds one, so
+		 * that an observer can tell which packet went when. */
+		if (l->classify && l->classify(frame, len, &qpn, &psn, &op, &first))
+			SIM_TRACE(link, tx, -1,
+				  "link=%s side=%d bytes=%zu start=%llu end=%llu dqpn=0x%x psn=%u "
+				  "op=0x%02x",
+				  l->name, side, len, (unsigned long long)start,
+				  (unsigned long long)end, qpn, psn, op);
+		else
+			SIM_TRACE(link, tx, -1, "link=%s side=%d bytes=%zu start=%llu end=%llu",
+				  l->name, side, len, (unsigned long long)start,
+				  (unsigned long long)end);
+	}
 	if (l->pcap)
 		tap(l, now, start, frame, len);
 	return end;

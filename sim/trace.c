@@ -1,6 +1,7 @@
 /* Trace output: the declared events, category selection and line formatting. */
 #include "sim/trace.h"
 #include "sim/error.h"
+#include "sim/hcasim.h"
 #include "sim/kernel.h"
 
 #include <errno.h>
@@ -10,13 +11,25 @@
 
 #define SIM_TRACE_MAX_DEVS 64
 
-uint64_t sim_trace_mask;
+uint64_t sim_trace_mask;   /* file_mask | observer_mask: what SIM_TRACE tests */
+static uint64_t file_mask; /* categories written to the trace file */
+static uint64_t observer_mask;          /* categories handed to the observer */
+static hcasim_trace_observer observer; /* NULL: none */
+static void *observer_arg;
 static FILE *trace_out;
 static uint64_t dev_period_ps[SIM_TRACE_MAX_DEVS];
 
 static const char *const cat_names[] = {
 #define TRACE_CAT(c, doc) #c,
 #define TRACE_EV(c, n, doc)
+#include "sim/trace.def"
+#undef TRACE_CAT
+#undef TRACE_EV
+};
+
+static const uint8_t ev_cats[] = {
+#define TRACE_CAT(c, doc)
+#define TRACE_EV(c, n, doc) SIM_TCAT_##c,
 #include "sim/trace.def"
 #undef TRACE_CAT
 #undef TRACE_EV
@@ -40,7 +53,8 @@ const char *sim_trace_ev_name(int ev)
 	return ev >= 0 && ev < SIM_TEV_COUNT ? ev_names[ev] : "?";
 }
 
-int sim_trace_select(const char *cats)
+/* Parse a comma list of categories ("*" or "all" = every one, "" = none) into a mask. */
+static int parse_cats(const char *cats, uint64_t *out)
 {
 	uint64_t mask = 0;
 	char buf[512], *save = NULL, *tok;
@@ -64,7 +78,36 @@ int sim_trace_select(const char *cats)
 			return sim_error(-EINVAL, "trace categories: unknown category '%s'", tok);
 		mask |= 1ull << c;
 	}
-	sim_trace_mask = mask;
+	*out = mask;
+	return 0;
+}
+
+int sim_trace_select(const char *cats)
+{
+	uint64_t mask;
+	int rc = parse_cats(cats, &mask);
+
+	if (rc)
+		return rc;
+	file_mask = mask;
+	sim_trace_mask = file_mask | observer_mask;
+	return 0;
+}
+
+int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void *arg)
+{
+	uint64_t mask = 0;
+
+	if (fn) {
+		int rc = parse_cats(categories, &mask);
+
+		if (rc)
+			return rc;
+	}
+	observer = fn;
+	observer_arg = fn ? arg : NULL;
+	observer_mask = mask;
+	sim_trace_mask = file_mask | observer_mask;
 	return 0;
 }
 
@@ -97,25 +140,39 @@ void sim_trace_set_dev_clock(int dev, uint64_t period_ps)
 		dev_period_ps[dev] = period_ps;
 }
 
+/* Format the key=value text of one event into buf (truncated at len - 1 bytes). */
+static void format_fields(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	buf[0] = 0;
+	if (fmt && *fmt)
+		vsnprintf(buf, len, fmt, ap);
+}
+
 void sim_trace_emit(int ev, int dev, const char *fmt, ...)
 {
 	struct sim_kernel *k = sim_kernel();
 	unsigned long long t = k ? (unsigned long long)sim_now(k) : 0;
-	FILE *f = trace_out ? trace_out : stderr;
+	uint64_t bit = 1ull << ev_cats[ev];
+	char fields[2048];
 	va_list ap;
 
-	if (dev >= 0 && dev < SIM_TRACE_MAX_DEVS && dev_period_ps[dev])
-		fprintf(f, "t=%llu dev=%d cyc=%llu %s", t, dev, t / dev_period_ps[dev],
-			ev_names[ev]);
-	else if (dev >= 0)
-		fprintf(f, "t=%llu dev=%d %s", t, dev, ev_names[ev]);
-	else
-		fprintf(f, "t=%llu %s", t, ev_names[ev]);
-	if (fmt && *fmt) {
-		fputc(' ', f);
-		va_start(ap, fmt);
-		vfprintf(f, fmt, ap);
-		va_end(ap);
+	va_start(ap, fmt);
+	format_fields(fields, sizeof(fields), fmt, ap);
+	va_end(ap);
+	if (file_mask & bit) {
+		FILE *f = trace_out ? trace_out : stderr;
+
+		if (dev >= 0 && dev < SIM_TRACE_MAX_DEVS && dev_period_ps[dev])
+			fprintf(f, "t=%llu dev=%d cyc=%llu %s", t, dev, t / dev_period_ps[dev],
+				ev_names[ev]);
+		else if (dev >= 0)
+			fprintf(f, "t=%llu dev=%d %s", t, dev, ev_names[ev]);
+		else
+			fprintf(f, "t=%llu %s", t, ev_names[ev]);
+		if (fields[0])
+			fprintf(f, " %s", fields);
+		fputc('\n', f);
 	}
-	fputc('\n', f);
+	if ((observer_mask & bit) && observer)
+		observer(observer_arg, t, dev, ev_names[ev], fields);
 }
