@@ -226,6 +226,28 @@ Test(scenario, sqd_drain_raises_sq_drained_after_the_outstanding_write)
 	free(out);
 }
 
+Test(scenario, path_migration_moves_both_sides_to_port_2_when_link_0_fails)
+{
+	char *out = shipped(SCENARIOS "path_migration.ini", 11);
+	char *a = qp_section(out, "a"), *b = qp_section(out, "b");
+	const char *cut = strstr(a, "link 0 down"), *exh = strstr(a, "retries_left=0 exhausted"),
+		   *mig = strstr(a, "migrated to port 2"), *ev = strstr(a, "async event PATH_MIG"),
+		   *resend = strstr(a, "RETRANSMISSION"), *done = strstr(a, "completion w1 SUCCESS");
+
+	cr_assert(cut && exh && mig && ev && resend && done, "%s", a);
+	cr_assert(cut < exh && exh < mig && mig < ev && ev < resend && resend < done,
+		  "out of order:\n%s", a);
+	/* Not a single retransmission before the migration: the dead port sent nothing. */
+	cr_assert_eq(count(a, "RETRANSMISSION"), 9, "the 9 packets sent before the cut, again\n%s",
+		     a);
+	cr_assert_eq(count(a, " timeout retries_left"), 3, "%s", a);
+	cr_assert_not_null(strstr(b, "migrated to port 2"), "%s", b);
+	cr_assert_not_null(strstr(b, "async event PATH_MIG"), "%s", b);
+	free(a);
+	free(b);
+	free(out);
+}
+
 /* Write text to a fresh temporary .ini file; returns its path (malloc'd). */
 static char *tmp_ini(const char *text)
 {
@@ -327,8 +349,8 @@ Test(scenario, a_malformed_file_exits_2_naming_line_and_key_without_running)
 	    {"[expect]\ncounter = a.nope\nequals = 1\n", 11, "counter: 'a.nope' is not"},
 	    {"[expect]\nstatus = SUCCESS\n", 11, "the section must start with what it expects"},
 	    {"[fault f]\nfrom = a\nlink_down = 1ms\n", 12,
-	     "link_down: reserved for path migration"},
-	    {"[qp c]\nhost = 0\nalt_port = 2\n", 12, "alt_port: reserved for path migration"},
+	     "[fault f] link_down: bad value '1ms' (expected yes or no"},
+	    {"[qp c]\nhost = 0\nalt_dlid = 2\n", 12, "alt_dlid: unknown key (an alternate path is"},
 	    {"[sim]\nlink.speed = warp\n", 11, "[sim] link.speed: config key 'link.speed'"},
 	    {"[traffic t]\n", 10, "[traffic t]: a section without keys"},
 	    {"this is not a key\n", 10, "syntax error"},

@@ -72,6 +72,10 @@ static int open_hosts(struct run *r)
 			return bad(s, q->kline[K_Q_PORT] ? q->kline[K_Q_PORT] : q->line,
 				   "[qp %s] port: the HCAs have %d port(s) (hca.ports)", q->name,
 				   s->ports);
+		if (q->alt_port > s->ports)
+			return bad(s, q->kline[K_Q_ALT_PORT],
+				   "[qp %s] alt_port: the HCAs have %d port(s) (hca.ports)", q->name,
+				   s->ports);
 		h = &r->host[q->host];
 		if (h->ctx)
 			continue;
@@ -203,7 +207,26 @@ static int connect_step(struct run *r, int i, enum ibv_qp_state to)
 			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				IBV_QP_MAX_QP_RD_ATOMIC;
 		}
-		return modify(s, q, &a, mask, "RTS");
+		if (modify(s, q, &a, mask, "RTS"))
+			return -1;
+		if (!q->alt_port)
+			return 0;
+		/* The alternate path: the peer's host on port alt_port, then armed. */
+		memset(&a, 0, sizeof(a));
+		a.alt_ah_attr.dlid = ph->port[q->alt_port - 1].lid;
+		a.alt_ah_attr.port_num = (uint8_t)q->alt_port;
+		a.alt_ah_attr.is_global =
+			ph->port[q->alt_port - 1].link_layer == IBV_LINK_LAYER_ETHERNET;
+		if (a.alt_ah_attr.is_global &&
+		    ibv_query_gid(ph->ctx, (uint8_t)q->alt_port, 0, &a.alt_ah_attr.grh.dgid))
+			return bad(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
+				   hcasim_last_error());
+		a.alt_ah_attr.grh.hop_limit = 1;
+		a.alt_port_num = (uint8_t)q->alt_port;
+		a.alt_pkey_index = 0;
+		a.alt_timeout = (uint8_t)q->alt_timeout;
+		a.path_mig_state = q->path_mig;
+		return modify(s, q, &a, IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE, "alternate path");
 	default:
 		return 0;
 	}
@@ -462,15 +485,21 @@ static void fault_action(struct run *r, int fi, bool install)
 			     : scn_link_of(s->qp[k].host, s->qp[k].port, s->ports) == f->link &&
 				   (f->side < 0 || (s->qp[k].host & 1) == f->side))
 			qp = k;
-	if (install)
+	if (f->link_down)
+		rc = hcasim_link_set(f->link, !install);
+	else if (install)
 		rc = f->targeted ? hcasim_link_fault_target(f->link, f->side, &f->target)
 				 : hcasim_link_faults(f->link, f->side, &f->random);
 	else
 		rc = f->targeted ? hcasim_link_fault_target(f->link, f->side, NULL)
 				 : hcasim_link_faults(f->link, f->side, &(struct hcasim_faults){0});
-	scn_tl_note(s, qp, SCN_TL_ACTION, "fault %s %s on link %d side %d%s%s", f->name,
-		    install ? "installed" : "removed", f->link, f->side, rc ? ": " : "",
-		    rc ? hcasim_last_error() : "");
+	if (f->link_down)
+		scn_tl_note(s, qp, SCN_TL_ACTION, "fault %s: link %d %s%s%s", f->name, f->link,
+			    install ? "down" : "up", rc ? ": " : "", rc ? hcasim_last_error() : "");
+	else
+		scn_tl_note(s, qp, SCN_TL_ACTION, "fault %s %s on link %d side %d%s%s", f->name,
+			    install ? "installed" : "removed", f->link, f->side, rc ? ": " : "",
+			    rc ? hcasim_last_error() : "");
 	if (rc) {
 		r->action_failed = true;
 		fprintf(stderr, "%s:%d: [fault %s]: %s\n", s->path, f->line, f->name,

@@ -56,6 +56,19 @@ static int check_qp(struct scn *s, int i)
 				return cfail(s, q->kline[rc_only[k]],
 					     "[qp %s] %s: applies to RC QPs only", q->name,
 					     scn_qp_keys[rc_only[k]]);
+	if (q->type == IBV_QPT_UD && (q->kline[K_Q_ALT_PORT] || q->kline[K_Q_ALT_TIMEOUT] ||
+				      q->kline[K_Q_PATH_MIG]))
+		return cfail(s, q->kline[K_Q_ALT_PORT] ? q->kline[K_Q_ALT_PORT]
+			     : q->kline[K_Q_ALT_TIMEOUT] ? q->kline[K_Q_ALT_TIMEOUT]
+							 : q->kline[K_Q_PATH_MIG],
+			     "[qp %s]: a UD QP has no path to migrate", q->name);
+	if (!q->kline[K_Q_ALT_PORT] && (q->kline[K_Q_ALT_TIMEOUT] || q->kline[K_Q_PATH_MIG]))
+		return cfail(s, q->kline[K_Q_ALT_TIMEOUT] ? q->kline[K_Q_ALT_TIMEOUT]
+							  : q->kline[K_Q_PATH_MIG],
+			     "[qp %s] %s: needs alt_port (the alternate path)", q->name,
+			     q->kline[K_Q_ALT_TIMEOUT] ? "alt_timeout" : "path_mig_state");
+	if (q->alt_timeout < 0)
+		q->alt_timeout = q->timeout;
 	if (q->type != IBV_QPT_UD && q->kline[K_Q_QKEY])
 		return cfail(s, q->kline[K_Q_QKEY], "[qp %s] qkey: applies to UD QPs only",
 			     q->name);
@@ -212,7 +225,7 @@ static int check_fault(struct scn *s, int i)
 		if (find_qp(s, f->from) < 0)
 			return cfail(s, f->kline[K_F_FROM], "[fault %s] from: no [qp %s]", f->name,
 				     f->from);
-	} else if (!f->kline[K_F_LINK] || !f->kline[K_F_SIDE]) {
+	} else if (!f->kline[K_F_LINK] || (!f->kline[K_F_SIDE] && !f->link_down)) {
 		return cfail(s, f->line,
 			     "[fault %s] from: required (the QP whose frames it hits), or link and "
 			     "side",
@@ -220,6 +233,17 @@ static int check_fault(struct scn *s, int i)
 	}
 	if (f->kline[K_F_UNTIL] && f->until_ps <= f->at_ps)
 		return cfail(s, f->kline[K_F_UNTIL], "[fault %s] until: not after at", f->name);
+	if (f->link_down) {
+		/* The whole link, both directions: nothing else may be asked of the section. */
+		for (int k = 0; k <= K_F_LINK_DOWN; k++)
+			if (f->kline[k] && k != K_F_AT && k != K_F_UNTIL && k != K_F_LINK &&
+			    k != K_F_FROM && k != K_F_LINK_DOWN && k != K_F_SIDE)
+				return cfail(s, f->kline[k],
+					     "[fault %s] %s: a link_down window takes only at, "
+					     "until and link (or from)",
+					     f->name, scn_fault_keys[k]);
+		return 0;
+	}
 	for (size_t k = 0; k < sizeof(random_keys) / sizeof(random_keys[0]); k++) {
 		if (!f->kline[random_keys[k]])
 			continue;

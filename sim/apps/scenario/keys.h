@@ -25,7 +25,10 @@
 	X(Q, MAX_RECV, "max_recv_wr")                                                              \
 	X(Q, BUFFER, "buffer")                                                                     \
 	X(Q, INIT, "init_u64")                                                                     \
-	X(Q, STATE, "state")
+	X(Q, STATE, "state")                                                                       \
+	X(Q, ALT_PORT, "alt_port")                                                                 \
+	X(Q, ALT_TIMEOUT, "alt_timeout")                                                           \
+	X(Q, PATH_MIG, "path_mig_state")
 
 #define SCN_TRAFFIC_KEYS(X)                                                                        \
 	X(T, QP, "qp")                                                                             \
@@ -60,7 +63,8 @@
 	X(F, PSN, "psn")                                                                           \
 	X(F, OPCODE, "opcode")                                                                     \
 	X(F, COUNT, "count")                                                                       \
-	X(F, NTH, "nth")
+	X(F, NTH, "nth")                                                                           \
+	X(F, LINK_DOWN, "link_down")
 
 /* SCN_EXPECT_SUBJECTS (scenario.h) lists the keys that say what an [expect] expects... */
 /* ... and the keys that can follow them. */
@@ -92,7 +96,7 @@ enum { SCN_FAULT_KEYS(SCN_KEY_ENUM) };
 enum { SCN_EXPECT_SUBJECTS(SCN_KEY_ENUM) K_E_NSUBJECTS };
 enum { K_E_LAST_SUBJECT = K_E_NSUBJECTS - 1, SCN_EXPECT_KEYS(SCN_KEY_ENUM) K_E_NKEYS };
 
-_Static_assert(K_E_NKEYS <= 32 && K_Q_STATE < 32 && K_T_SQD_NOTIFY < 32 && K_F_NTH < 32,
+_Static_assert(K_E_NKEYS <= 32 && K_Q_PATH_MIG < 32 && K_T_SQD_NOTIFY < 32 && K_F_LINK_DOWN < 32,
 	       "a section's keys fit the kline[32] of its object");
 
 #define SCN_B(k) (1u << (k))

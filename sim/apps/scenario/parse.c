@@ -165,11 +165,9 @@ const char *const scn_expect_keys[] = {SCN_EXPECT_SUBJECTS(SCN_KEY_NAME)
 					   SCN_EXPECT_KEYS(SCN_KEY_NAME) NULL};
 const char *const scn_expect_subjects[] = {SCN_EXPECT_SUBJECTS(SCN_KEY_NAME) NULL};
 
-/* Keys kept for path migration (alternate path, two-port HCAs), which this build does not
- * model yet: refused with a message saying so, never ignored. */
-static const char *const qp_reserved[] = {"alt_port", "alt_timeout",	"alt_path",
-					  "alt_dlid", "path_mig_state", NULL};
-static const char *const fault_reserved[] = {"link_down", "down", "port_down", NULL};
+/* Names a reader might guess for keys that go by another name: refused with a pointer. */
+static const char *const qp_reserved[] = {"alt_path", "alt_dlid", NULL};
+static const char *const fault_reserved[] = {"down", "port_down", NULL};
 
 #define B(k) SCN_B(k)
 /* Which keys each kind of expectation takes besides its subject. */
@@ -670,6 +668,26 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 		     q->state != IBV_QPS_RTS))
 			return 0;
 		return 1;
+	case K_Q_ALT_PORT:
+		if (!parse_i64(v, 1, 2, &x))
+			return 0;
+		q->alt_port = (int)x;
+		return 1;
+	case K_Q_ALT_TIMEOUT:
+		if (!parse_i64(v, 0, 31, &x))
+			return 0;
+		q->alt_timeout = (int)x;
+		return 1;
+	case K_Q_PATH_MIG:
+		if (!strcmp(v, "rearm"))
+			q->path_mig = IBV_MIG_REARM;
+		else if (!strcmp(v, "armed"))
+			q->path_mig = IBV_MIG_ARMED;
+		else if (!strcmp(v, "migrated"))
+			q->path_mig = IBV_MIG_MIGRATED;
+		else
+			return 0;
+		return 1;
 	}
 	(void)c;
 	return 0;
@@ -695,6 +713,9 @@ static const char *const qp_key_help[] = {
     [K_Q_BUFFER] = "bytes (suffix KiB or MiB allowed), 64 B..64 MiB",
     [K_Q_INIT] = "a list of OFFSET:VALUE with 8-byte aligned offsets (at most 8)",
     [K_Q_STATE] = "INIT, RTR or RTS",
+    [K_Q_ALT_PORT] = "1 or 2 (the alternate path: the peer's host on that port)",
+    [K_Q_ALT_TIMEOUT] = "0..31",
+    [K_Q_PATH_MIG] = "rearm, armed or migrated",
 };
 
 static int traffic_key(struct scn_traffic *t, int k, const char *v)
@@ -858,6 +879,14 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 			return 0;
 		f->target.nth = (uint32_t)x;
 		return 1;
+	case K_F_LINK_DOWN: {
+		bool b;
+
+		if (!parse_bool(v, &b))
+			return 0;
+		f->link_down = b;
+		return 1;
+	}
 	}
 	return 0;
 }
@@ -881,6 +910,7 @@ static const char *const fault_key_help[] = {
     [K_F_OPCODE] = "0..255 or an opcode name (SEND_ONLY, ACKNOWLEDGE, READ_RESPONSE_MIDDLE, ...)",
     [K_F_COUNT] = "0 (all) ..2^32-1",
     [K_F_NTH] = "0..2^24",
+    [K_F_LINK_DOWN] = "yes or no (the whole link down from at until until)",
 };
 
 static int expect_key(struct scn_expect *e, int k, const char *v)
@@ -1011,6 +1041,8 @@ static void qp_defaults(struct scn_qp *q)
 	q->max_recv_wr = 16;
 	q->buffer_bytes = 64 * 1024;
 	q->state = IBV_QPS_RTS;
+	q->alt_timeout = -1;
+	q->path_mig = IBV_MIG_REARM;
 }
 
 static void traffic_defaults(struct scn_traffic *t)
@@ -1048,11 +1080,11 @@ static int keyed(struct pctx *c, const char *const *keys, const char *const *hel
 
 	if (k < 0) {
 		if (reserved && in_list(reserved, name))
-			return fail(
-			    c, c->line,
-			    "[%s] %s: reserved for path migration (alternate paths, link down "
-			    "windows), which this build does not model yet",
-			    c->cur_section, name);
+			return fail(c, c->line,
+				    "[%s] %s: unknown key (an alternate path is alt_port, alt_timeout "
+				    "and path_mig_state in [qp]; a link down window is link_down in "
+				    "[fault])",
+				    c->cur_section, name);
 		return fail(c, c->line, "[%s] %s: unknown key", c->cur_section, name);
 	}
 	if (kline[k])

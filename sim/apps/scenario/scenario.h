@@ -43,6 +43,9 @@ struct scn_qp {
 	uint32_t max_send_wr, max_recv_wr;
 	size_t buffer_bytes;	 /* its registered buffer */
 	enum ibv_qp_state state; /* where setup leaves it: INIT, RTR or RTS */
+	int alt_port;		 /* alternate path's port (the peer's host, same port), 0: none */
+	int alt_timeout;	 /* its local ACK timeout (default: timeout) */
+	enum ibv_mig_state path_mig; /* written with the alternate path (REARM by default) */
 	struct {
 		uint64_t offset, value;
 	} init[SCN_MAX_INIT]; /* 64-bit words stored in its buffer before traffic */
@@ -100,6 +103,7 @@ struct scn_fault {
 	int side;		  /* 0, 1 or -1 (both) */
 	char from[SCN_NAME];	  /* QP whose frames it hits, or "" */
 	bool targeted;
+	bool link_down;		  /* the link is down from at until until (no other fault) */
 	struct hcasim_faults random;
 	struct hcasim_fault_target target;
 	char target_qp[SCN_NAME]; /* qpn given as a QP name */

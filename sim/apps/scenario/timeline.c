@@ -30,6 +30,7 @@ struct tl_qp {
 	size_t *cqe; /* timeline entries of its CQEs, in order */
 	size_t ncqe, capcqe, cqe_taken;
 	struct scn_qp_stats st;
+	int port;      /* the port its packets leave by now (0: its [qp] port; moves on migration) */
 	bool arm_open; /* a request left since the last timeout or response */
 	uint64_t arm_end_ps;
 	bool rnr_pending; /* an RNR NAK waits for the next request */
@@ -110,7 +111,8 @@ static int qp_sending_to(int host, int port, uint64_t dqpn)
 	for (int i = 0; i < tl.s->nqp; i++) {
 		const struct scn_qp *q = &tl.s->qp[i];
 
-		if (q->qp && q->host == host && q->port == port && q->peer >= 0 &&
+		if (q->qp && q->host == host && (tl.q[i].port ? tl.q[i].port : q->port) == port &&
+		    q->peer >= 0 &&
 		    tl.s->qp[q->peer].qp && tl.s->qp[q->peer].qpn == dqpn)
 			return i;
 	}
@@ -177,6 +179,15 @@ static void on_modify(int dev, uint64_t t, const char *f)
 
 	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0 || !sp)
 		return;
+	if (strstr(f, " migrated to port ")) {
+		/* Path migration: its packets now leave by the alternate port. */
+		uint64_t port = strtoull(strstr(f, " migrated to port ") + 18, NULL, 10);
+
+		tl.q[qp].port = (int)port;
+		snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text),
+			 "migrated to port %d", (int)port);
+		return;
+	}
 	snprintf(tr, sizeof(tr), "%s", sp + 1);
 	tr[strcspn(tr, " ")] = 0;
 	snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "%s%s", tr,
