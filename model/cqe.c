@@ -5,6 +5,8 @@
  * raises a completion event through its EQ: on any CQE when armed for the next, on a solicited
  * or error CQE when armed for solicited only. */
 #include "model/dp.h"
+#include "model/hca.h"
+#include "model/ports.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -48,35 +50,48 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 		 sim_time_t t)
 {
 	struct hm_cq *cq = hm_cq_get(d, cqn);
-	uint32_t size;
+	struct hm_cqe_in in;
+	struct hm_cqe_out out;
 
 	hm_ctr_cqe(d, cqe); /* the error happened, whether or not the CQ can take the CQE */
 	if (!cq || cq->error)
 		return false;
-	size = 1u << cq->log_size;
-	t = sim_clock_after(&d->core, t, d->cfg.cqe_cycles);
-	if (cq->pi - cq->ci >= size - 1)
+	/* The CQE writer block (model/ports.h) decides; the CQ context and the DMA are here. */
+	in = (struct hm_cqe_in){ .cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t)),
+				 .lat = (uint32_t)d->cfg.cqe_cycles,
+				 .cqn = cqn,
+				 .pi = cq->pi,
+				 .ci = cq->ci,
+				 .log_size = (uint8_t)cq->log_size,
+				 .arm = cq->arm,
+				 .solicited = solicited,
+				 .cqe = *cqe };
+	hm_cqe_port_post(d, &in, &out);
+	t = out.cycle * d->core.period_ps;
+	if (out.action == HM_CQE_NEED_CI) {
 		cq_read_ci(d, cq, &t);
-	if (cq->pi - cq->ci >= size - 1) {
-		/* One slot stays free (hca_cq_ring_entries): a full ring is an overrun. */
+		in.cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t));
+		in.ci = cq->ci;
+		in.ci_fresh = true;
+		hm_cqe_port_post(d, &in, &out);
+		t = out.cycle * d->core.period_ps;
+	}
+	if (out.action != HM_CQE_WRITE) {
 		cq_overrun(d, cqn, cq, t);
 		return false;
 	}
-	cqe->owner = ((cq->pi >> cq->log_size) & 1) ? 0 : 1;
-	cqe->timestamp = sim_clock_cycles(&d->core, t);
 	/* The CQE is a posted write issued at t: it lands after the data writes issued before
 	 * it (PCIe ordering), so software never sees a CQE before its data. */
-	hm_dma_write_at(d, cq->ring + (uint64_t)(cq->pi & (size - 1)) * HCA_CQE_BYTES, cqe,
-			sizeof(*cqe), t);
+	hm_dma_write_at(d, cq->ring + (uint64_t)out.slot * HCA_CQE_BYTES, &out.image,
+			sizeof(out.image), t);
 	SIM_TRACE(cqe, write, d->devno, "cq=%u pi=%u qpn=0x%x op=%u status=%u len=%u wqe=%u",
 		  cqn, cq->pi, cqe->qpn, cqe->opcode, cqe->status, cqe->byte_len, cqe->wqe_index);
-	cq->pi++;
+	cq->pi = out.new_pi;
 	cq->cqes++;
-	if (cq->arm == HCA_CQ_DB_ARM_NEXT ||
-	    (cq->arm == HCA_CQ_DB_ARM_SOLICITED && (solicited || cqe->status != HCA_WC_SUCCESS))) {
+	cq->arm = out.new_arm;
+	if (out.event) {
 		uint32_t data[6] = { cqn, 0, 0, 0, 0, 0 };
 
-		cq->arm = 0;
 		hm_eq_post_at(d, HCA_EQE_COMP, 0, data, t);
 	}
 	return true;

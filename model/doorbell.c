@@ -6,11 +6,14 @@
  * posts, or an index that runs ahead of the ring by more than its size is ignored with a warn
  * event (the hardware cannot return an error to a posted write). */
 #include "model/dp.h"
+#include "model/hca.h"
+#include "model/ports.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>
 
-/* Extend a 16-bit producer index next to the current 32-bit one. */
+/* Extend a 16-bit producer index next to the current 32-bit one (receive queues; the send
+ * queue's is the sched block's, model/twins.c). */
 static uint32_t extend16(uint32_t cur, uint32_t v16)
 {
 	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);
@@ -36,28 +39,48 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 	uint32_t pi;
 
 	switch (off) {
-	case HCA_UAR_SQ_DB:
-		qp = hm_qpc_get(d, obj, &t);
-		if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
-		    qp->state == HCA_QPS_RTR) {
+	case HCA_UAR_SQ_DB: {
+		sim_time_t t0 = sim_clock_edge(&d->core, sim_now(sim_kernel()));
+		struct hm_sched_db_in in = { 0 };
+		struct hm_sched_db_out out;
+
+		/* The doorbell is decoded, the QP's context looked up, then the sched block
+		 * checks the index and queues the QP (pipe.doorbell_cycles). */
+		qp = hm_qpc_get(d, obj, &t0);
+		if (!qp) {
 			bad_db(d, "SQ", obj, pi16);
 			return;
 		}
-		pi = extend16(qp->sq_pi, pi16);
-		if (pi - qp->sq_done > qp->sq_entries) {
+		in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core,
+								      sim_clock_edge(&d->core, t0)),
+					      .lat = (uint32_t)d->cfg.doorbell_cycles,
+					      .qpn = obj,
+					      .pi16 = (uint16_t)pi16,
+					      .state = qp->state,
+					      .sq_pi = qp->sq_pi,
+					      .sq_done = qp->sq_done,
+					      .sq_entries = qp->sq_entries };
+		hm_sched_doorbell(d, &in, &out);
+		t = out.cycle * d->core.period_ps;
+		if (out.verdict == HM_SCHED_BAD_STATE) {
+			bad_db(d, "SQ", obj, pi16);
+			return;
+		}
+		if (out.verdict == HM_SCHED_BAD_INDEX) {
 			bad_db(d, "SQ (beyond the ring)", obj, pi16);
 			return;
 		}
-		qp->sq_pi = pi;
-		SIM_TRACE(db, ring, d->devno, "sq qpn=0x%x pi=%u", obj, pi);
-		if (qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_SQE) {
+		qp->sq_pi = out.new_pi;
+		SIM_TRACE(db, ring, d->devno, "sq qpn=0x%x pi=%u", obj, out.new_pi);
+		if (out.verdict == HM_SCHED_FLUSH) {
 			/* Posts to a QP in ERR or SQE complete flushed (IBA 10.3.1). */
 			hm_qp_flush(d, qp, t);
 			return;
 		}
-		hm_sched_add(d, qp);
+		d->dp->sched_pending++; /* queued by the block */
 		hm_req_kick(d, t);
 		return;
+	}
 	case HCA_UAR_RQ_DB:
 		qp = hm_qpc_get(d, obj, &t);
 		if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
@@ -99,37 +122,16 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)
 {
-	struct hm_dp *dp = d->dp;
-
-	if (qp->in_sched)
-		return;
-	if (dp->sched_len == dp->sched_cap) {
-		uint32_t cap = dp->sched_cap ? dp->sched_cap * 2 : 64;
-		uint32_t *q = malloc(cap * sizeof(*q));
-
-		SIM_ASSERT(q != NULL, "out of memory");
-		for (uint32_t i = 0; i < dp->sched_len; i++)
-			q[i] = dp->sched_q[(dp->sched_head + i) % dp->sched_cap];
-		free(dp->sched_q);
-		dp->sched_q = q;
-		dp->sched_cap = cap;
-		dp->sched_head = 0;
-	}
-	dp->sched_q[(dp->sched_head + dp->sched_len++) % dp->sched_cap] = qp->qpn;
-	qp->in_sched = true;
+	if (hm_sched_push(d, qp->qpn, hm_dev_cycle(d)))
+		d->dp->sched_pending++;
 }
 
 uint32_t hm_sched_next(struct hm_dev *d)
 {
-	struct hm_dp *dp = d->dp;
 	uint32_t qpn;
 
-	if (!dp->sched_len)
+	if (!hm_sched_pop(d, hm_dev_cycle(d), &qpn))
 		return 0;
-	qpn = dp->sched_q[dp->sched_head];
-	dp->sched_head = (dp->sched_head + 1) % dp->sched_cap;
-	dp->sched_len--;
-	if (qpn < dp->nqps && dp->qps[qpn])
-		dp->qps[qpn]->in_sched = false;
+	d->dp->sched_pending--;
 	return qpn;
 }

@@ -111,7 +111,6 @@ struct hm_qp {
 		bool valid;
 	} atomics[HM_ATOMIC_SAVED];
 	uint8_t atomic_next;   /* slot the next result goes to */
-	bool in_sched;         /* queued in the arbiter */
 	/* receive queue */
 	uint64_t rq;           /* device address of the receive ring */
 	uint32_t rq_entries, rq_stride;
@@ -169,9 +168,9 @@ struct hm_dp {
 	uint32_t qpc_used;        /* entries in use */
 	uint64_t qpc_clock;       /* LRU stamp source */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
-	/* send arbiter: FIFO of QPNs with work (round robin) */
-	uint32_t *sched_q;
-	uint32_t sched_cap, sched_head, sched_len;
+	/* send arbiter: the sched block (model/ports.h) holds the round-robin FIFO of QPs with
+	 * work; this counts what it holds (its not-empty flag) */
+	uint32_t sched_pending;
 	bool req_busy;            /* the requester engine has a step scheduled */
 	sim_time_t rx_free_ps;    /* receive pipeline free at */
 	/* counters */

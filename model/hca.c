@@ -2,6 +2,7 @@
  * write-back → completion event), DMA fault reporting. */
 #include "model/dp.h"
 #include "model/hca.h"
+#include "model/ports.h"
 #include "sim/trace.h"
 
 #include <stdio.h>
@@ -227,6 +228,13 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	d->nports = (unsigned)cfg->ports;
 	hm_port_init(d);
 	d->dp = hm_dp_create(d);
+	{
+		const unsigned mode[HM_NBLOCKS] = { (unsigned)cfg->impl_sched,
+						    (unsigned)cfg->impl_cqe,
+						    (unsigned)cfg->impl_psn };
+
+		hm_blocks_create(d, mode); /* modes checked at boot (hm_impl_check) */
+	}
 	d->fw = fw_create(d);
 	return d;
 }
@@ -236,6 +244,7 @@ void hm_dev_destroy(struct hm_dev *d)
 	if (!d)
 		return;
 	fw_destroy(d->fw);
+	hm_blocks_destroy(d);
 	hm_dp_destroy(d->dp);
 	sim_pcie_fn_destroy(d->fn);
 	free(d);

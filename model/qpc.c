@@ -40,7 +40,6 @@ void hm_dp_destroy(struct hm_dp *dp)
 	free(dp->cqs);
 	free(dp->srqs);
 	free(dp->mkeys);
-	free(dp->sched_q);
 	free(dp);
 }
 

@@ -18,7 +18,7 @@ void hm_req_kick(struct hm_dev *d, sim_time_t t)
 	struct hm_dp *dp = d->dp;
 	sim_time_t now = sim_now(sim_kernel());
 
-	if (dp->req_busy || !dp->sched_len)
+	if (dp->req_busy || !dp->sched_pending)
 		return;
 	dp->req_busy = true;
 	sim_schedule_at(sim_kernel(),
@@ -325,11 +325,12 @@ static void req_step(void *arg)
 	struct hm_dev *d = arg;
 	struct hm_dp *dp = d->dp;
 	sim_time_t t = sim_now(sim_kernel());
-	uint32_t tries = dp->sched_len;
+	uint32_t qpn;
 
 	dp->req_busy = false;
-	while (tries--) {
-		uint32_t qpn = hm_sched_next(d);
+	/* The first QP in the round robin that can send now sends one packet; the ones that
+	 * cannot leave it (they come back with their next doorbell, ACK or timer). */
+	while ((qpn = hm_sched_next(d)) != 0) {
 		struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
 
 		if (!qp || !req_ready(d, qp, &t))

@@ -7,6 +7,7 @@
  * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
  * operational error, each moving the responder's QP to ERR. */
 #include "model/dp.h"
+#include "model/ports.h"
 #include "sim/trace.h"
 
 #include <endian.h>
@@ -413,17 +414,23 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		}
 		qp->uc_drop = false;
 	} else {
-		int32_t c = hm_psn_cmp(p->psn, qp->epsn);
+		/* The PSN classifier block (model/ports.h). */
+		struct hm_psn_in in = { .cycle = sim_clock_cycles(&d->core, t),
+					.psn = p->psn,
+					.epsn = qp->epsn,
+					.nak_sent = qp->nak_sent };
+		struct hm_psn_out out;
 
-		if (c > 0) {
+		hm_psn_classify(d, &in, &out);
+		qp->nak_sent = out.nak_sent;
+		if (out.cls == HM_PSN_AHEAD) {
 			/* Out of sequence: one NAK, then silence until the expected PSN. */
 			hm_ctr_qp(d, qp, HM_CTR_RQ_OOS);
-			if (!qp->nak_sent)
+			if (out.send_nak)
 				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
-			qp->nak_sent = true;
 			return t;
 		}
-		if (c < 0) {
+		if (out.cls == HM_PSN_DUPLICATE) {
 			/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an
 			 * atomic gets its saved result (never executed twice), SEND/WRITE are
 			 * acknowledged again. */
@@ -459,7 +466,6 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				send_ack(d, qp, p, AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
 			return t;
 		}
-		qp->nak_sent = false;
 	}
 	/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
 	if ((qp->in_msg && first) || (!qp->in_msg && !first) ||

@@ -2,6 +2,7 @@
  * the libhcasim control API of sim/hcasim.h. */
 #include "model/dp.h"
 #include "model/hca.h"
+#include "model/ports.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
 #include "sim/link.h"
@@ -377,6 +378,47 @@ int hcasim_config_load(const char *path)
 	return sim_config_load(&sys.cfg, path);
 }
 
+/* HCASIM_IMPL = "block=mode[,block=mode...]" (block sched, cqe, psn or all; mode model, rtl
+ * or lockstep) over the impl.* settings. Checked whole before any is applied. */
+static int impl_from_env(const char *spec)
+{
+	static const char *const blocks[] = { "sched", "cqe", "psn", "all" };
+	static const char *const modes[] = { "model", "rtl", "lockstep" };
+	unsigned *field[] = { &sys.cfg.impl_sched, &sys.cfg.impl_cqe, &sys.cfg.impl_psn };
+	unsigned want[3] = { sys.cfg.impl_sched, sys.cfg.impl_cqe, sys.cfg.impl_psn };
+	char buf[256], *save = NULL;
+
+	if (!spec || !*spec)
+		return 0;
+	if (strlen(spec) >= sizeof(buf))
+		return sim_error(-EINVAL, "HCASIM_IMPL: longer than %zu characters", sizeof(buf) - 1);
+	strcpy(buf, spec);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		int b = -1, m = -1;
+
+		if (eq) {
+			*eq = 0;
+			for (int i = 0; i < 4; i++)
+				if (!strcmp(tok, blocks[i]))
+					b = i;
+			for (int i = 0; i < 3; i++)
+				if (!strcmp(eq + 1, modes[i]))
+					m = i;
+		}
+		if (b < 0 || m < 0)
+			return sim_error(-EINVAL, "HCASIM_IMPL: '%s': expected BLOCK=MODE with BLOCK "
+					 "sched, cqe, psn or all and MODE model, rtl or lockstep",
+					 spec);
+		for (int i = 0; i < 3; i++)
+			if (b == 3 || b == i)
+				want[i] = (unsigned)m;
+	}
+	for (int i = 0; i < 3; i++)
+		*field[i] = want[i];
+	return 0;
+}
+
 int hcasim_boot(void)
 {
 	const char *cats = getenv("HCASIM_TRACE"), *tfile = getenv("HCASIM_TRACE_FILE");
@@ -394,6 +436,18 @@ int hcasim_boot(void)
 	}
 	if (tfile && *tfile) {
 		rc = sim_trace_open(tfile);
+		if (rc)
+			return rc;
+	}
+	rc = impl_from_env(getenv("HCASIM_IMPL"));
+	if (rc)
+		return rc;
+	{
+		const unsigned mode[HM_NBLOCKS] = { (unsigned)sys.cfg.impl_sched,
+						    (unsigned)sys.cfg.impl_cqe,
+						    (unsigned)sys.cfg.impl_psn };
+
+		rc = hm_impl_check(mode);
 		if (rc)
 			return rc;
 	}
@@ -462,6 +516,11 @@ void hcasim_shutdown(void)
 	sys.booted = false;
 	sys.cfg_ready = false;
 	sim_trace_close();
+}
+
+const char *hcasim_halted(void)
+{
+	return sys.k ? sim_halted(sys.k) : NULL;
 }
 
 const char *hcasim_last_error(void)

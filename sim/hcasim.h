@@ -29,6 +29,11 @@ int hcasim_booted(void);
 void hcasim_shutdown(void);
 const char *hcasim_last_error(void);
 
+/* NULL while the simulation runs; once it was halted (a lockstep mismatch between a block's
+ * C twin and its RTL, HCASIM_IMPL / impl.*), the report: device, block, cycle, field, expected
+ * and got. Nothing runs after a halt; verbs that wait fail. */
+const char *hcasim_halted(void);
+
 uint64_t hcasim_now_ps(void);          /* simulated time */
 void hcasim_run_for_ps(uint64_t ps);   /* advance the simulation */
 uint64_t hcasim_events_executed(void); /* kernel events run so far */

@@ -24,6 +24,7 @@ struct sim_kernel {
 	uint64_t executed;       /* events run so far */
 	uint64_t cancelled_live; /* cancelled events still in the heap */
 	uint64_t background_live; /* live background events in the heap */
+	char halted[512];        /* why the simulation was stopped for good ("" = running) */
 };
 
 static struct sim_kernel *current;
@@ -200,12 +201,23 @@ static void skip_dead(struct sim_kernel *k)
 	}
 }
 
+void sim_halt(struct sim_kernel *k, const char *why)
+{
+	if (!k->halted[0])
+		snprintf(k->halted, sizeof(k->halted), "%s", why && *why ? why : "halted");
+}
+
+const char *sim_halted(const struct sim_kernel *k)
+{
+	return k && k->halted[0] ? k->halted : NULL;
+}
+
 bool sim_step(struct sim_kernel *k)
 {
 	struct sim_event e;
 
 	skip_dead(k);
-	if (!k->len)
+	if (!k->len || k->halted[0])
 		return false;
 	e = pop(k);
 	k->now = e.t;
@@ -226,7 +238,7 @@ void sim_run_until(struct sim_kernel *k, sim_time_t t)
 {
 	for (;;) {
 		skip_dead(k);
-		if (!k->len || k->heap[0].t > t)
+		if (!k->len || k->heap[0].t > t || k->halted[0])
 			break;
 		sim_step(k);
 	}
@@ -239,6 +251,8 @@ int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim
 	for (;;) {
 		if (pred(arg))
 			return 0;
+		if (k->halted[0])
+			return -ECANCELED;
 		skip_dead(k);
 		if (!k->len)
 			return -EDEADLK;

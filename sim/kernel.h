@@ -58,13 +58,19 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id);
 void sim_run_until(struct sim_kernel *k, sim_time_t t);
 /* Run events until pred(arg) holds (checked before each event) or until the queue is empty
  * or the next event lies beyond limit. Returns 0 when pred holds, -EDEADLK when the queue ran
- * dry (nothing can ever make pred true), -ETIMEDOUT when limit was reached. */
+ * dry (nothing can ever make pred true), -ETIMEDOUT when limit was reached, -ECANCELED when the
+ * simulation was halted. */
 int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit);
 /* Run the next event only; false if the queue is empty. */
 bool sim_step(struct sim_kernel *k);
 /* The same, but false as well when only background events are left: what "the system has
  * settled" means at boot. */
 bool sim_step_busy(struct sim_kernel *k);
+
+/* Stop the simulation for good (a lockstep mismatch): no event runs after it, waits return
+ * -ECANCELED, and sim_halted gives the reason (NULL while running). */
+void sim_halt(struct sim_kernel *k, const char *why);
+const char *sim_halted(const struct sim_kernel *k);
 
 /* Statistics: events executed, pending. */
 uint64_t sim_events_executed(const struct sim_kernel *k);

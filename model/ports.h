@@ -1,0 +1,174 @@
+/* Transaction ports of the blocks that have an RTL twin (architecture §5.3, §6).
+ *
+ * A block with a twin is reached only through its port: a table of operations, each taking an
+ * input transaction and filling an output transaction, both stamped with the device core cycle.
+ * Three implementations plug into a port:
+ *   model     the C twin (model/twins.c), the reference;
+ *   rtl       the Verilated RTL behind a transactor (sim/vl/), registered at load time with
+ *             hm_port_register(); the transactor drives the input at in.cycle, clocks the block
+ *             only while it is busy, and stamps out.cycle with the cycle the result was valid;
+ *   lockstep  both on the same inputs: every output field and its cycle are compared, and the
+ *             first mismatch stops the simulation with block, cycle, field, expected and got.
+ * The mode of each block comes from impl.<block> in the configuration or HCASIM_IMPL
+ * ("sched=rtl,cqe=lockstep"; "all=rtl").
+ *
+ * Block state that lives in the block (the arbiter's FIFO and per-QP pending bits) is held by
+ * the implementation; context that lives in memory (a CQ's indexes, a QP's PSNs) is passed in
+ * and the caller applies what comes out. Latencies that the model takes from the configuration
+ * (pipe.doorbell_cycles, pipe.cqe_cycles) are part of the input, so the RTL counts them out. */
+#ifndef MODEL_PORTS_H
+#define MODEL_PORTS_H
+
+#include "model/hw/hca_hw.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hm_dev;
+
+/* ---- sched: doorbell decode and the send arbiter --------------------------------------- */
+
+/* DOORBELL: a send-queue doorbell for a QP (its context read by the caller). */
+struct hm_sched_db_in {
+	uint64_t cycle;      /* core cycle the doorbell reaches the block */
+	uint32_t lat;        /* pipe.doorbell_cycles: cycles until the verdict */
+	uint32_t qpn;        /* 24 bits */
+	uint16_t pi16;       /* producer index from the doorbell (low 16 bits) */
+	uint8_t state;       /* HCA_QPS_* of the QP */
+	uint32_t sq_pi;      /* the QP's 32-bit producer index so far */
+	uint32_t sq_done;    /* WQEs completed */
+	uint32_t sq_entries; /* ring size (power of two, <= 65536) */
+};
+enum hm_sched_verdict {
+	HM_SCHED_QUEUED = 0,     /* new pi taken; the QP is pending in the arbiter */
+	HM_SCHED_FLUSH = 1,      /* new pi taken; the QP is in ERR or SQE: flush, not queued */
+	HM_SCHED_BAD_STATE = 2,  /* RESET, INIT or RTR: ignored */
+	HM_SCHED_BAD_INDEX = 3,  /* the index runs ahead of the ring: ignored */
+};
+struct hm_sched_db_out {
+	uint64_t cycle;   /* core cycle the verdict is valid: in.cycle + in.lat */
+	uint8_t verdict;  /* enum hm_sched_verdict */
+	uint32_t new_pi;  /* the 32-bit producer index (extended next to sq_pi); QUEUED, FLUSH */
+};
+
+/* PUSH: make a QP pending (if it is not already) at the tail of the round robin.
+ * POP: the QP at the head (no longer pending), or none. Both complete in their cycle. */
+struct hm_sched_push_in {
+	uint64_t cycle;
+	uint32_t qpn;
+};
+struct hm_sched_push_out {
+	uint64_t cycle;
+	bool queued;      /* false: it was pending already */
+};
+struct hm_sched_pop_in {
+	uint64_t cycle;
+};
+struct hm_sched_pop_out {
+	uint64_t cycle;
+	bool valid;       /* false: no QP pending */
+	uint32_t qpn;
+};
+
+struct hm_sched_ops {
+	void *(*create)(struct hm_dev *d, uint32_t nqps); /* QPNs 0 .. nqps-1 */
+	void (*destroy)(void *b);
+	void (*doorbell)(void *b, const struct hm_sched_db_in *in, struct hm_sched_db_out *out);
+	void (*push)(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out);
+	void (*pop)(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out);
+};
+
+/* ---- cqe: the CQE writer ---------------------------------------------------------------- */
+
+/* POST: one completion for a CQ whose context is given. With ci_fresh = 0 the block takes
+ * lat cycles and may answer NEED_CI (the ring looks full); the caller then reads the CQ's
+ * doorbell record and posts again with the refreshed ci and ci_fresh = 1, which is answered
+ * in the cycle it is issued. */
+struct hm_cqe_in {
+	uint64_t cycle;       /* core cycle the request reaches the block */
+	uint32_t lat;         /* pipe.cqe_cycles */
+	uint32_t cqn;
+	uint32_t pi, ci;      /* the CQ's producer and consumer index (32-bit, extended) */
+	uint8_t log_size;     /* ring of 2^log_size entries */
+	uint8_t arm;          /* 0, HCA_CQ_DB_ARM_SOLICITED or HCA_CQ_DB_ARM_NEXT */
+	bool solicited;       /* the completion is for a solicited message */
+	bool ci_fresh;        /* ci was just read from the doorbell record */
+	struct hca_cqe cqe;   /* the fields to write; owner and timestamp are the block's */
+};
+enum hm_cqe_action {
+	HM_CQE_WRITE = 0,     /* write image at slot; pi advances */
+	HM_CQE_NEED_CI = 1,   /* read the doorbell record and post again with ci_fresh */
+	HM_CQE_OVERRUN = 2,   /* no room: the CQ goes to error, CQ_ERROR is raised */
+};
+struct hm_cqe_out {
+	uint64_t cycle;       /* the cycle the action is valid (the CQE's timestamp for WRITE) */
+	uint8_t action;       /* enum hm_cqe_action */
+	uint32_t slot;        /* WRITE: ring slot, pi mod 2^log_size */
+	uint32_t new_pi;      /* WRITE: pi + 1 */
+	uint8_t new_arm;      /* WRITE: the CQ's arm state after it */
+	bool event;           /* WRITE: a completion event (COMP EQE) is raised */
+	struct hca_cqe image; /* WRITE: the 64 bytes as written, owner and timestamp included */
+};
+
+struct hm_cqe_ops {
+	void *(*create)(struct hm_dev *d);
+	void (*destroy)(void *b);
+	void (*post)(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out);
+};
+
+/* ---- psn: the responder's PSN classifier (RC) ------------------------------------------- */
+
+/* CLASSIFY: a request's PSN against the expected PSN (24-bit serial numbers, IBA 9.7.5.1):
+ * EXPECTED, DUPLICATE (behind, within 2^23) or AHEAD (a sequence error; the first one since
+ * the expected PSN last arrived earns a NAK). Answered in the cycle it is issued. */
+struct hm_psn_in {
+	uint64_t cycle;
+	uint32_t psn, epsn;   /* 24 bits each */
+	bool nak_sent;        /* a sequence NAK is outstanding for epsn */
+};
+enum hm_psn_class { HM_PSN_EXPECTED = 0, HM_PSN_DUPLICATE = 1, HM_PSN_AHEAD = 2 };
+struct hm_psn_out {
+	uint64_t cycle;
+	uint8_t cls;          /* enum hm_psn_class */
+	bool send_nak;        /* AHEAD and no NAK outstanding: send one now */
+	bool nak_sent;        /* the flag after this packet: set by AHEAD, cleared by EXPECTED */
+};
+
+struct hm_psn_ops {
+	void *(*create)(struct hm_dev *d);
+	void (*destroy)(void *b);
+	void (*classify)(void *b, const struct hm_psn_in *in, struct hm_psn_out *out);
+};
+
+/* ---- plugging in -------------------------------------------------------------------------- */
+
+enum hm_block { HM_BLOCK_SCHED, HM_BLOCK_CQE, HM_BLOCK_PSN, HM_NBLOCKS };
+enum hm_impl { HM_IMPL_MODEL, HM_IMPL_RTL, HM_IMPL_LOCKSTEP };
+
+/* The RTL implementation of a block, registered by sim/vl at load time (ops is a struct
+ * hm_sched_ops, hm_cqe_ops or hm_psn_ops). */
+void hm_port_register(enum hm_block b, const void *ops);
+/* The RTL registered for a block, or NULL; a block's name ("sched", "cqe", "psn"). */
+const void *hm_port_rtl(enum hm_block b);
+const char *hm_block_name(enum hm_block b);
+/* 0 if every block whose mode is not model has an RTL twin; else -ENOTSUP naming it. */
+int hm_impl_check(const unsigned mode[HM_NBLOCKS]);
+/* A device's block instances, in the modes given (checked with hm_impl_check first). */
+void hm_blocks_create(struct hm_dev *d, const unsigned mode[HM_NBLOCKS]);
+void hm_blocks_destroy(struct hm_dev *d);
+
+/* The ports as the rest of the model calls them: the device's implementation of the block
+ * (lockstep: both, compared; a mismatch halts the simulation, see sim_halt). */
+void hm_sched_doorbell(struct hm_dev *d, const struct hm_sched_db_in *in,
+		       struct hm_sched_db_out *out);
+bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle);
+bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn);
+void hm_cqe_port_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cqe_out *out);
+void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn_out *out);
+
+/* The C twins. */
+extern const struct hm_sched_ops hm_sched_model;
+extern const struct hm_cqe_ops hm_cqe_model;
+extern const struct hm_psn_ops hm_psn_model;
+
+#endif
