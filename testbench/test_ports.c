@@ -1,0 +1,188 @@
+/* Block ports (model/ports.h): choosing an implementation per block (impl.*, HCASIM_IMPL) and
+ * the lockstep comparator. These tests plug implementations of their own into the RTL slot —
+ * the C twin itself, and a twin with a planted fault — so the comparator is proved on its own,
+ * whatever RTL this build carries (each Criterion test runs in its own process). */
+#include "testbench/tb.h"
+
+#include "model/ports.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* These tests choose the modes themselves: a whole-suite HCASIM_IMPL (make test IMPL=...) must
+ * not override them. */
+static void own_modes(void)
+{
+	unsetenv("HCASIM_IMPL");
+}
+
+/* A CQE writer that gets the owner bit wrong on the third CQE it writes. */
+static int posts;
+
+static void bad_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out)
+{
+	hm_cqe_model.post(b, in, out);
+	if (out->action == HM_CQE_WRITE && ++posts == 3)
+		out->image.owner ^= 1;
+}
+
+/* A PSN classifier that answers one cycle late. */
+static void late_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
+{
+	hm_psn_model.classify(b, in, out);
+	out->cycle++;
+}
+
+static struct hm_psn_ops late_psn;
+
+static const struct hm_psn_ops *late(void)
+{
+	late_psn = hm_psn_model;
+	late_psn.classify = late_classify;
+	return &late_psn;
+}
+
+static struct hm_cqe_ops cqe_with(void (*post)(void *, const struct hm_cqe_in *,
+					       struct hm_cqe_out *))
+{
+	struct hm_cqe_ops o = hm_cqe_model;
+
+	o.post = post;
+	return o;
+}
+
+/* SEND + receive, n times, between two connected RC QPs; returns how many completed. */
+static int traffic(struct tb_dev *a, struct tb_dev *b, int n)
+{
+	struct ibv_qp *qa = tb_create_qp(a, IBV_QPT_RC), *qb = tb_create_qp(b, IBV_QPT_RC);
+	struct ibv_mr *ma = tb_mr(a, 4096), *mb = tb_mr(b, 4096);
+	int done = 0;
+
+	tb_connect(a, qa, b, qb->qp_num, IBV_MTU_1024);
+	tb_connect(b, qb, a, qa->qp_num, IBV_MTU_1024);
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge rs = { (uintptr_t)mb->addr, 4096, mb->lkey };
+		struct ibv_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { (uintptr_t)ma->addr, 64, ma->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		struct ibv_wc wc;
+		uint64_t t0 = hcasim_now_ps();
+		int got = 0;
+
+		if (ibv_post_recv(qb, &r, &rbad) || ibv_post_send(qa, &w, &bad)) {
+			fprintf(stderr, "traffic: post %d: %s\n", i, hcasim_last_error());
+			break;
+		}
+		while (got == 0 && hcasim_now_ps() - t0 < 1000000000ull && !hcasim_halted()) {
+			got = ibv_poll_cq(a->cq, 1, &wc);
+			if (got < 0)
+				break;
+		}
+		for (int rgot = 0; got == 1 && rgot == 0 && !hcasim_halted();)
+			rgot = ibv_poll_cq(b->cq, 1, &wc) ? 1 : 0; /* frees the receive slot */
+		if (got != 1 || wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "traffic: message %d: got %d status %d (%s) halted %s\n", i, got,
+				got == 1 ? (int)wc.status : -1, hcasim_last_error(),
+				hcasim_halted() ? hcasim_halted() : "no");
+			break;
+		}
+		done++;
+	}
+	return done;
+}
+
+Test(ports, lockstep_of_the_c_twin_against_itself_never_halts)
+{
+	struct tb_dev a, b;
+
+	own_modes();
+	hm_port_register(HM_BLOCK_SCHED, &hm_sched_model);
+	hm_port_register(HM_BLOCK_CQE, &hm_cqe_model);
+	hm_port_register(HM_BLOCK_PSN, &hm_psn_model);
+	tb_config("impl.sched", "lockstep");
+	tb_config("impl.cqe", "lockstep");
+	tb_config("impl.psn", "lockstep");
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_eq(traffic(&a, &b, 20), 20);
+	cr_assert_null(hcasim_halted(), "%s", hcasim_halted());
+}
+
+Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
+{
+	static struct hm_cqe_ops ops;
+	struct tb_dev a, b;
+	const char *why;
+
+	own_modes();
+	ops = cqe_with(bad_post);
+	hm_port_register(HM_BLOCK_CQE, &ops);
+	tb_config("impl.cqe", "lockstep");
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_lt(traffic(&a, &b, 20), 20, "the run went on after a mismatch");
+	why = hcasim_halted();
+	cr_assert_not_null(why, "no halt");
+	cr_assert(strstr(why, "block cqe"), "%s", why);
+	cr_assert(strstr(why, "field image.owner"), "%s", why);
+	cr_assert(strstr(why, "at cycle "), "%s", why);
+	cr_assert(strstr(why, "expected 0x") && strstr(why, "got 0x"), "%s", why);
+	/* Nothing runs after the halt. */
+	{
+		uint64_t ev = hcasim_events_executed();
+
+		hcasim_run_for_ps(1000000);
+		cr_assert_eq(hcasim_events_executed(), ev);
+	}
+}
+
+Test(ports, lockstep_compares_cycles_too)
+{
+	struct tb_dev a, b;
+	const char *why;
+
+	own_modes();
+	hm_port_register(HM_BLOCK_PSN, late());
+	tb_config("impl.psn", "lockstep");
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	traffic(&a, &b, 2);
+	why = hcasim_halted();
+	cr_assert_not_null(why);
+	cr_assert(strstr(why, "block psn") && strstr(why, "field cycle"), "%s", why);
+}
+
+Test(ports, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
+{
+	struct tb_dev a, b;
+
+	own_modes();
+	hm_port_register(HM_BLOCK_PSN, late());
+	tb_config("impl.psn", "rtl");
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	/* rtl mode does not compare: a late answer is taken as it is. */
+	cr_assert_eq(traffic(&a, &b, 5), 5);
+	cr_assert_null(hcasim_halted());
+}
+
+Test(ports, bad_hcasim_impl_is_refused_naming_it)
+{
+	static const char *const bad[] = { "cqe", "cqe=fast", "bogus=rtl", "sched=model,,x" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(setenv("HCASIM_IMPL", bad[i], 1), 0);
+		cr_assert_eq(hcasim_boot(), -EINVAL, "'%s' accepted", bad[i]);
+		cr_assert(strstr(hcasim_last_error(), "HCASIM_IMPL"), "%s", hcasim_last_error());
+		cr_assert_eq(hcasim_booted(), 0);
+	}
+	cr_assert_eq(setenv("HCASIM_IMPL", "all=model", 1), 0);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	unsetenv("HCASIM_IMPL");
+}
