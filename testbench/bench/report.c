@@ -292,7 +292,7 @@ static const struct row rows[] = {
 	{ 'B', "with Verilated RTL blocks in the loop", "<= 4x slower than pure C", NULL, NULL,
 	  NULL, 0, 0, NULL, 1 },
 	{ 'B', "idle skipping: 8.59 s of simulated retry exhaustion (timeout 18, retry_cnt 7)",
-	  "< 0.1 s wall", "idle", "idle.wall_s", j_wall, 0.1, 1, "%.3g s", 1 },
+	  "< 0.1 s wall", "idle", "idle.wall_s", j_wall, 0.1, 1, "%.0f us", 1e6 },
 	{ 'B', "wall cost per packet, 16 K active QPs / 1 active QP (64 B WRITEs)",
 	  "<= 1.5x", "qpscale", "qpscale.ratio", j_wall, 1.5, 1, "%.3gx", 1 },
 	{ 'B', "64 K QPs (32 K RC pairs) created and connected: wall time", "< 2 s wall", "qp64k",

@@ -154,7 +154,7 @@ static int sc_qpscale(void)
 		cost[k] = r.wall_s / (double)r.tx_pkts * 1e9;
 		snprintf(key, sizeof(key), "qpscale.%d.ns_per_pkt", q);
 		bs_fig(key, cost[k]);
-		bs_info("qpscale", "%5d active QPs: %" PRIu64 " packets in %.3f s wall (%.1f us "
+		bs_info("qpscale", "%d active QPs: %" PRIu64 " packets in %.3f s wall (%.1f us "
 			"each), %.3f ms simulated, %.2f kernel events per packet", q, r.tx_pkts,
 			r.wall_s, cost[k] / 1000.0, (double)r.sim_ps / 1e9,
 			(double)r.events / (double)r.tx_pkts);
