@@ -2,6 +2,7 @@
 #   make            libraries and tools          make test      every Criterion suite
 #   make run        the default simulation       make deps      install missing packages
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
+#   make bench      benchmarks against docs/targets, written to docs/bench/results.md
 # See README.md.
 
 BUILD   := build
@@ -28,10 +29,12 @@ SIM_SRCS := $(wildcard sim/*.c) $(wildcard model/*.c) $(wildcard model/hw/*.c) \
 DRV_SRCS := $(wildcard driver/*.c)
 APP_SRCS := $(wildcard sim/apps/*.c)
 TEST_SRCS := $(wildcard testbench/*.c)
+BENCH_SRCS := $(wildcard testbench/bench/*.c)
 
 SIM_OBJS  := $(SIM_SRCS:%.c=$(OBJ)/%.o)
 DRV_OBJS  := $(DRV_SRCS:%.c=$(OBJ)/%.o)
 TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
@@ -39,9 +42,10 @@ APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(B
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
+BENCHBIN   := $(BIN)/hcasim-bench
 HEADER     := $(BUILD)/include/hcasim.h
 
-.PHONY: all run test deps docs check-docs clean
+.PHONY: all run test bench deps docs check-docs clean
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -88,6 +92,16 @@ $(TESTBIN): $(TEST_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(LIB) -libverbs -lhcasim \
 		-Wl,-rpath,'$$ORIGIN/../lib' $$(pkg-config --libs criterion)
+
+# The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
+$(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) -L$(LIB) -libverbs -lhcasim \
+		-Wl,-rpath,'$$ORIGIN/../lib'
+
+# Run every benchmark (one process per scenario, several runs each) and write the report.
+bench: deps all $(BENCHBIN)
+	$(BENCHBIN) report docs/bench/results.md
 
 # Run everything the tests need, then every suite. Criterion prints its Synthesis line.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1

@@ -1,0 +1,234 @@
+/* hcasim-bench, section B of docs/targets (simulator speed, wall clock): 4 KiB packets and
+ * 64 B messages per wall second, idle skipping through seconds of retry exhaustion, the cost
+ * per packet from 1 to 16 K active QPs, and 64 K connected QPs (wall time and peak RSS).
+ * Each scenario prints the figures of one run; the report takes medians over several. */
+#include "testbench/bench/bench.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq)
+{
+	*qa = bs_qp(&s->h[0], sq, 1);
+	*qb = bs_qp(&s->h[1], sq, 1);
+	if (!*qa || !*qb)
+		bs_die("ibv_create_qp");
+	bs_connect(&s->h[0], *qa, &s->h[1], (*qb)->qp_num, NULL);
+	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, NULL);
+}
+
+/* 4 KiB packets per wall second: a stream of 64 KiB RDMA WRITEs at MTU 4096. */
+static int sc_pkts4k(void)
+{
+	struct ibv_qp *qa, *qb;
+	struct bstream_res r;
+	struct bsys s;
+	double pps;
+
+	bs_open(&s, NULL, 65536, 256);
+	pair(&s, &qa, &qb, 64);
+	bs_stream(&s,
+		  &(struct bstream_cfg){ .qp = &qa, .nqp = 1, .op = IBV_WR_RDMA_WRITE,
+					 .len = 65536, .chain = 1, .chains_per_qp = 16,
+					 .msgs = 1250 },
+		  &r);
+	pps = (double)r.tx_pkts / r.wall_s;
+	bs_fig("pkts4k.per_wall_s", pps);
+	bs_fig("pkts4k.sim_over_wall", (double)r.sim_ps / 1e12 / r.wall_s);
+	bs_info("pkts4k", "%" PRIu64 " 4 KiB WRITE packets (%" PRIu64 " WRITEs of 64 KiB, 16 "
+		"outstanding) in %.3f s wall, %.3f ms simulated; %.2f kernel events per packet",
+		r.tx_pkts, r.msgs, r.wall_s, (double)r.sim_ps / 1e9,
+		(double)r.events / (double)r.tx_pkts);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	bs_close(&s);
+	return 0;
+}
+
+/* 64 B messages per wall second: 16 QPs of inline 64 B RDMA WRITEs, chains of 16. */
+static int sc_msgs64(void)
+{
+	enum { NQP = 16 };
+	struct ibv_qp *qa[NQP], *qb[NQP];
+	struct bstream_res r;
+	struct bsys s;
+
+	bs_open(&s, NULL, 4096, 4096);
+	for (int i = 0; i < NQP; i++)
+		pair(&s, &qa[i], &qb[i], 64);
+	bs_stream(&s,
+		  &(struct bstream_cfg){ .qp = qa, .nqp = NQP, .op = IBV_WR_RDMA_WRITE, .len = 64,
+					 .inline_data = true, .chain = 16, .chains_per_qp = 4,
+					 .msgs = 40000 },
+		  &r);
+	bs_fig("msgs64.per_wall_s", (double)r.msgs / r.wall_s);
+	bs_info("msgs64", "%" PRIu64 " 64 B WRITEs on %d QPs in %.3f s wall, %.3f ms simulated; "
+		"%.2f kernel events per message", r.msgs, NQP, r.wall_s, (double)r.sim_ps / 1e9,
+		(double)r.events / (double)r.msgs);
+	for (int i = 0; i < NQP; i++) {
+		ibv_destroy_qp(qa[i]);
+		ibv_destroy_qp(qb[i]);
+	}
+	bs_close(&s);
+	return 0;
+}
+
+/* Idle skipping: an RC SEND to a QPN that does not exist on the peer, timeout 18
+ * (1.074 s) and retry_cnt 7: 8 expiries, 8.59 s of simulated time, waited for in
+ * ibv_get_cq_event. Only the wait is timed (not the boot). */
+static int sc_idle(void)
+{
+	struct bconn c = bconn_default;
+	struct ibv_qp *qa, *qb;
+	struct bsys s;
+	struct bwc w;
+	uint64_t t0, ev0;
+	double w0, wall;
+
+	c.timeout = 18;
+	c.retry_cnt = 7;
+	bs_open(&s, NULL, 4096, 64);
+	qa = bs_qp(&s.h[0], 8, 1);
+	qb = bs_qp(&s.h[1], 8, 1);
+	if (!qa || !qb)
+		bs_die("ibv_create_qp");
+	bs_connect(&s.h[0], qa, &s.h[1], qb->qp_num + 1000, &c);
+	bs_connect(&s.h[1], qb, &s.h[0], qa->qp_num, &c);
+	{
+		struct ibv_sge sge = { (uintptr_t)s.h[0].buf, 100, s.h[0].mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+
+		ev0 = hcasim_events_executed();
+		t0 = hcasim_now_ps();
+		w0 = bs_wall();
+		bs_post(qa, &wr);
+		bs_wait(&s.h[0], &w);
+		wall = bs_wall() - w0;
+	}
+	if (w.status != IBV_WC_RETRY_EXC_ERR)
+		bs_die("idle: status %s, not retry exceeded", ibv_wc_status_str(w.status));
+	bs_fig("idle.wall_s", wall);
+	bs_fig("idle.sim_s", (double)(hcasim_now_ps() - t0) / 1e12);
+	bs_info("idle", "timeout 18, retry_cnt 7: IBV_WC_RETRY_EXC_ERR after %.6f s simulated, "
+		"%" PRIu64 " kernel events, %.6f s wall", (double)(hcasim_now_ps() - t0) / 1e12,
+		hcasim_events_executed() - ev0, wall);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	bs_close(&s);
+	return 0;
+}
+
+/* Cost per packet from 1 to 16 K active QPs, side by side in one boot: 16 384 connected pairs
+ * are made once; then for each count Q the first Q QPs carry the same 16 384 inline 64 B
+ * WRITEs (16 384 / Q each, every one signaled, up to 16 outstanding per QP). The figure is
+ * wall time per request packet; the ratio is that of 16 384 QPs to 1 QP in the same run. */
+static int sc_qpscale(void)
+{
+	static const int counts[] = { 1, 16, 256, 4096, 16384 };
+	enum { NMAX = 16384, MSGS = 16384, NC = sizeof(counts) / sizeof(counts[0]) };
+	struct ibv_qp **qa = calloc(NMAX, sizeof(*qa)), **qb = calloc(NMAX, sizeof(*qb));
+	double cost[NC], w0;
+	struct bsys s;
+
+	if (!qa || !qb)
+		bs_die("out of memory");
+	bs_open(&s, NULL, 4096, 65536);
+	w0 = bs_wall();
+	for (int i = 0; i < NMAX; i++)
+		pair(&s, &qa[i], &qb[i], 16);
+	bs_info("qpscale", "%d connected pairs made in %.2f s wall", NMAX, bs_wall() - w0);
+	for (unsigned k = 0; k < NC; k++) {
+		int q = counts[k], per_qp = MSGS / q;
+		struct bstream_res r;
+		char key[64];
+
+		bs_stream(&s,
+			  &(struct bstream_cfg){ .qp = qa, .nqp = q, .op = IBV_WR_RDMA_WRITE,
+						 .len = 64, .inline_data = true, .chain = 1,
+						 .chains_per_qp = per_qp < 16 ? per_qp : 16,
+						 .msgs = MSGS },
+			  &r);
+		cost[k] = r.wall_s / (double)r.tx_pkts * 1e9;
+		snprintf(key, sizeof(key), "qpscale.%d.ns_per_pkt", q);
+		bs_fig(key, cost[k]);
+		bs_info("qpscale", "%d active QPs: %" PRIu64 " packets in %.3f s wall (%.1f us "
+			"each), %.3f ms simulated, %.2f kernel events per packet", q, r.tx_pkts,
+			r.wall_s, cost[k] / 1000.0, (double)r.sim_ps / 1e9,
+			(double)r.events / (double)r.tx_pkts);
+	}
+	bs_fig("qpscale.ratio", cost[NC - 1] / cost[0]);
+	/* No teardown: destroying 32 K QPs one by one costs as much wall time as making them,
+	 * and is not measured. The process ends here. */
+	free(qa);
+	free(qb);
+	return 0;
+}
+
+/* n RC QPs on hcasim0, each connected to its own QP on hcasim1, timed from the first
+ * ibv_create_qp to the last RTS; peak RSS (VmHWM) of the whole process. */
+static void qps_connected(int n, const char *key)
+{
+	struct ibv_qp **qa = calloc((size_t)n, sizeof(*qa)), **qb = calloc((size_t)n, sizeof(*qb));
+	char k[64];
+	struct bsys s;
+	double w0, wall;
+	uint64_t t0;
+	long base;
+
+	if (!qa || !qb)
+		bs_die("out of memory");
+	bs_open(&s, NULL, 4096, 64);
+	base = bs_vmhwm_kib();
+	t0 = hcasim_now_ps();
+	w0 = bs_wall();
+	for (int i = 0; i < n; i++) {
+		qa[i] = bs_qp(&s.h[0], 1, 1);
+		qb[i] = bs_qp(&s.h[1], 1, 1);
+		if (!qa[i] || !qb[i])
+			bs_die("ibv_create_qp %d", i);
+	}
+	for (int i = 0; i < n; i++) {
+		bs_connect(&s.h[0], qa[i], &s.h[1], qb[i]->qp_num, NULL);
+		bs_connect(&s.h[1], qb[i], &s.h[0], qa[i]->qp_num, NULL);
+	}
+	wall = bs_wall() - w0;
+	snprintf(k, sizeof(k), "%s.wall_s", key);
+	bs_fig(k, wall);
+	snprintf(k, sizeof(k), "%s.rss_mib", key);
+	bs_fig(k, (double)bs_vmhwm_kib() / 1024.0);
+	bs_info(key, "%d RC pairs (%d QPs) created and moved to RTS in %.3f s wall, %.3f ms "
+		"simulated; VmHWM %.1f MiB (%.1f MiB after boot)", n, 2 * n, wall,
+		(double)(hcasim_now_ps() - t0) / 1e9, (double)bs_vmhwm_kib() / 1024.0,
+		(double)base / 1024.0);
+	/* No teardown (not measured, and as slow as the setup): the process ends here. */
+	free(qa);
+	free(qb);
+}
+
+/* 64 K QPs in all: 32 768 pairs. */
+static int sc_qp64k(void)
+{
+	qps_connected(32768, "qp64k");
+	return 0;
+}
+
+/* 64 K QPs on each host: 65 536 pairs (not in the report: minutes of wall time). */
+static int sc_qp64k_per_host(void)
+{
+	qps_connected(65536, "qp64k_per_host");
+	return 0;
+}
+
+const struct bscenario bench_speed[] = {
+	{ "pkts4k", "simulated 4 KiB packets per wall second", sc_pkts4k },
+	{ "msgs64", "64 B messages per wall second", sc_msgs64 },
+	{ "idle", "idle skipping: 8.6 s of simulated retry exhaustion", sc_idle },
+	{ "qpscale", "wall cost per packet, 1 to 16 K active QPs", sc_qpscale },
+	{ "qp64k", "64 K QPs (32 K pairs) created and connected", sc_qp64k },
+	{ "qp64k-per-host", "64 K QPs on each host (64 K pairs); not in the report",
+	  sc_qp64k_per_host },
+	{ NULL, NULL, NULL },
+};
