@@ -77,7 +77,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 			hm_qp_flush(d, qp, t);
 			return;
 		}
-		d->dp->sched_pending++; /* queued by the block */
+		d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
 		hm_req_kick(d, t);
 		return;
 	}
@@ -123,15 +123,16 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)
 {
 	if (hm_sched_push(d, qp->qpn, hm_dev_cycle(d)))
-		d->dp->sched_pending++;
+		d->dp->sched_maybe = true;
 }
 
 uint32_t hm_sched_next(struct hm_dev *d)
 {
 	uint32_t qpn;
 
-	if (!hm_sched_pop(d, hm_dev_cycle(d), &qpn))
+	if (!hm_sched_pop(d, hm_dev_cycle(d), &qpn)) {
+		d->dp->sched_maybe = false;
 		return 0;
-	d->dp->sched_pending--;
+	}
 	return qpn;
 }

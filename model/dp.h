@@ -148,6 +148,7 @@ struct hm_qp {
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
 	uint64_t lru;          /* last use stamp */
+	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
 };
 
 #define HM_DMA_INJECT_MAX 8
@@ -167,10 +168,11 @@ struct hm_dp {
 	uint32_t qpc_entries;     /* cache capacity */
 	uint32_t qpc_used;        /* entries in use */
 	uint64_t qpc_clock;       /* LRU stamp source */
+	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
 	/* send arbiter: the sched block (model/ports.h) holds the round-robin FIFO of QPs with
-	 * work; this counts what it holds (its not-empty flag) */
-	uint32_t sched_pending;
+	 * work; this is set when a QP joins it and cleared when a pop finds it empty */
+	bool sched_maybe;
 	bool req_busy;            /* the requester engine has a step scheduled */
 	sim_time_t rx_free_ps;    /* receive pipeline free at */
 	/* counters */

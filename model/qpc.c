@@ -114,9 +114,34 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	/* The new context goes to its backing-store slot; it is not cached until used. */
 	qp->cached = false;
 	qp->dirty = false;
+	qp->lru_prev = qp->lru_next = NULL;
 	if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, qp,
 				QPC_CTX_BYTES, &t))
 		SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
+}
+
+static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
+{
+	if (q->lru_prev)
+		q->lru_prev->lru_next = q->lru_next;
+	else
+		dp->lru_old = q->lru_next;
+	if (q->lru_next)
+		q->lru_next->lru_prev = q->lru_prev;
+	else
+		dp->lru_new = q->lru_prev;
+	q->lru_prev = q->lru_next = NULL;
+}
+
+static void lru_append(struct hm_dp *dp, struct hm_qp *q)
+{
+	q->lru_prev = dp->lru_new;
+	q->lru_next = NULL;
+	if (dp->lru_new)
+		dp->lru_new->lru_next = q;
+	else
+		dp->lru_old = q;
+	dp->lru_new = q;
 }
 
 void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
@@ -126,8 +151,10 @@ void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 
 	if (!qp)
 		return;
-	if (qp->cached)
+	if (qp->cached) {
+		lru_unlink(dp, qp);
 		dp->qpc_used--;
+	}
 	hm_rxq_free(qp);
 	free(qp->wqe_buf);
 	free(qp->flight);
@@ -145,15 +172,10 @@ const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn)
 static void qpc_evict(struct hm_dev *d, sim_time_t *t)
 {
 	struct hm_dp *dp = d->dp;
-	struct hm_qp *victim = NULL;
+	struct hm_qp *victim = dp->lru_old;
 
-	for (uint32_t i = 0; i < dp->nqps; i++) {
-		struct hm_qp *q = dp->qps[i];
-
-		if (q && q->cached && (!victim || q->lru < victim->lru))
-			victim = q;
-	}
 	SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
+	lru_unlink(dp, victim);
 	if (victim->dirty) {
 		dp->qpc_writebacks++;
 		if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)victim->qpn * HM_QPC_BYTES,
@@ -175,6 +197,8 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 		return NULL;
 	qp->lru = ++dp->qpc_clock;
 	if (qp->cached) {
+		lru_unlink(dp, qp);
+		lru_append(dp, qp);
 		dp->qpc_hits++;
 		*t = sim_clock_after(&d->core, *t, d->cfg.qpc_hit_cycles);
 	} else {
@@ -191,6 +215,7 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 				       QPC_CTX_BYTES, t))
 			SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
 		qp->cached = true;
+		lru_append(dp, qp);
 		dp->qpc_used++;
 	}
 	qp->dirty = true;

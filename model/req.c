@@ -18,7 +18,7 @@ void hm_req_kick(struct hm_dev *d, sim_time_t t)
 	struct hm_dp *dp = d->dp;
 	sim_time_t now = sim_now(sim_kernel());
 
-	if (dp->req_busy || !dp->sched_pending)
+	if (dp->req_busy || !dp->sched_maybe)
 		return;
 	dp->req_busy = true;
 	sim_schedule_at(sim_kernel(),

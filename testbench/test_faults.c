@@ -194,17 +194,17 @@ static void lossy(const char *ppm)
 	rig_close(&g);
 }
 
-Test(faults, rc_exactly_once_in_order_under_1_percent_loss_dup_reorder, .timeout = 120)
+Test(faults, rc_exactly_once_in_order_under_1_percent_loss_dup_reorder, .timeout = 600)
 {
 	lossy("10000");
 }
 
-Test(faults, rc_exactly_once_in_order_under_5_percent_loss_dup_reorder, .timeout = 120)
+Test(faults, rc_exactly_once_in_order_under_5_percent_loss_dup_reorder, .timeout = 600)
 {
 	lossy("50000");
 }
 
-Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder, .timeout = 120)
+Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder, .timeout = 600)
 {
 	lossy("100000");
 }
