@@ -5,6 +5,7 @@
 #include "model/pkt.h"
 #include "sim/kernel.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <zlib.h>
@@ -284,11 +285,10 @@ uint16_t hm_pkt_vcrc(const uint8_t *f, size_t len)
 		return 0;
 	n = len - HM_VCRC_BYTES;
 	for (; i + 8 <= n; i += 8) {
-		uint64_t x = 0;
+		uint64_t x;
 
-		for (int k = 0; k < 8; k++)
-			x |= (uint64_t)f[i + (size_t)k] << (8 * k);
-		x ^= c;
+		memcpy(&x, f + i, sizeof(x));
+		x = le64toh(x) ^ c; /* the 8 bytes, first one lowest */
 		c = (uint16_t)(vcrc_table[7][x & 0xff] ^ vcrc_table[6][(x >> 8) & 0xff] ^
 			       vcrc_table[5][(x >> 16) & 0xff] ^ vcrc_table[4][(x >> 24) & 0xff] ^
 			       vcrc_table[3][(x >> 32) & 0xff] ^ vcrc_table[2][(x >> 40) & 0xff] ^
