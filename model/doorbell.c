@@ -96,6 +96,8 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		SIM_TRACE(db, ring, d->devno, "rq qpn=0x%x pi=%u", obj, pi);
 		if (qp->state == HCA_QPS_ERR)
 			hm_qp_flush(d, qp, t);
+		else
+			hm_rwqe_prefetch(d, qp, t);
 		return;
 	case HCA_UAR_SRQ_DB:
 		srq = hm_srq_get(d, obj);

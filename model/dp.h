@@ -149,6 +149,13 @@ struct hm_qp {
 	bool dirty;            /* changed since read from the backing store */
 	uint64_t lru;          /* last use stamp */
 	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
+	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
+	 * RQ, read when it is posted so that a SEND does not wait for it */
+	uint8_t *rpf_buf;      /* its bytes (HM_MAX_SGE scatter entries) */
+	bool rpf_valid;        /* rpf_buf holds WQE rpf_idx (or its failed read) */
+	bool rpf_err;          /* the read failed: using it is a catastrophic error */
+	uint32_t rpf_idx;      /* producer index of the WQE it holds */
+	sim_time_t rpf_ready;  /* when its read completes */
 };
 
 #define HM_DMA_INJECT_MAX 8
@@ -194,6 +201,8 @@ bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num
  * raises IBV_EVENT_SRQ_ERR, and every QP attached to it goes to ERR (IBA 11.6.3.1,
  * 10.2.9.5). */
 void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+/* Start reading the RQ's next receive WQE (rq_ci) at t if it is posted and not held yet. */
+void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 /* Automatic path migration (IBA 17.2.8): the alternate path becomes the primary one, the QP
  * is MIGRATED and IBV_EVENT_PATH_MIG is raised; if the alternate port is not ACTIVE nothing
  * changes and IBV_EVENT_PATH_MIG_ERR is raised (false). */

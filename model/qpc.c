@@ -33,6 +33,7 @@ void hm_dp_destroy(struct hm_dp *dp)
 			free(dp->qps[i]->wqe_buf);
 			free(dp->qps[i]->flight);
 			free(dp->qps[i]->rsge);
+			free(dp->qps[i]->rpf_buf);
 			free(dp->qps[i]);
 		}
 	}
@@ -109,12 +110,14 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	qp->flight = calloc(qp->sq_entries ? qp->sq_entries : 1, sizeof(*qp->flight));
 	qp->wqe_buf = malloc((size_t)(qp->sq_entries ? qp->sq_entries : 1) * qp->sq_stride + 1);
 	qp->rsge = calloc(HM_MAX_SGE, sizeof(*qp->rsge));
-	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge, "out of memory");
+	qp->rpf_buf = calloc(HM_MAX_SGE, HCA_SGE_BYTES);
+	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge && qp->rpf_buf, "out of memory");
 	dp->qps[qpn] = qp;
 	/* The new context goes to its backing-store slot; it is not cached until used. */
 	qp->cached = false;
 	qp->dirty = false;
 	qp->lru_prev = qp->lru_next = NULL;
+	qp->rpf_valid = false;
 	if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, qp,
 				QPC_CTX_BYTES, &t))
 		SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
@@ -159,6 +162,7 @@ void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 	free(qp->wqe_buf);
 	free(qp->flight);
 	free(qp->rsge);
+	free(qp->rpf_buf);
 	free(qp);
 	dp->qps[qpn] = NULL;
 }
@@ -247,6 +251,7 @@ static void qp_reset_queues(struct hm_qp *qp)
 	qp->nak_seen = false;
 	qp->rd_gap = false;
 	memset(qp->atomics, 0, sizeof(qp->atomics)); /* no result survives a reset */
+	qp->rpf_valid = false;
 	qp->atomic_next = 0;
 	hm_rxq_free(qp);
 }

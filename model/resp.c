@@ -124,13 +124,42 @@ static void uc_no_rwqe(struct hm_dev *d, struct hm_qp *qp)
 	qp->uc_drop = true;
 }
 
-/* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. */
+/* Read receive WQE idx of the RQ into the prefetch buffer, from t, if it is posted. */
+static void prefetch_idx(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t t)
+{
+	uint32_t stride = qp->rq_stride;
+
+	if (qp->has_srq || qp->rpf_valid || idx - qp->rq_ci >= qp->rq_pi - qp->rq_ci ||
+	    qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_ERR)
+		return; /* SRQ, already held, not posted, or no receiving */
+	if (stride > HM_MAX_SGE * HCA_SGE_BYTES)
+		stride = HM_MAX_SGE * HCA_SGE_BYTES;
+	qp->rpf_valid = true;
+	qp->rpf_idx = idx;
+	qp->rpf_ready = t;
+	qp->rpf_err = hm_dma_inject_hit(d, HM_DMA_RQ_WQE, qp->qpn) ||
+		      sim_dma_read_timed(d->fn,
+					 qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride,
+					 qp->rpf_buf, stride, &qp->rpf_ready);
+	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x prefetch receive wqe=%u ready=%llu%s", qp->qpn,
+		  idx, (unsigned long long)qp->rpf_ready, qp->rpf_err ? " (read failed)" : "");
+}
+
+void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	/* While a message uses WQE rq_ci (rq_ci moves on at its completion), the next is +1. */
+	prefetch_idx(d, qp, qp->in_msg && !qp->rwqe_srq ? qp->rq_ci + 1 : qp->rq_ci, t);
+}
+
+/* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. An RQ's WQE comes
+ * from the prefetch when it holds it (waiting for its read if that is still under way). */
 static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
 	struct hm_srq *srq = qp->has_srq ? hm_srq_get(d, qp->srqn) : NULL;
 	uint64_t addr;
 	uint32_t stride, idx, n;
 	uint8_t buf[HM_MAX_SGE * HCA_SGE_BYTES];
+	bool failed;
 
 	if (qp->has_srq) {
 		if (!srq || srq->ci == srq->pi || srq->error)
@@ -147,8 +176,19 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	}
 	if (stride > sizeof(buf))
 		stride = sizeof(buf);
-	if (hm_dma_inject_hit(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE, srq ? qp->srqn : qp->qpn) ||
-	    sim_dma_read_timed(d->fn, addr, buf, stride, t)) {
+	if (!srq && qp->rpf_valid && qp->rpf_idx == idx) {
+		qp->rpf_valid = false;
+		failed = qp->rpf_err;
+		memcpy(buf, qp->rpf_buf, stride);
+		if (qp->rpf_ready > *t)
+			*t = qp->rpf_ready;
+	} else {
+		qp->rpf_valid = false; /* held another index: stale */
+		failed = hm_dma_inject_hit(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE,
+					   srq ? qp->srqn : qp->qpn) ||
+			 sim_dma_read_timed(d->fn, addr, buf, stride, t);
+	}
+	if (failed) {
 		/* The receive WQE cannot be read: catastrophic for the SRQ (and its QPs) or the
 		 * QP. The caller sees no WQE and a QP in ERR. */
 		if (srq)
@@ -164,6 +204,8 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	}
 	qp->rsge_n = n;
 	qp->rwqe = idx;
+	if (!srq)
+		prefetch_idx(d, qp, idx + 1, *t); /* the one after, while this one is used */
 	qp->rwqe_srq = qp->has_srq;
 	qp->rwqe_pdn = srq ? srq->pdn : qp->pdn; /* an SRQ's buffers are in the SRQ's PD */
 	qp->recv_off = 0;

@@ -93,6 +93,17 @@ static int traffic(struct tb_dev *a, struct tb_dev *b, int n)
 		}
 		done++;
 	}
+	/* Tear down what can be (after a halt no command runs, and the driver keeps what it
+	 * could not destroy). */
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_mr *mr = i ? mb : ma;
+		void *buf = mr->addr;
+
+		if (!ibv_dereg_mr(mr))
+			free(buf);
+	}
 	return done;
 }
 
@@ -111,6 +122,8 @@ Test(ports, lockstep_of_the_c_twin_against_itself_never_halts)
 	tb_open(&b, 1);
 	cr_assert_eq(traffic(&a, &b, 20), 20);
 	cr_assert_null(hcasim_halted(), "%s", hcasim_halted());
+	tb_close(&a);
+	tb_close(&b);
 }
 
 Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
@@ -139,6 +152,8 @@ Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
 		hcasim_run_for_ps(1000000);
 		cr_assert_eq(hcasim_events_executed(), ev);
 	}
+	tb_close(&a);
+	tb_close(&b);
 }
 
 Test(ports, lockstep_compares_cycles_too)
@@ -155,6 +170,8 @@ Test(ports, lockstep_compares_cycles_too)
 	why = hcasim_halted();
 	cr_assert_not_null(why);
 	cr_assert(strstr(why, "block psn") && strstr(why, "field cycle"), "%s", why);
+	tb_close(&a);
+	tb_close(&b);
 }
 
 Test(ports, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
@@ -169,6 +186,8 @@ Test(ports, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
 	/* rtl mode does not compare: a late answer is taken as it is. */
 	cr_assert_eq(traffic(&a, &b, 5), 5);
 	cr_assert_null(hcasim_halted());
+	tb_close(&a);
+	tb_close(&b);
 }
 
 Test(ports, bad_hcasim_impl_is_refused_naming_it)
