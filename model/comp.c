@@ -333,6 +333,7 @@ void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	}
 	qp->sq_next = qp->sq_pi;
 	qp->sq_fetch_lo = qp->sq_fetched = qp->sq_pi;
+	qp->sq_fetch_err = false;
 	qp->cur_started = false;
 	qp->rd_out = 0;
 	if (sq_only)

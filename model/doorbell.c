@@ -78,6 +78,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 			return;
 		}
 		d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
+		hm_wqe_prefetch(d, qp, t); /* the WQE fetcher starts at once */
 		hm_req_kick(d, t);
 		return;
 	}

@@ -156,6 +156,11 @@ struct hm_qp {
 	bool rpf_err;          /* the read failed: using it is a catastrophic error */
 	uint32_t rpf_idx;      /* producer index of the WQE it holds */
 	sim_time_t rpf_ready;  /* when its read completes */
+	/* send WQE fetch: the window [sq_fetch_lo, sq_fetched) of the context is readable from
+	 * sq_fetch_ready on (its DMA read may still be under way) */
+	sim_time_t sq_fetch_ready;
+	bool sq_fetch_err;     /* that read failed */
+	sim_time_t sq_wake_at; /* a wake-up is scheduled for then (0: none) */
 };
 
 #define HM_DMA_INJECT_MAX 8
@@ -267,9 +272,15 @@ void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);
 uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
 
 /* ---- wqe_fetch ---- */
-/* Make WQE idx's copy current in qp->wqe_buf (prefetched, or by one DMA read of up to
- * hca.wqe_prefetch posted WQEs); *t advances by the read and the decode. 0 or -1 (unreadable). */
+/* WQE idx for the requester at *t. HM_WQE_READY: its copy in qp->wqe_buf is current and *t
+ * has advanced by the decode (pipe.wqe_cycles). HM_WQE_WAIT: its DMA read (up to
+ * hca.wqe_prefetch posted WQEs in one read) is under way; the QP goes back into the arbiter
+ * when it completes, and the requester serves other QPs meanwhile. HM_WQE_FAILED: unreadable.
+ * Taking the last WQE of a window starts the read of the next posted ones. */
+enum { HM_WQE_READY = 0, HM_WQE_WAIT = 1, HM_WQE_FAILED = -1 };
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
+/* A send doorbell at t: start reading the newly posted WQEs if nothing is fetched ahead. */
+void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 /* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
  * message length. */
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,

@@ -232,6 +232,8 @@ static void qp_reset_queues(struct hm_qp *qp)
 {
 	qp->sq_pi = qp->sq_next = qp->sq_done = 0;
 	qp->sq_fetch_lo = qp->sq_fetched = 0;
+	qp->sq_fetch_err = false;
+	qp->sq_fetch_ready = 0;
 	qp->sq_psn = 0;
 	qp->cur_off = 0;
 	qp->cur_started = false;

@@ -74,7 +74,8 @@ unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp)
 	return 128u << qp->attr.path_mtu;
 }
 
-/* Fetch and validate WQE sq_next. Returns false when it failed (completed with an error). */
+/* Fetch and validate WQE sq_next. false: its read is still under way, or it failed
+ * (completed with an error). */
 static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
 	uint8_t *w = wqe_at(qp, qp->sq_next);
@@ -83,7 +84,10 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	uint64_t len;
 	uint8_t st;
 
-	if (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
+	switch (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
+	case HM_WQE_WAIT:
+		return false; /* back in the arbiter when its read completes */
+	case HM_WQE_FAILED:
 		/* The WQE cannot be read: a catastrophic error of the work queue, with no
 		 * completion of its own (everything is flushed). */
 		hm_qp_fatal(d, qp, *t);

@@ -7,6 +7,8 @@
 #include "model/dp.h"
 #include "sim/trace.h"
 
+#include <stdlib.h>
+
 static bool op_allowed(uint8_t type, uint8_t op)
 {
 	switch (op) {
@@ -25,31 +27,86 @@ static bool op_allowed(uint8_t type, uint8_t op)
 	}
 }
 
-int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t)
+/* Read up to hca.wqe_prefetch posted WQEs from idx (stopping at the end of the ring) into
+ * wqe_buf, as one DMA read issued at t: the window becomes [idx, idx + n), readable once the
+ * read completes. */
+static void fetch_window(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t t)
 {
-	uint32_t slot = idx % qp->sq_entries, n;
+	uint32_t slot = idx % qp->sq_entries, n = qp->sq_pi - idx;
 
-	if (idx - qp->sq_fetch_lo < qp->sq_fetched - qp->sq_fetch_lo) {
-		*t = sim_clock_after(&d->core, *t, d->cfg.wqe_cycles);
-		return 0; /* prefetched */
-	}
-	n = qp->sq_pi - idx;
 	if (n > d->cfg.wqe_prefetch)
 		n = (uint32_t)d->cfg.wqe_prefetch;
 	if (n > qp->sq_entries - slot)
 		n = qp->sq_entries - slot; /* one read stops at the end of the ring */
 	if (!n)
 		n = 1;
-	if (hm_dma_inject_hit(d, HM_DMA_SQ_WQE, qp->qpn) ||
-	    sim_dma_read_timed(d->fn, qp->sq + (uint64_t)slot * qp->sq_stride,
-			       qp->wqe_buf + (size_t)slot * qp->sq_stride, (size_t)n * qp->sq_stride,
-			       t))
-		return -1;
+	qp->sq_fetch_ready = t;
+	qp->sq_fetch_err = hm_dma_inject_hit(d, HM_DMA_SQ_WQE, qp->qpn) ||
+			   sim_dma_read_timed(d->fn, qp->sq + (uint64_t)slot * qp->sq_stride,
+					      qp->wqe_buf + (size_t)slot * qp->sq_stride,
+					      (size_t)n * qp->sq_stride, &qp->sq_fetch_ready);
 	qp->sq_fetch_lo = idx;
 	qp->sq_fetched = idx + n;
-	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x fetched wqe=%u..%u", qp->qpn, idx, idx + n - 1);
+	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x fetched wqe=%u..%u ready=%llu%s", qp->qpn, idx,
+		  idx + n - 1, (unsigned long long)qp->sq_fetch_ready,
+		  qp->sq_fetch_err ? " (read failed)" : "");
+}
+
+struct fetch_wake {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP whose WQE read completed */
+};
+
+static void fetch_woken(void *arg)
+{
+	struct fetch_wake *w = arg;
+	struct hm_qp *qp = w->qpn < w->d->dp->nqps ? w->d->dp->qps[w->qpn] : NULL;
+
+	if (qp && qp->sq_wake_at == sim_now(sim_kernel())) {
+		qp->sq_wake_at = 0;
+		hm_sched_add(w->d, qp);
+		hm_req_kick(w->d, sim_now(sim_kernel()));
+	}
+	free(w);
+}
+
+/* The QP goes back into the arbiter when the window's read completes. */
+static void wake_when_ready(struct hm_dev *d, struct hm_qp *qp)
+{
+	struct fetch_wake *w;
+
+	if (qp->sq_wake_at == qp->sq_fetch_ready)
+		return; /* already */
+	w = malloc(sizeof(*w));
+	SIM_ASSERT(w != NULL, "out of memory");
+	*w = (struct fetch_wake){ d, qp->qpn };
+	qp->sq_wake_at = qp->sq_fetch_ready;
+	sim_schedule_owned_at(sim_kernel(), qp->sq_fetch_ready, fetch_woken, w);
+}
+
+int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t)
+{
+	if (idx - qp->sq_fetch_lo >= qp->sq_fetched - qp->sq_fetch_lo) {
+		fetch_window(d, qp, idx, *t); /* not fetched (or a rewind before the window) */
+		if (qp->sq_fetch_err)
+			return HM_WQE_FAILED;
+	}
+	if (qp->sq_fetch_err)
+		return HM_WQE_FAILED;
+	if (qp->sq_fetch_ready > *t) {
+		wake_when_ready(d, qp);
+		return HM_WQE_WAIT;
+	}
 	*t = sim_clock_after(&d->core, *t, d->cfg.wqe_cycles);
-	return 0;
+	if (idx + 1 == qp->sq_fetched && qp->sq_fetched != qp->sq_pi)
+		fetch_window(d, qp, qp->sq_fetched, *t); /* the next ones, while this one is sent */
+	return HM_WQE_READY;
+}
+
+void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	if (qp->sq_next == qp->sq_fetched && qp->sq_fetched != qp->sq_pi && !qp->cur_started)
+		fetch_window(d, qp, qp->sq_next, t);
 }
 
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
