@@ -111,6 +111,22 @@ static void uar_db(struct drv_dev *d, uint32_t reg, uint64_t val)
 
 /* ---- post send ---- */
 
+/* The WQE posted last. */
+static const uint8_t *last_wqe(const struct drv_qp *qp)
+{
+	return (const uint8_t *)qp->sq + (size_t)((qp->sq_pi - 1) % qp->sq_entries) * qp->sq_stride;
+}
+
+/* The bytes of the last WQE that carry something: the base segments, then the inline data or
+ * the data segments. */
+static unsigned bf_size(const struct drv_qp *qp)
+{
+	const struct hca_wqe_ctrl *c = (const void *)last_wqe(qp);
+
+	return HCA_WQE_BASE_BYTES + ((c->flags & HCA_WQE_F_INLINE) ? (c->inline_len + 15) / 16 * 16
+								    : c->num_sge * HCA_SGE_BYTES);
+}
+
 static bool op_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
 	switch (op) {
@@ -264,8 +280,21 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	}
 	if (rc && bad)
 		*bad = wr;
-	if (posted)
+	if (posted == 1 && bf_size(qp) <= HCA_UAR_BF_WQE_BYTES) {
+		/* BlueFlame (as mlx5 does for a single small WQE): the doorbell word and the WQE
+		 * in one write-combined burst of 64-byte chunks, so the device need not read the
+		 * WQE back. */
+		uint8_t bf[HCA_UAR_BF_BYTES] = { 0 };
+		uint64_t db = HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff);
+		unsigned used = bf_size(qp);
+
+		memcpy(bf, &db, sizeof(db));
+		memcpy(bf + 16, last_wqe(qp), used);
+		sim_pcie_mmio_write_block(d->fn, HCA_REGION_UAR + HCA_UAR_BF, bf,
+					  (16 + used + 63) / 64 * 64);
+	} else if (posted) {
 		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff));
+	}
 	return rc;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/trace.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Extend a 16-bit producer index next to the current 32-bit one (receive queues; the send
  * queue's is the sched block's, model/twins.c). */
@@ -121,6 +122,37 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		d->dp->bad_doorbells++;
 		SIM_TRACE(warn, mmio, d->devno, "UAR write to unknown offset 0x%x ignored", off);
 	}
+}
+
+void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
+{
+	uint64_t db;
+	uint32_t qpn, pi16, wlen = len - 16;
+	struct hm_qp *qp;
+	sim_time_t t = sim_clock_edge(&d->core, sim_now(sim_kernel()));
+
+	memcpy(&db, data, sizeof(db));
+	qpn = (uint32_t)db & 0xffffffu;
+	pi16 = (uint32_t)(db >> 32) & 0xffffu;
+	qp = len >= 16 + HCA_WQE_BASE_BYTES ? hm_qpc_get(d, qpn, &t) : NULL;
+	/* The WQE goes straight into the QP's WQE buffer when it is the next one to start and
+	 * nothing is fetched ahead: the fetcher then has nothing to read. Otherwise the write is
+	 * an ordinary doorbell (the WQE is in host memory too). */
+	if (qp && qp->sq_entries && wlen <= qp->sq_stride && len <= HCA_UAR_BF_BYTES &&
+	    qp->state == HCA_QPS_RTS &&
+	    ((qp->sq_pi + 1) & 0xffffu) == pi16 && qp->sq_next == qp->sq_pi &&
+	    qp->sq_fetched == qp->sq_pi && !qp->cur_started) {
+		uint32_t slot = qp->sq_pi % qp->sq_entries;
+
+		memcpy(qp->wqe_buf + (size_t)slot * qp->sq_stride, data + 16, wlen);
+		qp->sq_fetch_lo = qp->sq_pi;
+		qp->sq_fetched = qp->sq_pi + 1;
+		qp->sq_fetch_ready = t;
+		qp->sq_fetch_err = false;
+		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u by BlueFlame (%u bytes)", qpn,
+			  qp->sq_pi, wlen);
+	}
+	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);
 }
 
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)

@@ -268,6 +268,8 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 
 /* ---- doorbell + sched ---- */
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
+/* A BlueFlame write (HCA_UAR_BF): the SQ doorbell word, then the WQE it makes visible. */
+void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len);
 void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);
 uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
 

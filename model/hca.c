@@ -146,10 +146,25 @@ static void dev_mmio_write64(void *p, uint32_t off, uint64_t val)
 	SIM_TRACE(warn, mmio, d->devno, "64-bit write to off=0x%x outside the UAR: ignored", off);
 }
 
+static void dev_mmio_block(void *p, uint32_t off, const uint8_t *data, unsigned len)
+{
+	struct hm_dev *d = p;
+
+	if (off >= HCA_REGION_UAR && off < HCA_REGION_UAR + HCA_REGION_UAR_BYTES &&
+	    (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES == HCA_UAR_BF) {
+		hm_doorbell_bf(d, data, len);
+		return;
+	}
+	d->dp->bad_doorbells++;
+	SIM_TRACE(warn, mmio, d->devno, "block write to off=0x%x (not a BlueFlame buffer): ignored",
+		  off);
+}
+
 static const struct sim_pcie_dev_ops dev_ops = {
 	.mmio_read32 = dev_mmio_read32,
 	.mmio_write32 = dev_mmio_write32,
 	.mmio_write64 = dev_mmio_write64,
+	.mmio_block = dev_mmio_block,
 };
 
 struct cmd_finish {

@@ -147,8 +147,9 @@ static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
 struct mmio_wr {
 	struct sim_pcie_fn *fn; /* target */
 	uint32_t off;           /* register */
-	unsigned bytes;         /* 4 or 8 */
-	uint64_t val;           /* value */
+	unsigned bytes;         /* 4 or 8, or a block's length */
+	uint64_t val;           /* value (4 or 8 bytes) */
+	uint8_t *block;         /* a write-combined block's bytes, or NULL */
 };
 
 static void mmio_write_arrive(void *arg)
@@ -157,6 +158,16 @@ static void mmio_write_arrive(void *arg)
 
 	SIM_TRACE(pcie, mmio_wr, w->fn->devno, "off=0x%x val=0x%llx bytes=%u", w->off,
 		  (unsigned long long)w->val, w->bytes);
+	if (w->block) {
+		if (w->off + w->bytes > w->fn->bar0_bytes || (w->off & 63) || !w->fn->ops->mmio_block)
+			SIM_TRACE(warn, mmio, w->fn->devno, "block write off=0x%x len=%u refused",
+				  w->off, w->bytes);
+		else
+			w->fn->ops->mmio_block(w->fn->dev, w->off, w->block, w->bytes);
+		free(w->block);
+		free(w);
+		return;
+	}
 	if (w->off + w->bytes > w->fn->bar0_bytes || (w->off & (w->bytes - 1)))
 		SIM_TRACE(warn, mmio, w->fn->devno, "write off=0x%x outside BAR0 or unaligned",
 			  w->off);
@@ -169,14 +180,20 @@ static void mmio_write_arrive(void *arg)
 	free(w);
 }
 
-static void mmio_post(struct sim_pcie_fn *fn, uint32_t off, uint64_t val, unsigned bytes)
+static void mmio_post(struct sim_pcie_fn *fn, uint32_t off, uint64_t val, unsigned bytes,
+		      const void *block)
 {
 	struct sim_kernel *k = sim_kernel();
 	struct mmio_wr *w = malloc(sizeof(*w));
 	sim_time_t t = sim_now(k);
 
 	SIM_ASSERT(w != NULL, "out of memory");
-	*w = (struct mmio_wr){ fn, off, bytes, val };
+	*w = (struct mmio_wr){ fn, off, bytes, val, NULL };
+	if (block) {
+		w->block = malloc(bytes);
+		SIM_ASSERT(w->block != NULL, "out of memory");
+		memcpy(w->block, block, bytes);
+	}
 	t = sim_clock_edge(&fn->clk, t);
 	if (fn->down_busy_ps > t)
 		t = fn->down_busy_ps;
@@ -190,12 +207,19 @@ static void mmio_post(struct sim_pcie_fn *fn, uint32_t off, uint64_t val, unsign
 
 void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val)
 {
-	mmio_post(fn, off, val, 4);
+	mmio_post(fn, off, val, 4, NULL);
 }
 
 void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val)
 {
-	mmio_post(fn, off, val, 8);
+	mmio_post(fn, off, val, 8, NULL);
+}
+
+void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void *data,
+			       unsigned len)
+{
+	SIM_ASSERT(len >= 8 && len <= 4096 && len % 8 == 0, "MMIO block of %u bytes", len);
+	mmio_post(fn, off, 0, len, data);
 }
 
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)

@@ -46,6 +46,8 @@ struct sim_pcie_dev_ops {
 	uint32_t (*mmio_read32)(void *dev, uint32_t off);
 	void (*mmio_write32)(void *dev, uint32_t off, uint32_t val);
 	void (*mmio_write64)(void *dev, uint32_t off, uint64_t val); /* 8-byte aligned */
+	/* a write-combined block (64-byte aligned), arriving whole; NULL: refused */
+	void (*mmio_block)(void *dev, uint32_t off, const uint8_t *data, unsigned len);
 };
 
 struct sim_pcie_fn;
@@ -71,6 +73,10 @@ int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
 void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
 /* A 64-bit posted write (one TLP, arrives whole): doorbells. */
 void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val);
+/* A write-combined burst of len bytes (8..4096, a multiple of 8) to a 64-byte aligned offset:
+ * one posted TLP that arrives whole (BlueFlame doorbells). */
+void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void *data,
+			       unsigned len);
 /* Non-posted read: simulated time advances by the round trip. */
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off);
 /* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0 and the device

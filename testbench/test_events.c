@@ -381,8 +381,21 @@ Test(events, unreadable_send_wqe_is_qp_fatal_and_flushes)
 	pair_open(&p);
 	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_SQ_WQE, p.qa->qp_num, 1), 0, "%s",
 		     hcasim_last_error());
-	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey);
-	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey);
+	/* Two WRs in one call: one doorbell, no BlueFlame, so the WQEs are read from the ring. */
+	{
+		struct ibv_sge s = { (uintptr_t)p.ma->addr, 64, p.ma->lkey };
+		struct ibv_send_wr w[2], *bad;
+
+		for (int i = 0; i < 2; i++) {
+			w[i] = (struct ibv_send_wr){ .wr_id = 9, .sg_list = &s, .num_sge = 1,
+						     .opcode = IBV_WR_RDMA_WRITE,
+						     .send_flags = IBV_SEND_SIGNALED,
+						     .next = i ? NULL : &w[1] };
+			w[i].wr.rdma.remote_addr = (uintptr_t)p.mb->addr;
+			w[i].wr.rdma.rkey = p.mb->rkey;
+		}
+		cr_assert_eq(ibv_post_send(p.qa, w, &bad), 0, "%s", hcasim_last_error());
+	}
 	ev = expect_event(p.a.ctx, IBV_EVENT_QP_FATAL, 100 * US);
 	cr_assert_eq(ev.element.qp, p.qa);
 	cr_assert_eq(state_of(p.qa), IBV_QPS_ERR);

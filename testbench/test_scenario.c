@@ -237,9 +237,17 @@ Test(scenario, path_migration_moves_both_sides_to_port_2_when_link_0_fails)
 	cr_assert(cut && exh && mig && ev && resend && done, "%s", a);
 	cr_assert(cut < exh && exh < mig && mig < ev && ev < resend && resend < done,
 		  "out of order:\n%s", a);
-	/* Not a single retransmission before the migration: the dead port sent nothing. */
-	cr_assert_eq(count(a, "RETRANSMISSION"), 9, "the 9 packets sent before the cut, again\n%s",
-		     a);
+	/* Every packet that left before the cut is sent again over port 2, and nothing else is
+	 * a retransmission: the dead port sent nothing. */
+	{
+		char *before = strndup(a, (size_t)(cut - a));
+		int sent = count(before, " tx      psn ");
+
+		cr_assert_gt(sent, 0, "%s", a);
+		cr_assert_eq(count(a, "RETRANSMISSION"), sent,
+			     "%d packets left before the cut, not all sent again\n%s", sent, a);
+		free(before);
+	}
 	cr_assert_eq(count(a, " timeout retries_left"), 3, "%s", a);
 	cr_assert_not_null(strstr(b, "migrated to port 2"), "%s", b);
 	cr_assert_not_null(strstr(b, "async event PATH_MIG"), "%s", b);

@@ -440,3 +440,59 @@ Test(timing, rnr_retry_7_retries_until_a_receive_is_posted)
 	cr_assert_eq(tr.ndone, 1);
 	cr_assert_eq(tr.done_status[0], IBV_WC_SUCCESS);
 }
+
+/* BlueFlame: a single small WQE travels with its doorbell in one write-combined burst and is
+ * not read back from the ring; two WQEs posted in one call are one doorbell and one read. */
+static int count_lines(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	int n = 0;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+Test(timing, a_single_small_wqe_comes_by_blueflame_and_is_not_read)
+{
+	struct rig r;
+	struct ibv_wc wc;
+	struct ibv_sge s;
+	struct ibv_send_wr w[2], *bad;
+
+	rig_open(&r, 14, 7, 7, 1, false);
+	cr_assert_eq(hcasim_trace("req", r.trace), 0);
+	post_recv(&r);
+	post_send(&r, 100);
+	wait_wc(&r, &wc, MS);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	tb_poll(r.b.cq, &wc, 1);
+	cr_assert_eq(hcasim_trace("", NULL), 0);
+	cr_assert_eq(count_lines(r.trace, "by BlueFlame"), 1);
+	cr_assert_eq(count_lines(r.trace, "fetched wqe="), 0, "the WQE was read anyway");
+	/* Two in one call: an ordinary doorbell, and the fetcher reads both at once. */
+	cr_assert_eq(hcasim_trace("req", r.trace), 0);
+	post_recv(&r);
+	post_recv(&r);
+	s = (struct ibv_sge){ (uintptr_t)r.ma->addr, 100, r.ma->lkey };
+	for (int i = 0; i < 2; i++)
+		w[i] = (struct ibv_send_wr){ .wr_id = 42, .sg_list = &s, .num_sge = 1,
+					     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					     .next = i ? NULL : &w[1] };
+	cr_assert_eq(ibv_post_send(r.qa, w, &bad), 0, "%s", hcasim_last_error());
+	wait_wc(&r, &wc, MS);
+	wait_wc(&r, &wc, MS);
+	cr_assert_eq(hcasim_trace("", NULL), 0);
+	cr_assert_eq(count_lines(r.trace, "by BlueFlame"), 0);
+	cr_assert_eq(count_lines(r.trace, "fetched wqe=1..2"), 1, "one read for both WQEs");
+	{
+		static struct trace tr;
+		static struct pframe pf[MAXE];
+		int npf;
+
+		rig_finish(&r, &tr, pf, &npf, MAXE);
+	}
+}

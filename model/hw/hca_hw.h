@@ -196,12 +196,17 @@ enum hca_uar_reg {
 	HCA_UAR_RQ_DB = 0x08,  /* qpn (23:0) | producer index (47:32): receive WQEs posted */
 	HCA_UAR_SRQ_DB = 0x10, /* srqn (23:0) | producer index (47:32) */
 	HCA_UAR_CQ_DB = 0x18,  /* cqn (23:0) | command (25:24) | consumer index (55:32) */
+	HCA_UAR_BF = 0x800,    /* BlueFlame: one write-combined block = the SQ doorbell word (8 B),
+				* 8 reserved bytes, then the WQE just posted (up to
+				* HCA_UAR_BF_WQE_BYTES): a doorbell that brings its WQE along */
 };
 enum hca_cq_db_cmd {
 	HCA_CQ_DB_CI = 0,        /* report the consumer index only */
 	HCA_CQ_DB_ARM_NEXT = 1,  /* event on the next CQE */
 	HCA_CQ_DB_ARM_SOLICITED = 2, /* event on the next solicited (or error) CQE */
 };
+#define HCA_UAR_BF_BYTES 256u
+#define HCA_UAR_BF_WQE_BYTES (HCA_UAR_BF_BYTES - 16u)
 #define HCA_UAR_DB(obj, hi) (((uint64_t)(obj)&0xffffffu) | ((uint64_t)(hi) << 32))
 #define HCA_UAR_CQ_DB_VAL(cqn, cmd, ci)                                                            \
 	(((uint64_t)(cqn)&0xffffffu) | ((uint64_t)((cmd)&3u) << 24) | ((uint64_t)((ci)&0xffffffu) << 32))
