@@ -14,11 +14,13 @@ const struct bconn bconn_default = {
 	.min_rnr_timer = 1, .rd_atomic = 16,
 };
 
+const char *bs_prog = "hcasim-bench";
+
 void bs_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "hcasim-bench: ");
+	fprintf(stderr, "%s: ", bs_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
