@@ -2,7 +2,8 @@
 #   make            libraries and tools          make test      every Criterion suite
 #   make run        the default simulation       make deps      install missing packages
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
-#   make bench      benchmarks against docs/targets, written to docs/bench/results.md
+#   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
+#                   the hcasim-perf plots docs/bench/*.png
 # See README.md.
 
 BUILD   := build
@@ -11,7 +12,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark
+            libinih-dev zlib1g-dev tshark gnuplot-nox
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -110,9 +111,11 @@ $(PERFBIN): $(PERF_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	$(CC) $(LDFLAGS) -o $@ $(PERF_OBJS) -L$(LIB) -libverbs -lhcasim -lm \
 		-Wl,-rpath,'$$ORIGIN/../lib'
 
-# Run every benchmark (one process per scenario, several runs each) and write the report.
-bench: deps all $(BENCHBIN)
+# Run every benchmark (one process per scenario, several runs each) and write the report, then
+# the hcasim-perf sweeps: plots in docs/bench/*.png and their section of results.md.
+bench: deps all $(BENCHBIN) $(PERFBIN)
 	$(BENCHBIN) report docs/bench/results.md
+	testbench/bench/sweep.sh $(BUILD) docs/bench docs/bench/results.md
 
 # Run everything the tests need, then every suite. Criterion prints its Synthesis line.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
