@@ -2,7 +2,8 @@
 #   make            libraries and tools          make test      every Criterion suite
 #   make run        the default simulation       make deps      install missing packages
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
-#   make bench      benchmarks against docs/targets, written to docs/bench/results.md
+#   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
+#                   the hcasim-perf plots docs/bench/*.png
 # See README.md.
 
 BUILD   := build
@@ -11,7 +12,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark
+            libinih-dev zlib1g-dev tshark gnuplot-nox
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -29,12 +30,16 @@ SIM_SRCS := $(wildcard sim/*.c) $(wildcard model/*.c) $(wildcard model/hw/*.c) \
 DRV_SRCS := $(wildcard driver/*.c)
 APP_SRCS := $(wildcard sim/apps/*.c)
 TEST_SRCS := $(wildcard testbench/*.c)
-BENCH_SRCS := $(wildcard testbench/bench/*.c)
+# testbench/bench/: hcasim-bench (the report) and hcasim-perf (perf_*.c) share common.c, stream.c.
+BENCH_LIB_SRCS := testbench/bench/common.c testbench/bench/stream.c
+PERF_SRCS  := $(wildcard testbench/bench/perf_*.c)
+BENCH_SRCS := $(filter-out $(PERF_SRCS),$(wildcard testbench/bench/*.c))
 
 SIM_OBJS  := $(SIM_SRCS:%.c=$(OBJ)/%.o)
 DRV_OBJS  := $(DRV_SRCS:%.c=$(OBJ)/%.o)
 TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(OBJ)/%.o)
+PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
@@ -43,6 +48,7 @@ APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(B
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
 BENCHBIN   := $(BIN)/hcasim-bench
+PERFBIN    := $(BIN)/hcasim-perf
 HEADER     := $(BUILD)/include/hcasim.h
 
 .PHONY: all run test bench deps docs check-docs clean
@@ -99,13 +105,21 @@ $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) -L$(LIB) -libverbs -lhcasim \
 		-Wl,-rpath,'$$ORIGIN/../lib'
 
-# Run every benchmark (one process per scenario, several runs each) and write the report.
-bench: deps all $(BENCHBIN)
+# perftest on the simulated hosts (docs/performance.md); built for `make test` (test_perf.c).
+$(PERFBIN): $(PERF_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(PERF_OBJS) -L$(LIB) -libverbs -lhcasim -lm \
+		-Wl,-rpath,'$$ORIGIN/../lib'
+
+# Run every benchmark (one process per scenario, several runs each) and write the report, then
+# the hcasim-perf sweeps: plots in docs/bench/*.png and their section of results.md.
+bench: deps all $(BENCHBIN) $(PERFBIN)
 	$(BENCHBIN) report docs/bench/results.md
+	testbench/bench/sweep.sh $(BUILD) docs/bench docs/bench/results.md
 
 # Run everything the tests need, then every suite. Criterion prints its Synthesis line.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-test: deps all $(TESTBIN)
+test: deps all $(PERFBIN) $(TESTBIN)
 	$(ASAN_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
 
 run: deps all

@@ -93,6 +93,7 @@ long bs_vmhwm_kib(void);
 void bs_fig(const char *key, double value);
 void bs_info(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bs_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+extern const char *bs_prog; /* bs_die's prefix: "hcasim-bench" unless the program sets it */
 
 /* Wire limit of an RDMA WRITE of m bytes (targets.md section A): n = ceil(m / mtu) packets,
  * m + n * h + 16 bytes on the wire, goodput = rate * m / wire bytes. */

@@ -14,11 +14,13 @@ const struct bconn bconn_default = {
 	.min_rnr_timer = 1, .rd_atomic = 16,
 };
 
+const char *bs_prog = "hcasim-bench";
+
 void bs_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "hcasim-bench: ");
+	fprintf(stderr, "%s: ", bs_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -98,7 +100,8 @@ static void host_open(struct bhost *h, struct ibv_device *dev, size_t buf_bytes,
 		bs_die("ibv_create_cq_ex");
 	h->cq = ibv_cq_ex_to_cq(h->cqx);
 	h->buf_bytes = buf_bytes ? buf_bytes : 4096;
-	h->buf = aligned_alloc(4096, h->buf_bytes);
+	/* C11 aligned_alloc: the size must be a multiple of the alignment */
+	h->buf = aligned_alloc(4096, (h->buf_bytes + 4095) & ~(size_t)4095);
 	if (!h->buf)
 		bs_die("out of memory");
 	memset(h->buf, 0x5a, h->buf_bytes);
