@@ -35,7 +35,8 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
-APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario
+APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
+              $(BIN)/hcasim-vcdcheck
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
@@ -75,6 +76,7 @@ $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
 $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
 $(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
+$(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
 $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) -L$(LIB) -libverbs -lhcasim \
