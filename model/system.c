@@ -497,7 +497,13 @@ static int waves_at_boot(void)
 		snprintf(path, sizeof(path), "%s", env);
 	}
 	rc = waves_begin(path);
-	return rc ? sim_error(rc, "WAVES: %s", sim_last_error()) : 0;
+	if (rc) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", sim_last_error());
+		return sim_error(rc, "WAVES: %s", why);
+	}
+	return 0;
 }
 
 int hcasim_waves(const char *path)
