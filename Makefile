@@ -2,6 +2,7 @@
 #   make            libraries and tools          make test      every Criterion suite
 #   make run        the default simulation       make deps      install missing packages
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
+#   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
 # See README.md.
 
 BUILD   := build
@@ -10,7 +11,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark
+            libinih-dev zlib1g-dev tshark gtkwave xvfb xauth
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -42,7 +43,7 @@ SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
 HEADER     := $(BUILD)/include/hcasim.h
 
-.PHONY: all run test deps docs check-docs clean
+.PHONY: all run test deps docs check-docs clean waves
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -98,6 +99,11 @@ test: deps all $(TESTBIN)
 
 run: deps all
 	$(BIN)/hcasim-run $(BUILD)/run
+
+# Run T (default: hcasim-run; a scenario .ini; or a Criterion filter) with WAVES=1 into
+# build/waves/, check the dumps and print the gtkwave commands that open them.
+waves: deps all $(TESTBIN)
+	@sh waves/make-waves.sh "$(T)"
 
 docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
