@@ -350,7 +350,9 @@ void hm_waves_stop(void)
 	memset(&mw, 0, sizeof(mw));
 }
 
-/* ---- block transactions: hca<dev>.<block>.txn.* ---- */
+/* ---- block transactions: hca<dev>.<block>.txn.* ----
+ * Named as the RTL blocks' pins are (rtl/<block>.sv): req_<input field>, resp_<output field>,
+ * req_valid / resp_valid strobes, req_cycle / resp_cycle the core cycles of the transaction. */
 
 static void txn(const struct hm_dev *d, const char *block, const char *name, unsigned width,
 		sim_time_t t, uint64_t v)
@@ -380,16 +382,19 @@ void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,
 	if (!devw_of(d))
 		return;
 	txn(d, "sched", "req_op", 2, ti, SCHED_OP_DOORBELL);
-	txn(d, "sched", "in_lat", 32, ti, in->lat);
-	txn(d, "sched", "in_qpn", 24, ti, in->qpn);
-	txn(d, "sched", "in_pi16", 16, ti, in->pi16);
-	txn(d, "sched", "in_state", 3, ti, in->state);
-	txn(d, "sched", "in_sq_pi", 32, ti, in->sq_pi);
-	txn(d, "sched", "in_sq_done", 32, ti, in->sq_done);
-	txn(d, "sched", "in_sq_entries", 32, ti, in->sq_entries);
+	txn(d, "sched", "resp_op", 2, to, SCHED_OP_DOORBELL);
+	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
+	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
+	txn(d, "sched", "req_lat", 32, ti, in->lat);
+	txn(d, "sched", "req_qpn", 24, ti, in->qpn);
+	txn(d, "sched", "req_pi16", 16, ti, in->pi16);
+	txn(d, "sched", "req_state", 3, ti, in->state);
+	txn(d, "sched", "req_sq_pi", 32, ti, in->sq_pi);
+	txn(d, "sched", "req_sq_done", 32, ti, in->sq_done);
+	txn(d, "sched", "req_sq_entries", 32, ti, in->sq_entries);
 	txn_strobe(d, "sched", "req_valid", ti);
-	txn(d, "sched", "out_verdict", 2, to, out->verdict);
-	txn(d, "sched", "out_new_pi", 32, to, out->new_pi);
+	txn(d, "sched", "resp_verdict", 2, to, out->verdict);
+	txn(d, "sched", "resp_new_pi", 32, to, out->new_pi);
 	txn_strobe(d, "sched", "resp_valid", to);
 }
 
@@ -401,9 +406,12 @@ void hm_waves_sched_push(struct hm_dev *d, const struct hm_sched_push_in *in,
 	if (!devw_of(d))
 		return;
 	txn(d, "sched", "req_op", 2, ti, SCHED_OP_PUSH);
-	txn(d, "sched", "in_qpn", 24, ti, in->qpn);
+	txn(d, "sched", "resp_op", 2, to, SCHED_OP_PUSH);
+	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
+	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
+	txn(d, "sched", "req_qpn", 24, ti, in->qpn);
 	txn_strobe(d, "sched", "req_valid", ti);
-	txn(d, "sched", "out_queued", 1, to, out->queued);
+	txn(d, "sched", "resp_queued", 1, to, out->queued);
 	txn_strobe(d, "sched", "resp_valid", to);
 }
 
@@ -415,10 +423,13 @@ void hm_waves_sched_pop(struct hm_dev *d, const struct hm_sched_pop_in *in,
 	if (!devw_of(d))
 		return;
 	txn(d, "sched", "req_op", 2, ti, SCHED_OP_POP);
+	txn(d, "sched", "resp_op", 2, to, SCHED_OP_POP);
+	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
+	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
 	txn_strobe(d, "sched", "req_valid", ti);
-	txn(d, "sched", "out_valid", 1, to, out->valid);
+	txn(d, "sched", "resp_pop_valid", 1, to, out->valid);
 	if (out->valid)
-		txn(d, "sched", "out_qpn", 24, to, out->qpn);
+		txn(d, "sched", "resp_qpn", 24, to, out->qpn);
 	txn_strobe(d, "sched", "resp_valid", to);
 }
 
@@ -428,27 +439,29 @@ void hm_waves_cqe(struct hm_dev *d, const struct hm_cqe_in *in, const struct hm_
 
 	if (!devw_of(d))
 		return;
-	txn(d, "cqe", "in_lat", 32, ti, in->lat);
-	txn(d, "cqe", "in_cqn", 24, ti, in->cqn);
-	txn(d, "cqe", "in_pi", 32, ti, in->pi);
-	txn(d, "cqe", "in_ci", 32, ti, in->ci);
-	txn(d, "cqe", "in_log_size", 8, ti, in->log_size);
-	txn(d, "cqe", "in_arm", 8, ti, in->arm);
-	txn(d, "cqe", "in_solicited", 1, ti, in->solicited);
-	txn(d, "cqe", "in_ci_fresh", 1, ti, in->ci_fresh);
-	txn(d, "cqe", "in_qpn", 24, ti, in->cqe.qpn);
-	txn(d, "cqe", "in_opcode", 8, ti, in->cqe.opcode);
-	txn(d, "cqe", "in_status", 8, ti, in->cqe.status);
-	txn(d, "cqe", "in_byte_len", 32, ti, in->cqe.byte_len);
-	txn(d, "cqe", "in_wqe_index", 16, ti, in->cqe.wqe_index);
+	txn(d, "cqe", "req_cycle", 64, ti, in->cycle);
+	txn(d, "cqe", "resp_cycle", 64, to, out->cycle);
+	txn(d, "cqe", "req_lat", 32, ti, in->lat);
+	txn(d, "cqe", "req_cqn", 24, ti, in->cqn);
+	txn(d, "cqe", "req_pi", 32, ti, in->pi);
+	txn(d, "cqe", "req_ci", 32, ti, in->ci);
+	txn(d, "cqe", "req_log_size", 5, ti, in->log_size);
+	txn(d, "cqe", "req_arm", 2, ti, in->arm);
+	txn(d, "cqe", "req_solicited", 1, ti, in->solicited);
+	txn(d, "cqe", "req_ci_fresh", 1, ti, in->ci_fresh);
+	txn(d, "cqe", "req_qpn", 32, ti, in->cqe.qpn);
+	txn(d, "cqe", "req_opcode", 8, ti, in->cqe.opcode);
+	txn(d, "cqe", "req_status", 8, ti, in->cqe.status);
+	txn(d, "cqe", "req_byte_len", 32, ti, in->cqe.byte_len);
+	txn(d, "cqe", "req_wqe_index", 16, ti, in->cqe.wqe_index);
 	txn_strobe(d, "cqe", "req_valid", ti);
-	txn(d, "cqe", "out_action", 2, to, out->action);
+	txn(d, "cqe", "resp_action", 2, to, out->action);
 	if (out->action == HM_CQE_WRITE) {
-		txn(d, "cqe", "out_slot", 32, to, out->slot);
-		txn(d, "cqe", "out_new_pi", 32, to, out->new_pi);
-		txn(d, "cqe", "out_new_arm", 8, to, out->new_arm);
-		txn(d, "cqe", "out_event", 1, to, out->event);
-		txn(d, "cqe", "out_owner", 1, to, out->image.owner & 1);
+		txn(d, "cqe", "resp_slot", 32, to, out->slot);
+		txn(d, "cqe", "resp_new_pi", 32, to, out->new_pi);
+		txn(d, "cqe", "resp_new_arm", 2, to, out->new_arm);
+		txn(d, "cqe", "resp_event", 1, to, out->event);
+		txn(d, "cqe", "resp_owner", 1, to, out->image.owner & 1);
 	}
 	txn_strobe(d, "cqe", "resp_valid", to);
 }
@@ -459,12 +472,14 @@ void hm_waves_psn(struct hm_dev *d, const struct hm_psn_in *in, const struct hm_
 
 	if (!devw_of(d))
 		return;
-	txn(d, "psn", "in_psn", 24, ti, in->psn);
-	txn(d, "psn", "in_epsn", 24, ti, in->epsn);
-	txn(d, "psn", "in_nak_sent", 1, ti, in->nak_sent);
+	txn(d, "psn", "req_cycle", 64, ti, in->cycle);
+	txn(d, "psn", "resp_cycle", 64, to, out->cycle);
+	txn(d, "psn", "req_psn", 24, ti, in->psn);
+	txn(d, "psn", "req_epsn", 24, ti, in->epsn);
+	txn(d, "psn", "req_nak_sent", 1, ti, in->nak_sent);
 	txn_strobe(d, "psn", "req_valid", ti);
-	txn(d, "psn", "out_cls", 2, to, out->cls);
-	txn(d, "psn", "out_send_nak", 1, to, out->send_nak);
-	txn(d, "psn", "out_nak_sent", 1, to, out->nak_sent);
+	txn(d, "psn", "resp_cls", 2, to, out->cls);
+	txn(d, "psn", "resp_send_nak", 1, to, out->send_nak);
+	txn(d, "psn", "resp_nak_sent", 1, to, out->nak_sent);
 	txn_strobe(d, "psn", "resp_valid", to);
 }

@@ -178,9 +178,9 @@ Test(waves, default_run_dump_is_valid_and_leaves_trace_and_pcap_unchanged, .time
 		      "-r hca1.qp2.rq_ci -r hca0.qp2.retry_left -r hca0.qp2.rnr_left "
 		      "-r hca0.qp2.timer_on -r hca0.qp2.timer_expired -r hca0.qp2.rnr_wait "
 		      "-r hca0.cq1.pi -r hca0.cq1.ci -r hca0.db.qpn -r hca0.db.pi -r hca0.db.strobe "
-		      "-r hca0.qpc.hits -r hca0.qpc.misses -r hca0.sched.txn.in_qpn "
-		      "-r hca0.sched.txn.out_verdict -r hca0.cqe.txn.out_new_pi "
-		      "-r hca1.cqe.txn.in_cqn");
+		      "-r hca0.qpc.hits -r hca0.qpc.misses -r hca0.sched.txn.req_qpn "
+		      "-r hca0.sched.txn.resp_verdict -r hca0.cqe.txn.resp_new_pi "
+		      "-r hca1.cqe.txn.req_cqn");
 	{
 		struct wave w;
 
@@ -252,15 +252,15 @@ Test(waves, lost_ack_duplicate_shows_in_the_psn_block_transactions, .timeout = 1
 	size_t dup = 0;
 
 	run_scenario("lost_ack.ini", vcd, sizeof(vcd));
-	read_wave(vcd, "hca1.psn.txn.out_cls", &cls);
+	read_wave(vcd, "hca1.psn.txn.resp_cls", &cls);
 	read_wave(vcd, "hca1.psn.txn.resp_valid", &valid);
-	read_wave(vcd, "hca1.psn.txn.in_psn", &psn);
+	read_wave(vcd, "hca1.psn.txn.req_psn", &psn);
 	cr_assert_eq(rises(&valid), 2, "%zu classifications of the two copies of PSN 256",
 		     rises(&valid));
 	for (size_t i = 0; i < cls.n; i++)
 		dup += cls.v[i] == 1;
 	cr_assert_eq(dup, 1, "the resent request is not classified DUPLICATE once");
-	cr_assert(psn.n >= 1 && psn.v[psn.n - 1] == 256, "in_psn is not 256");
+	cr_assert(psn.n >= 1 && psn.v[psn.n - 1] == 256, "req_psn is not 256");
 	remove_dir();
 }
 
