@@ -4,6 +4,7 @@
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
 #                   the hcasim-perf plots docs/bench/*.png
+#   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
 # See README.md.
 
 BUILD   := build
@@ -12,7 +13,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark gnuplot-nox
+            libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -43,7 +44,8 @@ PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
-APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario
+APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
+              $(BIN)/hcasim-vcdcheck
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
@@ -51,7 +53,7 @@ BENCHBIN   := $(BIN)/hcasim-bench
 PERFBIN    := $(BIN)/hcasim-perf
 HEADER     := $(BUILD)/include/hcasim.h
 
-.PHONY: all run test bench deps docs check-docs clean
+.PHONY: all run test bench deps docs check-docs clean waves
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -85,6 +87,7 @@ $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
 $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
 $(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
+$(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
 $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) -L$(LIB) -libverbs -lhcasim \
@@ -124,6 +127,11 @@ test: deps all $(PERFBIN) $(TESTBIN)
 
 run: deps all
 	$(BIN)/hcasim-run $(BUILD)/run
+
+# Run T (default: hcasim-run; a scenario .ini; or a Criterion filter) with WAVES=1 into
+# build/waves/, check the dumps and print the gtkwave commands that open them.
+waves: deps all $(TESTBIN)
+	@sh waves/make-waves.sh "$(T)"
 
 docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md

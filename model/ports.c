@@ -4,6 +4,7 @@
 #include "model/dp.h"
 #include "model/hca.h"
 #include "model/ports.h"
+#include "model/waves.h"
 #include "sim/error.h"
 #include "sim/kernel.h"
 #include "sim/trace.h"
@@ -195,15 +196,17 @@ void hm_sched_doorbell(struct hm_dev *d, const struct hm_sched_db_in *in,
 	switch (k->mode[HM_BLOCK_SCHED]) {
 	case HM_IMPL_MODEL:
 		hm_sched_model.doorbell(k->model[HM_BLOCK_SCHED], in, out);
-		return;
+		break;
 	case HM_IMPL_RTL:
 		sched_rtl()->doorbell(k->rtl[HM_BLOCK_SCHED], in, out);
-		return;
+		break;
 	case HM_IMPL_LOCKSTEP:
 		hm_sched_model.doorbell(k->model[HM_BLOCK_SCHED], in, out);
 		sched_rtl()->doorbell(k->rtl[HM_BLOCK_SCHED], in, &r);
 		differ(d, HM_BLOCK_SCHED, "doorbell", in->cycle, f, 3, out, &r, NULL, 0);
 	}
+	if (sim_waves_on)
+		hm_waves_sched_db(d, in, out);
 }
 
 bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle)
@@ -226,6 +229,8 @@ bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle)
 		sched_rtl()->push(k->rtl[HM_BLOCK_SCHED], &in, &r);
 		differ(d, HM_BLOCK_SCHED, "push", cycle, f, 2, &out, &r, NULL, 0);
 	}
+	if (sim_waves_on)
+		hm_waves_sched_push(d, &in, &out);
 	return out.queued;
 }
 
@@ -250,6 +255,8 @@ bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn)
 		sched_rtl()->pop(k->rtl[HM_BLOCK_SCHED], &in, &r);
 		differ(d, HM_BLOCK_SCHED, "pop", cycle, f, 3, &out, &r, NULL, 0);
 	}
+	if (sim_waves_on)
+		hm_waves_sched_pop(d, &in, &out);
 	*qpn = out.qpn;
 	return out.valid;
 }
@@ -267,10 +274,10 @@ void hm_cqe_port_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cq
 	switch (k->mode[HM_BLOCK_CQE]) {
 	case HM_IMPL_MODEL:
 		hm_cqe_model.post(k->model[HM_BLOCK_CQE], in, out);
-		return;
+		break;
 	case HM_IMPL_RTL:
 		cqe_rtl()->post(k->rtl[HM_BLOCK_CQE], in, out);
-		return;
+		break;
 	case HM_IMPL_LOCKSTEP:
 		hm_cqe_model.post(k->model[HM_BLOCK_CQE], in, out);
 		cqe_rtl()->post(k->rtl[HM_BLOCK_CQE], in, &r);
@@ -279,6 +286,8 @@ void hm_cqe_port_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cq
 		       out->action == HM_CQE_WRITE ? cqe_fields() : NULL,
 		       offsetof(struct hm_cqe_out, image));
 	}
+	if (sim_waves_on)
+		hm_waves_cqe(d, in, out);
 }
 
 void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn_out *out)
@@ -293,13 +302,15 @@ void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn
 	switch (k->mode[HM_BLOCK_PSN]) {
 	case HM_IMPL_MODEL:
 		hm_psn_model.classify(k->model[HM_BLOCK_PSN], in, out);
-		return;
+		break;
 	case HM_IMPL_RTL:
 		psn_rtl()->classify(k->rtl[HM_BLOCK_PSN], in, out);
-		return;
+		break;
 	case HM_IMPL_LOCKSTEP:
 		hm_psn_model.classify(k->model[HM_BLOCK_PSN], in, out);
 		psn_rtl()->classify(k->rtl[HM_BLOCK_PSN], in, &r);
 		differ(d, HM_BLOCK_PSN, "classify", in->cycle, f, 4, out, &r, NULL, 0);
 	}
+	if (sim_waves_on)
+		hm_waves_psn(d, in, out);
 }

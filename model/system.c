@@ -3,6 +3,7 @@
 #include "model/dp.h"
 #include "model/hca.h"
 #include "model/ports.h"
+#include "model/waves.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
 #include "sim/link.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_DEVS 16
 
@@ -435,6 +437,106 @@ static int impl_from_env(const char *spec)
 	return 0;
 }
 
+/* ---- waves (docs/waves.md) ---- */
+
+static char *waves_pending; /* hcasim_waves() before boot: the path for the next boot */
+static unsigned waves_boots; /* boots that wrote WAVES=1's default dump in this process */
+
+static int waves_begin(const char *path)
+{
+	int rc = sim_waves_open(path);
+
+	if (rc)
+		return rc;
+	rc = hm_waves_start(sys.devs, sys.ndevs);
+	if (rc)
+		sim_waves_close();
+	return rc;
+}
+
+static int waves_end(void)
+{
+	if (!sim_waves_on)
+		return 0;
+	hm_waves_stop();
+	return sim_waves_close();
+}
+
+/* mkdir -p dir; -errno naming the directory. */
+static int make_dirs(const char *dir)
+{
+	char buf[4096];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return sim_error(-ENAMETOOLONG, "waves: directory '%s' too long", dir);
+	memcpy(buf, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != 0)
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return sim_error(-errno, "waves: cannot create directory '%s': %s", buf,
+					 strerror(errno));
+		buf[i] = i < n ? '/' : 0;
+	}
+	return 0;
+}
+
+/* At boot: hcasim_waves()'s path, else WAVES=1 (HCASIM_WAVES_DIR or build/waves, model.vcd;
+ * model.<n>.vcd for the n-th boot of the process) or WAVES=<path>. */
+static int waves_at_boot(void)
+{
+	const char *env = getenv("WAVES");
+	char path[4096];
+	int rc;
+
+	if (waves_pending) {
+		snprintf(path, sizeof(path), "%s", waves_pending);
+		free(waves_pending);
+		waves_pending = NULL;
+	} else if (!env || !*env || !strcmp(env, "0")) {
+		return 0;
+	} else if (!strcmp(env, "1")) {
+		const char *dir = getenv("HCASIM_WAVES_DIR");
+
+		if (!dir || !*dir)
+			dir = "build/waves";
+		rc = make_dirs(dir);
+		if (rc)
+			return rc;
+		if (waves_boots++)
+			snprintf(path, sizeof(path), "%s/model.%u.vcd", dir, waves_boots);
+		else
+			snprintf(path, sizeof(path), "%s/model.vcd", dir);
+	} else {
+		snprintf(path, sizeof(path), "%s", env);
+	}
+	rc = waves_begin(path);
+	if (rc) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", sim_last_error());
+		return sim_error(rc, "WAVES: %s", why);
+	}
+	return 0;
+}
+
+int hcasim_waves(const char *path)
+{
+	if (!sys.booted) {
+		free(waves_pending);
+		waves_pending = NULL;
+		if (path && *path && !(waves_pending = strdup(path)))
+			return sim_error(-ENOMEM, "hcasim_waves: out of memory");
+		return 0;
+	}
+	if (!path || !*path)
+		return waves_end();
+	waves_end();
+	return waves_begin(path);
+}
+
 int hcasim_boot(void)
 {
 	const char *cats = getenv("HCASIM_TRACE"), *tfile = getenv("HCASIM_TRACE_FILE");
@@ -495,6 +597,9 @@ int hcasim_boot(void)
 				return rc;
 		}
 	}
+	rc = waves_at_boot();
+	if (rc)
+		return rc;
 	SIM_TRACE(kernel, boot, -1, "hosts=%llu ports=%llu link_layer=%s seed=%llu",
 		  (unsigned long long)sys.cfg.hosts, (unsigned long long)sys.cfg.ports,
 		  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib",
@@ -522,6 +627,9 @@ void hcasim_shutdown(void)
 		if (*dir && hcasim_counters_dump(dir))
 			fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	}
+	/* Shutdown cannot fail: waves that cannot be written say so on stderr. */
+	if (waves_end())
+		fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	for (int i = 0; i < sys.nlinks; i++)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;

@@ -57,6 +57,17 @@ typedef void (*hcasim_trace_observer)(void *arg, uint64_t t_ps, int dev, const c
 				      const char *fields);
 int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void *arg);
 
+/* Waves (docs/waves.md): write the model's signals as a VCD (timescale 1 ps) to path — per QP
+ * (hca<dev>.qp<qpn hex>.*) state, PSNs (next, last acked, expected), SQ/RQ indexes, retry and
+ * RNR counts, the ACK timer; per CQ its indexes; doorbells; QP context cache hits and misses;
+ * and the transactions of the blocks with an RTL twin (hca<dev>.<block>.txn.*). Booted: from
+ * now on (a dump being written is finished first); before boot: from the next boot. NULL or ""
+ * finishes the file (hcasim_shutdown() does too; the file is complete only then). WAVES=1 in
+ * the environment does the same at boot to build/waves/model.vcd (the directory from
+ * HCASIM_WAVES_DIR; model.<n>.vcd for a process's n-th boot), WAVES=<path> to that path.
+ * -errno naming the path. Writing waves does not change the simulation. */
+int hcasim_waves(const char *path);
+
 /* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts
  * 2k and 2k+1 port to port; N counts them in that order. HCASIM_PCAP=prefix does the same at
  * boot. InfiniBand links use LINKTYPE_WIRESHARK_UPPER_PDU, RoCEv2 links Ethernet. */

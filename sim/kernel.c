@@ -30,6 +30,14 @@ struct sim_kernel {
 };
 
 static struct sim_kernel *current;
+static void (*step_hook)(void *arg); /* after every event (waves); NULL: none */
+static void *step_hook_arg;
+
+void sim_set_step_hook(void (*fn)(void *arg), void *arg)
+{
+	step_hook = fn;
+	step_hook_arg = fn ? arg : NULL;
+}
 
 struct sim_kernel *sim_kernel(void)
 {
@@ -228,6 +236,8 @@ bool sim_step(struct sim_kernel *k)
 	k->executed++;
 	k->background_live -= e.background;
 	e.fn(e.arg);
+	if (step_hook)
+		step_hook(step_hook_arg);
 	return true;
 }
 

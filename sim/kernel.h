@@ -66,6 +66,9 @@ bool sim_step(struct sim_kernel *k);
 /* The same, but false as well when only background events are left: what "the system has
  * settled" means at boot. */
 bool sim_step_busy(struct sim_kernel *k);
+/* fn(arg) runs after every event (the wave writer samples the model there; it must not
+ * schedule or change anything). NULL removes it. */
+void sim_set_step_hook(void (*fn)(void *arg), void *arg);
 
 /* Co-simulation with another kernel (SystemC): fn(arg, from, to) runs whenever simulated time
  * is about to move forward from `from` to `to`, before anything at `to` happens; it may block

@@ -16,6 +16,9 @@ static uint64_t file_mask; /* categories written to the trace file */
 static uint64_t observer_mask;          /* categories handed to the observer */
 static hcasim_trace_observer observer; /* NULL: none */
 static void *observer_arg;
+static uint64_t internal_mask;          /* categories handed to the simulator's own sink */
+static sim_trace_sink internal;         /* NULL: none (sim/waves via model/waves.c) */
+static void *internal_arg;
 static FILE *trace_out;
 static uint64_t dev_period_ps[SIM_TRACE_MAX_DEVS];
 
@@ -90,7 +93,7 @@ int sim_trace_select(const char *cats)
 	if (rc)
 		return rc;
 	file_mask = mask;
-	sim_trace_mask = file_mask | observer_mask;
+	sim_trace_mask = file_mask | observer_mask | internal_mask;
 	return 0;
 }
 
@@ -107,7 +110,24 @@ int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void 
 	observer = fn;
 	observer_arg = fn ? arg : NULL;
 	observer_mask = mask;
-	sim_trace_mask = file_mask | observer_mask;
+	sim_trace_mask = file_mask | observer_mask | internal_mask;
+	return 0;
+}
+
+int sim_trace_internal(const char *categories, sim_trace_sink fn, void *arg)
+{
+	uint64_t mask = 0;
+
+	if (fn) {
+		int rc = parse_cats(categories, &mask);
+
+		if (rc)
+			return rc;
+	}
+	internal = fn;
+	internal_arg = fn ? arg : NULL;
+	internal_mask = mask;
+	sim_trace_mask = file_mask | observer_mask | internal_mask;
 	return 0;
 }
 
@@ -175,4 +195,6 @@ void sim_trace_emit(int ev, int dev, const char *fmt, ...)
 	}
 	if ((observer_mask & bit) && observer)
 		observer(observer_arg, t, dev, ev_names[ev], fields);
+	if ((internal_mask & bit) && internal)
+		internal(internal_arg, t, dev, ev, fields);
 }

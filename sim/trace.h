@@ -44,6 +44,10 @@ int sim_trace_open(const char *path);
 void sim_trace_close(void);
 /* Tell the tracer a device's core clock so its lines carry cyc=. */
 void sim_trace_set_dev_clock(int dev, uint64_t period_ps);
+/* The simulator's own sink (the wave writer): like hcasim_trace_observe() but separate from
+ * it and given the event number; it reads, never changes the simulation. fn NULL removes it. */
+typedef void (*sim_trace_sink)(void *arg, uint64_t t_ps, int dev, int ev, const char *fields);
+int sim_trace_internal(const char *categories, sim_trace_sink fn, void *arg);
 const char *sim_trace_cat_name(int cat);
 const char *sim_trace_ev_name(int ev);
 

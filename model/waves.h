@@ -1,0 +1,29 @@
+/* The model's signals in the wave dump (sim/waves.h, docs/waves.md): per QP, per CQ, the
+ * doorbells and the QP context cache of each device, sampled after every kernel event and fed
+ * from the trace, and the transactions of the blocks with an RTL twin (model/ports.h) under
+ * hca<dev>.<block>.txn.*, named like the RTL's pins. Reads only: the simulation is the same
+ * with and without waves. */
+#ifndef MODEL_WAVES_H
+#define MODEL_WAVES_H
+
+#include "model/ports.h"
+#include "sim/waves.h"
+
+struct hm_dev;
+
+/* Start feeding the open dump (sim_waves_open) from devices devs[0..n-1]; stop before they
+ * are destroyed (a last sample is taken). */
+int hm_waves_start(struct hm_dev *const *devs, int n);
+void hm_waves_stop(void);
+
+/* Block transactions, from the ports (model/ports.c), while sim_waves_on. */
+void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,
+		       const struct hm_sched_db_out *out);
+void hm_waves_sched_push(struct hm_dev *d, const struct hm_sched_push_in *in,
+			 const struct hm_sched_push_out *out);
+void hm_waves_sched_pop(struct hm_dev *d, const struct hm_sched_pop_in *in,
+			const struct hm_sched_pop_out *out);
+void hm_waves_cqe(struct hm_dev *d, const struct hm_cqe_in *in, const struct hm_cqe_out *out);
+void hm_waves_psn(struct hm_dev *d, const struct hm_psn_in *in, const struct hm_psn_out *out);
+
+#endif
