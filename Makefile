@@ -100,6 +100,7 @@ run: deps all
 docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
+	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
