@@ -48,7 +48,8 @@ VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
 VL_LIBS    := -lstdc++ -pthread -latomic
-VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -CFLAGS -O2
+VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+              -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
               $(foreach m,sched cqe psn cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
@@ -92,7 +93,7 @@ $(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(wo
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
 $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
 	@mkdir -p $(@D)
-	$(MAKE) -s -C $(VL)/psn -f Vpsn.mk verilated.o verilated_fst_c.o verilated_threads.o \
+	$(MAKE) -s -C $(VL)/psn -f Vpsn.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 verilated.o verilated_fst_c.o verilated_threads.o \
 		>/dev/null
 	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o
 

@@ -65,12 +65,12 @@ public:
 	{
 		top_->rst = 1;
 		for (unsigned i = 0; i < n; i++)
-			edge(false);
+			edge();
 		top_->rst = 0;
 		for (uint64_t i = 0; busy(top_.get()); i++) {
 			SIM_ASSERT(i < max_cycles, "sim/vl/%s: still busy %llu cycles after reset",
 				   block_, (unsigned long long)max_cycles);
-			edge(false);
+			edge();
 		}
 	}
 
@@ -108,32 +108,45 @@ public:
 			SIM_ASSERT(k < max_cycles,
 				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
 				   block_, (unsigned long long)k, (unsigned long long)cycle);
-			edge(true);
+			rise();
+			top_->clk = 0;
 			top_->req_valid = 0;
 			top_->eval();
 			dump();
 			k++;
 		}
 		capture(top_.get());
-		edge(true);
+		rise(); /* commits the transaction */
+		top_->clk = 0;
 		top_->req_valid = 0;
-		top_->eval();
+		/* The falling edge needs no evaluation of its own (the block acts on rising edges
+		 * only): the next transaction's first one applies it, unless the waves show it. */
+		if (fst_) {
+			top_->eval();
+			dump();
+		}
 		next_ps_ = t_ps_;
 		return k;
 	}
 
 private:
-	/* A rising edge half a period into the current cycle, then the falling edge that opens
-	 * the next one. */
-	void edge(bool trace)
+	/* An undumped clock cycle (reset). */
+	void edge()
 	{
 		top_->clk = 1;
 		top_->eval();
-		if (trace && fst_)
-			fst_->dump(t_ps_ + period_ps_ / 2);
 		t_ps_ += period_ps_;
 		top_->clk = 0;
 		top_->eval();
+	}
+	/* The rising edge half a period into the current cycle; the clock stays high. */
+	void rise()
+	{
+		top_->clk = 1;
+		top_->eval();
+		if (fst_)
+			fst_->dump(t_ps_ + period_ps_ / 2);
+		t_ps_ += period_ps_;
 	}
 	void dump()
 	{
