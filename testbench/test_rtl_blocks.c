@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Seeded stimulus (xorshift64*), the same on every run. */
 static uint64_t rng_state;
@@ -164,6 +166,32 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	}
 	m->destroy(bm);
 	r->destroy(br);
+}
+
+/* WAVES=1: the block writes its FST under WAVES_DIR, named for the device and the block. */
+Test(rtl_psn, waves_write_an_fst_per_block_instance)
+{
+	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
+	char dir[] = "/tmp/hcasim-waves-XXXXXX", path[256];
+	struct stat st;
+	void *b;
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("WAVES", "1", 1);
+	setenv("WAVES_DIR", dir, 1);
+	b = r->create(NULL);
+	for (uint32_t i = 0; i < 10; i++) {
+		struct hm_psn_in in = { 100 + i, i, 3, false };
+		struct hm_psn_out out;
+
+		r->classify(b, &in, &out);
+	}
+	r->destroy(b);
+	snprintf(path, sizeof(path), "%s/hca0.psn.fst", dir);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_assert_gt(st.st_size, 0);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* ================================ sched ================================ */
