@@ -31,14 +31,15 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 		const hca_cqe *c = &in->cqe;
 		uint64_t k;
 
-		SIM_ASSERT(in->log_size < 32, "sim/vl/cqe: log_size %u out of range",
-			   (unsigned)in->log_size);
+		SIM_ASSERT(in->log_size < 32 && in->arm <= HCA_CQ_DB_ARM_SOLICITED,
+			   "sim/vl/cqe: log_size %u or arm %u out of range", (unsigned)in->log_size,
+			   (unsigned)in->arm);
 		p->req_cycle = in->cycle;
 		p->req_lat = in->lat;
 		p->req_pi = in->pi;
 		p->req_ci = in->ci;
 		p->req_log_size = in->log_size;
-		p->req_arm = in->arm & 3u;
+		p->req_arm = in->arm;
 		p->req_solicited = in->solicited;
 		p->req_ci_fresh = in->ci_fresh;
 		p->req_byte_len = c->byte_len;

@@ -59,10 +59,12 @@ void doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
 	Vsched *p = s->vl.pins();
 	uint64_t k;
 
+	SIM_ASSERT(in->state < HCA_QPS_COUNT, "sim/vl/sched: doorbell with QP state %u",
+		   (unsigned)in->state);
 	idle_inputs(p, OP_DOORBELL, in->qpn);
 	p->req_lat = in->lat;
 	p->req_pi16 = in->pi16;
-	p->req_state = in->state & 7u;
+	p->req_state = in->state;
 	p->req_sq_pi = in->sq_pi;
 	p->req_sq_done = in->sq_done;
 	p->req_sq_entries = in->sq_entries;

@@ -53,8 +53,11 @@ public:
 	}
 	~vl_block()
 	{
-		if (fst_)
+		if (fst_) {
+			if (next_ps_)
+				fst_->dump(next_ps_);
 			fst_->close();
+		}
 		top_->final();
 	}
 	M *pins() { return top_.get(); }
@@ -98,6 +101,8 @@ public:
 		t_ps_ = cycle * period_ps_;
 		if (t_ps_ < next_ps_)
 			t_ps_ = next_ps_; /* the FST's time never goes back (docs/rtl.md) */
+		if (fst_ && t_ps_ > next_ps_)
+			fst_->dump(next_ps_); /* the falling edge after the last transaction */
 		top_->clk = 0;
 		top_->req_valid = 1;
 		top_->eval();
@@ -120,11 +125,10 @@ public:
 		top_->clk = 0;
 		top_->req_valid = 0;
 		/* The falling edge needs no evaluation of its own (the block acts on rising edges
-		 * only): the next transaction's first one applies it, unless the waves show it. */
-		if (fst_) {
+		 * only): the next transaction's first one applies it, unless the waves show it
+		 * (dumped when the next transaction starts later than it, or at the end). */
+		if (fst_)
 			top_->eval();
-			dump();
-		}
 		next_ps_ = t_ps_;
 		return k;
 	}
