@@ -81,9 +81,14 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 	-DHCASIM_SAN=$(SAN)
 
 ifneq ($(VERILATOR),)
+# Re-Verilate when the build parameters change (make RTL_NQP=...).
+VL_STAMP := $(VL)/.params
+$(shell mkdir -p $(VL); echo 'NQP=$(RTL_NQP)' | cmp -s - $(VL_STAMP) || \
+	echo 'NQP=$(RTL_NQP)' > $(VL_STAMP))
+
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
-$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile
+$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/$(1)
 	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
 		rtl/hca_pkg.sv rtl/$(4).sv >$(VL)/$(1)/build.log || { cat $(VL)/$(1)/build.log; exit 1; }
