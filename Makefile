@@ -5,6 +5,7 @@
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
 #                   the hcasim-perf plots docs/bench/*.png
 #   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
+#   make test IMPL=rtl|lockstep   every suite on the RTL twins (docs/rtl.md)
 # See README.md.
 
 BUILD   := build
@@ -13,7 +14,7 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth
+            libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth verilator libsystemc-dev
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
 LDFLAGS :=
@@ -42,6 +43,28 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 
+# ---- RTL twins (rtl/*.sv, docs/rtl.md): Verilated into build/vl/<block>/, their transactors
+# (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
+# (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
+VERILATOR ?= $(shell command -v verilator 2>/dev/null)
+RTL_NQP   ?= 131074
+VL        := $(BUILD)/vl
+ifneq ($(VERILATOR),)
+VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
+# block name, Verilator prefix, extra flags: cqe_bug is cqe with the test-only HCA_RTL_BUG
+VL_MODELS  := sched:Vsched:-GNQP=$(RTL_NQP) cqe:Vcqe: psn:Vpsn: cqe_bug:Vcqe_bug:-DHCA_RTL_BUG
+VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
+VL_RUNTIME := $(VL)/runtime/libverilated.a
+VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
+VL_LIBS    := -lstdc++ -pthread -latomic
+VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+              -MAKEFLAGS OPT_GLOBAL=-O2
+CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
+              -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
+              $(foreach m,sched cqe psn cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              -DHCASIM_RTL_NQP=$(RTL_NQP)
+endif
+
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
 APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
@@ -69,9 +92,37 @@ $(TEST_OBJS): Makefile
 $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DHCASIM_SAN=$(SAN)
 
-$(LIBHCASIM): $(SIM_OBJS)
+ifneq ($(VERILATOR),)
+# Re-Verilate when the build parameters change (make RTL_NQP=...).
+VL_STAMP := $(VL)/.params
+$(shell mkdir -p $(VL); echo 'NQP=$(RTL_NQP)' | cmp -s - $(VL_STAMP) || \
+	echo 'NQP=$(RTL_NQP)' > $(VL_STAMP))
+
+# One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
+define vl_model
+$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
+	@mkdir -p $(VL)/$(1)
+	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
+		rtl/hca_pkg.sv rtl/$(4).sv >$(VL)/$(1)/build.log || { cat $(VL)/$(1)/build.log; exit 1; }
+endef
+$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
+
+# The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
+$(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $^ -linih -lz
+	$(MAKE) -s -C $(VL)/psn -f Vpsn.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 verilated.o verilated_fst_c.o verilated_threads.o \
+		>/dev/null
+	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o
+
+$(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+endif
+
+$(LIBHCASIM): $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $(SIM_OBJS) $(VL_OBJS) \
+		$(VL_ARCH) $(VL_RUNTIME) -linih -lz $(VL_LIBS)
 	ln -sf libhcasim.so.0 $(LIB)/libhcasim.so
 
 $(LIBIBVERBS): $(DRV_OBJS) $(LIBHCASIM) driver/libibverbs.map
@@ -122,8 +173,14 @@ bench: deps all $(BENCHBIN) $(PERFBIN)
 
 # Run everything the tests need, then every suite. Criterion prints its Synthesis line.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+# IMPL=model|rtl|lockstep runs every suite with HCASIM_IMPL=all=$(IMPL) (docs/rtl.md).
+IMPL    ?=
+ifneq ($(filter-out model rtl lockstep,$(IMPL)),)
+$(error IMPL=$(IMPL): expected model, rtl or lockstep)
+endif
+IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 test: deps all $(PERFBIN) $(TESTBIN)
-	$(ASAN_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
+	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
 
 run: deps all
 	$(BIN)/hcasim-run $(BUILD)/run
@@ -136,6 +193,7 @@ waves: deps all $(TESTBIN)
 docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
+	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

@@ -264,6 +264,11 @@ Test(system, generated_config_keys_match_the_config_table)
 	check_generated("config", "docs/config-keys.md");
 }
 
+Test(system, generated_rtl_package_matches_the_device_interface)
+{
+	check_generated("sv", "rtl/hca_pkg.sv");
+}
+
 Test(system, trace_lines_carry_time_device_and_cycle)
 {
 	char path[] = "/tmp/hcasim-trace-XXXXXX", line[512];

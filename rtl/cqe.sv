@@ -1,0 +1,158 @@
+// cqe: the CQE writer (model/ports.h "cqe"). For one completion and its CQ's context it decides
+// WRITE / NEED_CI / OVERRUN (one ring slot stays free, as hca_cq_ring_entries), picks the slot,
+// flips the owner bit on each pass over the ring, stamps the output cycle, raises the completion
+// event by the CQ's arm state (IBA 11.4.2.2: next, or solicited and error completions), and
+// packs the 64-byte CQE image in the little-endian layout of hca_cqe (hca_pkg::hca_cqe_t).
+// A post with req_ci_fresh = 0 is answered req_lat cycles after it is accepted (a programmed
+// pipeline delay, pipe.cqe_cycles); with req_ci_fresh = 1 in the cycle it is accepted.
+`default_nettype none
+
+module cqe
+  import hca_pkg::*;
+(
+  // clock and synchronous active-high reset
+  input  wire logic        clk,
+  input  wire logic        rst,
+  // request (valid/ready): the CQ's context
+  input  wire logic        req_valid,
+  output logic             req_ready,
+  input  wire logic [63:0] req_cycle,     // core cycle of the request (the block counts on)
+  input  wire logic [31:0] req_lat,       // cycles to the answer unless req_ci_fresh
+  input  wire logic [31:0] req_pi,        // the CQ's producer index (32-bit, extended)
+  input  wire logic [31:0] req_ci,        // its consumer index
+  input  wire logic [4:0]  req_log_size,  // ring of 2^req_log_size entries
+  input  wire logic [1:0]  req_arm,       // hca_cq_db_e: 0, ARM_NEXT or ARM_SOLICITED
+  input  wire logic        req_solicited, // the completion is for a solicited message
+  input  wire logic        req_ci_fresh,  // req_ci was just read from the doorbell record
+  // request: the completion's fields (owner, timestamp and the reserved bytes are the block's)
+  input  wire logic [31:0] req_byte_len,
+  input  wire logic [31:0] req_imm_data,
+  input  wire logic [31:0] req_qpn,
+  input  wire logic [31:0] req_src_qp,
+  input  wire logic [15:0] req_slid,
+  input  wire logic [15:0] req_pkey_index,
+  input  wire logic [15:0] req_wqe_index,
+  input  wire logic [7:0]  req_opcode,
+  input  wire logic [7:0]  req_status,
+  input  wire logic [7:0]  req_sl,
+  input  wire logic [7:0]  req_wc_flags,
+  input  wire logic [7:0]  req_dlid_path_bits,
+  input  wire logic [7:0]  req_is_send,
+  input  wire logic [31:0] req_vendor_err,
+  input  wire logic [31:0] req_srqn,
+  // response: valid for one cycle; WRITE carries the slot, the new producer index and arm
+  // state, the event flag and the image; the other actions carry zeros
+  output logic             resp_valid,
+  output hm_cqe_action_e   resp_action,
+  output logic [31:0]      resp_slot,
+  output logic [31:0]      resp_new_pi,
+  output logic [1:0]       resp_new_arm,
+  output logic             resp_event,
+  output logic [63:0]      resp_cycle,    // the cycle of the answer (the CQE's timestamp)
+  output hca_cqe_t         resp_image
+);
+
+  // The request as it travels down the pipeline.
+  typedef struct packed {
+    logic [31:0] pi, ci;
+    logic [4:0]  log_size;
+    logic [1:0]  arm;
+    logic        solicited, ci_fresh;
+    logic [31:0] byte_len, imm_data, qpn, src_qp;
+    logic [15:0] slid, pkey_index, wqe_index;
+    logic [7:0]  opcode, status, sl, wc_flags, dlid_path_bits, is_send;
+    logic [31:0] vendor_err, srqn;
+  } cqe_req_t;
+
+  cqe_req_t    live, held, r;
+  logic        busy, accept;
+  logic [31:0] cnt;
+  logic [63:0] cyc;
+  logic [31:0] size, used;
+  logic        full, owner, event_now;
+
+  assign live = '{pi: req_pi, ci: req_ci, log_size: req_log_size, arm: req_arm,
+                  solicited: req_solicited, ci_fresh: req_ci_fresh, byte_len: req_byte_len,
+                  imm_data: req_imm_data, qpn: req_qpn, src_qp: req_src_qp, slid: req_slid,
+                  pkey_index: req_pkey_index, wqe_index: req_wqe_index, opcode: req_opcode,
+                  status: req_status, sl: req_sl, wc_flags: req_wc_flags,
+                  dlid_path_bits: req_dlid_path_bits, is_send: req_is_send,
+                  vendor_err: req_vendor_err, srqn: req_srqn};
+
+  assign req_ready = !busy;
+  assign accept = req_valid && req_ready;
+  // The answer is formed from the held request at the end of the delay, or from the live one
+  // when there is none (ci_fresh, or a zero delay).
+  assign r = busy ? held : live;
+  assign resp_valid = busy ? cnt == '0 : accept && (req_ci_fresh || req_lat == '0);
+  assign resp_cycle = busy ? cyc : req_cycle;
+
+  // Ring arithmetic: full when pi - ci reaches size - 1; the owner bit is 1 on even passes.
+  assign size = 32'd1 << r.log_size;
+  assign used = r.pi - r.ci;
+  assign full = used >= size - 32'd1;
+`ifdef HCA_RTL_BUG
+  // Test-only bug (HCASIM_RTL_BUG=cqe): the owner bit never flips.
+  assign owner = 1'b1;
+`else
+  assign owner = !r.pi[r.log_size];
+`endif
+  assign event_now = r.arm == HCA_CQ_DB_ARM_NEXT ||
+                     (r.arm == HCA_CQ_DB_ARM_SOLICITED &&
+                      (r.solicited || r.status != HCA_WC_SUCCESS));
+
+  always_comb begin
+    resp_action = HM_CQE_WRITE;
+    resp_slot = '0;
+    resp_new_pi = '0;
+    resp_new_arm = '0;
+    resp_event = 1'b0;
+    resp_image = '0;
+    if (full) begin
+      resp_action = r.ci_fresh ? HM_CQE_OVERRUN : HM_CQE_NEED_CI;
+    end else begin
+      resp_slot = r.pi & (size - 32'd1);
+      resp_new_pi = r.pi + 32'd1;
+      resp_event = event_now;
+      resp_new_arm = event_now ? 2'd0 : r.arm;
+      resp_image.byte_len = r.byte_len;
+      resp_image.imm_data = r.imm_data;
+      resp_image.qpn = r.qpn;
+      resp_image.src_qp = r.src_qp;
+      resp_image.slid = r.slid;
+      resp_image.pkey_index = r.pkey_index;
+      resp_image.wqe_index = r.wqe_index;
+      resp_image.opcode = r.opcode;
+      resp_image.status = r.status;
+      resp_image.sl = r.sl;
+      resp_image.wc_flags = r.wc_flags;
+      resp_image.dlid_path_bits = r.dlid_path_bits;
+      resp_image.is_send = r.is_send;
+      resp_image.vendor_err = r.vendor_err;
+      resp_image.srqn = r.srqn;
+      resp_image.timestamp = resp_cycle;
+      resp_image.owner = {7'd0, owner};
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      busy <= 1'b0;
+      cnt <= '0;
+      cyc <= '0;
+      held <= '0;
+    end else if (busy) begin
+      cnt <= cnt - 32'd1;
+      cyc <= cyc + 64'd1;
+      if (cnt == '0) busy <= 1'b0;
+    end else if (accept && !req_ci_fresh && req_lat != '0) begin
+      busy <= 1'b1;
+      cnt <= req_lat - 32'd1;
+      cyc <= req_cycle + 64'd1;
+      held <= live;
+    end
+  end
+
+endmodule
+
+`default_nettype wire

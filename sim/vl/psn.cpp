@@ -1,0 +1,50 @@
+/* Transactor of rtl/psn.sv: the psn port (model/ports.h) as pin activity. CLASSIFY is one
+ * request, answered in its cycle. */
+#include "sim/vl/vl.h"
+
+#include "Vpsn.h"
+
+namespace {
+
+void *create(hm_dev *d)
+{
+	vl_block<Vpsn> *v = new vl_block<Vpsn>(d, "psn");
+
+	v->reset(2, [](Vpsn *) { return false; }, 0);
+	v->waves();
+	return v;
+}
+
+void destroy(void *b)
+{
+	delete static_cast<vl_block<Vpsn> *>(b);
+}
+
+void classify(void *b, const hm_psn_in *in, hm_psn_out *out)
+{
+	vl_block<Vpsn> *v = static_cast<vl_block<Vpsn> *>(b);
+	Vpsn *p = v->pins();
+	uint64_t k;
+
+	p->req_psn = in->psn & HCA_PSN_MASK;
+	p->req_epsn = in->epsn & HCA_PSN_MASK;
+	p->req_nak_sent = in->nak_sent;
+	*out = hm_psn_out{};
+	k = v->transact(in->cycle, 1, [&](Vpsn *q) {
+		out->cls = q->resp_cls;
+		out->send_nak = q->resp_send_nak;
+		out->nak_sent = q->resp_nak_sent;
+	});
+	out->cycle = in->cycle + k;
+}
+
+const hm_psn_ops ops = { create, destroy, classify };
+
+} // namespace
+
+extern "C" {
+__attribute__((constructor)) static void vl_psn_register(void)
+{
+	hm_port_register(HM_BLOCK_PSN, &ops);
+}
+}

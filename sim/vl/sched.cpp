@@ -1,0 +1,113 @@
+/* Transactor of rtl/sched.sv: the sched port (model/ports.h) as pin activity. DOORBELL, PUSH
+ * and POP are one request each (req_op 0, 1, 2); the doorbell's verdict comes req_lat cycles
+ * after it is accepted, PUSH and POP answer in their cycle. */
+#include "sim/vl/vl.h"
+
+#include "Vsched.h"
+
+#ifndef HCASIM_RTL_NQP
+#error "HCASIM_RTL_NQP: the NQP rtl/sched.sv was Verilated with (Makefile RTL_NQP)"
+#endif
+
+namespace {
+
+struct sched_rtl {
+	vl_block<Vsched> vl;
+	uint32_t nqps;
+	sched_rtl(hm_dev *d, uint32_t n) : vl(d, "sched"), nqps(n) {}
+};
+
+enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
+
+void *create(hm_dev *d, uint32_t nqps)
+{
+	/* The FIFO and the pending bits are sized when the RTL is built. */
+	SIM_ASSERT(nqps <= HCASIM_RTL_NQP,
+		   "impl.sched = rtl: hca.max_qp = %u needs %u QPNs, but rtl/sched.sv was built for "
+		   "NQP = %u (hca.max_qp <= %u); rebuild with make RTL_NQP=%u",
+		   nqps - HCA_FIRST_QPN, nqps, (unsigned)HCASIM_RTL_NQP,
+		   (unsigned)HCASIM_RTL_NQP - HCA_FIRST_QPN, nqps);
+	sched_rtl *s = new sched_rtl(d, nqps);
+
+	s->vl.pins()->cfg_nqp = nqps;
+	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
+	s->vl.reset(2, [](Vsched *p) { return p->stat_init != 0; }, (uint64_t)nqps + 2);
+	s->vl.waves();
+	return s;
+}
+
+void destroy(void *b)
+{
+	delete static_cast<sched_rtl *>(b);
+}
+
+void idle_inputs(Vsched *p, unsigned op, uint32_t qpn)
+{
+	p->req_op = op;
+	p->req_qpn = qpn & HCA_QPN_MASK;
+	p->req_lat = 0;
+	p->req_pi16 = 0;
+	p->req_state = 0;
+	p->req_sq_pi = 0;
+	p->req_sq_done = 0;
+	p->req_sq_entries = 0;
+}
+
+void doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
+{
+	sched_rtl *s = static_cast<sched_rtl *>(b);
+	Vsched *p = s->vl.pins();
+	uint64_t k;
+
+	SIM_ASSERT(in->state < HCA_QPS_COUNT, "sim/vl/sched: doorbell with QP state %u",
+		   (unsigned)in->state);
+	idle_inputs(p, OP_DOORBELL, in->qpn);
+	p->req_lat = in->lat;
+	p->req_pi16 = in->pi16;
+	p->req_state = in->state;
+	p->req_sq_pi = in->sq_pi;
+	p->req_sq_done = in->sq_done;
+	p->req_sq_entries = in->sq_entries;
+	*out = hm_sched_db_out{};
+	k = s->vl.transact(in->cycle, (uint64_t)in->lat + 1, [&](Vsched *q) {
+		out->verdict = q->resp_verdict;
+		out->new_pi = q->resp_new_pi;
+	});
+	out->cycle = in->cycle + k;
+}
+
+void push(void *b, const hm_sched_push_in *in, hm_sched_push_out *out)
+{
+	sched_rtl *s = static_cast<sched_rtl *>(b);
+	uint64_t k;
+
+	idle_inputs(s->vl.pins(), OP_PUSH, in->qpn);
+	*out = hm_sched_push_out{};
+	k = s->vl.transact(in->cycle, 1, [&](Vsched *q) { out->queued = q->resp_queued; });
+	out->cycle = in->cycle + k;
+}
+
+void pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
+{
+	sched_rtl *s = static_cast<sched_rtl *>(b);
+	uint64_t k;
+
+	idle_inputs(s->vl.pins(), OP_POP, 0);
+	*out = hm_sched_pop_out{};
+	k = s->vl.transact(in->cycle, 1, [&](Vsched *q) {
+		out->valid = q->resp_pop_valid;
+		out->qpn = q->resp_qpn;
+	});
+	out->cycle = in->cycle + k;
+}
+
+const hm_sched_ops ops = { create, destroy, doorbell, push, pop };
+
+} // namespace
+
+extern "C" {
+__attribute__((constructor)) static void vl_sched_register(void)
+{
+	hm_port_register(HM_BLOCK_SCHED, &ops);
+}
+}

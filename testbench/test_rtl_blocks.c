@@ -1,0 +1,763 @@
+/* Block tests of the blocks with an RTL twin (model/ports.h): each suite drives the transaction
+ * port only, with directed cases and seeded random stimulus, on the C twin and on the RTL
+ * (rtl/<block>.sv behind sim/vl), each against expected values, and on both compared transaction by
+ * transaction. The last test injects the test-only RTL bug and shows that lockstep in the
+ * running system halts with a report naming block, cycle and field. */
+#include "testbench/tb.h"
+#include "model/ports.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Seeded stimulus (xorshift64*), the same on every run. */
+static uint64_t rng_state;
+static void rng_seed(uint64_t s)
+{
+	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
+}
+static uint32_t rng(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* The implementation under test: the C twin or the RTL (skipped in a build without it). */
+static const void *impl(enum hm_block b, bool rtl)
+{
+	static const void *const model[HM_NBLOCKS] = { &hm_sched_model, &hm_cqe_model,
+						       &hm_psn_model };
+	const void *ops = rtl ? hm_port_rtl(b) : model[b];
+
+	if (!ops)
+		cr_skip_test("this build has no RTL twin of %s (no Verilator)", hm_block_name(b));
+	return ops;
+}
+
+/* ================================ psn ================================ */
+
+struct psn_case {
+	uint32_t psn, epsn;
+	bool nak_sent;
+	uint8_t cls;
+	bool send_nak, nak_after;
+};
+
+static const struct psn_case psn_cases[] = {
+	{ 100, 100, false, HM_PSN_EXPECTED, false, false },
+	{ 100, 100, true, HM_PSN_EXPECTED, false, false }, /* EXPECTED clears the flag */
+	{ 99, 100, false, HM_PSN_DUPLICATE, false, false },
+	{ 99, 100, true, HM_PSN_DUPLICATE, false, true },  /* DUPLICATE keeps it */
+	{ 101, 100, false, HM_PSN_AHEAD, true, true },     /* the first sequence error: NAK */
+	{ 101, 100, true, HM_PSN_AHEAD, false, true },     /* one NAK per expected PSN */
+	{ 0, 0xffffff, false, HM_PSN_AHEAD, true, true },  /* 24-bit wrap: 0 follows 2^24-1 */
+	{ 0xffffff, 0, false, HM_PSN_DUPLICATE, false, false },
+	{ 0x7fffff, 0, false, HM_PSN_AHEAD, true, true },  /* 2^23 - 1 ahead */
+	{ 0x800000, 0, false, HM_PSN_DUPLICATE, false, false }, /* 2^23: behind */
+	{ 0x000005, 0x800005, false, HM_PSN_DUPLICATE, false, false },
+	{ 0x7ffffe, 0xffffff, true, HM_PSN_AHEAD, false, true },
+};
+
+/* The class by the serial-number rule, written independently of both twins. */
+static void psn_expect(const struct hm_psn_in *in, struct hm_psn_out *e)
+{
+	uint32_t d = (in->psn - in->epsn) & 0xffffffu;
+
+	memset(e, 0, sizeof(*e));
+	e->cycle = in->cycle;
+	e->cls = d == 0 ? HM_PSN_EXPECTED : d < 0x800000u ? HM_PSN_AHEAD : HM_PSN_DUPLICATE;
+	e->send_nak = e->cls == HM_PSN_AHEAD && !in->nak_sent;
+	e->nak_sent = e->cls == HM_PSN_AHEAD || (e->cls == HM_PSN_DUPLICATE && in->nak_sent);
+}
+
+static void psn_check(const char *who, uint64_t n, const struct hm_psn_out *want,
+		      const struct hm_psn_out *got)
+{
+	cr_assert_eq(got->cycle, want->cycle, "%s #%llu: cycle %llu, expected %llu", who,
+		     (unsigned long long)n, (unsigned long long)got->cycle,
+		     (unsigned long long)want->cycle);
+	cr_assert_eq(got->cls, want->cls, "%s #%llu: cls %u, expected %u", who,
+		     (unsigned long long)n, got->cls, want->cls);
+	cr_assert_eq(got->send_nak, want->send_nak, "%s #%llu: send_nak", who,
+		     (unsigned long long)n);
+	cr_assert_eq(got->nak_sent, want->nak_sent, "%s #%llu: nak_sent", who,
+		     (unsigned long long)n);
+}
+
+static void psn_directed(bool rtl)
+{
+	const struct hm_psn_ops *ops = impl(HM_BLOCK_PSN, rtl);
+	void *b = ops->create(NULL);
+
+	for (size_t i = 0; i < sizeof(psn_cases) / sizeof(psn_cases[0]); i++) {
+		const struct psn_case *c = &psn_cases[i];
+		struct hm_psn_in in = { 1000 + i * 3, c->psn, c->epsn, c->nak_sent };
+		struct hm_psn_out want = { in.cycle, c->cls, c->send_nak, c->nak_after }, got;
+
+		ops->classify(b, &in, &got);
+		psn_check(rtl ? "rtl" : "model", i, &want, &got);
+	}
+	ops->destroy(b);
+}
+
+/* Random PSNs near the expected one (and anywhere), with the flag carried as a responder
+ * would carry it. */
+static void psn_random_in(struct hm_psn_in *in, uint64_t cycle, bool nak_sent)
+{
+	uint32_t epsn = rng() & 0xffffffu, r = rng() % 4;
+
+	in->cycle = cycle;
+	in->epsn = epsn;
+	in->psn = r == 0 ? epsn : r == 1 ? epsn + (rng() % 64) - 32 : r == 2 ? epsn ^ 0x800000u : rng();
+	in->psn &= 0xffffffu;
+	in->nak_sent = nak_sent;
+}
+
+static void psn_random(bool rtl)
+{
+	const struct hm_psn_ops *ops = impl(HM_BLOCK_PSN, rtl);
+	void *b = ops->create(NULL);
+	bool flag = false;
+	uint64_t cycle = 5;
+
+	rng_seed(1);
+	for (uint64_t n = 0; n < 20000; n++) {
+		struct hm_psn_in in;
+		struct hm_psn_out want, got;
+
+		cycle += rng() % 8;
+		psn_random_in(&in, cycle, flag);
+		psn_expect(&in, &want);
+		ops->classify(b, &in, &got);
+		psn_check(rtl ? "rtl" : "model", n, &want, &got);
+		flag = got.nak_sent;
+	}
+	ops->destroy(b);
+}
+
+Test(rtl_psn, model_directed_classes_nak_and_24_bit_wrap) { psn_directed(false); }
+Test(rtl_psn, rtl_directed_classes_nak_and_24_bit_wrap) { psn_directed(true); }
+Test(rtl_psn, model_random_against_the_serial_number_rule) { psn_random(false); }
+Test(rtl_psn, rtl_random_against_the_serial_number_rule) { psn_random(true); }
+
+Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	const struct hm_psn_ops *m = impl(HM_BLOCK_PSN, false), *r = impl(HM_BLOCK_PSN, true);
+	void *bm = m->create(NULL), *br = r->create(NULL);
+	bool flag = false;
+
+	rng_seed(2);
+	for (uint64_t n = 0; n < 20000; n++) {
+		struct hm_psn_in in;
+		struct hm_psn_out a, b;
+
+		psn_random_in(&in, n * 3, flag);
+		m->classify(bm, &in, &a);
+		r->classify(br, &in, &b);
+		psn_check("lockstep", n, &a, &b);
+		flag = a.nak_sent;
+	}
+	m->destroy(bm);
+	r->destroy(br);
+}
+
+/* WAVES=1: the block writes its FST under WAVES_DIR, named for the device and the block. */
+Test(rtl_psn, waves_write_an_fst_per_block_instance)
+{
+	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
+	char dir[] = "/tmp/hcasim-waves-XXXXXX", path[256];
+	struct stat st;
+	void *b;
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("WAVES", "1", 1);
+	setenv("WAVES_DIR", dir, 1);
+	b = r->create(NULL);
+	for (uint32_t i = 0; i < 10; i++) {
+		struct hm_psn_in in = { 100 + i, i, 3, false };
+		struct hm_psn_out out;
+
+		r->classify(b, &in, &out);
+	}
+	r->destroy(b);
+	snprintf(path, sizeof(path), "%s/hca0.psn.fst", dir);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_assert_gt(st.st_size, 0);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* ================================ sched ================================ */
+
+/* The arbiter as the contract states it: a FIFO of QPNs, each at most once. */
+struct sched_ref {
+	uint32_t nqps, head, len, fifo[256];
+	bool pending[256];
+};
+
+static bool ref_enq(struct sched_ref *s, uint32_t qpn)
+{
+	if (qpn >= s->nqps || s->pending[qpn])
+		return false;
+	s->fifo[(s->head + s->len++) % 256] = qpn;
+	s->pending[qpn] = true;
+	return true;
+}
+
+static void ref_doorbell(struct sched_ref *s, const struct hm_sched_db_in *in,
+			 struct hm_sched_db_out *e)
+{
+	uint32_t ext = (in->sq_pi & 0xffff0000u) | in->pi16;
+
+	if (ext < in->sq_pi)
+		ext += 0x10000u;
+	memset(e, 0, sizeof(*e));
+	e->cycle = in->cycle + in->lat;
+	if (in->state <= HCA_QPS_RTR) {
+		e->verdict = HM_SCHED_BAD_STATE;
+	} else if (ext - in->sq_done > in->sq_entries) {
+		e->verdict = HM_SCHED_BAD_INDEX;
+	} else if (in->state == HCA_QPS_SQE || in->state == HCA_QPS_ERR) {
+		e->verdict = HM_SCHED_FLUSH;
+		e->new_pi = ext;
+	} else {
+		e->verdict = HM_SCHED_QUEUED;
+		e->new_pi = ext;
+		ref_enq(s, in->qpn);
+	}
+}
+
+static void db_check(const char *who, uint64_t n, const struct hm_sched_db_out *w,
+		     const struct hm_sched_db_out *g)
+{
+	cr_assert_eq(g->cycle, w->cycle, "%s #%llu: doorbell cycle %llu, expected %llu", who,
+		     (unsigned long long)n, (unsigned long long)g->cycle,
+		     (unsigned long long)w->cycle);
+	cr_assert_eq(g->verdict, w->verdict, "%s #%llu: verdict %u, expected %u", who,
+		     (unsigned long long)n, g->verdict, w->verdict);
+	cr_assert_eq(g->new_pi, w->new_pi, "%s #%llu: new_pi 0x%x, expected 0x%x", who,
+		     (unsigned long long)n, g->new_pi, w->new_pi);
+}
+
+static void sched_directed(bool rtl)
+{
+	const struct hm_sched_ops *ops = impl(HM_BLOCK_SCHED, rtl);
+	const char *who = rtl ? "rtl" : "model";
+	void *b = ops->create(NULL, 16);
+	struct hm_sched_push_in pi;
+	struct hm_sched_push_out po;
+	struct hm_sched_pop_in qi;
+	struct hm_sched_pop_out qo;
+	struct hm_sched_db_out o;
+	/* every state, latencies 0, 1, 4 and 17, pi16 wrap, an index beyond the ring */
+	static const struct {
+		uint8_t state;
+		uint32_t lat, sq_pi, sq_done, entries;
+		uint16_t pi16;
+		uint8_t verdict;
+		uint32_t new_pi;
+	} c[] = {
+		{ HCA_QPS_RESET, 4, 0, 0, 8, 1, HM_SCHED_BAD_STATE, 0 },
+		{ HCA_QPS_INIT, 4, 0, 0, 8, 1, HM_SCHED_BAD_STATE, 0 },
+		{ HCA_QPS_RTR, 0, 0, 0, 8, 1, HM_SCHED_BAD_STATE, 0 },
+		{ HCA_QPS_RTS, 0, 0, 0, 8, 3, HM_SCHED_QUEUED, 3 },
+		{ HCA_QPS_SQD, 1, 3, 0, 8, 5, HM_SCHED_QUEUED, 5 },
+		{ HCA_QPS_SQE, 17, 0, 0, 8, 2, HM_SCHED_FLUSH, 2 },
+		{ HCA_QPS_ERR, 4, 0, 0, 8, 2, HM_SCHED_FLUSH, 2 },
+		{ HCA_QPS_RTS, 4, 0, 0, 8, 9, HM_SCHED_BAD_INDEX, 0 },
+		{ HCA_QPS_RTS, 4, 0xfffe, 0xfffa, 16, 0x0003, HM_SCHED_QUEUED, 0x10003 }, /* wrap */
+		{ HCA_QPS_RTS, 4, 0x1fff0, 0x1ffe0, 64, 0xfff8, HM_SCHED_QUEUED, 0x1fff8 },
+		{ HCA_QPS_RTS, 4, 0xffff0, 0xffff0, 8, 0xfff9, HM_SCHED_BAD_INDEX, 0 },
+		{ HCA_QPS_RTS, 4, 0xfffffff0u, 0xfffffff0u, 64, 0x0004, HM_SCHED_QUEUED, 0x4 },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct hm_sched_db_in in = { 100 + 50 * i, c[i].lat, 5,  c[i].pi16,
+					     c[i].state,   c[i].sq_pi, c[i].sq_done, c[i].entries };
+		struct hm_sched_db_out w = { in.cycle + c[i].lat, c[i].verdict, c[i].new_pi };
+
+		ops->doorbell(b, &in, &o);
+		db_check(who, i, &w, &o);
+	}
+	/* QP 5 was queued once (dedup across doorbells); round robin in arrival order */
+	qi.cycle = 2000;
+	ops->pop(b, &qi, &qo);
+	cr_assert(qo.valid && qo.qpn == 5 && qo.cycle == 2000, "%s: pop gives QP 5", who);
+	ops->pop(b, &qi, &qo);
+	cr_assert(!qo.valid && qo.qpn == 0, "%s: nothing else pending", who);
+	{
+		static const uint32_t order[] = { 9, 3, 15, 0 };
+
+		for (size_t i = 0; i < 4; i++) {
+			pi = (struct hm_sched_push_in){ 3000 + i, order[i] };
+			ops->push(b, &pi, &po);
+			cr_assert(po.queued && po.cycle == 3000 + i, "%s: push %u", who, order[i]);
+		}
+		pi = (struct hm_sched_push_in){ 3010, 3 };
+		ops->push(b, &pi, &po);
+		cr_assert(!po.queued, "%s: QP 3 is pending already", who);
+		pi = (struct hm_sched_push_in){ 3011, 16 };
+		ops->push(b, &pi, &po);
+		cr_assert(!po.queued, "%s: QPN 16 is beyond nqps", who);
+		pi = (struct hm_sched_push_in){ 3012, 0xffffff };
+		ops->push(b, &pi, &po);
+		cr_assert(!po.queued, "%s: QPN 2^24-1 is beyond nqps", who);
+		for (size_t i = 0; i < 4; i++) {
+			qi.cycle = 4000 + i;
+			ops->pop(b, &qi, &qo);
+			cr_assert(qo.valid && qo.qpn == order[i] && qo.cycle == qi.cycle,
+				  "%s: pop %zu gives %u (got %u valid %d)", who, i, order[i], qo.qpn,
+				  qo.valid);
+		}
+		/* once served, a QP can be queued again */
+		pi = (struct hm_sched_push_in){ 5000, 3 };
+		ops->push(b, &pi, &po);
+		cr_assert(po.queued, "%s: QP 3 requeued after it was served", who);
+	}
+	ops->destroy(b);
+}
+
+/* Random doorbells, pushes and pops over a small arbiter, against the reference. */
+static void sched_random_in(struct hm_sched_db_in *in, uint64_t cycle, uint32_t nqps)
+{
+	static const uint8_t states[] = { 0, 1, 2, 3, 3, 3, 4, 5, 6 };
+	uint32_t done = rng() % 4 == 0 ? 0xffff0000u + rng() % 0x10000 : rng();
+
+	in->cycle = cycle;
+	in->lat = rng() % 3 == 0 ? 0 : rng() % 12;
+	in->qpn = rng() % (nqps + 4);
+	in->state = states[rng() % sizeof(states)];
+	in->sq_entries = 1u << (rng() % 17);
+	in->sq_done = done;
+	in->sq_pi = done + rng() % (in->sq_entries + 1);
+	in->pi16 = (uint16_t)(in->sq_pi + rng() % (in->sq_entries + 8));
+}
+
+static void sched_random(bool rtl)
+{
+	const struct hm_sched_ops *ops = impl(HM_BLOCK_SCHED, rtl);
+	const char *who = rtl ? "rtl" : "model";
+	const uint32_t nqps = 40;
+	struct sched_ref ref = { .nqps = nqps };
+	void *b = ops->create(NULL, nqps);
+	uint64_t cycle = 10, pops = 0;
+
+	rng_seed(3);
+	for (uint64_t n = 0; n < 20000; n++) {
+		uint32_t op = rng() % 3;
+
+		cycle += 1 + rng() % 20;
+		if (op == 0) {
+			struct hm_sched_db_in in;
+			struct hm_sched_db_out w, g;
+
+			sched_random_in(&in, cycle, nqps);
+			ref_doorbell(&ref, &in, &w);
+			ops->doorbell(b, &in, &g);
+			db_check(who, n, &w, &g);
+		} else if (op == 1) {
+			struct hm_sched_push_in in = { cycle, rng() % (nqps + 4) };
+			struct hm_sched_push_out g;
+			bool w = ref_enq(&ref, in.qpn);
+
+			ops->push(b, &in, &g);
+			cr_assert(g.cycle == cycle && g.queued == w, "%s #%llu: push %u queued %d",
+				  who, (unsigned long long)n, in.qpn, g.queued);
+		} else {
+			struct hm_sched_pop_in in = { cycle };
+			struct hm_sched_pop_out g;
+			bool valid = ref.len > 0;
+			uint32_t qpn = valid ? ref.fifo[ref.head] : 0;
+
+			if (valid) {
+				ref.head = (ref.head + 1) % 256;
+				ref.len--;
+				ref.pending[qpn] = false;
+				pops++;
+			}
+			ops->pop(b, &in, &g);
+			cr_assert(g.cycle == cycle && g.valid == valid && g.qpn == qpn,
+				  "%s #%llu: pop gives %u valid %d, expected %u valid %d", who,
+				  (unsigned long long)n, g.qpn, g.valid, qpn, valid);
+		}
+	}
+	cr_assert_gt(pops, 1000, "the stimulus exercises the arbiter");
+	ops->destroy(b);
+}
+
+Test(rtl_sched, model_directed_verdicts_pi_wrap_round_robin_and_dedup) { sched_directed(false); }
+Test(rtl_sched, rtl_directed_verdicts_pi_wrap_round_robin_and_dedup) { sched_directed(true); }
+Test(rtl_sched, model_random_against_the_reference_arbiter) { sched_random(false); }
+Test(rtl_sched, rtl_random_against_the_reference_arbiter) { sched_random(true); }
+
+Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	const struct hm_sched_ops *m = impl(HM_BLOCK_SCHED, false);
+	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
+	const uint32_t nqps = HCA_FIRST_QPN + 131072; /* the default hca.max_qp */
+	void *bm = m->create(NULL, nqps), *br = r->create(NULL, nqps);
+	uint64_t cycle = 0;
+
+	rng_seed(4);
+	for (uint64_t n = 0; n < 20000; n++) {
+		uint32_t op = rng() % 3, qpn = rng() % 64 == 0 ? nqps - 1 - rng() % 4 : rng() % 300;
+
+		cycle += rng() % 10;
+		if (op == 0) {
+			struct hm_sched_db_in in;
+			struct hm_sched_db_out a, b;
+
+			sched_random_in(&in, cycle, 300);
+			m->doorbell(bm, &in, &a);
+			r->doorbell(br, &in, &b);
+			db_check("lockstep", n, &a, &b);
+		} else if (op == 1) {
+			struct hm_sched_push_in in = { cycle, qpn };
+			struct hm_sched_push_out a, b;
+
+			m->push(bm, &in, &a);
+			r->push(br, &in, &b);
+			cr_assert(a.cycle == b.cycle && a.queued == b.queued, "lockstep #%llu: push",
+				  (unsigned long long)n);
+		} else {
+			struct hm_sched_pop_in in = { cycle };
+			struct hm_sched_pop_out a, b;
+
+			m->pop(bm, &in, &a);
+			r->pop(br, &in, &b);
+			cr_assert(a.cycle == b.cycle && a.valid == b.valid && a.qpn == b.qpn,
+				  "lockstep #%llu: pop model %u/%d rtl %u/%d", (unsigned long long)n,
+				  a.qpn, a.valid, b.qpn, b.valid);
+		}
+	}
+	m->destroy(bm);
+	r->destroy(br);
+}
+
+/* The RTL's arbiter is sized when it is built: more QPs than that is refused by name (the
+ * device stops at creation: SIM_ASSERT, in a child process here). */
+Test(rtl_sched, rtl_refuses_more_qps_than_it_was_built_for)
+{
+	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
+	int status = 0;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		r->create(NULL, HCA_FIRST_QPN + 16777215u);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+		  "creating an arbiter for 2^24+1 QPNs must stop (status 0x%x)", status);
+}
+
+/* ================================ cqe ================================ */
+
+static void cqe_fields_in(struct hca_cqe *c, uint32_t seed)
+{
+	memset(c, 0, sizeof(*c));
+	c->byte_len = 0x11223344u ^ seed;
+	c->imm_data = 0x55667788u + seed;
+	c->qpn = 0xabcdu + seed;
+	c->src_qp = 0x123456u ^ seed;
+	c->slid = (uint16_t)(0xbeef + seed);
+	c->pkey_index = (uint16_t)(7 + seed);
+	c->wqe_index = (uint16_t)(0xfff0 + seed);
+	c->opcode = (uint8_t)(seed & 1 ? HCA_CQE_OP_RECV : HCA_CQE_OP_RDMA_READ);
+	c->status = (uint8_t)(seed % 5 == 0 ? HCA_WC_REM_ACCESS_ERR : HCA_WC_SUCCESS);
+	c->sl = (uint8_t)(seed % 16);
+	c->wc_flags = (uint8_t)(seed % 4);
+	c->dlid_path_bits = (uint8_t)(seed % 128);
+	c->is_send = (uint8_t)(seed % 2);
+	c->vendor_err = seed * 3;
+	c->srqn = seed * 7;
+}
+
+/* The contract's outcome, written independently of both twins. */
+static void cqe_expect(const struct hm_cqe_in *in, struct hm_cqe_out *e)
+{
+	uint32_t size = 1u << in->log_size;
+
+	memset(e, 0, sizeof(*e));
+	e->cycle = in->cycle + (in->ci_fresh ? 0 : in->lat);
+	if ((uint32_t)(in->pi - in->ci) + 1 >= size) {
+		e->action = in->ci_fresh ? HM_CQE_OVERRUN : HM_CQE_NEED_CI;
+		return;
+	}
+	e->action = HM_CQE_WRITE;
+	e->slot = in->pi % size;
+	e->new_pi = in->pi + 1;
+	e->image = in->cqe;
+	e->image.owner = (in->pi / size) % 2 == 0;
+	e->image.timestamp = e->cycle;
+	e->event = in->arm == HCA_CQ_DB_ARM_NEXT ||
+		   (in->arm == HCA_CQ_DB_ARM_SOLICITED &&
+		    (in->solicited || in->cqe.status != HCA_WC_SUCCESS));
+	e->new_arm = e->event ? 0 : in->arm;
+}
+
+static void cqe_check(const char *who, uint64_t n, const struct hm_cqe_out *w,
+		      const struct hm_cqe_out *g)
+{
+	cr_assert_eq(g->cycle, w->cycle, "%s #%llu: cycle %llu, expected %llu", who,
+		     (unsigned long long)n, (unsigned long long)g->cycle,
+		     (unsigned long long)w->cycle);
+	cr_assert_eq(g->action, w->action, "%s #%llu: action %u, expected %u", who,
+		     (unsigned long long)n, g->action, w->action);
+	if (w->action != HM_CQE_WRITE)
+		return;
+	cr_assert_eq(g->slot, w->slot, "%s #%llu: slot", who, (unsigned long long)n);
+	cr_assert_eq(g->new_pi, w->new_pi, "%s #%llu: new_pi", who, (unsigned long long)n);
+	cr_assert_eq(g->new_arm, w->new_arm, "%s #%llu: new_arm %u, expected %u", who,
+		     (unsigned long long)n, g->new_arm, w->new_arm);
+	cr_assert_eq(g->event, w->event, "%s #%llu: event", who, (unsigned long long)n);
+	/* the whole 64-byte image, as DMA would write it */
+	for (size_t i = 0; i < sizeof(w->image); i++)
+		cr_assert_eq(((const uint8_t *)&g->image)[i], ((const uint8_t *)&w->image)[i],
+			     "%s #%llu: image byte %zu: 0x%02x, expected 0x%02x", who,
+			     (unsigned long long)n, i, ((const uint8_t *)&g->image)[i],
+			     ((const uint8_t *)&w->image)[i]);
+}
+
+static void cqe_directed(bool rtl)
+{
+	const struct hm_cqe_ops *ops = impl(HM_BLOCK_CQE, rtl);
+	const char *who = rtl ? "rtl" : "model";
+	void *b = ops->create(NULL);
+	struct hm_cqe_in in = { .cycle = 1000, .lat = 4, .cqn = 3, .log_size = 2 };
+	struct hm_cqe_out w, g;
+	uint64_t n = 0;
+
+	/* a 4-entry ring: three passes, consumer keeping up; owner 1, 0, 1 */
+	for (uint32_t pi = 0; pi < 12; pi++, n++) {
+		in.pi = pi;
+		in.ci = pi;
+		in.cycle += 7;
+		cqe_fields_in(&in.cqe, pi);
+		cqe_expect(&in, &w);
+		ops->post(b, &in, &g);
+		cqe_check(who, n, &w, &g);
+		cr_assert_eq(g.image.owner, (pi / 4) % 2 ? 0 : 1, "%s: owner on pass %u", who,
+			     pi / 4);
+		cr_assert_eq(g.image.timestamp, in.cycle + 4, "%s: timestamp = output cycle", who);
+		cr_assert_eq(((const uint8_t *)&g.image)[63], g.image.owner, "owner is byte 63");
+	}
+	/* full ring (3 of 4 used): NEED_CI after lat, then OVERRUN in the cycle of the retry */
+	in.pi = 7;
+	in.ci = 4;
+	ops->post(b, &in, &g);
+	cr_assert(g.action == HM_CQE_NEED_CI && g.cycle == in.cycle + 4 && g.new_pi == 0 &&
+			  !g.event,
+		  "%s: a full-looking ring asks for the doorbell record", who);
+	in.ci_fresh = true;
+	in.cycle += 9;
+	ops->post(b, &in, &g);
+	cr_assert(g.action == HM_CQE_OVERRUN && g.cycle == in.cycle, "%s: overrun", who);
+	in.ci = 6; /* the consumer moved: the retry writes */
+	cqe_expect(&in, &w);
+	ops->post(b, &in, &g);
+	cqe_check(who, n++, &w, &g);
+	cr_assert(g.action == HM_CQE_WRITE && g.cycle == in.cycle && g.slot == 3, "%s", who);
+	/* 32-bit index wrap */
+	in.ci_fresh = false;
+	in.pi = 0xffffffffu;
+	in.ci = 0xfffffffeu;
+	in.log_size = 3;
+	cqe_expect(&in, &w);
+	ops->post(b, &in, &g);
+	cqe_check(who, n++, &w, &g);
+	cr_assert(g.slot == 7 && g.new_pi == 0 && g.image.owner == 0, "%s: pi wraps", who);
+	/* arm: none, next, solicited (with a solicited, an unsolicited and an error CQE) */
+	{
+		static const struct {
+			uint8_t arm;
+			bool solicited;
+			uint8_t status;
+			bool event;
+			uint8_t new_arm;
+		} a[] = {
+			{ 0, true, HCA_WC_SUCCESS, false, 0 },
+			{ HCA_CQ_DB_ARM_NEXT, false, HCA_WC_SUCCESS, true, 0 },
+			{ HCA_CQ_DB_ARM_SOLICITED, false, HCA_WC_SUCCESS, false,
+			  HCA_CQ_DB_ARM_SOLICITED },
+			{ HCA_CQ_DB_ARM_SOLICITED, true, HCA_WC_SUCCESS, true, 0 },
+			{ HCA_CQ_DB_ARM_SOLICITED, false, HCA_WC_WR_FLUSH_ERR, true, 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
+			in.pi = 20 + (uint32_t)i;
+			in.ci = in.pi;
+			in.arm = a[i].arm;
+			in.solicited = a[i].solicited;
+			in.cqe.status = a[i].status;
+			in.lat = (uint32_t)i; /* 0 too: answered in the cycle */
+			ops->post(b, &in, &g);
+			cr_assert(g.event == a[i].event && g.new_arm == a[i].new_arm &&
+					  g.cycle == in.cycle + i,
+				  "%s: arm case %zu: event %d new_arm %u", who, i, g.event,
+				  g.new_arm);
+		}
+	}
+	ops->destroy(b);
+}
+
+static void cqe_random_in(struct hm_cqe_in *in, uint64_t cycle)
+{
+	uint32_t size;
+
+	memset(in, 0, sizeof(*in));
+	in->cycle = cycle;
+	in->lat = rng() % 4 == 0 ? 0 : rng() % 9;
+	in->log_size = (uint8_t)(1 + rng() % 12);
+	size = 1u << in->log_size;
+	in->ci = rng();
+	in->pi = in->ci + (rng() % 3 == 0 ? size - 1 - rng() % 2 : rng() % size);
+	in->arm = (uint8_t)(rng() % 3);
+	in->solicited = rng() % 2;
+	in->ci_fresh = rng() % 4 == 0;
+	cqe_fields_in(&in->cqe, rng());
+}
+
+static void cqe_random(bool rtl)
+{
+	const struct hm_cqe_ops *ops = impl(HM_BLOCK_CQE, rtl);
+	void *b = ops->create(NULL);
+	unsigned seen[3] = { 0 };
+
+	rng_seed(5);
+	for (uint64_t n = 0; n < 10000; n++) {
+		struct hm_cqe_in in;
+		struct hm_cqe_out w, g;
+
+		cqe_random_in(&in, n * 11 + rng() % 5);
+		cqe_expect(&in, &w);
+		ops->post(b, &in, &g);
+		cqe_check(rtl ? "rtl" : "model", n, &w, &g);
+		seen[g.action]++;
+	}
+	cr_assert(seen[0] && seen[1] && seen[2], "every action seen");
+	ops->destroy(b);
+}
+
+Test(rtl_cqe, model_directed_passes_owner_full_overrun_wrap_and_arm) { cqe_directed(false); }
+Test(rtl_cqe, rtl_directed_passes_owner_full_overrun_wrap_and_arm) { cqe_directed(true); }
+Test(rtl_cqe, model_random_against_the_contract) { cqe_random(false); }
+Test(rtl_cqe, rtl_random_against_the_contract) { cqe_random(true); }
+
+Test(rtl_cqe, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	const struct hm_cqe_ops *m = impl(HM_BLOCK_CQE, false), *r = impl(HM_BLOCK_CQE, true);
+	void *bm = m->create(NULL), *br = r->create(NULL);
+
+	rng_seed(6);
+	for (uint64_t n = 0; n < 10000; n++) {
+		struct hm_cqe_in in;
+		struct hm_cqe_out a, b;
+
+		cqe_random_in(&in, n * 13);
+		m->post(bm, &in, &a);
+		r->post(br, &in, &b);
+		cqe_check("lockstep", n, &a, &b);
+	}
+	m->destroy(bm);
+	r->destroy(br);
+}
+
+/* ============== lockstep in the running system catches an RTL bug ============== */
+
+/* Signaled RDMA WRITEs from HCA 0 until the send CQ's ring (128 entries) wraps; returns the
+ * number of completions polled before the run stopped (all of them if it never did). */
+static int write_until_wrap(int n)
+{
+	struct tb_dev a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *src, *dst;
+	int done = 0;
+
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	qa = tb_create_qp(&a, IBV_QPT_RC);
+	qb = tb_create_qp(&b, IBV_QPT_RC);
+	tb_connect(&a, qa, &b, qb->qp_num, IBV_MTU_1024);
+	tb_connect(&b, qb, &a, qa->qp_num, IBV_MTU_1024);
+	src = tb_mr(&a, 64);
+	dst = tb_mr(&b, 64);
+	for (int i = 0; i < n && !hcasim_halted(); i++) {
+		struct ibv_sge s = { (uintptr_t)src->addr, 64, src->lkey };
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		uint64_t start = hcasim_now_ps();
+		int r = 0;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)dst->addr;
+		wr.wr.rdma.rkey = dst->rkey;
+		if (ibv_post_send(qa, &wr, &bad))
+			break;
+		while (r == 0 && !hcasim_halted() && hcasim_now_ps() - start < 1000000000ull)
+			r = ibv_poll_cq(a.cq, 1, &wc);
+		if (r != 1)
+			break;
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		done++;
+	}
+	if (hcasim_halted()) {
+		/* nothing runs after a halt: the objects cannot be destroyed, the lists can */
+		ibv_free_device_list(a.list);
+		ibv_free_device_list(b.list);
+		return done;
+	}
+	cr_assert_eq(ibv_destroy_qp(qa), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_qp(qb), 0, "%s", hcasim_last_error());
+	{
+		void *sbuf = src->addr, *dbuf = dst->addr;
+
+		cr_assert_eq(ibv_dereg_mr(src), 0);
+		cr_assert_eq(ibv_dereg_mr(dst), 0);
+		free(sbuf);
+		free(dbuf);
+	}
+	tb_close(&a);
+	tb_close(&b);
+	return done;
+}
+
+Test(rtl_lockstep, system_runs_clean_in_lockstep_over_a_ring_wrap)
+{
+	int done;
+
+	impl(HM_BLOCK_CQE, true);
+	setenv("HCASIM_IMPL", "all=lockstep", 1);
+	unsetenv("HCASIM_RTL_BUG");
+	done = write_until_wrap(300);
+	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
+	cr_assert_eq(done, 300);
+}
+
+Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+	int done;
+
+	impl(HM_BLOCK_CQE, true);
+	setenv("HCASIM_IMPL", "cqe=lockstep", 1);
+	setenv("HCASIM_RTL_BUG", "cqe", 1); /* the owner bit never flips (rtl/cqe.sv) */
+	done = write_until_wrap(300);
+	why = hcasim_halted();
+	cr_assert_not_null(why, "lockstep did not catch the injected bug (%d completions)", done);
+	cr_assert(strstr(why, "block cqe") && strstr(why, "field image.owner") &&
+			  strstr(why, "at cycle ") && strstr(why, "expected 0x0 (model) got 0x1 (rtl)"),
+		  "the report names block, cycle and field: %s", why);
+	/* the first pass is clean: the bug shows on the 129th CQE (the second pass) */
+	cr_assert_eq(done, 128, "halted at the first CQE of the second pass, after %d", done);
+}
