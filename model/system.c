@@ -378,6 +378,22 @@ int hcasim_config_load(const char *path)
 	return sim_config_load(&sys.cfg, path);
 }
 
+static void (*time_hook)(void *, uint64_t, uint64_t);
+static void *time_hook_arg;
+
+static void time_advance(void *arg, sim_time_t from, sim_time_t to)
+{
+	(void)arg;
+	if (time_hook)
+		time_hook(time_hook_arg, from, to);
+}
+
+void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), void *arg)
+{
+	time_hook = fn;
+	time_hook_arg = arg;
+}
+
 /* HCASIM_IMPL = "block=mode[,block=mode...]" (block sched, cqe, psn or all; mode model, rtl
  * or lockstep) over the impl.* settings. Checked whole before any is applied. */
 static int impl_from_env(const char *spec)
@@ -460,6 +476,7 @@ int hcasim_boot(void)
 	if (!sys.k)
 		return sim_error(-ENOMEM, "boot: out of memory");
 	sim_kernel_set_current(sys.k);
+	sim_kernel_set_advance_hook(sys.k, time_advance, NULL);
 	sim_sm_reset(sys.cfg.sm_delay_ns * SIM_PS_PER_NS);
 	sys.ndevs = (int)sys.cfg.hosts;
 	for (int i = 0; i < sys.ndevs; i++)

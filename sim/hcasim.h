@@ -34,6 +34,11 @@ const char *hcasim_last_error(void);
  * and got. Nothing runs after a halt; verbs that wait fail. */
 const char *hcasim_halted(void);
 
+/* Co-simulation: fn(arg, from_ps, to_ps) is called whenever simulated time is about to move
+ * forward (before anything at to_ps happens), e.g. by a SystemC top that keeps its own time in
+ * step (sim/systemc/); it may block. Kept across boots; NULL removes it. */
+void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), void *arg);
+
 uint64_t hcasim_now_ps(void);          /* simulated time */
 void hcasim_run_for_ps(uint64_t ps);   /* advance the simulation */
 uint64_t hcasim_events_executed(void); /* kernel events run so far */

@@ -25,6 +25,8 @@ struct sim_kernel {
 	uint64_t cancelled_live; /* cancelled events still in the heap */
 	uint64_t background_live; /* live background events in the heap */
 	char halted[512];        /* why the simulation was stopped for good ("" = running) */
+	sim_advance_fn advance;  /* told before time moves forward (co-simulation) */
+	void *advance_arg;
 };
 
 static struct sim_kernel *current;
@@ -220,6 +222,8 @@ bool sim_step(struct sim_kernel *k)
 	if (!k->len || k->halted[0])
 		return false;
 	e = pop(k);
+	if (e.t > k->now && k->advance)
+		k->advance(k->advance_arg, k->now, e.t);
 	k->now = e.t;
 	k->executed++;
 	k->background_live -= e.background;
@@ -242,8 +246,11 @@ void sim_run_until(struct sim_kernel *k, sim_time_t t)
 			break;
 		sim_step(k);
 	}
-	if (t > k->now)
+	if (t > k->now && !k->halted[0]) {
+		if (k->advance)
+			k->advance(k->advance_arg, k->now, t);
 		k->now = t;
+	}
 }
 
 int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit)
@@ -257,8 +264,11 @@ int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim
 		if (!k->len)
 			return -EDEADLK;
 		if (k->heap[0].t > limit) {
-			if (limit > k->now)
+			if (limit > k->now) {
+				if (k->advance)
+					k->advance(k->advance_arg, k->now, limit);
 				k->now = limit;
+			}
 			return -ETIMEDOUT;
 		}
 		sim_step(k);
@@ -273,4 +283,10 @@ uint64_t sim_events_executed(const struct sim_kernel *k)
 uint64_t sim_events_pending(const struct sim_kernel *k)
 {
 	return k->len - k->cancelled_live;
+}
+
+void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *arg)
+{
+	k->advance = fn;
+	k->advance_arg = arg;
 }

@@ -310,3 +310,36 @@ Test(system, unknown_trace_category_is_refused)
 	cr_assert_null(ibv_get_device_list(NULL));
 	cr_assert(strstr(hcasim_last_error(), "nope"), "%s", hcasim_last_error());
 }
+
+/* The co-simulation hook sees simulated time move forward in order, never backwards, and
+ * ends where the simulation is. */
+static uint64_t hook_calls, hook_last, hook_bad;
+
+static void on_advance(void *arg, uint64_t from, uint64_t to)
+{
+	(void)arg;
+	if (from >= to || from != hook_last)
+		hook_bad++;
+	hook_last = to;
+	hook_calls++;
+}
+
+Test(system, time_hook_follows_simulated_time_forward)
+{
+	struct tb_dev a;
+
+	hcasim_time_hook(on_advance, NULL);
+	tb_open(&a, 0);
+	hcasim_run_for_ps(123456789);
+	cr_assert_gt(hook_calls, 10);
+	cr_assert_eq(hook_bad, 0, "%llu advances out of order", (unsigned long long)hook_bad);
+	cr_assert_eq(hook_last, hcasim_now_ps());
+	hcasim_time_hook(NULL, NULL);
+	{
+		uint64_t n = hook_calls;
+
+		hcasim_run_for_ps(1000);
+		cr_assert_eq(hook_calls, n, "called after removal");
+	}
+	tb_close(&a);
+}
