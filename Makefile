@@ -38,6 +38,7 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 # (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
 # (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
 VERILATOR ?= $(shell command -v verilator 2>/dev/null)
+SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1) # sim/systemc/, below
 RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
 ifneq ($(VERILATOR),)
@@ -78,7 +79,7 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 
 $(TEST_OBJS): Makefile
 $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(abspath $(BUILD))"' \
-	-DHCASIM_SAN=$(SAN)
+	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
 
 ifneq ($(VERILATOR),)
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
@@ -134,7 +135,6 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LI
 # model behind an sc_module and the RTL blocks Verilated with --sc (prefix Vsc_<block>, so that
 # they do not clash with the --cc models in libhcasim, whose Verilator runtime they share).
 # Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
-SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
 SC_BIN    := $(BIN)/hcasim-sc
 ifneq ($(and $(VERILATOR),$(SYSTEMC)),)
 SC_MODELS := sched:-GNQP=$(RTL_NQP) cqe: psn:

@@ -171,6 +171,10 @@ static int wait_cqe(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 	int n;
 
 	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
+		if (hcasim_halted()) {
+			fprintf(stderr, "%s: the simulation halted: %s\n", what, hcasim_halted());
+			return -1;
+		}
 		if (hcasim_now_ps() - start > 1000000000ull) {
 			fprintf(stderr, "%s: no completion within 1 ms simulated\n", what);
 			return -1;
