@@ -38,7 +38,9 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 # (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
 # (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
 VERILATOR ?= $(shell command -v verilator 2>/dev/null)
-SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1) # sim/systemc/, below
+SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
+# 1 if the SystemC top (sim/systemc/, below) is built
+HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
 RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
 ifneq ($(VERILATOR),)
@@ -78,8 +80,12 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(TEST_OBJS): Makefile
+# testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
+SC_STAMP := $(BUILD)/.systemc
+$(shell mkdir -p $(BUILD); echo '$(HAVE_SC)' | cmp -s - $(SC_STAMP) || echo '$(HAVE_SC)' > $(SC_STAMP))
+$(OBJ)/testbench/test_systemc.o: $(SC_STAMP)
 $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(abspath $(BUILD))"' \
-	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
+	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(HAVE_SC)
 
 ifneq ($(VERILATOR),)
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
@@ -136,7 +142,7 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LI
 # they do not clash with the --cc models in libhcasim, whose Verilator runtime they share).
 # Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
 SC_BIN    := $(BIN)/hcasim-sc
-ifneq ($(and $(VERILATOR),$(SYSTEMC)),)
+ifeq ($(HAVE_SC),1)
 SC_MODELS := sched:-GNQP=$(RTL_NQP) cqe: psn:
 SC_ARCH   := $(foreach m,$(SC_MODELS),$(VL)/sc_$(word 1,$(subst :, ,$(m)))/Vsc_$(word 1,$(subst :, ,$(m)))__ALL.a)
 SC_OBJS   := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/systemc/*.cpp))
