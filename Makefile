@@ -47,6 +47,9 @@ PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 # (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
 # (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
 VERILATOR ?= $(shell command -v verilator 2>/dev/null)
+SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
+# 1 if the SystemC top (sim/systemc/, below) is built
+HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
 RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
 ifneq ($(VERILATOR),)
@@ -89,8 +92,12 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(TEST_OBJS): Makefile
+# testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
+SC_STAMP := $(BUILD)/.systemc
+$(shell mkdir -p $(BUILD); echo '$(HAVE_SC)' | cmp -s - $(SC_STAMP) || echo '$(HAVE_SC)' > $(SC_STAMP))
+$(OBJ)/testbench/test_systemc.o: $(SC_STAMP)
 $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DIR='"$(abspath $(BUILD))"' \
-	-DHCASIM_SAN=$(SAN)
+	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(HAVE_SC)
 
 ifneq ($(VERILATOR),)
 # Re-Verilate when the build parameters change (make RTL_NQP=...).
@@ -104,6 +111,7 @@ $(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/$(1)
 	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
 		rtl/hca_pkg.sv rtl/$(4).sv >$(VL)/$(1)/build.log || { cat $(VL)/$(1)/build.log; exit 1; }
+	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
 $(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
 
@@ -135,7 +143,10 @@ $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
 
-$(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o
+$(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
+		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
 $(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
 $(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
@@ -143,6 +154,45 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LI
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) -L$(LIB) -libverbs -lhcasim \
 		-linih -Wl,-rpath,'$$ORIGIN/../lib'
+
+# ---- SystemC top (sim/systemc/, docs/systemc.md): the default simulation in sc_main, the C
+# model behind an sc_module and the RTL blocks Verilated with --sc (prefix Vsc_<block>, so that
+# they do not clash with the --cc models in libhcasim, whose Verilator runtime they share).
+# Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
+SC_BIN    := $(BIN)/hcasim-sc
+ifeq ($(HAVE_SC),1)
+SC_MODELS := sched:-GNQP=$(RTL_NQP) cqe: psn:
+SC_ARCH   := $(foreach m,$(SC_MODELS),$(VL)/sc_$(word 1,$(subst :, ,$(m)))/Vsc_$(word 1,$(subst :, ,$(m)))__ALL.a)
+SC_OBJS   := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/systemc/*.cpp))
+SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,sched cqe psn,-isystem $(VL)/sc_$(m)) \
+              $(shell pkg-config --cflags systemc)
+all: $(SC_BIN)
+
+define sc_model
+$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv Makefile
+	@mkdir -p $(VL)/sc_$(1)
+	+$(VERILATOR) --sc --build -j 1 -Wall -O3 -MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
+		$(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
+		rtl/hca_pkg.sv rtl/$(1).sv >$(VL)/sc_$(1)/build.log || { cat $(VL)/sc_$(1)/build.log; exit 1; }
+	@touch $$@ # Verilator keeps the archive's date when nothing changed
+endef
+$(foreach m,$(SC_MODELS),$(eval $(call sc_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))))))
+
+$(OBJ)/sim/systemc/%.o: sim/systemc/%.cpp $(SC_ARCH) Makefile
+	@mkdir -p $(@D)
+	$(CXX) $(SC_CXXFLAGS) -c $< -o $@
+
+# The Verilator runtime comes from libhcasim (linked into it for the --cc models).
+$(SC_BIN): $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) -L$(LIB) \
+		-libverbs -lhcasim $$(pkg-config --libs systemc) -pthread -latomic -Wl,-rpath,'$$ORIGIN/../lib'
+else
+all: sc-skipped
+.PHONY: sc-skipped
+sc-skipped:
+	@echo "make: SystemC top $(SC_BIN) skipped: needs verilator and libsystemc-dev (make deps)"
+endif
 
 $(HEADER): sim/hcasim.h
 	@mkdir -p $(@D)

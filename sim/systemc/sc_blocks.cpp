@@ -1,0 +1,411 @@
+/* The RTL blocks as SystemC modules and their transactors (sc_blocks.h). The pin protocol is
+ * that of sim/vl/vl.h (docs/rtl.md "Pin protocol"), each Verilator eval() there being one
+ * settle() here; the pins of each block are set and read as in sim/vl/<block>.cpp. */
+#include "sim/systemc/sc_blocks.h"
+
+/* The Verilated SystemC models first: verilated.h wants sc_time_stamp() unqualified. */
+#include "Vsc_cqe.h"
+#include "Vsc_psn.h"
+#include "Vsc_sched.h"
+
+#include "sim/vl/vl.h" /* the C headers (model/ports.h, SIM_ASSERT) as C++ sees them */
+
+#include <cstring>
+#include <string>
+
+#ifndef HCASIM_RTL_NQP
+#error "HCASIM_RTL_NQP: the NQP rtl/sched.sv was Verilated with (Makefile RTL_NQP)"
+#endif
+
+using sc_core::sc_signal;
+
+namespace hcasim_sc {
+
+namespace {
+
+sc_rtl_blocks *g_blocks;
+uint64_t g_transactions, g_deltas;
+
+/* The clocking of one Verilated SC model M (with clk, rst, req_valid, req_ready, resp_valid),
+ * driven from the calling SC_THREAD. */
+template <class M> class clocked : public sc_core::sc_module {
+public:
+	clocked(sc_core::sc_module_name name, const char *block)
+		: sc_module(name), top(block), clk("clk"), rst("rst"), req_valid("req_valid"),
+		  req_ready("req_ready"), resp_valid("resp_valid"), block_(block)
+	{
+		top.clk(clk);
+		top.rst(rst);
+		top.req_valid(req_valid);
+		top.req_ready(req_ready);
+		top.resp_valid(resp_valid);
+	}
+
+	M top;
+	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid;
+
+	/* The instance for a device: taken by the port's create, given back by destroy. */
+	void take(int devno)
+	{
+		SIM_ASSERT(!in_use_, "hcasim-sc: the %s of device %d is in use already", block_,
+			   devno);
+		in_use_ = true;
+	}
+	void give_back() { in_use_ = false; }
+
+	/* Synchronous reset for n cycles, then idle clocking while busy() (vl_block::reset). */
+	template <class B> void reset(unsigned n, B busy, uint64_t max_cycles)
+	{
+		rst.write(true);
+		for (unsigned i = 0; i < n; i++)
+			edge();
+		rst.write(false);
+		for (uint64_t i = 0; busy(); i++) {
+			SIM_ASSERT(i < max_cycles, "sim/systemc/%s: still busy %llu cycles after reset",
+				   block_, (unsigned long long)max_cycles);
+			edge();
+		}
+	}
+
+	/* One transaction (vl_block::transact): the caller has written the request's input
+	 * signals; returns the rising edges before resp_valid, when capture() reads the outputs;
+	 * then the committing edge is clocked. */
+	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
+	{
+		uint64_t k = 0;
+
+		clk.write(false);
+		req_valid.write(true);
+		settle();
+		SIM_ASSERT(req_ready.read(), "sim/systemc/%s: not ready for a request at cycle %llu",
+			   block_, (unsigned long long)cycle);
+		while (!resp_valid.read()) {
+			SIM_ASSERT(k < max_cycles,
+				   "sim/systemc/%s: no response %llu cycles after the request at cycle "
+				   "%llu",
+				   block_, (unsigned long long)k, (unsigned long long)cycle);
+			clk.write(true);
+			settle();
+			clk.write(false);
+			req_valid.write(false);
+			settle();
+			k++;
+		}
+		capture();
+		clk.write(true); /* commits the transaction */
+		settle();
+		clk.write(false);
+		req_valid.write(false);
+		settle();
+		g_transactions++;
+		return k;
+	}
+
+private:
+	/* The written signals are updated at the end of this delta; the block's eval() runs in
+	 * the next one and its outputs are updated at its end: two delta cycles, no time. */
+	void settle()
+	{
+		sc_core::wait(sc_core::SC_ZERO_TIME);
+		sc_core::wait(sc_core::SC_ZERO_TIME);
+		g_deltas += 2;
+	}
+	void edge()
+	{
+		clk.write(true);
+		settle();
+		clk.write(false);
+		settle();
+	}
+
+	const char *block_;
+	bool in_use_ = false;
+};
+
+} // namespace
+
+/* ---- sched ------------------------------------------------------------------------------ */
+
+#define SCHED_PINS(X)                                                                         \
+	X(uint32_t, cfg_nqp) X(uint32_t, req_op) X(uint32_t, req_lat) X(uint32_t, req_qpn)    \
+	X(uint32_t, req_pi16) X(uint32_t, req_state) X(uint32_t, req_sq_pi)                   \
+	X(uint32_t, req_sq_done) X(uint32_t, req_sq_entries) X(uint32_t, resp_op)             \
+	X(uint32_t, resp_verdict) X(uint32_t, resp_new_pi) X(bool, resp_queued)               \
+	X(bool, resp_pop_valid) X(uint32_t, resp_qpn) X(uint32_t, stat_len) X(bool, stat_init)
+#define PIN_DECL(t, n) sc_signal<t> n{ #n };
+#define PIN_BIND(t, n) top.n(n);
+
+struct sched_block : clocked<Vsc_sched> {
+	SCHED_PINS(PIN_DECL)
+	sched_block(sc_core::sc_module_name name) : clocked(name, "sched") { SCHED_PINS(PIN_BIND) }
+};
+
+/* ---- cqe -------------------------------------------------------------------------------- */
+
+#define CQE_PINS(X)                                                                           \
+	X(uint64_t, req_cycle) X(uint32_t, req_lat) X(uint32_t, req_pi) X(uint32_t, req_ci)   \
+	X(uint32_t, req_log_size) X(uint32_t, req_arm) X(bool, req_solicited)                 \
+	X(bool, req_ci_fresh) X(uint32_t, req_byte_len) X(uint32_t, req_imm_data)             \
+	X(uint32_t, req_qpn) X(uint32_t, req_src_qp) X(uint32_t, req_slid)                    \
+	X(uint32_t, req_pkey_index) X(uint32_t, req_wqe_index) X(uint32_t, req_opcode)        \
+	X(uint32_t, req_status) X(uint32_t, req_sl) X(uint32_t, req_wc_flags)                 \
+	X(uint32_t, req_dlid_path_bits) X(uint32_t, req_is_send) X(uint32_t, req_vendor_err)  \
+	X(uint32_t, req_srqn) X(uint32_t, resp_action) X(uint32_t, resp_slot)                 \
+	X(uint32_t, resp_new_pi) X(uint32_t, resp_new_arm) X(bool, resp_event)                \
+	X(uint64_t, resp_cycle) X(sc_dt::sc_bv<512>, resp_image)
+
+struct cqe_block : clocked<Vsc_cqe> {
+	CQE_PINS(PIN_DECL)
+	cqe_block(sc_core::sc_module_name name) : clocked(name, "cqe") { CQE_PINS(PIN_BIND) }
+};
+
+/* ---- psn -------------------------------------------------------------------------------- */
+
+#define PSN_PINS(X)                                                                           \
+	X(uint32_t, req_psn) X(uint32_t, req_epsn) X(bool, req_nak_sent) X(uint32_t, resp_cls) \
+	X(bool, resp_send_nak) X(bool, resp_nak_sent) X(uint32_t, stat_naks)
+
+struct psn_block : clocked<Vsc_psn> {
+	PSN_PINS(PIN_DECL)
+	psn_block(sc_core::sc_module_name name) : clocked(name, "psn") { PSN_PINS(PIN_BIND) }
+};
+
+/* ---- the instances ---------------------------------------------------------------------- */
+
+sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_module(name)
+{
+	for (int i = 0; i < ndevs; i++) {
+		std::string hca = "hca" + std::to_string(i);
+
+		sched.emplace_back(new sched_block((hca + "_sched").c_str()));
+		cqe.emplace_back(new cqe_block((hca + "_cqe").c_str()));
+		psn.emplace_back(new psn_block((hca + "_psn").c_str()));
+	}
+}
+
+sc_rtl_blocks::~sc_rtl_blocks() = default;
+
+uint64_t sc_rtl_transactions()
+{
+	return g_transactions;
+}
+
+uint64_t sc_rtl_deltas()
+{
+	return g_deltas;
+}
+
+namespace {
+
+template <class B> B *instance(std::vector<std::unique_ptr<B>> &v, const hm_dev *d)
+{
+	SIM_ASSERT(g_blocks, "hcasim-sc: no SystemC RTL blocks elaborated");
+	SIM_ASSERT(d->devno >= 0 && (size_t)d->devno < v.size(),
+		   "hcasim-sc: device %d has no SystemC RTL blocks (%zu devices elaborated; "
+		   "hcasim-sc --devs N)",
+		   d->devno, v.size());
+	B *b = v[(size_t)d->devno].get();
+	b->take(d->devno);
+	return b;
+}
+
+/* sched (sim/vl/sched.cpp) */
+enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
+
+void *sched_create(hm_dev *d, uint32_t nqps)
+{
+	SIM_ASSERT(nqps <= HCASIM_RTL_NQP,
+		   "impl.sched = rtl: hca.max_qp = %u needs %u QPNs, but rtl/sched.sv was built for "
+		   "NQP = %u (hca.max_qp <= %u); rebuild with make RTL_NQP=%u",
+		   nqps - HCA_FIRST_QPN, nqps, (unsigned)HCASIM_RTL_NQP,
+		   (unsigned)HCASIM_RTL_NQP - HCA_FIRST_QPN, nqps);
+	sched_block *s = instance(g_blocks->sched, d);
+
+	s->cfg_nqp.write(nqps);
+	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
+	s->reset(2, [s] { return s->stat_init.read(); }, (uint64_t)nqps + 2);
+	return s;
+}
+
+void sched_destroy(void *b)
+{
+	static_cast<sched_block *>(b)->give_back();
+}
+
+void sched_inputs(sched_block *s, unsigned op, uint32_t qpn)
+{
+	s->req_op.write(op);
+	s->req_qpn.write(qpn & HCA_QPN_MASK);
+	s->req_lat.write(0);
+	s->req_pi16.write(0);
+	s->req_state.write(0);
+	s->req_sq_pi.write(0);
+	s->req_sq_done.write(0);
+	s->req_sq_entries.write(0);
+}
+
+void sched_doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
+{
+	sched_block *s = static_cast<sched_block *>(b);
+	uint64_t k;
+
+	SIM_ASSERT(in->state < HCA_QPS_COUNT, "sim/systemc/sched: doorbell with QP state %u",
+		   (unsigned)in->state);
+	sched_inputs(s, OP_DOORBELL, in->qpn);
+	s->req_lat.write(in->lat);
+	s->req_pi16.write(in->pi16);
+	s->req_state.write(in->state);
+	s->req_sq_pi.write(in->sq_pi);
+	s->req_sq_done.write(in->sq_done);
+	s->req_sq_entries.write(in->sq_entries);
+	*out = hm_sched_db_out{};
+	k = s->transact(in->cycle, (uint64_t)in->lat + 1, [&] {
+		out->verdict = (uint8_t)s->resp_verdict.read();
+		out->new_pi = s->resp_new_pi.read();
+	});
+	out->cycle = in->cycle + k;
+}
+
+void sched_push(void *b, const hm_sched_push_in *in, hm_sched_push_out *out)
+{
+	sched_block *s = static_cast<sched_block *>(b);
+	uint64_t k;
+
+	sched_inputs(s, OP_PUSH, in->qpn);
+	*out = hm_sched_push_out{};
+	k = s->transact(in->cycle, 1, [&] { out->queued = s->resp_queued.read(); });
+	out->cycle = in->cycle + k;
+}
+
+void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
+{
+	sched_block *s = static_cast<sched_block *>(b);
+	uint64_t k;
+
+	sched_inputs(s, OP_POP, 0);
+	*out = hm_sched_pop_out{};
+	k = s->transact(in->cycle, 1, [&] {
+		out->valid = s->resp_pop_valid.read();
+		out->qpn = s->resp_qpn.read();
+	});
+	out->cycle = in->cycle + k;
+}
+
+const hm_sched_ops sched_ops = { sched_create, sched_destroy, sched_doorbell, sched_push,
+				 sched_pop };
+
+/* cqe (sim/vl/cqe.cpp) */
+void *cqe_create(hm_dev *d)
+{
+	const char *bug = getenv("HCASIM_RTL_BUG");
+
+	SIM_ASSERT(!bug || !*bug || !std::strcmp(bug, "none"),
+		   "HCASIM_RTL_BUG = '%s': hcasim-sc has no RTL built with a test bug", bug);
+	cqe_block *c = instance(g_blocks->cqe, d);
+
+	c->reset(2, [] { return false; }, 0);
+	return c;
+}
+
+void cqe_destroy(void *b)
+{
+	static_cast<cqe_block *>(b)->give_back();
+}
+
+void cqe_post(void *b, const hm_cqe_in *in, hm_cqe_out *out)
+{
+	cqe_block *p = static_cast<cqe_block *>(b);
+	const hca_cqe *c = &in->cqe;
+	uint64_t k;
+
+	SIM_ASSERT(in->log_size < 32 && in->arm <= HCA_CQ_DB_ARM_SOLICITED,
+		   "sim/systemc/cqe: log_size %u or arm %u out of range", (unsigned)in->log_size,
+		   (unsigned)in->arm);
+	p->req_cycle.write(in->cycle);
+	p->req_lat.write(in->lat);
+	p->req_pi.write(in->pi);
+	p->req_ci.write(in->ci);
+	p->req_log_size.write(in->log_size);
+	p->req_arm.write(in->arm);
+	p->req_solicited.write(in->solicited);
+	p->req_ci_fresh.write(in->ci_fresh);
+	p->req_byte_len.write(c->byte_len);
+	p->req_imm_data.write(c->imm_data);
+	p->req_qpn.write(c->qpn);
+	p->req_src_qp.write(c->src_qp);
+	p->req_slid.write(c->slid);
+	p->req_pkey_index.write(c->pkey_index);
+	p->req_wqe_index.write(c->wqe_index);
+	p->req_opcode.write(c->opcode);
+	p->req_status.write(c->status);
+	p->req_sl.write(c->sl);
+	p->req_wc_flags.write(c->wc_flags);
+	p->req_dlid_path_bits.write(c->dlid_path_bits);
+	p->req_is_send.write(c->is_send);
+	p->req_vendor_err.write(c->vendor_err);
+	p->req_srqn.write(c->srqn);
+	*out = hm_cqe_out{};
+	k = p->transact(in->cycle, in->ci_fresh ? 1 : (uint64_t)in->lat + 1, [&] {
+		static_assert(sizeof(out->image) == 64, "512-bit image");
+		const sc_dt::sc_bv<512> &img = p->resp_image.read();
+		uint32_t w[16];
+
+		out->action = (uint8_t)p->resp_action.read();
+		out->slot = p->resp_slot.read();
+		out->new_pi = p->resp_new_pi.read();
+		out->new_arm = (uint8_t)p->resp_new_arm.read();
+		out->event = p->resp_event.read();
+		/* The image's 32-bit words, least significant first: the CQE's bytes. */
+		for (int i = 0; i < 16; i++)
+			w[i] = (uint32_t)img.get_word(i);
+		std::memcpy(&out->image, w, sizeof(out->image));
+	});
+	out->cycle = in->cycle + k;
+}
+
+const hm_cqe_ops cqe_ops = { cqe_create, cqe_destroy, cqe_post };
+
+/* psn (sim/vl/psn.cpp) */
+void *psn_create(hm_dev *d)
+{
+	psn_block *p = instance(g_blocks->psn, d);
+
+	p->reset(2, [] { return false; }, 0);
+	return p;
+}
+
+void psn_destroy(void *b)
+{
+	static_cast<psn_block *>(b)->give_back();
+}
+
+void psn_classify(void *b, const hm_psn_in *in, hm_psn_out *out)
+{
+	psn_block *p = static_cast<psn_block *>(b);
+	uint64_t k;
+
+	p->req_psn.write(in->psn & HCA_PSN_MASK);
+	p->req_epsn.write(in->epsn & HCA_PSN_MASK);
+	p->req_nak_sent.write(in->nak_sent);
+	*out = hm_psn_out{};
+	k = p->transact(in->cycle, 1, [&] {
+		out->cls = (uint8_t)p->resp_cls.read();
+		out->send_nak = p->resp_send_nak.read();
+		out->nak_sent = p->resp_nak_sent.read();
+	});
+	out->cycle = in->cycle + k;
+}
+
+const hm_psn_ops psn_ops = { psn_create, psn_destroy, psn_classify };
+
+} // namespace
+
+void sc_rtl_register(sc_rtl_blocks *blocks)
+{
+	g_blocks = blocks;
+	hm_port_register(HM_BLOCK_SCHED, &sched_ops);
+	hm_port_register(HM_BLOCK_CQE, &cqe_ops);
+	hm_port_register(HM_BLOCK_PSN, &psn_ops);
+}
+
+} // namespace hcasim_sc
