@@ -300,19 +300,19 @@ static void corrupted(const char *link_layer)
 	pair_close(&p);
 }
 
-Test(counters, corrupted_ib_frames_are_exactly_the_port_rcv_errors, .timeout = 120)
+Test(counters, corrupted_ib_frames_are_exactly_the_port_rcv_errors)
 {
 	corrupted("ib");
 }
 
-Test(counters, corrupted_roce_frames_are_exactly_the_port_rcv_errors, .timeout = 120)
+Test(counters, corrupted_roce_frames_are_exactly_the_port_rcv_errors)
 {
 	corrupted("roce");
 }
 
 /* PortRcvErrors is 16 bits wide and stops at 65535 (IBA 16.1.3.5) while the 32- and 64-bit
  * packet counters go on: 65600 UD sends, every one corrupted on the way. */
-Test(counters, port_rcv_errors_saturates_at_65535, .timeout = 300)
+Test(counters, port_rcv_errors_saturates_at_65535)
 {
 	enum { SENDS = 65600, BATCH = 64 };
 	struct tb_dev a, b;

@@ -194,21 +194,21 @@ static void lossy(const char *ppm)
 	rig_close(&g);
 }
 
-/* The timeouts guard against a hang: the 10% run takes about 40 s on the C twins, 2-3 times
- * that on the RTL twins (make test IMPL=rtl|lockstep, docs/rtl.md), and several times more
- * under the sanitizers on a busy machine. */
-#define LOSSY_TIMEOUT 600
-Test(faults, rc_exactly_once_in_order_under_1_percent_loss_dup_reorder, .timeout = LOSSY_TIMEOUT)
+/* No per-test timeout (Criterion 2.4.1's runner leaks one allocation when tests with timeouts
+ * run in parallel, which fails the sanitized run): a hang is caught by the simulated-time guard
+ * in run_mixed. The 10% run takes about 40 s on the C twins and 2-3 times that on the RTL
+ * twins (docs/rtl.md). */
+Test(faults, rc_exactly_once_in_order_under_1_percent_loss_dup_reorder)
 {
 	lossy("10000");
 }
 
-Test(faults, rc_exactly_once_in_order_under_5_percent_loss_dup_reorder, .timeout = LOSSY_TIMEOUT)
+Test(faults, rc_exactly_once_in_order_under_5_percent_loss_dup_reorder)
 {
 	lossy("50000");
 }
 
-Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder, .timeout = LOSSY_TIMEOUT)
+Test(faults, rc_exactly_once_in_order_under_10_percent_loss_dup_reorder)
 {
 	lossy("100000");
 }
@@ -239,12 +239,12 @@ static void corrupted(const char *link_layer)
 	rig_close(&g);
 }
 
-Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered, .timeout = 120)
+Test(faults, corrupted_frames_are_counted_as_crc_errors_and_recovered)
 {
 	corrupted("ib");
 }
 
-Test(faults, corrupted_roce_frames_all_fail_the_fcs_and_are_recovered, .timeout = 120)
+Test(faults, corrupted_roce_frames_all_fail_the_fcs_and_are_recovered)
 {
 	corrupted("roce");
 }

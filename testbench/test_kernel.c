@@ -146,7 +146,7 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-Test(kernel, two_runs_give_identical_traces, .timeout = 60)
+Test(kernel, two_runs_give_identical_traces)
 {
 	char cmd[1024], p1[] = "/tmp/hcasim-det1-XXXXXX", p2[] = "/tmp/hcasim-det2-XXXXXX";
 	size_t l1, l2;

@@ -157,7 +157,7 @@ Test(system, pcie_transfers_start_on_pcie_clock_edges)
 		     (unsigned long long)slow);
 }
 
-Test(system, debian_ibv_devinfo_lists_both_hcas, .timeout = 60)
+Test(system, debian_ibv_devinfo_lists_both_hcas)
 {
 	char cmd[1024];
 	char *out;
@@ -192,7 +192,7 @@ Test(system, debian_ibv_devinfo_lists_both_hcas, .timeout = 60)
 	free(out);
 }
 
-Test(system, readme_example_builds_against_the_drop_in_library_and_runs, .timeout = 60)
+Test(system, readme_example_builds_against_the_drop_in_library_and_runs)
 {
 	char src[] = "/tmp/hcasim-readme-XXXXXX.c", cmd[2048], line[1024];
 	char readme[512], *out;

@@ -180,7 +180,7 @@ static void compare(const char *impl, int rtl)
 	free(err);
 }
 
-TestSuite(systemc, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(systemc, .init = setup, .fini = teardown);
 
 Test(systemc, rtl_matches_c_kernel)
 {

@@ -1629,7 +1629,7 @@ Test(verbs_errors, get_async_event_nonblocking_without_event_is_eagain)
 	tb_close(&t);
 }
 
-Test(verbs_errors, get_async_event_blocking_on_idle_simulation_is_edeadlk, .timeout = 20)
+Test(verbs_errors, get_async_event_blocking_on_idle_simulation_is_edeadlk)
 {
 	struct tb_dev t;
 	struct ibv_async_event ev;

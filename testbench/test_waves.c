@@ -151,7 +151,7 @@ static void vcdcheck(const char *path, const char *required)
 
 /* ---- the dump and the simulation ---- */
 
-Test(waves, default_run_dump_is_valid_and_leaves_trace_and_pcap_unchanged, .timeout = 120)
+Test(waves, default_run_dump_is_valid_and_leaves_trace_and_pcap_unchanged)
 {
 	char cmd[2048], a[256], b[256], vcd[256], *out;
 	int st;
@@ -219,7 +219,7 @@ static void run_scenario(const char *ini, char *vcd, size_t len)
 	vcdcheck(vcd, "");
 }
 
-Test(waves, timeout_exhaustion_shows_each_expiry_and_the_qp_going_to_err, .timeout = 120)
+Test(waves, timeout_exhaustion_shows_each_expiry_and_the_qp_going_to_err)
 {
 	char vcd[256];
 	struct wave w;
@@ -245,7 +245,7 @@ Test(waves, timeout_exhaustion_shows_each_expiry_and_the_qp_going_to_err, .timeo
 	remove_dir();
 }
 
-Test(waves, lost_ack_duplicate_shows_in_the_psn_block_transactions, .timeout = 120)
+Test(waves, lost_ack_duplicate_shows_in_the_psn_block_transactions)
 {
 	char vcd[256];
 	struct wave cls, valid, psn;
@@ -266,7 +266,7 @@ Test(waves, lost_ack_duplicate_shows_in_the_psn_block_transactions, .timeout = 1
 
 /* ---- the API ---- */
 
-Test(waves, api_before_and_after_boot_and_errors_name_the_path, .timeout = 60)
+Test(waves, api_before_and_after_boot_and_errors_name_the_path)
 {
 	char path[256], bad[256];
 	struct tb_dev t;
@@ -410,7 +410,7 @@ static size_t layout_signals(const char *layout, char names[][64], size_t max)
 	return n;
 }
 
-Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump, .timeout = 180)
+Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump)
 {
 	static char names[256][64];
 	char vcd[256], png[256], *shown;
@@ -435,7 +435,7 @@ Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump, .timeout = 18
 	remove_dir();
 }
 
-Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump, .timeout = 180)
+Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 {
 	static const char *const blocks[] = { "sched", "cqe", "psn" };
 	char vcd[256], png[256], layout[256], want[64];
