@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Extend a 16-bit producer index next to the current 32-bit one (receive queues; the send
- * queue's is the sched block's, model/twins.c). */
-static uint32_t extend16(uint32_t cur, uint32_t v16)
-{
-	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);
-
-	if (v < cur)
-		v += 0x10000u;
-	return v;
-}
-
 static bool bad_db(struct hm_dev *d, const char *what, uint32_t obj, uint32_t pi)
 {
 	d->dp->bad_doorbells++;
@@ -89,7 +78,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 			bad_db(d, "RQ", obj, pi16);
 			return;
 		}
-		pi = extend16(qp->rq_pi, pi16);
+		pi = hm_extend16(qp->rq_pi, pi16);
 		if (pi - qp->rq_ci > qp->rq_entries) {
 			bad_db(d, "RQ (beyond the ring)", obj, pi16);
 			return;
@@ -107,7 +96,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 			bad_db(d, "SRQ", obj, pi16);
 			return;
 		}
-		pi = extend16(srq->pi, pi16);
+		pi = hm_extend16(srq->pi, pi16);
 		if (pi - srq->ci > srq->entries) {
 			bad_db(d, "SRQ (beyond the ring)", obj, pi16);
 			return;

@@ -197,11 +197,24 @@ struct hm_dp {
 	} dma_inject[HM_DMA_INJECT_MAX];
 };
 
+/* A 16-bit producer index from a doorbell, extended to 32 bits next to the current one (a
+ * running count only grows). */
+static inline uint32_t hm_extend16(uint32_t cur, uint32_t v16)
+{
+	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);
+
+	if (v < cur)
+		v += 0x10000u;
+	return v;
+}
+
 /* Who a DMA read is for, as the device's DMA engine tags it (and the hcasim.h numbering). */
 enum hm_dma_client { HM_DMA_SQ_WQE = 0, HM_DMA_RQ_WQE = 1, HM_DMA_SRQ_WQE = 2 };
-/* True (and one injected error used up) if the next read of client for object num is to
- * fail as a PCIe completion with Unsupported Request status would. */
-bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num);
+/* Read a WQE (or a window of them) for client's object num: len bytes at device address addr
+ * into buf, *t advancing as sim_dma_read_timed does. True if the read failed: refused by the
+ * IOMMU, or an injected error (hcasim_dma_read_error) used up on it. */
+bool hm_wqe_read(struct hm_dev *d, enum hm_dma_client client, uint32_t num, uint64_t addr,
+		 void *buf, size_t len, sim_time_t *t);
 /* Catastrophic errors: the QP goes to ERR and raises IBV_EVENT_QP_FATAL; the SRQ stops and
  * raises IBV_EVENT_SRQ_ERR, and every QP attached to it goes to ERR (IBA 11.6.3.1,
  * 10.2.9.5). */

@@ -328,7 +328,9 @@ void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t 
 		hm_qp_flush(d, qp, t);
 }
 
-bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num)
+/* True (and one injected error used up) if the next read of client for object num is to
+ * fail as a PCIe completion with Unsupported Request status would. */
+static bool dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num)
 {
 	for (int i = 0; i < HM_DMA_INJECT_MAX; i++) {
 		struct hm_dma_inject *j = &d->dp->dma_inject[i];
@@ -341,6 +343,12 @@ bool hm_dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t num
 		}
 	}
 	return false;
+}
+
+bool hm_wqe_read(struct hm_dev *d, enum hm_dma_client client, uint32_t num, uint64_t addr,
+		 void *buf, size_t len, sim_time_t *t)
+{
+	return dma_inject_hit(d, client, num) || sim_dma_read_timed(d->fn, addr, buf, len, t);
 }
 
 void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)

@@ -137,10 +137,9 @@ static void prefetch_idx(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 	qp->rpf_valid = true;
 	qp->rpf_idx = idx;
 	qp->rpf_ready = t;
-	qp->rpf_err = hm_dma_inject_hit(d, HM_DMA_RQ_WQE, qp->qpn) ||
-		      sim_dma_read_timed(d->fn,
-					 qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride,
-					 qp->rpf_buf, stride, &qp->rpf_ready);
+	qp->rpf_err = hm_wqe_read(d, HM_DMA_RQ_WQE, qp->qpn,
+				  qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride,
+				  qp->rpf_buf, stride, &qp->rpf_ready);
 	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x prefetch receive wqe=%u ready=%llu%s", qp->qpn,
 		  idx, (unsigned long long)qp->rpf_ready, qp->rpf_err ? " (read failed)" : "");
 }
@@ -184,9 +183,8 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 			*t = qp->rpf_ready;
 	} else {
 		qp->rpf_valid = false; /* held another index: stale */
-		failed = hm_dma_inject_hit(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE,
-					   srq ? qp->srqn : qp->qpn) ||
-			 sim_dma_read_timed(d->fn, addr, buf, stride, t);
+		failed = hm_wqe_read(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE,
+				     srq ? qp->srqn : qp->qpn, addr, buf, stride, t);
 	}
 	if (failed) {
 		/* The receive WQE cannot be read: catastrophic for the SRQ (and its QPs) or the

@@ -41,16 +41,6 @@ static void sched_destroy(void *b)
 	free(s);
 }
 
-/* A 16-bit producer index, extended to 32 bits next to the current one (it only grows). */
-static uint32_t extend16(uint32_t cur, uint32_t v16)
-{
-	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);
-
-	if (v < cur)
-		v += 0x10000u;
-	return v;
-}
-
 static bool sched_enqueue(struct sched_twin *s, uint32_t qpn)
 {
 	if (qpn >= s->nqps || s->pending[qpn])
@@ -70,7 +60,7 @@ static void sched_doorbell(void *b, const struct hm_sched_db_in *in, struct hm_s
 		out->verdict = HM_SCHED_BAD_STATE;
 		return;
 	}
-	out->new_pi = extend16(in->sq_pi, in->pi16);
+	out->new_pi = hm_extend16(in->sq_pi, in->pi16);
 	if (out->new_pi - in->sq_done > in->sq_entries) {
 		out->verdict = HM_SCHED_BAD_INDEX;
 		out->new_pi = 0;

@@ -41,10 +41,10 @@ static void fetch_window(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 	if (!n)
 		n = 1;
 	qp->sq_fetch_ready = t;
-	qp->sq_fetch_err = hm_dma_inject_hit(d, HM_DMA_SQ_WQE, qp->qpn) ||
-			   sim_dma_read_timed(d->fn, qp->sq + (uint64_t)slot * qp->sq_stride,
-					      qp->wqe_buf + (size_t)slot * qp->sq_stride,
-					      (size_t)n * qp->sq_stride, &qp->sq_fetch_ready);
+	qp->sq_fetch_err = hm_wqe_read(d, HM_DMA_SQ_WQE, qp->qpn,
+				       qp->sq + (uint64_t)slot * qp->sq_stride,
+				       qp->wqe_buf + (size_t)slot * qp->sq_stride,
+				       (size_t)n * qp->sq_stride, &qp->sq_fetch_ready);
 	qp->sq_fetch_lo = idx;
 	qp->sq_fetched = idx + n;
 	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x fetched wqe=%u..%u ready=%llu%s", qp->qpn, idx,
