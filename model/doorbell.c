@@ -124,20 +124,26 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	qpn = (uint32_t)db & 0xffffffu;
 	pi16 = (uint32_t)(db >> 32) & 0xffffu;
 	qp = len >= 16 + HCA_WQE_BASE_BYTES ? hm_qpc_get(d, qpn, &t) : NULL;
-	/* The WQE goes straight into the QP's WQE buffer when it is the next one to start and
-	 * nothing is fetched ahead: the fetcher then has nothing to read. Otherwise the write is
-	 * an ordinary doorbell (the WQE is in host memory too). */
+	/* The WQE goes straight into the QP's WQE buffer when it is the next one after every
+	 * WQE already there or being read (the fetcher has nothing to read for it): alone, or
+	 * appended to the window of WQEs fetched ahead. Otherwise (earlier WQEs are still only
+	 * in host memory) the write is an ordinary doorbell: the WQE is in host memory too. */
 	if (qp && qp->sq_entries && wlen <= qp->sq_stride && len <= HCA_UAR_BF_BYTES &&
-	    qp->state == HCA_QPS_RTS &&
-	    ((qp->sq_pi + 1) & 0xffffu) == pi16 && qp->sq_next == qp->sq_pi &&
-	    qp->sq_fetched == qp->sq_pi && !qp->cur_started) {
+	    qp->state == HCA_QPS_RTS && ((qp->sq_pi + 1) & 0xffffu) == pi16 &&
+	    qp->sq_fetched == qp->sq_pi) {
 		uint32_t slot = qp->sq_pi % qp->sq_entries;
 
 		memcpy(qp->wqe_buf + (size_t)slot * qp->sq_stride, data + 16, wlen);
-		qp->sq_fetch_lo = qp->sq_pi;
+		if (qp->sq_next == qp->sq_pi && !qp->cur_started) {
+			/* alone: a window of its own, ready now */
+			qp->sq_fetch_lo = qp->sq_pi;
+			qp->sq_fetch_ready = t;
+			qp->sq_fetch_err = false;
+		} else if (qp->sq_pi + 1 - qp->sq_fetch_lo > qp->sq_entries) {
+			/* appended: the window never holds more than the ring */
+			qp->sq_fetch_lo = qp->sq_pi + 1 - qp->sq_entries;
+		}
 		qp->sq_fetched = qp->sq_pi + 1;
-		qp->sq_fetch_ready = t;
-		qp->sq_fetch_err = false;
 		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u by BlueFlame (%u bytes)", qpn,
 			  qp->sq_pi, wlen);
 	}
