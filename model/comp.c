@@ -129,11 +129,13 @@ static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *
 {
 	const uint8_t *w = wqe_at(qp, f->wqe);
 	const struct hca_wqe_ctrl *c = (const void *)w;
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, qp->attr.port_num ? qp->attr.port_num : 1) };
 	bool ok;
 
-	/* hm_sge_copy only reads buf when writing to memory. */
+	/* hm_sge_copy only reads buf when writing to memory; the data is written as it comes
+	 * through the receive pipeline (cut-through). */
 	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off,
-			   (void *)data, len, true, &t, &ok) == len &&
+			   (void *)data, len, true, &t, &ok, &ct) == len &&
 	       ok;
 }
 

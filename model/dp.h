@@ -275,9 +275,19 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
  * byte off of the list: every piece is checked against its key (PD pdn; local write access
  * when writing) and then written from buf (posted at *t) or read into buf (timed from *t).
  * Returns the bytes moved; *ok turns false when a key check or a read failed, which stops
- * the move. Fewer bytes than len with *ok true: the list is too short. */
+ * the move. Fewer bytes than len with *ok true: the list is too short.
+ * With ct (cut-through, docs/timing.md#cut-through), buf is one packet's payload: reads raise
+ * ct->need (the earliest time the payload's first byte may go on the wire), and writes go
+ * out as the payload comes through the receive pipeline, which is done with it at ct->ready
+ * (*t is then not used for writes). */
+struct hm_ct {
+	sim_time_t need;  /* read: raised to the earliest start of the payload on the wire */
+	sim_time_t ready; /* write: the receive pipeline is done with the packet */
+	uint32_t tail;    /* write: wire bytes after the payload (hm_port_tail_bytes) */
+};
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
-		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok);
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
+		     struct hm_ct *ct);
 
 /* ---- doorbell + sched ---- */
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
@@ -329,9 +339,14 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 void hm_cq_doorbell(struct hm_dev *d, uint64_t val);
 
 /* ---- port data path ---- */
-/* Build and transmit a packet from port (1-based) no earlier than t; returns the time its last
- * bit leaves. */
-sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t);
+/* Build and transmit a packet from port (1-based): the frame is built from t, and its payload
+ * starts on the wire no earlier than need (0: no constraint; cut-through, see hm_ct). Returns
+ * the time its last bit leaves. */
+sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t,
+			sim_time_t need);
+/* Wire bytes that follow a packet's payload on port: ICRC and VCRC (IB), ICRC, FCS and the
+ * inter-frame gap (RoCE). */
+uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port);
 /* When the port's transmitter is free. */
 sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port);
 /* Payload bytes per packet for qp: its path MTU (RC, UC), the port's active MTU (UD). */

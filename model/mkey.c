@@ -22,8 +22,11 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 }
 
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
-		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok)
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
+		     struct hm_ct *ct)
 {
+	uint32_t mbps = ct ? sim_config_link_mbps(&d->cfg) : 0;
+
 	uint8_t *b = buf;
 	uint32_t moved = 0;
 
@@ -42,9 +45,13 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 			*ok = false;
 			return moved;
 		}
-		if (write) {
+		if (write && ct) {
+			sim_dma_write_ct(d->fn, iova, b + moved, n, ct->ready, mbps,
+					 (uint64_t)(len - moved - n) + ct->tail);
+		} else if (write) {
 			hm_dma_write_at(d, iova, b + moved, n, *t);
-		} else if (sim_dma_read_timed(d->fn, iova, b + moved, n, t)) {
+		} else if (ct ? sim_dma_read_ct(d->fn, iova, b + moved, n, t, mbps, moved, &ct->need)
+			      : sim_dma_read_timed(d->fn, iova, b + moved, n, t)) {
 			*ok = false;
 			return moved;
 		}

@@ -245,7 +245,15 @@ sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port)
 	return d->ports[port - 1].tx_busy_ps;
 }
 
-sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t)
+uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port)
+{
+	/* after the payload: the ICRC, then the VCRC (IB) or the FCS and the inter-frame gap */
+	return hm_port_ll(&d->ports[port - 1]) == HM_LL_ROCE ? HM_ICRC_BYTES + 4 + 12
+							   : HM_ICRC_BYTES + HM_VCRC_BYTES;
+}
+
+sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t,
+			sim_time_t need)
 {
 	struct hm_port *p = &d->ports[port - 1];
 	uint8_t buf[HM_PKT_MAX_BYTES];
@@ -265,6 +273,18 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	}
 	/* The port hands frames to the link in the order they were sent to it; the link
 	 * serializes them (the same arithmetic gives the slot here, for pacing). */
+	if (need) {
+		/* Cut-through: the payload's first byte may leave at need, after the wire bytes
+		 * before it (RoCE: preamble and SFD, then the headers). */
+		uint64_t lead = len - pkt->paylen - HM_ICRC_BYTES -
+				(hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
+				(hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
+		sim_time_t ahead = (lead * 8000000ull + sim_config_link_mbps(&d->cfg) / 2) /
+				   sim_config_link_mbps(&d->cfg);
+
+		if (need > ahead && need - ahead > t)
+			t = sim_clock_edge(&d->core, need - ahead);
+	}
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + ((uint64_t)(len + hm_pkt_wire_overhead(hm_port_ll(p))) * 8000000ull +
 				 sim_config_link_mbps(&d->cfg) / 2) /

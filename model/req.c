@@ -112,7 +112,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 
 /* Gather len bytes of the message at offset off into buf. false: protection error. */
 static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_t off,
-		   uint8_t *buf, uint32_t len, sim_time_t *t)
+		   uint8_t *buf, uint32_t len, sim_time_t *t, struct hm_ct *ct)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	bool ok;
@@ -122,7 +122,7 @@ static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_
 		return true;
 	}
 	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off, buf,
-			   len, false, t, &ok) == len &&
+			   len, false, t, &ok, ct) == len &&
 	       ok;
 }
 
@@ -201,15 +201,16 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	uint32_t paylen = 0;
 	bool first = qp->cur_off == 0, last = true;
 	sim_time_t end, issue;
+	struct hm_ct ct = { 0 };
 	struct hm_pkt p;
 
 	base_headers(d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &p);
 	p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
 	p.psn = qp->sq_psn;
 	t = sim_clock_after(&d->core, t, d->cfg.req_cycles);
-	/* The gather's read requests go out now; the packet leaves when its data is back. The
-	 * engine moves on to the next packet meanwhile (reads overlap, bounded by PCIe tags and
-	 * bandwidth in the PCIe model). */
+	/* The gather's read requests go out now; the packet leaves as soon as the data coming
+	 * back keeps ahead of the wire (cut-through). The engine moves on to the next packet
+	 * meanwhile (reads overlap, bounded by PCIe tags and bandwidth in the PCIe model). */
 	issue = t;
 	switch (c->opcode) {
 	case HCA_WQE_OP_RDMA_READ: {
@@ -266,7 +267,7 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
 		p.se = last && (c->flags & HCA_WQE_F_SOLICITED);
 		p.ackreq = last && qp->type == HCA_QPT_RC;
-		if (!gather(d, qp, w, qp->cur_off, payload, paylen, &t)) {
+		if (!gather(d, qp, w, qp->cur_off, payload, paylen, &t, &ct)) {
 			req_fail(d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, t);
 			return t;
 		}
@@ -278,7 +279,7 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		qp->cur_off += paylen;
 		break;
 	}
-	end = hm_port_send(d, port, &p, t);
+	end = hm_port_send(d, port, &p, issue, ct.need);
 	qp->c_tx_pkts++;
 	qp->c_tx_bytes += paylen;
 	SIM_TRACE(req, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p.psn, p.opcode,

@@ -67,7 +67,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
 	}
 	qp->c_tx_pkts++;
-	hm_port_send(d, qp_port(qp), &a, t);
+	hm_port_send(d, qp_port(qp), &a, t, 0);
 }
 
 /* The receive WQE in use completes with status (a receive error). */
@@ -223,8 +223,9 @@ static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, 
 		       sim_time_t t)
 {
 	bool ok;
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, qp_port(qp)) };
 	uint32_t n = hm_sge_copy(d, qp->rwqe_pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data,
-				 len, true, &t, &ok);
+				 len, true, &t, &ok, &ct);
 
 	qp->recv_off += n;
 	if (!ok)
@@ -356,7 +357,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_pkt r;
 		uint32_t chunk = len - off < mtu ? len - off : mtu;
-		sim_time_t tr = t; /* reads for all responses are issued together, and overlap */
+		sim_time_t tr = t, need = 0; /* all responses' reads are issued together */
 
 		resp_headers(d, qp, p, &r);
 		r.opcode = n == 1	   ? HM_OP_READ_RESPONSE_ONLY
@@ -366,11 +367,12 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = AETH_ACK;
 		r.aeth_msn = qp->msn & 0xffffff;
-		if (chunk && sim_dma_read_timed(d->fn, iova + off, buf, chunk, &tr))
+		if (chunk && sim_dma_read_ct(d->fn, iova + off, buf, chunk, &tr,
+					     sim_config_link_mbps(&d->cfg), 0, &need))
 			memset(buf, 0, chunk);
 		r.payload = buf;
 		r.paylen = chunk;
-		hm_port_send(d, qp_port(qp), &r, tr);
+		hm_port_send(d, qp_port(qp), &r, t, need); /* cut-through behind its read */
 		qp->c_tx_pkts++;
 		qp->c_tx_bytes += chunk;
 		off += chunk;
@@ -416,7 +418,7 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	r.aeth_msn = qp->msn & 0xffffff;
 	r.atomic_orig = orig;
 	qp->c_tx_pkts++;
-	hm_port_send(d, qp_port(qp), &r, t);
+	hm_port_send(d, qp_port(qp), &r, t, 0);
 	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
 	return t;
 }
@@ -499,7 +501,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				r.aeth_msn = a->msn;
 				r.atomic_orig = a->orig;
 				qp->c_tx_pkts++;
-				hm_port_send(d, qp_port(qp), &r, t);
+				hm_port_send(d, qp_port(qp), &r, t, 0);
 				return t;
 			}
 			if (p->ackreq)
@@ -594,8 +596,10 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 			return t;
 		}
-		if (p->paylen)
-			hm_dma_write_at(d, iova, p->payload, p->paylen, t);
+		if (p->paylen) /* cut-through: written as it comes through the pipeline */
+			sim_dma_write_ct(d->fn, iova, p->payload, p->paylen, t,
+					 sim_config_link_mbps(&d->cfg),
+					 hm_port_tail_bytes(d, qp_port(qp)));
 		qp->wr_va += p->paylen;
 		qp->wr_left -= p->paylen;
 	} else {

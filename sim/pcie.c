@@ -367,8 +367,22 @@ void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn,
 
 static void forward_writes(struct sim_pcie_fn *fn, uint64_t addr, size_t len);
 
-/* Time at which the last byte of a read issued at t has arrived. */
-static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+/* Cut-through bookkeeping (sim_dma_read_ct, sim_dma_write_ct): x bytes on a link of mbps. */
+struct ct {
+	uint32_t mbps;   /* link rate; 0: not cut-through */
+	uint64_t off;    /* read: stream offset of the first byte; write: bytes after the last */
+	sim_time_t ref;  /* read: raised to the earliest start (need); write: ready */
+};
+
+static sim_time_t link_bytes_ps(uint32_t mbps, uint64_t bytes)
+{
+	return (bytes * 8000000ull + mbps / 2) / mbps;
+}
+
+/* Time at which the last byte of a read issued at t has arrived; with ct, ct->ref is raised
+ * to each completion's arrival minus the link time of the stream bytes before it. */
+static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t len,
+				 struct ct *ct)
 {
 	sim_time_t done;
 	size_t off = 0;
@@ -395,6 +409,12 @@ static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 				cpl = fn->down_busy_ps;
 			fn->down_busy_ps = cpl + ser_ps(fn, n);
 			cpl = fn->down_busy_ps;
+			if (ct) {
+				sim_time_t ahead = link_bytes_ps(ct->mbps, ct->off + off + c);
+
+				if (cpl > ahead && cpl - ahead > ct->ref)
+					ct->ref = cpl - ahead;
+			}
 			if (req == 0)
 				break;
 		}
@@ -406,15 +426,28 @@ static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 	return done;
 }
 
-/* Time at which a write issued at t is visible in host memory. */
-static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+static sim_time_t read_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+{
+	return read_timing_ct(fn, t, len, NULL);
+}
+
+/* Time at which a write issued at t is visible in host memory. With ct, TLP by TLP, each
+ * when its bytes have come off the link (t is then not a bound: it may be in the past). */
+static sim_time_t write_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t len,
+				  const struct ct *ct)
 {
 	size_t off = 0;
 
-	t = sim_clock_edge(&fn->clk, t);
+	if (!ct)
+		t = sim_clock_edge(&fn->clk, t);
 	do {
 		size_t n = len - off < fn->mps ? len - off : fn->mps;
 
+		if (ct) {
+			sim_time_t behind = link_bytes_ps(ct->mbps, len - off - n + ct->off);
+
+			t = sim_clock_edge(&fn->clk, ct->ref > behind ? ct->ref - behind : 0);
+		}
 		if (fn->up_busy_ps > t)
 			t = fn->up_busy_ps;
 		fn->up_busy_ps = t + ser_ps(fn, n);
@@ -426,6 +459,30 @@ static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 		t = fn->last_write_visible_ps;
 	fn->last_write_visible_ps = t;
 	return t;
+}
+
+static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
+{
+	return write_timing_ct(fn, t, len, NULL);
+}
+
+int sim_dma_read_ct(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		    sim_time_t *t_ps, uint32_t mbps, uint64_t off, sim_time_t *need)
+{
+	struct ct ct = { mbps, off, *need };
+	int rc = iommu_check(fn, addr, len, SIM_DMA_READ);
+
+	SIM_ASSERT(mbps > 0, "cut-through read without a link rate");
+	if (rc)
+		return rc;
+	forward_writes(fn, addr, len);
+	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
+	*t_ps = read_timing_ct(fn, *t_ps, len, &ct);
+	*need = ct.ref;
+	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu cut-through=%llu",
+		  (unsigned long long)addr, len, (unsigned long long)*t_ps,
+		  (unsigned long long)ct.ref);
+	return 0;
 }
 
 int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
@@ -560,9 +617,28 @@ void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_
 	sim_dma_write_at(fn, addr, src, len, sim_now(sim_kernel()), done, arg);
 }
 
+static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		     sim_time_t t, const struct ct *ct, sim_dma_done_fn done, void *arg);
+
+void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		      sim_time_t ready, uint32_t mbps, uint64_t tail)
+{
+	struct ct ct = { mbps, tail, ready };
+
+	SIM_ASSERT(mbps > 0, "cut-through write without a link rate");
+	write_op(fn, addr, src, len, ready, &ct, NULL, NULL);
+}
+
 void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		      sim_time_t t, sim_dma_done_fn done, void *arg)
 {
+	write_op(fn, addr, src, len, t, NULL, done, arg);
+}
+
+static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		     sim_time_t t, const struct ct *ct, sim_dma_done_fn done, void *arg)
+{
+	sim_time_t vis;
 	struct sim_kernel *k = sim_kernel();
 	struct dma_op *op = malloc(sizeof(*op) + len);
 
@@ -577,7 +653,8 @@ void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, si
 	fn->wr_tail = op;
 	if (t < sim_now(k))
 		t = sim_now(k);
-	sim_schedule_owned_at(k, op->status ? t : write_timing(fn, t, len), dma_write_complete, op);
+	vis = op->status ? t : write_timing_ct(fn, t, len, ct);
+	sim_schedule_owned_at(k, vis > sim_now(k) ? vis : sim_now(k), dma_write_complete, op);
 }
 
 /* ---- MSI-X ---- */

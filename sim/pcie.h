@@ -104,6 +104,20 @@ void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_
  * that later reads see it (reads never pass posted writes); it lands as if issued at t. */
 void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		      sim_time_t t, sim_dma_done_fn done, void *arg);
+/* Cut-through transfers between PCIe and a link of mbps Mb/s (docs/timing.md#cut-through);
+ * bytes(x) below is the time x bytes take on that link, rounded as the link rounds.
+ * A timed read (as sim_dma_read_timed) feeding a transmitter: for each completion, whose first
+ * byte is byte off + a of the stream, *need is raised to its arrival - bytes(off + a), so that a
+ * transmitter starting the stream's byte 0 at *need or later never runs ahead of the data. */
+int sim_dma_read_ct(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		    sim_time_t *t_ps, uint32_t mbps, uint64_t off, sim_time_t *need);
+/* A posted write of data received from a link, written as it comes through the receive
+ * pipeline: the data is taken now, and the TLP carrying bytes [a, a + n) starts no earlier
+ * than ready - bytes(len - a - n + tail), where ready is the time the pipeline is done with the
+ * packet and tail the bytes that follow this data on the wire — possibly before now, when the
+ * link to memory was free then. */
+void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+		      sim_time_t ready, uint32_t mbps, uint64_t tail);
 /* Send MSI-X message for vector (ordered after earlier DMA writes). */
 void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector);
 /* Faults seen so far on this function (count) and the most recent one. */

@@ -292,12 +292,14 @@ static double read_limit_gbps(uint64_t m, unsigned mtu)
 	return LINK_GBPS * (double)m / (double)(m + n * IB_HDR + 4 * (n < 2 ? n : 2));
 }
 
-static int sc_read16(void)
+/* One pass over the sizes on a system opened with cfg. adapter: the figures (FIG read16.<m>
+ * and read16.<m>.expect); otherwise detail lines only (read16.host.<m>). */
+static void read16_pass(const char *const *cfg, bool adapter)
 {
 	static const uint32_t sizes[] = { 256, 1024, 4096, 65536 };
 	struct bsys s;
 
-	bs_open(&s, NULL, 65536, 1024);
+	bs_open(&s, cfg, 65536, 1024);
 	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		uint32_t m = sizes[k];
 		struct ibv_qp *qa, *qb;
@@ -336,16 +338,34 @@ static int sc_read16(void)
 		limit = read_limit_gbps(m, 4096);
 		expect = lat_bound < limit ? lat_bound : limit;
 		dev = (gbps - expect) / expect * 100.0;
-		snprintf(key, sizeof(key), "read16.%u.expect", m);
-		bs_fig(key, expect);
-		snprintf(key, sizeof(key), "read16.%u", m);
-		bs_fig(key, gbps);
-		bs_info(key, "READ %u B: one READ alone %.3f ns post to poll; 16 outstanding: %.3f "
-			"Gb/s; min(link %.3f, 16 x size / RTT %.3f) = %.3f Gb/s; %+.2f %%", m,
+		if (adapter) {
+			snprintf(key, sizeof(key), "read16.%u.expect", m);
+			bs_fig(key, expect);
+			snprintf(key, sizeof(key), "read16.%u", m);
+			bs_fig(key, gbps);
+		} else {
+			snprintf(key, sizeof(key), "read16.host.%u", m);
+		}
+		bs_info(key, "READ %u B, %s: one READ alone %.3f ns post to poll; 16 outstanding: "
+			"%.3f Gb/s; min(link %.3f, 16 x size / RTT %.3f) = %.3f Gb/s; %+.2f %%", m,
+			adapter ? "host.verb_ns 0, host.poll_ns 1 (the adapter alone)"
+				: "default host costs",
 			(double)rtt / 1000.0, gbps, limit, lat_bound, expect, dev);
 		unpair(qa, qb);
 	}
 	bs_close(&s);
+}
+
+/* The figure is the adapter's: with the default host costs (50 ns per verbs call) one program
+ * thread posting one READ and polling per completion spends about 100 ns of CPU per READ, more
+ * than the 81 ns per READ that 16 x 256 B / RTT allows, so the program, not the HCA, would be
+ * measured. The pass with the default costs is reported beside it. */
+static int sc_read16(void)
+{
+	static const char *const host0[] = { "host.verb_ns", "0", "host.poll_ns", "1", NULL };
+
+	read16_pass(host0, true);
+	read16_pass(NULL, false);
 	return 0;
 }
 
