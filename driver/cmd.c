@@ -1,4 +1,4 @@
-/* Driver: command submission through the mailbox, the event queue, DMA-able memory.
+/* Driver: command submission through the mailbox, the event queue.
  *
  * Command sequence (each step's ordering need is stated where it is done):
  *   1. write input to the input mailbox, fill the entry, set own = device;
@@ -32,36 +32,6 @@ int drv_fail(int err, const char *fmt, ...)
 	sim_error(-err, "%s", msg);
 	errno = err;
 	return err;
-}
-
-int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map,
-		  uint64_t *iova)
-{
-	size_t len = (bytes + 4095) & ~(size_t)4095;
-	void *p = NULL;
-	int64_t id;
-
-	if (!len)
-		len = 4096;
-	if (posix_memalign(&p, 4096, len))
-		return drv_fail(ENOMEM, "out of host memory for a %zu-byte queue", len);
-	memset(p, 0, len);
-	id = sim_pcie_map(d->fn, p, len, perm, iova);
-	if (id < 0) {
-		free(p);
-		return drv_fail((int)-id, "%s", hcasim_last_error());
-	}
-	*mem = p;
-	*map = id;
-	return 0;
-}
-
-void drv_dma_free(struct drv_dev *d, void *mem, int64_t map)
-{
-	if (!mem)
-		return;
-	sim_pcie_unmap(d->fn, map);
-	free(mem);
 }
 
 /* ---- event queue 0 ---- */

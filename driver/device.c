@@ -23,8 +23,9 @@ static int ndevs;
  * IOMMU mappings went with the function, the host memory did not. */
 static void drv_dev_free(struct drv_dev *d)
 {
-	free(d->cmd_page);
-	free(d->eq);
+	void *const mem[] = { d->cmd_page, d->eq };
+
+	drv_dma_release_all(d, mem, 2);
 	if (d->qpc_store)
 		munmap(d->qpc_store, d->qpc_bytes);
 	free(d->qp_by_num);

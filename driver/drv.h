@@ -71,6 +71,13 @@ struct drv_dev {
 	uint32_t nsrq_by_num;
 	unsigned nah;                  /* address handles alive */
 	uint32_t ah_seq;               /* last AH handle given out */
+	/* DMA-able pages (driver/dma.c) */
+	void **slabs;                  /* slabs of pages from the OS, sorted by address */
+	size_t nslabs, slab_cap;
+	uint8_t *slab_next;            /* next fresh page of the newest slab */
+	unsigned slab_left;            /* fresh pages left there */
+	void *free_pages;              /* recycled pages, linked through their first word */
+	struct drv_dbrec_page *dbrec_pages; /* shared doorbell record pages */
 };
 
 struct drv_ctx {
@@ -109,7 +116,6 @@ struct drv_cq {
 	void *ring;         /* CQE ring */
 	int64_t ring_map;
 	uint64_t *db;       /* doorbell record: consumer index the device reads */
-	int64_t db_map;
 	uint32_t log_size;  /* ring entries = 2^log_size */
 	uint32_t ci;        /* consumer index (CQEs polled) */
 	/* extended polling (cq_ex.c); unused by plain CQs */
@@ -124,7 +130,6 @@ struct drv_srq {
 	void *ring;         /* receive ring */
 	int64_t ring_map;
 	uint64_t *db;       /* doorbell record */
-	int64_t db_map;
 	uint32_t entries, stride; /* ring geometry */
 	uint32_t max_sge;   /* actual */
 	uint32_t pi;        /* WQEs posted */
@@ -137,10 +142,9 @@ struct drv_qp {
 	struct ibv_qp_ex qpx;  /* user handle: qpx.qp_base is the ibv_qp */
 	int sq_sig_all;        /* as created */
 	struct ibv_qp_cap cap; /* actual sizes */
-	void *sq, *rq;         /* rings */
-	int64_t sq_map, rq_map;
-	uint64_t *db;          /* doorbell record */
-	int64_t db_map;
+	void *sq, *rq;         /* rings: one buffer, the receive ring after the send ring */
+	int64_t buf_map;       /* its mapping */
+	uint64_t *db;          /* doorbell record (a shared page) */
 	uint32_t sq_entries, sq_stride, sq_pi, sq_ci; /* send ring: posted, completed */
 	uint32_t rq_entries, rq_stride, rq_pi, rq_ci; /* receive ring */
 	uint64_t *sq_wrid, *rq_wrid; /* wr_id per slot */
@@ -171,11 +175,17 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 int drv_cmd_setup(struct drv_dev *d);
 void drv_eq_process(struct drv_dev *d);
 
-/* DMA-able memory: page-aligned, zeroed, mapped for the device (its device address in
- * *iova); 0 or positive errno. */
+/* DMA-able memory (driver/dma.c): page-aligned, zeroed, mapped for the device (its device
+ * address in *iova); 0 or positive errno. */
 int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, int64_t *map,
 		  uint64_t *iova);
 void drv_dma_free(struct drv_dev *d, void *mem, int64_t map);
+/* An 8-byte doorbell record in a shared page the device has perm on; 0 or positive errno. */
+int drv_dbrec_alloc(struct drv_dev *d, unsigned perm, void **rec, uint64_t *iova);
+void drv_dbrec_free(struct drv_dev *d, void *rec);
+/* The device's function is gone (a reboot; its mappings went with it): give back the host
+ * memory of mem[0..n) and of every page the pools hold. */
+void drv_dma_release_all(struct drv_dev *d, void *const *mem, unsigned n);
 
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

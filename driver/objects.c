@@ -293,8 +293,7 @@ struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_con
 		return NULL;
 	}
 	if (cq_ring_alloc(d, (int)cqe, &cq->ring, &cq->ring_map, &in.ring_addr, &cq->log_size) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &cq->db_map,
-			  &in.db_addr))
+	    drv_dbrec_alloc(d, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &in.db_addr))
 		goto err_free;
 	in.cqe = (uint32_t)cqe;
 	in.eqn = d->eqn;
@@ -315,7 +314,7 @@ struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_con
 		ch->ch.refcnt++;
 	return cq;
 err_free:
-	drv_dma_free(d, cq->db, cq->db_map);
+	drv_dbrec_free(d, cq->db);
 	drv_dma_free(d, cq->ring, cq->ring_map);
 	free(cq);
 	return NULL;
@@ -391,7 +390,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (cq->cq.channel)
 		cq->cq.channel->refcnt--;
 	drv_map_cq(d, cq->cqn, NULL);
-	drv_dma_free(d, cq->db, cq->db_map);
+	drv_dbrec_free(d, cq->db);
 	drv_dma_free(d, cq->ring, cq->ring_map);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
@@ -449,7 +448,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	}
 	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map,
 			  &in.ring_addr) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&srq->db, &srq->db_map, &in.db_addr))
+	    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&srq->db, &in.db_addr))
 		goto err_free;
 	in.pdn = pd->pdn;
 	in.max_wr = init->attr.max_wr;
@@ -474,7 +473,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	init->attr.srq_limit = out.srq_limit;
 	return &srq->srq;
 err_free:
-	drv_dma_free(d, srq->db, srq->db_map);
+	drv_dbrec_free(d, srq->db);
 	drv_dma_free(d, srq->ring, srq->ring_map);
 	free(srq->wrid);
 	free(srq->done);
@@ -565,7 +564,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (rc)
 		return rc;
 	drv_map_srq(d, srq->srqn, NULL);
-	drv_dma_free(d, srq->db, srq->db_map);
+	drv_dbrec_free(d, srq->db);
 	drv_dma_free(d, srq->ring, srq->ring_map);
 	free(srq->wrid);
 	free(srq->done);

@@ -50,9 +50,8 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 {
 	free(qp->sq_wrid);
 	free(qp->rq_wrid);
-	drv_dma_free(d, qp->db, qp->db_map);
-	drv_dma_free(d, qp->rq, qp->rq_map);
-	drv_dma_free(d, qp->sq, qp->sq_map);
+	drv_dbrec_free(d, (void *)qp->db);
+	drv_dma_free(d, qp->sq, qp->buf_map);
 	free(qp);
 }
 
@@ -152,14 +151,22 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 		drv_fail(ENOMEM, "ibv_create_qp: out of memory");
 		return NULL;
 	}
-	if (drv_dma_alloc(d,
-			  (size_t)sq_entries * hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline),
-			  SIM_DMA_READ, &qp->sq, &qp->sq_map, &in.sq_addr) ||
-	    (!srq && drv_dma_alloc(d, (size_t)rq_entries * hca_rq_stride(in.caps.max_recv_sge),
-				   SIM_DMA_READ, &qp->rq, &qp->rq_map, &in.rq_addr)) ||
-	    drv_dma_alloc(d, 8, SIM_DMA_READ, (void **)&qp->db, &qp->db_map, &in.db_addr)) {
-		qp_free(d, qp);
-		return NULL;
+	/* One buffer: the send queue, then the receive queue (mlx5 keeps both in one buffer
+	 * too); the doorbell record in a shared page. */
+	{
+		size_t sq_bytes = (size_t)sq_entries * qp->sq_stride;
+		size_t rq_bytes = srq ? 0 : (size_t)rq_entries * qp->rq_stride;
+
+		if (drv_dma_alloc(d, sq_bytes + rq_bytes, SIM_DMA_READ, &qp->sq, &qp->buf_map,
+				  &in.sq_addr) ||
+		    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&qp->db, &in.db_addr)) {
+			qp_free(d, qp);
+			return NULL;
+		}
+		if (!srq) {
+			qp->rq = (uint8_t *)qp->sq + sq_bytes;
+			in.rq_addr = in.sq_addr + sq_bytes;
+		}
 	}
 	in.type = (uint8_t)init->qp_type;
 	in.sq_sig_all = init->sq_sig_all ? 1 : 0;
