@@ -201,7 +201,7 @@ $(HEADER): sim/hcasim.h
 $(TESTBIN): $(TEST_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(LIB) -libverbs -lhcasim \
-		-Wl,-rpath,'$$ORIGIN/../lib' $$(pkg-config --libs criterion)
+		-Wl,-rpath,'$$ORIGIN/../lib' $$(pkg-config --libs criterion) -lz
 
 # The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
 $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)

@@ -101,8 +101,9 @@ struct hm_qp {
 	bool rd_gap;           /* a READ response gap was acted on, no in-order response since */
 	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (forward progress) */
 	uint32_t nak_psn;
-	uint32_t timer_gen;    /* the ACK timer event whose generation matches is the live one */
-	bool timer_on;         /* the local ACK timer is armed */
+	uint32_t ctx_pad;      /* where the ACK timer's generation was: the context keeps its
+				* size (offsetof cached, the length of its DMA) */
+	bool timer_on;         /* the local ACK timer is armed (its event: timer_* below) */
 	/* responder: the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN
 	 * of the ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */
 	struct hm_atomic_saved {
@@ -160,6 +161,12 @@ struct hm_qp {
 	 * sq_fetch_ready on (its DMA read may still be under way) */
 	sim_time_t sq_fetch_ready;
 	bool sq_fetch_err;     /* that read failed */
+	/* the local ACK timer (req.c): its expiry and the place among that instant's events it
+	 * reserved, and the QP's one pending timer event (0: none) with its time */
+	sim_time_t timer_at;
+	sim_event_id timer_id;
+	sim_event_id timer_ev;
+	sim_time_t timer_ev_at;
 	sim_time_t sq_wake_at; /* a wake-up is scheduled for then (0: none) */
 };
 

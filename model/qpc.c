@@ -245,8 +245,7 @@ static void qp_reset_queues(struct hm_qp *qp)
 	qp->recv_off = 0;
 	qp->rd_in = 0;
 	qp->rnr_wait = false;
-	qp->timer_on = false;
-	qp->timer_gen++;
+	qp->timer_on = false; /* a pending timer event finds it off */
 	qp->comm_est = false;
 	qp->drained_sent = false;
 	qp->last_wqe_sent = false;

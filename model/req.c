@@ -401,21 +401,41 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 	hm_req_kick(d, t);
 }
 
+/* The ACK timer keeps at most one kernel event per QP (qp->timer_ev): a restart to a later
+ * expiry leaves the event where it is, and when it fires early it moves on to the expiry, in
+ * the place among that instant's events that the restart reserved (sim_reserve_id). Timeouts
+ * therefore run exactly where one fresh event per restart would run them. */
 struct req_timer {
 	struct hm_dev *d; /* device */
 	uint32_t qpn;     /* QP */
-	uint32_t gen;     /* timer generation it belongs to */
+	sim_event_id id;  /* this event: the QP's own while qp->timer_ev holds it */
 };
 
 static void req_timeout(void *arg)
 {
 	struct req_timer *rt = arg;
 	struct hm_dev *d = rt->d;
-	sim_time_t t = sim_now(sim_kernel());
+	struct sim_kernel *k = sim_kernel();
+	sim_time_t t = sim_now(k);
 	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
 
-	if (qp && qp->timer_on && qp->timer_gen == rt->gen && qp->state != HCA_QPS_ERR &&
-	    qp->state != HCA_QPS_RESET && (qp->sq_done != qp->sq_next || qp->cur_started)) {
+	if (!qp || qp->timer_ev != rt->id) {
+		free(rt); /* the QP was destroyed, or was given an earlier event */
+		return;
+	}
+	qp->timer_ev = 0;
+	if (qp->timer_on && qp->timer_id != rt->id) {
+		/* restarted since this event was scheduled: on to the expiry */
+		SIM_ASSERT(qp->timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
+			   qp->qpn);
+		rt->id = qp->timer_id;
+		qp->timer_ev = rt->id;
+		qp->timer_ev_at = qp->timer_at;
+		sim_schedule_owned_as(k, qp->timer_at, rt->id, req_timeout, rt);
+		return;
+	}
+	if (qp->timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
+	    (qp->sq_done != qp->sq_next || qp->cur_started)) {
 		qp = hm_qpc_get(d, rt->qpn, &t);
 		qp->timer_on = false;
 		const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
@@ -443,16 +463,22 @@ static void req_timeout(void *arg)
 
 void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
+	struct sim_kernel *k = sim_kernel();
 	struct req_timer *rt;
 
-	qp->timer_gen++; /* any armed timer event is now stale */
-	qp->timer_on = false;
+	qp->timer_on = false; /* a pending event finds it off and does nothing */
 	if (!qp->attr.timeout || (qp->sq_done == qp->sq_next && !qp->cur_started))
 		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
-	rt = malloc(sizeof(*rt));
-	SIM_ASSERT(rt != NULL, "out of memory");
-	*rt = (struct req_timer){ d, qp->qpn, qp->timer_gen };
 	qp->timer_on = true;
 	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
-	sim_schedule_owned_at(sim_kernel(), t + (4096000ull << qp->attr.timeout), req_timeout, rt);
+	qp->timer_at = t + (4096000ull << qp->attr.timeout);
+	qp->timer_id = sim_reserve_id(k);
+	if (qp->timer_ev && qp->timer_ev_at <= qp->timer_at)
+		return; /* the pending event moves on to the expiry when it fires */
+	rt = malloc(sizeof(*rt));
+	SIM_ASSERT(rt != NULL, "out of memory");
+	*rt = (struct req_timer){ d, qp->qpn, qp->timer_id };
+	qp->timer_ev = rt->id;
+	qp->timer_ev_at = qp->timer_at;
+	sim_schedule_owned_as(k, qp->timer_at, rt->id, req_timeout, rt);
 }

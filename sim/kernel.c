@@ -19,6 +19,7 @@ struct sim_event {
 struct sim_kernel {
 	sim_time_t now;          /* current time */
 	uint64_t next_seq;       /* next sequence number (ids start at 1) */
+	uint64_t run_seq;        /* the sequence number of the event running or last run */
 	struct sim_event *heap;  /* min-heap */
 	size_t len, cap;         /* heap size and capacity */
 	uint64_t executed;       /* events run so far */
@@ -132,8 +133,8 @@ static void heap_down(struct sim_kernel *k, size_t i)
 	k->heap[i] = e;
 }
 
-static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg,
-			     bool owned, bool background)
+static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_fn fn, void *arg,
+		   bool owned, bool background)
 {
 	SIM_ASSERT(t >= k->now, "event scheduled in the past (t=%llu)", (unsigned long long)t);
 	SIM_ASSERT(fn != NULL, "event without a function");
@@ -145,12 +146,17 @@ static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn
 		k->heap = h;
 		k->cap = cap;
 	}
-	k->heap[k->len] =
-		(struct sim_event){ .t = t, .seq = k->next_seq++, .fn = fn, .arg = arg, .owned = owned,
-				    .background = background };
+	k->heap[k->len] = (struct sim_event){ .t = t, .seq = seq, .fn = fn, .arg = arg,
+					      .owned = owned, .background = background };
 	heap_up(k, k->len++);
 	k->background_live += background;
-	return k->next_seq - 1;
+}
+
+static sim_event_id schedule(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg,
+			     bool owned, bool background)
+{
+	insert(k, t, k->next_seq, fn, arg, owned, background);
+	return k->next_seq++;
 }
 
 sim_event_id sim_schedule_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn, void *arg)
@@ -172,6 +178,21 @@ sim_event_id sim_schedule_background_at(struct sim_kernel *k, sim_time_t t, sim_
 sim_event_id sim_schedule_in(struct sim_kernel *k, sim_time_t delay_ps, sim_event_fn fn, void *arg)
 {
 	return sim_schedule_at(k, k->now + delay_ps, fn, arg);
+}
+
+sim_event_id sim_reserve_id(struct sim_kernel *k)
+{
+	return k->next_seq++;
+}
+
+sim_event_id sim_schedule_owned_as(struct sim_kernel *k, sim_time_t t, sim_event_id id,
+				   sim_event_fn fn, void *arg)
+{
+	SIM_ASSERT(id && id < k->next_seq && (t > k->now || id > k->run_seq),
+		   "event %llu at t=%llu was not reserved, or comes before the running one",
+		   (unsigned long long)id, (unsigned long long)t);
+	insert(k, t, id, fn, arg, true, false);
+	return id;
 }
 
 bool sim_cancel(struct sim_kernel *k, sim_event_id id)
@@ -233,6 +254,7 @@ bool sim_step(struct sim_kernel *k)
 	if (e.t > k->now && k->advance)
 		k->advance(k->advance_arg, k->now, e.t);
 	k->now = e.t;
+	k->run_seq = e.seq;
 	k->executed++;
 	k->background_live -= e.background;
 	e.fn(e.arg);

@@ -51,6 +51,14 @@ sim_event_id sim_schedule_owned_at(struct sim_kernel *k, sim_time_t t, sim_event
  * ahead (a fault window): sim_step_busy does not wait for it. */
 sim_event_id sim_schedule_background_at(struct sim_kernel *k, sim_time_t t, sim_event_fn fn,
 					void *arg);
+/* A timer that keeps one event pending and moves it on when it fires, instead of scheduling a
+ * fresh event at each restart, runs where the fresh event would have run with these two:
+ * sim_reserve_id takes the id, and so the place among events at the same time, that an event
+ * scheduled now would get; sim_schedule_owned_as schedules (as sim_schedule_owned_at) an event
+ * with a reserved id, which must not come before the event that is running. */
+sim_event_id sim_reserve_id(struct sim_kernel *k);
+sim_event_id sim_schedule_owned_as(struct sim_kernel *k, sim_time_t t, sim_event_id id,
+				   sim_event_fn fn, void *arg);
 /* Cancel a pending event; returns false if it already ran or was cancelled. */
 bool sim_cancel(struct sim_kernel *k, sim_event_id id);
 

@@ -64,6 +64,46 @@ static bool fired_once(void *arg)
 	return R.n > 0;
 }
 
+/* An owned event needs a malloc'd arg: the letter to log. */
+static void mark_owned(void *arg)
+{
+	mark((void *)(uintptr_t)*(char *)arg);
+	free(arg);
+}
+
+static char *letter(char c)
+{
+	char *p = malloc(1);
+
+	cr_assert_not_null(p);
+	*p = c;
+	return p;
+}
+
+/* A reserved id orders its event as if it had been scheduled when the id was reserved, even
+ * when it is scheduled later, at the time it fires (the ACK timer's one-event-per-QP scheme). */
+Test(kernel, a_reserved_id_keeps_the_place_of_its_reservation)
+{
+	sim_event_id r1, r2;
+
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	sim_schedule_at(R.k, 100, mark, (void *)'a');
+	r1 = sim_reserve_id(R.k);
+	sim_schedule_at(R.k, 100, mark, (void *)'c');
+	r2 = sim_reserve_id(R.k);
+	sim_schedule_at(R.k, 50, mark, (void *)'e');
+	cr_assert_eq(r2, r1 + 2, "a reservation takes one id");
+	/* r2 first, at an earlier time; r1 later, and both at t=100 after 'a' */
+	sim_schedule_owned_as(R.k, 100, r2, mark_owned, letter('d'));
+	sim_run_until(R.k, 60);
+	sim_schedule_owned_as(R.k, 100, r1, mark_owned, letter('b'));
+	sim_schedule_at(R.k, 100, mark, (void *)'f');
+	sim_run_until(R.k, 1000);
+	cr_assert_str_eq(R.log, "eabcdf");
+	sim_kernel_destroy(R.k);
+}
+
 Test(kernel, idle_time_is_skipped_in_one_event)
 {
 	const uint64_t ten_s = 10 * SIM_PS_PER_S;
