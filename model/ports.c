@@ -131,6 +131,40 @@ static uint64_t read_field(const void *base, size_t off, size_t size)
 	return v;
 }
 
+/* The wave file to open for the RTL instance of block b on device d, as the end of a mismatch
+ * report: its path (HM_PORT_WAVES; flushed), or how to get one. */
+static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
+{
+	const char *(*fn)(void *) = NULL;
+	const char *path, *dir = getenv("HCASIM_WAVES_DIR");
+
+	if (!dir || !*dir)
+		dir = getenv("WAVES_DIR"); /* the transactors' older name (sim/vl/waves.cpp) */
+
+	switch (b) {
+	case HM_BLOCK_SCHED:
+		fn = sched_rtl()->waves;
+		break;
+	case HM_BLOCK_CQE:
+		fn = cqe_rtl()->waves;
+		break;
+	case HM_BLOCK_PSN:
+		fn = psn_rtl()->waves;
+		break;
+	default:
+		break;
+	}
+	path = fn ? fn(d->blocks->rtl[b]) : NULL;
+	if (path)
+		snprintf(buf, len, "waves: %s (scope hca%d.%s)", path, d->devno, block_names[b]);
+	else if (!fn)
+		snprintf(buf, len, "no waves: this RTL implementation of %s writes none",
+			 block_names[b]);
+	else
+		snprintf(buf, len, "no waves: rerun with WAVES=1 for %s/hca%d.%s.fst",
+			 dir && *dir ? dir : "build/waves", d->devno, block_names[b]);
+}
+
 /* Compare the model's and the RTL's output; on the first difference, halt the simulation
  * with a report naming block, cycle, field, expected (model) and got (RTL). */
 static bool differ(struct hm_dev *d, enum hm_block b, const char *op, uint64_t in_cycle,
@@ -160,13 +194,14 @@ static bool differ(struct hm_dev *d, enum hm_block b, const char *op, uint64_t i
 	if (!bad)
 		return false;
 	{
-		char msg[512];
+		char msg[1024], where[640];
 
+		waves_of(d, b, where, sizeof(where));
 		snprintf(msg, sizeof(msg),
 			 "lockstep mismatch: device %d block %s (%s) at cycle %llu: field %s "
-			 "expected 0x%llx (model) got 0x%llx (rtl)",
+			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
 			 d->devno, block_names[b], op, (unsigned long long)in_cycle, field,
-			 (unsigned long long)w, (unsigned long long)g);
+			 (unsigned long long)w, (unsigned long long)g, where);
 		SIM_TRACE(warn, lockstep, d->devno, "%s", msg);
 		fprintf(stderr, "hcasim: %s\n", msg);
 		sim_halt(sim_kernel(), msg);

@@ -26,6 +26,12 @@
 
 struct hm_dev;
 
+/* HM_PORT_WAVES: an implementation's optional waves(b) finishes the wave file the instance b
+ * writes (its last transaction included, the file complete; nothing later is dumped) and
+ * returns its path, or NULL when it writes none (waves off: WAVES=1 turns them on). A lockstep
+ * mismatch, which stops the run, names it in its report (docs/rtl.md). The C twins and the
+ * SystemC blocks leave it NULL. */
+
 /* ---- sched: doorbell decode and the send arbiter --------------------------------------- */
 
 /* DOORBELL: a send-queue doorbell for a QP (its context read by the caller). */
@@ -76,6 +82,7 @@ struct hm_sched_ops {
 	void (*doorbell)(void *b, const struct hm_sched_db_in *in, struct hm_sched_db_out *out);
 	void (*push)(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out);
 	void (*pop)(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
 };
 
 /* ---- cqe: the CQE writer ---------------------------------------------------------------- */
@@ -114,6 +121,7 @@ struct hm_cqe_ops {
 	void *(*create)(struct hm_dev *d);
 	void (*destroy)(void *b);
 	void (*post)(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
 };
 
 /* ---- psn: the responder's PSN classifier (RC) ------------------------------------------- */
@@ -138,6 +146,7 @@ struct hm_psn_ops {
 	void *(*create)(struct hm_dev *d);
 	void (*destroy)(void *b);
 	void (*classify)(void *b, const struct hm_psn_in *in, struct hm_psn_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
 };
 
 /* ---- plugging in -------------------------------------------------------------------------- */

@@ -169,7 +169,8 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->destroy(br);
 }
 
-/* WAVES=1: the block writes its FST under WAVES_DIR, named for the device and the block. */
+/* WAVES=1: the block writes its FST under HCASIM_WAVES_DIR, named for the device and the
+ * block, and the port's waves() names it. */
 Test(rtl_psn, waves_write_an_fst_per_block_instance)
 {
 	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
@@ -179,7 +180,7 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 
 	cr_assert_not_null(mkdtemp(dir));
 	setenv("WAVES", "1", 1);
-	setenv("WAVES_DIR", dir, 1);
+	setenv("HCASIM_WAVES_DIR", dir, 1);
 	b = r->create(NULL);
 	for (uint32_t i = 0; i < 10; i++) {
 		struct hm_psn_in in = { 100 + i, i, 3, false };
@@ -187,8 +188,10 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 
 		r->classify(b, &in, &out);
 	}
-	r->destroy(b);
 	snprintf(path, sizeof(path), "%s/hca0.psn.fst", dir);
+	cr_assert_not_null(r->waves);
+	cr_assert_str_eq(r->waves(b), path);
+	r->destroy(b);
 	cr_assert_eq(stat(path, &st), 0, "no %s", path);
 	cr_assert_gt(st.st_size, 0);
 	unlink(path);
@@ -744,7 +747,8 @@ Test(rtl_lockstep, system_runs_clean_in_lockstep_over_a_ring_wrap)
 	cr_assert_eq(done, 300);
 }
 
-Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
+/* The injected bug halts the run at the first CQE of the second pass; returns the report. */
+static const char *injected_cqe_bug(void)
 {
 	const char *why;
 	int done;
@@ -760,4 +764,53 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 		  "the report names block, cycle and field: %s", why);
 	/* the first pass is clean: the bug shows on the 129th CQE (the second pass) */
 	cr_assert_eq(done, 128, "halted at the first CQE of the second pass, after %d", done);
+	return why;
+}
+
+Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	why = injected_cqe_bug();
+	/* waves off: the report says how to get the block's FST */
+	cr_assert_not_null(strstr(why, "no waves: rerun with WAVES=1 for build/waves/hca0.cqe.fst"),
+			   "the report says how to get the waves: %s", why);
+}
+
+/* With waves on, the report names the FST of the block that differed, and it holds the run up
+ * to the mismatch (flushed when the report is made). */
+Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
+{
+	char dir[] = "/tmp/hcasim-lockstep-waves-XXXXXX", path[256], want[320], cmd[320], mhz[32];
+	unsigned long long cycle, last;
+	const char *why;
+	struct stat st;
+	char *vcd;
+	int status;
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("WAVES", "1", 1);
+	setenv("HCASIM_WAVES_DIR", dir, 1);
+	why = injected_cqe_bug();
+	snprintf(path, sizeof(path), "%s/hca0.cqe.fst", dir);
+	snprintf(want, sizeof(want), "; waves: %s (scope hca0.cqe)", path);
+	cr_assert_not_null(strstr(why, want), "the report names %s: %s", path, why);
+	cr_assert_eq(stat(path, &st), 0, "%s named by the report does not exist", path);
+	cr_assert_gt(st.st_size, 1000, "%s: only %lld bytes at the halt", path,
+		     (long long)st.st_size);
+	/* a complete FST whose last time is the mismatching transaction's */
+	cr_assert_eq(hcasim_config_get("clock.core_mhz", mhz, sizeof(mhz)), 0);
+	cr_assert_eq(sscanf(strstr(why, "at cycle "), "at cycle %llu", &cycle), 1);
+	snprintf(cmd, sizeof(cmd), "fst2vcd %s | grep '^#' | tail -1", path);
+	vcd = tb_run_cmd(cmd, &status);
+	cr_assert_eq(status, 0, "fst2vcd %s failed", path);
+	cr_assert_eq(sscanf(vcd, "#%llu", &last), 1, "fst2vcd %s: no time in the dump", path);
+	cr_assert_geq(last, cycle * (1000000ull / strtoull(mhz, NULL, 10)),
+		      "%s ends at %llu ps, before the mismatch at cycle %llu", path, last, cycle);
+	free(vcd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
 }

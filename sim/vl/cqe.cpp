@@ -15,6 +15,7 @@ namespace {
 struct cqe_rtl_base {
 	virtual ~cqe_rtl_base() {}
 	virtual void post(const hm_cqe_in *in, hm_cqe_out *out) = 0;
+	virtual const char *waves() = 0;
 };
 
 template <class M> struct cqe_rtl : cqe_rtl_base {
@@ -24,6 +25,8 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 		vl.reset(2, [](M *) { return false; }, 0);
 		vl.waves();
 	}
+
+	const char *waves() override { return vl.waves_path(); }
 
 	void post(const hm_cqe_in *in, hm_cqe_out *out) override
 	{
@@ -93,7 +96,12 @@ void post(void *b, const hm_cqe_in *in, hm_cqe_out *out)
 	static_cast<cqe_rtl_base *>(b)->post(in, out);
 }
 
-const hm_cqe_ops ops = { create, destroy, post };
+const char *waves(void *b)
+{
+	return static_cast<cqe_rtl_base *>(b)->waves();
+}
+
+const hm_cqe_ops ops = { create, destroy, post, waves };
 
 } // namespace
 

@@ -38,7 +38,12 @@ void classify(void *b, const hm_psn_in *in, hm_psn_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_psn_ops ops = { create, destroy, classify };
+const char *waves(void *b)
+{
+	return static_cast<vl_block<Vpsn> *>(b)->waves_path();
+}
+
+const hm_psn_ops ops = { create, destroy, classify, waves };
 
 } // namespace
 

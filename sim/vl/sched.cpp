@@ -101,7 +101,12 @@ void pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_sched_ops ops = { create, destroy, doorbell, push, pop };
+const char *waves(void *b)
+{
+	return static_cast<sched_rtl *>(b)->vl.waves_path();
+}
+
+const hm_sched_ops ops = { create, destroy, doorbell, push, pop, waves };
 
 } // namespace
 
