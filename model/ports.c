@@ -41,13 +41,33 @@ const char *hm_block_name(enum hm_block b)
 	return b < HM_NBLOCKS ? block_names[b] : "?";
 }
 
-int hm_impl_check(const unsigned mode[HM_NBLOCKS])
+static const struct hm_sched_ops *sched_rtl(void);
+
+int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp)
 {
+	uint64_t nqps = (uint64_t)HCA_FIRST_QPN + max_qp;
+
 	for (int b = 0; b < HM_NBLOCKS; b++)
 		if (mode[b] != HM_IMPL_MODEL && !rtl_ops[b])
 			return sim_error(-ENOTSUP, "impl.%s = %s: this build has no RTL twin of %s "
 					 "(Verilator was not found when it was built)",
 					 block_names[b], impl_names[mode[b]], block_names[b]);
+	/* The arbiter's FIFO and pending bits are sized when the RTL is built. */
+	if (mode[HM_BLOCK_SCHED] != HM_IMPL_MODEL && sched_rtl()->max_nqps &&
+	    nqps > sched_rtl()->max_nqps) {
+		uint32_t cap = sched_rtl()->max_nqps;
+
+		const char *how = sched_rtl()->rebuild;
+		char fix[128] = "";
+
+		if (how)
+			snprintf(fix, sizeof(fix), "; %s%llu", how, (unsigned long long)nqps);
+		return sim_error(-EINVAL, "impl.sched = %s: hca.max_qp = %u needs %llu QPNs, but the "
+				 "RTL arbiter was built for NQP = %u (hca.max_qp <= %u)%s",
+				 impl_names[mode[HM_BLOCK_SCHED]], max_qp,
+				 (unsigned long long)nqps, cap,
+				 cap > HCA_FIRST_QPN ? cap - HCA_FIRST_QPN : 0, fix);
+	}
 	return 0;
 }
 

@@ -77,12 +77,14 @@ struct hm_sched_pop_out {
 };
 
 struct hm_sched_ops {
-	void *(*create)(struct hm_dev *d, uint32_t nqps); /* QPNs 0 .. nqps-1 */
+	void *(*create)(struct hm_dev *d, uint32_t nqps); /* QPNs 0 .. nqps-1, nqps <= max_nqps */
 	void (*destroy)(void *b);
 	void (*doorbell)(void *b, const struct hm_sched_db_in *in, struct hm_sched_db_out *out);
 	void (*push)(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out);
 	void (*pop)(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out);
 	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	uint32_t max_nqps;   /* the most QPNs an instance can hold (0: no limit); checked at boot */
+	const char *rebuild; /* how to build it for n QPNs: "...=" that n follows, in the message */
 };
 
 /* ---- cqe: the CQE writer ---------------------------------------------------------------- */
@@ -160,8 +162,10 @@ void hm_port_register(enum hm_block b, const void *ops);
 /* The RTL registered for a block, or NULL; a block's name ("sched", "cqe", "psn"). */
 const void *hm_port_rtl(enum hm_block b);
 const char *hm_block_name(enum hm_block b);
-/* 0 if every block whose mode is not model has an RTL twin; else -ENOTSUP naming it. */
-int hm_impl_check(const unsigned mode[HM_NBLOCKS]);
+/* 0 if every block whose mode is not model has an RTL twin (else -ENOTSUP naming it) that can
+ * hold a device of max_qp QPs (hca.max_qp; else -EINVAL naming the key, the need and the limit
+ * the RTL was built for). Called at boot, before any device is made. */
+int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp);
 /* A device's block instances, in the modes given (checked with hm_impl_check first). */
 void hm_blocks_create(struct hm_dev *d, const unsigned mode[HM_NBLOCKS]);
 void hm_blocks_destroy(struct hm_dev *d);

@@ -565,7 +565,7 @@ int hcasim_boot(void)
 						    (unsigned)sys.cfg.impl_cqe,
 						    (unsigned)sys.cfg.impl_psn };
 
-		rc = hm_impl_check(mode);
+		rc = hm_impl_check(mode, (uint32_t)sys.cfg.max_qp);
 		if (rc)
 			return rc;
 	}

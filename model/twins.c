@@ -96,7 +96,7 @@ static void sched_pop(void *b, const struct hm_sched_pop_in *in, struct hm_sched
 }
 
 const struct hm_sched_ops hm_sched_model = { sched_create, sched_destroy, sched_doorbell,
-					     sched_push, sched_pop, NULL };
+					     sched_push, sched_pop, NULL, 0, NULL };
 
 /* ---- cqe ---- */
 

@@ -7,13 +7,12 @@
 #include "model/ports.h"
 
 #include <criterion/criterion.h>
-#include <signal.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Seeded stimulus (xorshift64*), the same on every run. */
@@ -445,22 +444,43 @@ Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->destroy(br);
 }
 
-/* The RTL's arbiter is sized when it is built: more QPs than that is refused by name (the
- * device stops at creation: SIM_ASSERT, in a child process here). */
-Test(rtl_sched, rtl_refuses_more_qps_than_it_was_built_for)
+/* The RTL's arbiter is sized when it is built (make RTL_NQP): a configuration with more QPs
+ * than that is a boot error naming the key, the QPNs it needs and the limit, before any device
+ * is made; the same configuration boots with the C twin. The port states its capacity. */
+Test(rtl_sched, boot_refuses_more_qps_than_the_rtl_was_built_for)
 {
 	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
-	int status = 0;
-	pid_t pid = fork();
+	static const char *const modes[] = { "sched=rtl", "all=lockstep" };
+	char want[160], max[32];
+	uint32_t over = r->max_nqps - HCA_FIRST_QPN + 1; /* one QP too many */
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		r->create(NULL, HCA_FIRST_QPN + 16777215u);
-		_exit(0);
+	cr_assert_gt(r->max_nqps, HCA_FIRST_QPN, "the RTL arbiter states no capacity");
+	snprintf(max, sizeof(max), "%u", over);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		setenv("HCASIM_IMPL", modes[i], 1);
+		cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0, "%s", hcasim_last_error());
+		cr_assert_eq(hcasim_boot(), -EINVAL, "%s: hca.max_qp = %s booted", modes[i], max);
+		cr_assert_eq(hcasim_booted(), 0);
+		snprintf(want, sizeof(want), "hca.max_qp = %u needs %u QPNs, but the RTL arbiter was "
+			 "built for NQP = %u (hca.max_qp <= %u); rebuild rtl/sched.sv with make "
+			 "RTL_NQP=%u", over, over + HCA_FIRST_QPN, r->max_nqps,
+			 r->max_nqps - HCA_FIRST_QPN, over + HCA_FIRST_QPN);
+		cr_assert_not_null(strstr(hcasim_last_error(), want), "%s: the error is: %s",
+				   modes[i], hcasim_last_error());
+		cr_assert_not_null(strstr(hcasim_last_error(), "impl.sched = "), "%s",
+				   hcasim_last_error());
 	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
-		  "creating an arbiter for 2^24+1 QPNs must stop (status 0x%x)", status);
+	/* the limit itself boots; so does more with the C twin */
+	snprintf(max, sizeof(max), "%u", over - 1);
+	setenv("HCASIM_IMPL", "sched=rtl", 1);
+	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	snprintf(max, sizeof(max), "%u", over);
+	setenv("HCASIM_IMPL", "all=model", 1);
+	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
 }
 
 /* ================================ cqe ================================ */

@@ -292,7 +292,8 @@ void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 }
 
 const hm_sched_ops sched_ops = { sched_create, sched_destroy, sched_doorbell, sched_push,
-				 sched_pop, nullptr };
+				 sched_pop, nullptr, HCASIM_RTL_NQP,
+				 "rebuild rtl/sched.sv with make RTL_NQP=" };
 
 /* cqe (sim/vl/cqe.cpp) */
 void *cqe_create(hm_dev *d)
