@@ -765,6 +765,7 @@ Test(rtl_lockstep, system_runs_clean_in_lockstep_over_a_ring_wrap)
 	done = write_until_wrap(300);
 	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
 	cr_assert_eq(done, 300);
+	hcasim_shutdown(); /* finishes the dumps of make waves */
 }
 
 /* The injected bug halts the run at the first CQE of the second pass; returns the report. */
