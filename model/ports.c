@@ -134,6 +134,20 @@ void hm_blocks_destroy(struct hm_dev *d)
 	d->blocks = NULL;
 }
 
+void hm_blocks_waves(struct hm_dev *d, const char *dir)
+{
+	struct hm_blocks *k = d->blocks;
+
+	if (!k)
+		return;
+	if (k->rtl[HM_BLOCK_SCHED] && sched_rtl()->waves_start)
+		sched_rtl()->waves_start(k->rtl[HM_BLOCK_SCHED], dir);
+	if (k->rtl[HM_BLOCK_CQE] && cqe_rtl()->waves_start)
+		cqe_rtl()->waves_start(k->rtl[HM_BLOCK_CQE], dir);
+	if (k->rtl[HM_BLOCK_PSN] && psn_rtl()->waves_start)
+		psn_rtl()->waves_start(k->rtl[HM_BLOCK_PSN], dir);
+}
+
 /* ---- lockstep comparison ---- */
 
 /* One output field to compare: name, offset and size in the output struct. */

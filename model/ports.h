@@ -26,11 +26,13 @@
 
 struct hm_dev;
 
-/* HM_PORT_WAVES: an implementation's optional waves(b) finishes the wave file the instance b
- * writes (its last transaction included, the file complete; nothing later is dumped) and
- * returns its path, or NULL when it writes none (waves off: WAVES=1 turns them on). A lockstep
- * mismatch, which stops the run, names it in its report (docs/rtl.md). The C twins and the
- * SystemC blocks leave it NULL. */
+/* HM_PORT_WAVES: an implementation may dump its instances' pins (the C twins and the SystemC
+ * blocks do not: both hooks NULL). waves_start(b, dir) starts dumping instance b to
+ * dir/hca<dev>.<block>.fst from its next transaction, unless it dumps already (WAVES=1 starts
+ * it at creation; the model's waves, WAVES=1 or hcasim_waves(), start it in the directory of
+ * their VCD). waves(b) finishes that file (its last transaction included, the file complete;
+ * nothing later is dumped) and returns its path, or NULL when it writes none. A lockstep
+ * mismatch, which stops the run, names it in its report (docs/rtl.md). */
 
 /* ---- sched: doorbell decode and the send arbiter --------------------------------------- */
 
@@ -83,6 +85,7 @@ struct hm_sched_ops {
 	void (*push)(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out);
 	void (*pop)(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out);
 	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
 	uint32_t max_nqps;   /* the most QPNs an instance can hold (0: no limit); checked at boot */
 	const char *rebuild; /* how to build it for n QPNs: "...=" that n follows, in the message */
 };
@@ -124,6 +127,7 @@ struct hm_cqe_ops {
 	void (*destroy)(void *b);
 	void (*post)(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out);
 	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
 };
 
 /* ---- psn: the responder's PSN classifier (RC) ------------------------------------------- */
@@ -149,6 +153,7 @@ struct hm_psn_ops {
 	void (*destroy)(void *b);
 	void (*classify)(void *b, const struct hm_psn_in *in, struct hm_psn_out *out);
 	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
 };
 
 /* ---- plugging in -------------------------------------------------------------------------- */
@@ -169,6 +174,8 @@ int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp);
 /* A device's block instances, in the modes given (checked with hm_impl_check first). */
 void hm_blocks_create(struct hm_dev *d, const unsigned mode[HM_NBLOCKS]);
 void hm_blocks_destroy(struct hm_dev *d);
+/* Every RTL instance of d that is not dumping yet starts dumping into dir (HM_PORT_WAVES). */
+void hm_blocks_waves(struct hm_dev *d, const char *dir);
 
 /* The ports as the rest of the model calls them: the device's implementation of the block
  * (lockstep: both, compared; a mismatch halts the simulation, see sim_halt). */

@@ -802,8 +802,9 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 }
 
 /* With waves on, the report names the FST of the block that differed, and it holds the run up
- * to the mismatch (flushed when the report is made). */
-Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
+ * to the mismatch (finished when the report is made). api: waves started with hcasim_waves()
+ * before boot instead of WAVES=1; the FSTs go next to its VCD. */
+static void bug_report_names_the_wave_file(bool api)
 {
 	char dir[] = "/tmp/hcasim-lockstep-waves-XXXXXX", path[256], want[320], cmd[320], mhz[32];
 	unsigned long long cycle, last;
@@ -813,8 +814,16 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
 	int status;
 
 	cr_assert_not_null(mkdtemp(dir));
-	setenv("WAVES", "1", 1);
-	setenv("HCASIM_WAVES_DIR", dir, 1);
+	unsetenv("WAVES_DIR");
+	if (api) {
+		unsetenv("WAVES");
+		unsetenv("HCASIM_WAVES_DIR");
+		snprintf(path, sizeof(path), "%s/run.vcd", dir);
+		cr_assert_eq(hcasim_waves(path), 0, "%s", hcasim_last_error());
+	} else {
+		setenv("WAVES", "1", 1);
+		setenv("HCASIM_WAVES_DIR", dir, 1);
+	}
 	why = injected_cqe_bug();
 	snprintf(path, sizeof(path), "%s/hca0.cqe.fst", dir);
 	snprintf(want, sizeof(want), "; waves: %s (scope hca0.cqe)", path);
@@ -834,4 +843,14 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
 	free(vcd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
+}
+
+Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
+{
+	bug_report_names_the_wave_file(false);
+}
+
+Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vcd)
+{
+	bug_report_names_the_wave_file(true);
 }

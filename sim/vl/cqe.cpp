@@ -16,6 +16,7 @@ struct cqe_rtl_base {
 	virtual ~cqe_rtl_base() {}
 	virtual void post(const hm_cqe_in *in, hm_cqe_out *out) = 0;
 	virtual const char *waves() = 0;
+	virtual void waves_start(const char *dir) = 0;
 };
 
 template <class M> struct cqe_rtl : cqe_rtl_base {
@@ -27,6 +28,7 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 	}
 
 	const char *waves() override { return vl.waves_path(); }
+	void waves_start(const char *dir) override { vl.waves_in(dir); }
 
 	void post(const hm_cqe_in *in, hm_cqe_out *out) override
 	{
@@ -101,7 +103,12 @@ const char *waves(void *b)
 	return static_cast<cqe_rtl_base *>(b)->waves();
 }
 
-const hm_cqe_ops ops = { create, destroy, post, waves };
+void waves_start(void *b, const char *dir)
+{
+	static_cast<cqe_rtl_base *>(b)->waves_start(dir);
+}
+
+const hm_cqe_ops ops = { create, destroy, post, waves, waves_start };
 
 } // namespace
 

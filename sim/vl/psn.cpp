@@ -43,7 +43,12 @@ const char *waves(void *b)
 	return static_cast<vl_block<Vpsn> *>(b)->waves_path();
 }
 
-const hm_psn_ops ops = { create, destroy, classify, waves };
+void waves_start(void *b, const char *dir)
+{
+	static_cast<vl_block<Vpsn> *>(b)->waves_in(dir);
+}
+
+const hm_psn_ops ops = { create, destroy, classify, waves, waves_start };
 
 } // namespace
 

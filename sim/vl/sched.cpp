@@ -107,8 +107,13 @@ const char *waves(void *b)
 	return static_cast<sched_rtl *>(b)->vl.waves_path();
 }
 
-const hm_sched_ops ops = { create, destroy, doorbell, push, pop, waves, HCASIM_RTL_NQP,
-			   "rebuild rtl/sched.sv with make RTL_NQP=" };
+void waves_start(void *b, const char *dir)
+{
+	static_cast<sched_rtl *>(b)->vl.waves_in(dir);
+}
+
+const hm_sched_ops ops = { create, destroy, doorbell, push, pop, waves, waves_start,
+			   HCASIM_RTL_NQP, "rebuild rtl/sched.sv with make RTL_NQP=" };
 
 } // namespace
 

@@ -91,11 +91,12 @@ public:
 	}
 
 	/* Open the FST if WAVES=1 (after reset, so the waves start at the first transaction). */
-	void waves()
+	void waves() { waves_in(vl_waves_dir()); }
+	/* Open dir/hca<dev>.<block>.fst, from the next transaction on, unless the block dumps
+	 * already or did (a finished FST is not overwritten). */
+	void waves_in(const std::string &dir)
 	{
-		std::string dir = vl_waves_dir();
-
-		if (dir.empty())
+		if (dir.empty() || fst_ || !path_.empty())
 			return;
 		fst_.reset(new VerilatedFstC);
 		top_->trace(fst_.get(), 99);
