@@ -56,7 +56,6 @@ int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp)
 	if (mode[HM_BLOCK_SCHED] != HM_IMPL_MODEL && sched_rtl()->max_nqps &&
 	    nqps > sched_rtl()->max_nqps) {
 		uint32_t cap = sched_rtl()->max_nqps;
-
 		const char *how = sched_rtl()->rebuild;
 		char fix[128] = "";
 
@@ -166,7 +165,7 @@ static uint64_t read_field(const void *base, size_t off, size_t size)
 }
 
 /* The wave file to open for the RTL instance of block b on device d, as the end of a mismatch
- * report: its path (HM_PORT_WAVES; flushed), or how to get one. */
+ * report: its path (HM_PORT_WAVES; the file is finished), or how to get one. */
 static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
 {
 	const char *(*fn)(void *) = NULL;
@@ -174,7 +173,6 @@ static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
 
 	if (!dir || !*dir)
 		dir = getenv("WAVES_DIR"); /* the transactors' older name (sim/vl/waves.cpp) */
-
 	switch (b) {
 	case HM_BLOCK_SCHED:
 		fn = sched_rtl()->waves;
