@@ -41,13 +41,32 @@ const char *hm_block_name(enum hm_block b)
 	return b < HM_NBLOCKS ? block_names[b] : "?";
 }
 
-int hm_impl_check(const unsigned mode[HM_NBLOCKS])
+static const struct hm_sched_ops *sched_rtl(void);
+
+int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp)
 {
+	uint64_t nqps = (uint64_t)HCA_FIRST_QPN + max_qp;
+
 	for (int b = 0; b < HM_NBLOCKS; b++)
 		if (mode[b] != HM_IMPL_MODEL && !rtl_ops[b])
 			return sim_error(-ENOTSUP, "impl.%s = %s: this build has no RTL twin of %s "
 					 "(Verilator was not found when it was built)",
 					 block_names[b], impl_names[mode[b]], block_names[b]);
+	/* The arbiter's FIFO and pending bits are sized when the RTL is built. */
+	if (mode[HM_BLOCK_SCHED] != HM_IMPL_MODEL && sched_rtl()->max_nqps &&
+	    nqps > sched_rtl()->max_nqps) {
+		uint32_t cap = sched_rtl()->max_nqps;
+		const char *how = sched_rtl()->rebuild;
+		char fix[128] = "";
+
+		if (how)
+			snprintf(fix, sizeof(fix), "; %s%llu", how, (unsigned long long)nqps);
+		return sim_error(-EINVAL, "impl.sched = %s: hca.max_qp = %u needs %llu QPNs, but the "
+				 "RTL arbiter was built for NQP = %u (hca.max_qp <= %u)%s",
+				 impl_names[mode[HM_BLOCK_SCHED]], max_qp,
+				 (unsigned long long)nqps, cap,
+				 cap > HCA_FIRST_QPN ? cap - HCA_FIRST_QPN : 0, fix);
+	}
 	return 0;
 }
 
@@ -114,6 +133,20 @@ void hm_blocks_destroy(struct hm_dev *d)
 	d->blocks = NULL;
 }
 
+void hm_blocks_waves(struct hm_dev *d, const char *dir)
+{
+	struct hm_blocks *k = d->blocks;
+
+	if (!k)
+		return;
+	if (k->rtl[HM_BLOCK_SCHED] && sched_rtl()->waves_start)
+		sched_rtl()->waves_start(k->rtl[HM_BLOCK_SCHED], dir);
+	if (k->rtl[HM_BLOCK_CQE] && cqe_rtl()->waves_start)
+		cqe_rtl()->waves_start(k->rtl[HM_BLOCK_CQE], dir);
+	if (k->rtl[HM_BLOCK_PSN] && psn_rtl()->waves_start)
+		psn_rtl()->waves_start(k->rtl[HM_BLOCK_PSN], dir);
+}
+
 /* ---- lockstep comparison ---- */
 
 /* One output field to compare: name, offset and size in the output struct. */
@@ -129,6 +162,39 @@ static uint64_t read_field(const void *base, size_t off, size_t size)
 
 	memcpy(&v, (const uint8_t *)base + off, size < sizeof(v) ? size : sizeof(v));
 	return v;
+}
+
+/* The wave file to open for the RTL instance of block b on device d, as the end of a mismatch
+ * report: its path (HM_PORT_WAVES; the file is finished), or how to get one. */
+static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
+{
+	const char *(*fn)(void *) = NULL;
+	const char *path, *dir = getenv("HCASIM_WAVES_DIR");
+
+	if (!dir || !*dir)
+		dir = getenv("WAVES_DIR"); /* the transactors' older name (sim/vl/waves.cpp) */
+	switch (b) {
+	case HM_BLOCK_SCHED:
+		fn = sched_rtl()->waves;
+		break;
+	case HM_BLOCK_CQE:
+		fn = cqe_rtl()->waves;
+		break;
+	case HM_BLOCK_PSN:
+		fn = psn_rtl()->waves;
+		break;
+	default:
+		break;
+	}
+	path = fn ? fn(d->blocks->rtl[b]) : NULL;
+	if (path)
+		snprintf(buf, len, "waves: %s (scope hca%d.%s)", path, d->devno, block_names[b]);
+	else if (!fn)
+		snprintf(buf, len, "no waves: this RTL implementation of %s writes none",
+			 block_names[b]);
+	else
+		snprintf(buf, len, "no waves: rerun with WAVES=1 for %s/hca%d.%s.fst",
+			 dir && *dir ? dir : "build/waves", d->devno, block_names[b]);
 }
 
 /* Compare the model's and the RTL's output; on the first difference, halt the simulation
@@ -160,13 +226,14 @@ static bool differ(struct hm_dev *d, enum hm_block b, const char *op, uint64_t i
 	if (!bad)
 		return false;
 	{
-		char msg[512];
+		char msg[1024], where[640];
 
+		waves_of(d, b, where, sizeof(where));
 		snprintf(msg, sizeof(msg),
 			 "lockstep mismatch: device %d block %s (%s) at cycle %llu: field %s "
-			 "expected 0x%llx (model) got 0x%llx (rtl)",
+			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
 			 d->devno, block_names[b], op, (unsigned long long)in_cycle, field,
-			 (unsigned long long)w, (unsigned long long)g);
+			 (unsigned long long)w, (unsigned long long)g, where);
 		SIM_TRACE(warn, lockstep, d->devno, "%s", msg);
 		fprintf(stderr, "hcasim: %s\n", msg);
 		sim_halt(sim_kernel(), msg);

@@ -26,6 +26,14 @@
 
 struct hm_dev;
 
+/* HM_PORT_WAVES: an implementation may dump its instances' pins (the C twins and the SystemC
+ * blocks do not: both hooks NULL). waves_start(b, dir) starts dumping instance b to
+ * dir/hca<dev>.<block>.fst from its next transaction, unless it dumps already (WAVES=1 starts
+ * it at creation; the model's waves, WAVES=1 or hcasim_waves(), start it in the directory of
+ * their VCD). waves(b) finishes that file (its last transaction included, the file complete;
+ * nothing later is dumped) and returns its path, or NULL when it writes none. A lockstep
+ * mismatch, which stops the run, names it in its report (docs/rtl.md). */
+
 /* ---- sched: doorbell decode and the send arbiter --------------------------------------- */
 
 /* DOORBELL: a send-queue doorbell for a QP (its context read by the caller). */
@@ -71,11 +79,15 @@ struct hm_sched_pop_out {
 };
 
 struct hm_sched_ops {
-	void *(*create)(struct hm_dev *d, uint32_t nqps); /* QPNs 0 .. nqps-1 */
+	void *(*create)(struct hm_dev *d, uint32_t nqps); /* QPNs 0 .. nqps-1, nqps <= max_nqps */
 	void (*destroy)(void *b);
 	void (*doorbell)(void *b, const struct hm_sched_db_in *in, struct hm_sched_db_out *out);
 	void (*push)(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out);
 	void (*pop)(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
+	uint32_t max_nqps;   /* the most QPNs an instance can hold (0: no limit); checked at boot */
+	const char *rebuild; /* how to build it for n QPNs: "...=" that n follows, in the message */
 };
 
 /* ---- cqe: the CQE writer ---------------------------------------------------------------- */
@@ -114,6 +126,8 @@ struct hm_cqe_ops {
 	void *(*create)(struct hm_dev *d);
 	void (*destroy)(void *b);
 	void (*post)(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
 };
 
 /* ---- psn: the responder's PSN classifier (RC) ------------------------------------------- */
@@ -138,6 +152,8 @@ struct hm_psn_ops {
 	void *(*create)(struct hm_dev *d);
 	void (*destroy)(void *b);
 	void (*classify)(void *b, const struct hm_psn_in *in, struct hm_psn_out *out);
+	const char *(*waves)(void *b); /* see HM_PORT_WAVES */
+	void (*waves_start)(void *b, const char *dir); /* see HM_PORT_WAVES */
 };
 
 /* ---- plugging in -------------------------------------------------------------------------- */
@@ -151,11 +167,15 @@ void hm_port_register(enum hm_block b, const void *ops);
 /* The RTL registered for a block, or NULL; a block's name ("sched", "cqe", "psn"). */
 const void *hm_port_rtl(enum hm_block b);
 const char *hm_block_name(enum hm_block b);
-/* 0 if every block whose mode is not model has an RTL twin; else -ENOTSUP naming it. */
-int hm_impl_check(const unsigned mode[HM_NBLOCKS]);
+/* 0 if every block whose mode is not model has an RTL twin (else -ENOTSUP naming it) that can
+ * hold a device of max_qp QPs (hca.max_qp; else -EINVAL naming the key, the need and the limit
+ * the RTL was built for). Called at boot, before any device is made. */
+int hm_impl_check(const unsigned mode[HM_NBLOCKS], uint32_t max_qp);
 /* A device's block instances, in the modes given (checked with hm_impl_check first). */
 void hm_blocks_create(struct hm_dev *d, const unsigned mode[HM_NBLOCKS]);
 void hm_blocks_destroy(struct hm_dev *d);
+/* Every RTL instance of d that is not dumping yet starts dumping into dir (HM_PORT_WAVES). */
+void hm_blocks_waves(struct hm_dev *d, const char *dir);
 
 /* The ports as the rest of the model calls them: the device's implementation of the block
  * (lockstep: both, compared; a mismatch halts the simulation, see sim_halt). */

@@ -449,9 +449,25 @@ static int waves_begin(const char *path)
 	if (rc)
 		return rc;
 	rc = hm_waves_start(sys.devs, sys.ndevs);
-	if (rc)
+	if (rc) {
 		sim_waves_close();
-	return rc;
+		return rc;
+	}
+	{
+		/* the RTL blocks' FSTs go next to the VCD (docs/rtl.md) */
+		char dir[4096];
+		const char *slash = strrchr(path, '/');
+
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash == path)
+			snprintf(dir, sizeof(dir), "/");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		for (int i = 0; i < sys.ndevs; i++)
+			hm_blocks_waves(sys.devs[i], dir);
+	}
+	return 0;
 }
 
 static int waves_end(void)
@@ -565,7 +581,7 @@ int hcasim_boot(void)
 						    (unsigned)sys.cfg.impl_cqe,
 						    (unsigned)sys.cfg.impl_psn };
 
-		rc = hm_impl_check(mode);
+		rc = hm_impl_check(mode, (uint32_t)sys.cfg.max_qp);
 		if (rc)
 			return rc;
 	}

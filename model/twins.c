@@ -96,7 +96,7 @@ static void sched_pop(void *b, const struct hm_sched_pop_in *in, struct hm_sched
 }
 
 const struct hm_sched_ops hm_sched_model = { sched_create, sched_destroy, sched_doorbell,
-					     sched_push, sched_pop };
+					     sched_push, sched_pop, NULL, NULL, 0, NULL };
 
 /* ---- cqe ---- */
 
@@ -138,7 +138,8 @@ static void cqe_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out
 	}
 }
 
-const struct hm_cqe_ops hm_cqe_model = { cqe_create, cqe_destroy, cqe_post };
+const struct hm_cqe_ops hm_cqe_model = { cqe_create, cqe_destroy, cqe_post, NULL,
+					 NULL };
 
 /* ---- psn ---- */
 
@@ -172,4 +173,5 @@ static void psn_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out 
 	}
 }
 
-const struct hm_psn_ops hm_psn_model = { psn_create, psn_destroy, psn_classify };
+const struct hm_psn_ops hm_psn_model = { psn_create, psn_destroy, psn_classify,
+					 NULL, NULL };

@@ -65,7 +65,9 @@ int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void 
  * finishes the file (hcasim_shutdown() does too; the file is complete only then). WAVES=1 in
  * the environment does the same at boot to build/waves/model.vcd (the directory from
  * HCASIM_WAVES_DIR; model.<n>.vcd for a process's n-th boot), WAVES=<path> to that path.
- * -errno naming the path. Writing waves does not change the simulation. */
+ * Blocks running as RTL (impl rtl or lockstep) write their pins beside the VCD, as
+ * hca<dev>.<block>.fst (docs/rtl.md). -errno naming the path. Writing waves does not change
+ * the simulation. */
 int hcasim_waves(const char *path);
 
 /* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts

@@ -7,13 +7,12 @@
 #include "model/ports.h"
 
 #include <criterion/criterion.h>
-#include <signal.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Seeded stimulus (xorshift64*), the same on every run. */
@@ -169,7 +168,8 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->destroy(br);
 }
 
-/* WAVES=1: the block writes its FST under WAVES_DIR, named for the device and the block. */
+/* WAVES=1: the block writes its FST under HCASIM_WAVES_DIR, named for the device and the
+ * block, and the port's waves() names it. */
 Test(rtl_psn, waves_write_an_fst_per_block_instance)
 {
 	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
@@ -179,7 +179,7 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 
 	cr_assert_not_null(mkdtemp(dir));
 	setenv("WAVES", "1", 1);
-	setenv("WAVES_DIR", dir, 1);
+	setenv("HCASIM_WAVES_DIR", dir, 1);
 	b = r->create(NULL);
 	for (uint32_t i = 0; i < 10; i++) {
 		struct hm_psn_in in = { 100 + i, i, 3, false };
@@ -187,8 +187,10 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 
 		r->classify(b, &in, &out);
 	}
-	r->destroy(b);
 	snprintf(path, sizeof(path), "%s/hca0.psn.fst", dir);
+	cr_assert_not_null(r->waves);
+	cr_assert_str_eq(r->waves(b), path);
+	r->destroy(b);
 	cr_assert_eq(stat(path, &st), 0, "no %s", path);
 	cr_assert_gt(st.st_size, 0);
 	unlink(path);
@@ -442,22 +444,43 @@ Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->destroy(br);
 }
 
-/* The RTL's arbiter is sized when it is built: more QPs than that is refused by name (the
- * device stops at creation: SIM_ASSERT, in a child process here). */
-Test(rtl_sched, rtl_refuses_more_qps_than_it_was_built_for)
+/* The RTL's arbiter is sized when it is built (make RTL_NQP): a configuration with more QPs
+ * than that is a boot error naming the key, the QPNs it needs and the limit, before any device
+ * is made; the same configuration boots with the C twin. The port states its capacity. */
+Test(rtl_sched, boot_refuses_more_qps_than_the_rtl_was_built_for)
 {
 	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
-	int status = 0;
-	pid_t pid = fork();
+	static const char *const modes[] = { "sched=rtl", "all=lockstep" };
+	char want[160], max[32];
+	uint32_t over = r->max_nqps - HCA_FIRST_QPN + 1; /* one QP too many */
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		r->create(NULL, HCA_FIRST_QPN + 16777215u);
-		_exit(0);
+	cr_assert_gt(r->max_nqps, HCA_FIRST_QPN, "the RTL arbiter states no capacity");
+	snprintf(max, sizeof(max), "%u", over);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		setenv("HCASIM_IMPL", modes[i], 1);
+		cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0, "%s", hcasim_last_error());
+		cr_assert_eq(hcasim_boot(), -EINVAL, "%s: hca.max_qp = %s booted", modes[i], max);
+		cr_assert_eq(hcasim_booted(), 0);
+		snprintf(want, sizeof(want), "hca.max_qp = %u needs %u QPNs, but the RTL arbiter was "
+			 "built for NQP = %u (hca.max_qp <= %u); rebuild rtl/sched.sv with make "
+			 "RTL_NQP=%u", over, over + HCA_FIRST_QPN, r->max_nqps,
+			 r->max_nqps - HCA_FIRST_QPN, over + HCA_FIRST_QPN);
+		cr_assert_not_null(strstr(hcasim_last_error(), want), "%s: the error is: %s",
+				   modes[i], hcasim_last_error());
+		cr_assert_not_null(strstr(hcasim_last_error(), "impl.sched = "), "%s",
+				   hcasim_last_error());
 	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
-		  "creating an arbiter for 2^24+1 QPNs must stop (status 0x%x)", status);
+	/* the limit itself boots; so does more with the C twin */
+	snprintf(max, sizeof(max), "%u", over - 1);
+	setenv("HCASIM_IMPL", "sched=rtl", 1);
+	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	snprintf(max, sizeof(max), "%u", over);
+	setenv("HCASIM_IMPL", "all=model", 1);
+	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
 }
 
 /* ================================ cqe ================================ */
@@ -742,9 +765,11 @@ Test(rtl_lockstep, system_runs_clean_in_lockstep_over_a_ring_wrap)
 	done = write_until_wrap(300);
 	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
 	cr_assert_eq(done, 300);
+	hcasim_shutdown(); /* finishes the dumps of make waves */
 }
 
-Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
+/* The injected bug halts the run at the first CQE of the second pass; returns the report. */
+static const char *injected_cqe_bug(void)
 {
 	const char *why;
 	int done;
@@ -760,4 +785,72 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 		  "the report names block, cycle and field: %s", why);
 	/* the first pass is clean: the bug shows on the 129th CQE (the second pass) */
 	cr_assert_eq(done, 128, "halted at the first CQE of the second pass, after %d", done);
+	return why;
+}
+
+Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	why = injected_cqe_bug();
+	/* waves off: the report says how to get the block's FST */
+	cr_assert_not_null(strstr(why, "no waves: rerun with WAVES=1 for build/waves/hca0.cqe.fst"),
+			   "the report says how to get the waves: %s", why);
+}
+
+/* With waves on, the report names the FST of the block that differed, and it holds the run up
+ * to the mismatch (finished when the report is made). api: waves started with hcasim_waves()
+ * before boot instead of WAVES=1; the FSTs go next to its VCD. */
+static void bug_report_names_the_wave_file(bool api)
+{
+	char dir[] = "/tmp/hcasim-lockstep-waves-XXXXXX", path[256], want[320], cmd[320], mhz[32];
+	unsigned long long cycle, last;
+	const char *why;
+	struct stat st;
+	char *vcd;
+	int status;
+
+	cr_assert_not_null(mkdtemp(dir));
+	unsetenv("WAVES_DIR");
+	if (api) {
+		unsetenv("WAVES");
+		unsetenv("HCASIM_WAVES_DIR");
+		snprintf(path, sizeof(path), "%s/run.vcd", dir);
+		cr_assert_eq(hcasim_waves(path), 0, "%s", hcasim_last_error());
+	} else {
+		setenv("WAVES", "1", 1);
+		setenv("HCASIM_WAVES_DIR", dir, 1);
+	}
+	why = injected_cqe_bug();
+	snprintf(path, sizeof(path), "%s/hca0.cqe.fst", dir);
+	snprintf(want, sizeof(want), "; waves: %s (scope hca0.cqe)", path);
+	cr_assert_not_null(strstr(why, want), "the report names %s: %s", path, why);
+	cr_assert_eq(stat(path, &st), 0, "%s named by the report does not exist", path);
+	cr_assert_gt(st.st_size, 1000, "%s: only %lld bytes at the halt", path,
+		     (long long)st.st_size);
+	/* a complete FST whose last time is the mismatching transaction's */
+	cr_assert_eq(hcasim_config_get("clock.core_mhz", mhz, sizeof(mhz)), 0);
+	cr_assert_eq(sscanf(strstr(why, "at cycle "), "at cycle %llu", &cycle), 1);
+	snprintf(cmd, sizeof(cmd), "fst2vcd %s | grep '^#' | tail -1", path);
+	vcd = tb_run_cmd(cmd, &status);
+	cr_assert_eq(status, 0, "fst2vcd %s failed", path);
+	cr_assert_eq(sscanf(vcd, "#%llu", &last), 1, "fst2vcd %s: no time in the dump", path);
+	cr_assert_geq(last, cycle * (1000000ull / strtoull(mhz, NULL, 10)),
+		      "%s ends at %llu ps, before the mismatch at cycle %llu", path, last, cycle);
+	free(vcd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
+{
+	bug_report_names_the_wave_file(false);
+}
+
+Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vcd)
+{
+	bug_report_names_the_wave_file(true);
 }

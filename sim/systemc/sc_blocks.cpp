@@ -292,7 +292,8 @@ void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 }
 
 const hm_sched_ops sched_ops = { sched_create, sched_destroy, sched_doorbell, sched_push,
-				 sched_pop };
+				 sched_pop, nullptr, nullptr, HCASIM_RTL_NQP,
+				 "rebuild rtl/sched.sv with make RTL_NQP=" };
 
 /* cqe (sim/vl/cqe.cpp) */
 void *cqe_create(hm_dev *d)
@@ -363,7 +364,7 @@ void cqe_post(void *b, const hm_cqe_in *in, hm_cqe_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_cqe_ops cqe_ops = { cqe_create, cqe_destroy, cqe_post };
+const hm_cqe_ops cqe_ops = { cqe_create, cqe_destroy, cqe_post, nullptr, nullptr };
 
 /* psn (sim/vl/psn.cpp) */
 void *psn_create(hm_dev *d)
@@ -396,7 +397,8 @@ void psn_classify(void *b, const hm_psn_in *in, hm_psn_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_psn_ops psn_ops = { psn_create, psn_destroy, psn_classify };
+const hm_psn_ops psn_ops = { psn_create, psn_destroy, psn_classify, nullptr,
+			     nullptr };
 
 } // namespace
 

@@ -15,6 +15,8 @@ namespace {
 struct cqe_rtl_base {
 	virtual ~cqe_rtl_base() {}
 	virtual void post(const hm_cqe_in *in, hm_cqe_out *out) = 0;
+	virtual const char *waves() = 0;
+	virtual void waves_start(const char *dir) = 0;
 };
 
 template <class M> struct cqe_rtl : cqe_rtl_base {
@@ -24,6 +26,9 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 		vl.reset(2, [](M *) { return false; }, 0);
 		vl.waves();
 	}
+
+	const char *waves() override { return vl.waves_path(); }
+	void waves_start(const char *dir) override { vl.waves_in(dir); }
 
 	void post(const hm_cqe_in *in, hm_cqe_out *out) override
 	{
@@ -93,7 +98,17 @@ void post(void *b, const hm_cqe_in *in, hm_cqe_out *out)
 	static_cast<cqe_rtl_base *>(b)->post(in, out);
 }
 
-const hm_cqe_ops ops = { create, destroy, post };
+const char *waves(void *b)
+{
+	return static_cast<cqe_rtl_base *>(b)->waves();
+}
+
+void waves_start(void *b, const char *dir)
+{
+	static_cast<cqe_rtl_base *>(b)->waves_start(dir);
+}
+
+const hm_cqe_ops ops = { create, destroy, post, waves, waves_start };
 
 } // namespace
 

@@ -38,7 +38,17 @@ void classify(void *b, const hm_psn_in *in, hm_psn_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_psn_ops ops = { create, destroy, classify };
+const char *waves(void *b)
+{
+	return static_cast<vl_block<Vpsn> *>(b)->waves_path();
+}
+
+void waves_start(void *b, const char *dir)
+{
+	static_cast<vl_block<Vpsn> *>(b)->waves_in(dir);
+}
+
+const hm_psn_ops ops = { create, destroy, classify, waves, waves_start };
 
 } // namespace
 

@@ -21,7 +21,8 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 
 void *create(hm_dev *d, uint32_t nqps)
 {
-	/* The FIFO and the pending bits are sized when the RTL is built. */
+	/* The FIFO and the pending bits are sized when the RTL is built (max_nqps: the boot
+	 * refuses a larger hca.max_qp before any device is made, hm_impl_check). */
 	SIM_ASSERT(nqps <= HCASIM_RTL_NQP,
 		   "impl.sched = rtl: hca.max_qp = %u needs %u QPNs, but rtl/sched.sv was built for "
 		   "NQP = %u (hca.max_qp <= %u); rebuild with make RTL_NQP=%u",
@@ -101,7 +102,18 @@ void pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_sched_ops ops = { create, destroy, doorbell, push, pop };
+const char *waves(void *b)
+{
+	return static_cast<sched_rtl *>(b)->vl.waves_path();
+}
+
+void waves_start(void *b, const char *dir)
+{
+	static_cast<sched_rtl *>(b)->vl.waves_in(dir);
+}
+
+const hm_sched_ops ops = { create, destroy, doorbell, push, pop, waves, waves_start,
+			   HCASIM_RTL_NQP, "rebuild rtl/sched.sv with make RTL_NQP=" };
 
 } // namespace
 

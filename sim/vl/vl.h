@@ -5,8 +5,8 @@
  *   cycle c (time c * period): inputs and req_valid = 1 applied with clk low, evaluated; the
  *   rising edge at c * period + period / 2 accepts the request; resp_valid is sampled before
  *   each rising edge; the response cycle is in.cycle + the rising edges before it.
- * Waves: with WAVES=1 each block writes <WAVES_DIR or build/waves>/hca<dev>.<block>.fst, its
- * top scope named hca<dev> so that the block is hca<dev>.<block>; times are picoseconds of
+ * Waves: with WAVES=1 each block writes <HCASIM_WAVES_DIR or build/waves>/hca<dev>.<block>.fst,
+ * its top scope named hca<dev> so that the block is hca<dev>.<block>; times are picoseconds of
  * simulated time. */
 #ifndef SIM_VL_VL_H
 #define SIM_VL_VL_H
@@ -61,6 +61,19 @@ public:
 		top_->final();
 	}
 	M *pins() { return top_.get(); }
+	/* Finish the FST (its last transaction included, the file closed so that it can be
+	 * opened: a lockstep mismatch has stopped the run) and return its path; NULL with waves
+	 * off. Later transactions are not dumped. */
+	const char *waves_path()
+	{
+		if (fst_) {
+			if (next_ps_)
+				fst_->dump(next_ps_);
+			fst_->close();
+			fst_.reset();
+		}
+		return path_.empty() ? nullptr : path_.c_str();
+	}
 
 	/* Synchronous reset for n cycles (not dumped), then idle clocking while busy() is true
 	 * (e.g. a reset sweep), at most max_cycles. */
@@ -78,11 +91,12 @@ public:
 	}
 
 	/* Open the FST if WAVES=1 (after reset, so the waves start at the first transaction). */
-	void waves()
+	void waves() { waves_in(vl_waves_dir()); }
+	/* Open dir/hca<dev>.<block>.fst, from the next transaction on, unless the block dumps
+	 * already or did (a finished FST is not overwritten). */
+	void waves_in(const std::string &dir)
 	{
-		std::string dir = vl_waves_dir();
-
-		if (dir.empty())
+		if (dir.empty() || fst_ || !path_.empty())
 			return;
 		fst_.reset(new VerilatedFstC);
 		top_->trace(fst_.get(), 99);

@@ -1,12 +1,16 @@
-/* Waves of the Verilated blocks: WAVES=1 turns them on; WAVES_DIR (default build/waves) is
- * where each block's FST goes (docs/rtl.md). */
+/* Waves of the Verilated blocks: WAVES=1 turns them on; each block's FST goes where the
+ * model's VCD goes, HCASIM_WAVES_DIR (WAVES_DIR, the older name, if that is not set; default
+ * build/waves), so that make waves finds both (docs/rtl.md, docs/waves.md). */
 #include "sim/vl/vl.h"
 
 #include <cerrno>
 
 std::string vl_waves_dir()
 {
-	const char *on = getenv("WAVES"), *dir = getenv("WAVES_DIR");
+	const char *on = getenv("WAVES"), *dir = getenv("HCASIM_WAVES_DIR");
+
+	if (!dir || !*dir)
+		dir = getenv("WAVES_DIR");
 	std::string d = dir && *dir ? dir : "build/waves";
 
 	if (!on || std::string(on) != "1")
@@ -17,7 +21,7 @@ std::string vl_waves_dir()
 			std::string part = d.substr(0, i);
 
 			SIM_ASSERT(mkdir(part.c_str(), 0777) == 0 || errno == EEXIST,
-				   "WAVES_DIR: cannot create %s", part.c_str());
+				   "HCASIM_WAVES_DIR: cannot create %s", part.c_str());
 		}
 	return d;
 }

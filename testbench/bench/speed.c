@@ -1,6 +1,7 @@
 /* hcasim-bench, section B of docs/targets (simulator speed, wall clock): 4 KiB packets and
- * 64 B messages per wall second, idle skipping through seconds of retry exhaustion, the cost
- * per packet from 1 to 16 K active QPs, and 64 K connected QPs (wall time and peak RSS).
+ * 64 B messages per wall second, the same with the Verilated RTL blocks in the loop against pure
+ * C, idle skipping through seconds of retry exhaustion, the cost per packet from 1 to 16 K
+ * active QPs, and 64 K connected QPs (wall time and peak RSS).
  * Each scenario prints the figures of one run; the report takes medians over several. */
 #include "testbench/bench/bench.h"
 
@@ -19,13 +20,11 @@ static void pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_
 	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, NULL);
 }
 
-/* 4 KiB packets per wall second: a stream of 64 KiB RDMA WRITEs at MTU 4096. */
-static int sc_pkts4k(void)
+/* The pkts4k stream: 1 250 RDMA WRITEs of 64 KiB at MTU 4096, 16 outstanding, on a new boot. */
+static void pkts4k_stream(struct bstream_res *r)
 {
 	struct ibv_qp *qa, *qb;
-	struct bstream_res r;
 	struct bsys s;
-	double pps;
 
 	bs_open(&s, NULL, 65536, 256);
 	pair(&s, &qa, &qb, 64);
@@ -33,26 +32,18 @@ static int sc_pkts4k(void)
 		  &(struct bstream_cfg){ .qp = &qa, .nqp = 1, .op = IBV_WR_RDMA_WRITE,
 					 .len = 65536, .chain = 1, .chains_per_qp = 16,
 					 .msgs = 1250 },
-		  &r);
-	pps = (double)r.tx_pkts / r.wall_s;
-	bs_fig("pkts4k.per_wall_s", pps);
-	bs_fig("pkts4k.sim_over_wall", (double)r.sim_ps / 1e12 / r.wall_s);
-	bs_info("pkts4k", "%" PRIu64 " 4 KiB WRITE packets (%" PRIu64 " WRITEs of 64 KiB, 16 "
-		"outstanding) in %.3f s wall, %.3f ms simulated; %.2f kernel events per packet",
-		r.tx_pkts, r.msgs, r.wall_s, (double)r.sim_ps / 1e9,
-		(double)r.events / (double)r.tx_pkts);
+		  r);
 	ibv_destroy_qp(qa);
 	ibv_destroy_qp(qb);
 	bs_close(&s);
-	return 0;
 }
 
-/* 64 B messages per wall second: 16 QPs of inline 64 B RDMA WRITEs, chains of 16. */
-static int sc_msgs64(void)
+/* The msgs64 stream: 16 QPs of inline 64 B RDMA WRITEs, chains of 16, 40 000 in all, on a new
+ * boot. */
+static void msgs64_stream(struct bstream_res *r)
 {
 	enum { NQP = 16 };
 	struct ibv_qp *qa[NQP], *qb[NQP];
-	struct bstream_res r;
 	struct bsys s;
 
 	bs_open(&s, NULL, 4096, 4096);
@@ -62,16 +53,93 @@ static int sc_msgs64(void)
 		  &(struct bstream_cfg){ .qp = qa, .nqp = NQP, .op = IBV_WR_RDMA_WRITE, .len = 64,
 					 .inline_data = true, .chain = 16, .chains_per_qp = 4,
 					 .msgs = 40000 },
-		  &r);
-	bs_fig("msgs64.per_wall_s", (double)r.msgs / r.wall_s);
-	bs_info("msgs64", "%" PRIu64 " 64 B WRITEs on %d QPs in %.3f s wall, %.3f ms simulated; "
-		"%.2f kernel events per message", r.msgs, NQP, r.wall_s, (double)r.sim_ps / 1e9,
-		(double)r.events / (double)r.msgs);
+		  r);
 	for (int i = 0; i < NQP; i++) {
 		ibv_destroy_qp(qa[i]);
 		ibv_destroy_qp(qb[i]);
 	}
 	bs_close(&s);
+}
+
+/* 4 KiB packets per wall second: a stream of 64 KiB RDMA WRITEs at MTU 4096. */
+static int sc_pkts4k(void)
+{
+	struct bstream_res r;
+	double pps;
+
+	pkts4k_stream(&r);
+	pps = (double)r.tx_pkts / r.wall_s;
+	bs_fig("pkts4k.per_wall_s", pps);
+	bs_fig("pkts4k.sim_over_wall", (double)r.sim_ps / 1e12 / r.wall_s);
+	bs_info("pkts4k", "%" PRIu64 " 4 KiB WRITE packets (%" PRIu64 " WRITEs of 64 KiB, 16 "
+		"outstanding) in %.3f s wall, %.3f ms simulated; %.2f kernel events per packet",
+		r.tx_pkts, r.msgs, r.wall_s, (double)r.sim_ps / 1e9,
+		(double)r.events / (double)r.tx_pkts);
+	return 0;
+}
+
+/* 64 B messages per wall second: 16 QPs of inline 64 B RDMA WRITEs, chains of 16. */
+static int sc_msgs64(void)
+{
+	struct bstream_res r;
+
+	msgs64_stream(&r);
+	bs_fig("msgs64.per_wall_s", (double)r.msgs / r.wall_s);
+	bs_info("msgs64", "%" PRIu64 " 64 B WRITEs on %d QPs in %.3f s wall, %.3f ms simulated; "
+		"%.2f kernel events per message", r.msgs, 16, r.wall_s, (double)r.sim_ps / 1e9,
+		(double)r.events / (double)r.msgs);
+	return 0;
+}
+
+/* Verilated RTL blocks in the loop: the msgs64 and pkts4k streams, side by side in one process,
+ * each on boots with every block with an RTL twin (sched, cqe, psn; docs/rtl.md) in model
+ * mode and in rtl mode (HCASIM_IMPL), in the order model, rtl, rtl, model so that a drift of
+ * the machine's load weighs on both. The simulated run must be the same in both modes (time,
+ * events, packets); the figure is wall time in rtl mode over wall time in model mode, the
+ * larger of the two streams. */
+static int sc_rtl(void)
+{
+	static const struct {
+		const char *name;
+		void (*run)(struct bstream_res *r);
+	} w[] = { { "msgs64", msgs64_stream }, { "pkts4k", pkts4k_stream } };
+	static const char *const order[] = { "all=model", "all=rtl", "all=rtl", "all=model" };
+	double worst = 0;
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		double wall[2] = { 0, 0 }, ratio;
+		struct bstream_res first = { 0 };
+		char key[64];
+
+		for (int k = 0; k < 4; k++) {
+			int rtl = k == 1 || k == 2;
+			struct bstream_res r;
+
+			if (setenv("HCASIM_IMPL", order[k], 1))
+				bs_die("setenv HCASIM_IMPL");
+			w[i].run(&r);
+			if (k == 0)
+				first = r;
+			else if (r.sim_ps != first.sim_ps || r.events != first.events ||
+				 r.tx_pkts != first.tx_pkts || r.msgs != first.msgs)
+				bs_die("%s: HCASIM_IMPL=%s simulated another run (%" PRIu64 " ps, %"
+				       PRIu64 " events) than all=model (%" PRIu64 " ps, %" PRIu64
+				       " events)", w[i].name, order[k], r.sim_ps, r.events,
+				       first.sim_ps, first.events);
+			wall[rtl] += r.wall_s;
+		}
+		ratio = wall[1] / wall[0];
+		if (ratio > worst)
+			worst = ratio;
+		snprintf(key, sizeof(key), "rtl.%s.ratio", w[i].name);
+		bs_fig(key, ratio);
+		bs_info("rtl", "%s (%" PRIu64 " messages, %" PRIu64 " request packets, %.3f ms "
+			"simulated, identical in both modes): %.3f s wall in rtl mode, %.3f s in "
+			"model mode (two runs each): %.3fx", w[i].name, first.msgs, first.tx_pkts,
+			(double)first.sim_ps / 1e9, wall[1], wall[0], ratio);
+	}
+	unsetenv("HCASIM_IMPL");
+	bs_fig("rtl.ratio", worst);
 	return 0;
 }
 
@@ -225,6 +293,7 @@ static int sc_qp64k_per_host(void)
 const struct bscenario bench_speed[] = {
 	{ "pkts4k", "simulated 4 KiB packets per wall second", sc_pkts4k },
 	{ "msgs64", "64 B messages per wall second", sc_msgs64 },
+	{ "rtl", "msgs64 and pkts4k with the Verilated RTL blocks against pure C", sc_rtl },
 	{ "idle", "idle skipping: 8.6 s of simulated retry exhaustion", sc_idle },
 	{ "qpscale", "wall cost per packet, 1 to 16 K active QPs", sc_qpscale },
 	{ "qp64k", "64 K QPs (32 K pairs) created and connected", sc_qp64k },

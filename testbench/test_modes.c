@@ -1,0 +1,276 @@
+/* The implementation modes of the blocks with an RTL twin (docs/rtl.md) change nothing that can
+ * be observed: every shipped scenario (build/bin/hcasim-scenario, with its timeline) and the
+ * default simulation (build/bin/hcasim-run) run three times, with HCASIM_IMPL=all=model,
+ * all=rtl and all=lockstep, HCASIM_TRACE='*' and HCASIM_PCAP; each run's stdout, stderr, trace
+ * and every pcap it wrote are byte-identical across the three, and lockstep found no
+ * mismatch. */
+#include "model/ports.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RUN_BIN HCASIM_BUILD_DIR "/bin/hcasim-run"
+#define SCENARIO_BIN HCASIM_BUILD_DIR "/bin/hcasim-scenario"
+#define SCENARIOS HCASIM_SRC_DIR "/sim/scenarios"
+
+static const char *const modes[] = { "model", "rtl", "lockstep" };
+#define NMODES 3
+
+/* The shipped scenarios; every_shipped_scenario_is_compared checks the list is complete. */
+static const char *const scenarios[] = {
+	"duplicated_atomic", "lost_ack", "lost_read_response", "path_migration",
+	"rnr_exhaustion", "rnr_retry_infinite", "sqd_drain", "timeout_exhaustion",
+};
+#define NSCEN (sizeof(scenarios) / sizeof(scenarios[0]))
+
+static char tmpdir[] = "/tmp/hcasim-modes-XXXXXX";
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	char cmd[256];
+
+	if (strcmp(tmpdir + strlen(tmpdir) - 6, "XXXXXX")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
+
+/* Runs argv in tmpdir/<mode> with HCASIM_IMPL=all=<mode>, every trace category to trace.txt
+ * and the links captured to cap.link<n>.pcap; stdout to out.txt, stderr to err.txt. Nothing
+ * else of the environment that changes a run is kept. Returns the exit status. */
+static int run(const char *mode, char *const argv[])
+{
+	char dir[512], impl[32];
+	int status;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, mode);
+	snprintf(impl, sizeof(impl), "all=%s", mode);
+	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s: %s", dir, strerror(errno));
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int out, err;
+
+		if (chdir(dir))
+			_exit(126);
+		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+			_exit(126);
+		for (int i = 3; i < 1024; i++)
+			close(i);
+		unsetenv("HCASIM_CONFIG");
+		unsetenv("HCASIM_RTL_BUG");
+		unsetenv("WAVES");
+		setenv("HCASIM_IMPL", impl, 1);
+		setenv("HCASIM_TRACE", "*", 1);
+		setenv("HCASIM_TRACE_FILE", "trace.txt", 1);
+		setenv("HCASIM_PCAP", "cap", 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "%s (%s) died (signal %d)", argv[0], impl,
+		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return WEXITSTATUS(status);
+}
+
+/* tmpdir/mode/name, read whole (malloc'd, NUL-terminated); *len its size. */
+static char *slurp(const char *mode, const char *name, size_t *len)
+{
+	char path[512];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, mode, name);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	cr_assert_geq(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+/* The length of the line at s, at most 160. */
+static int line_len(const char *s)
+{
+	size_t n = strcspn(s, "\n");
+
+	return n < 160 ? (int)n : 160;
+}
+
+/* The file is byte-identical in the model's and mode's runs; on a difference, the first
+ * differing line of each. Returns its size. */
+static size_t same_file(const char *what, const char *name, const char *mode)
+{
+	size_t la, lb, i, line = 0;
+	char *a = slurp("model", name, &la), *b = slurp(mode, name, &lb);
+
+	for (i = 0; i < la && i < lb && a[i] == b[i]; i++)
+		if (a[i] == '\n')
+			line = i + 1;
+	cr_assert(la == lb && i == la,
+		  "%s: %s differs between model and %s at byte %zu (sizes %zu, %zu), line:\n"
+		  "  model: %.*s\n  %s: %.*s",
+		  what, name, mode, i, la, lb, line_len(a + line), a + line, mode,
+		  line_len(b + line), b + line);
+	free(a);
+	free(b);
+	return la;
+}
+
+/* The names of the files in tmpdir/mode, sorted, one per line (malloc'd). */
+static char *listing(const char *mode)
+{
+	char dir[512], *s = NULL;
+	struct dirent **ents;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, mode);
+	cr_assert_not_null(f);
+	n = scandir(dir, &ents, NULL, alphasort);
+	cr_assert_geq(n, 0, "%s: %s", dir, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		if (ents[i]->d_name[0] != '.')
+			fprintf(f, "%s\n", ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	fclose(f);
+	return s;
+}
+
+/* argv run in every mode; the same output, trace and pcaps; lockstep clean. min_trace: the
+ * trace must have at least that many bytes (a run that traced nothing proves nothing). */
+static void compare(const char *what, char *const argv[], size_t min_trace)
+{
+	char *files, *err;
+	int pcaps = 0;
+
+	for (int b = 0; b < HM_NBLOCKS; b++)
+		if (!hm_port_rtl((enum hm_block)b))
+			cr_skip_test("this build has no RTL twin of %s (no Verilator)",
+				     hm_block_name((enum hm_block)b));
+	for (int m = 0; m < NMODES; m++) {
+		int rc = run(modes[m], argv);
+
+		err = slurp(modes[m], "err.txt", NULL);
+		cr_assert_eq(rc, 0, "%s with HCASIM_IMPL=all=%s: exit status %d:\n%s", what,
+			     modes[m], rc, err);
+		cr_assert_null(strstr(err, "mismatch"), "%s in %s:\n%s", what, modes[m], err);
+		free(err);
+	}
+	/* lockstep compared every output of every block and stopped at none: a mismatch is
+	 * traced (warn lockstep) and halts the run */
+	err = slurp("lockstep", "trace.txt", NULL);
+	cr_assert_null(strstr(err, "lockstep"), "%s: lockstep traced a mismatch", what);
+	free(err);
+
+	files = listing("model");
+	for (int m = 1; m < NMODES; m++) {
+		char *other = listing(modes[m]);
+
+		cr_assert_str_eq(files, other, "%s: model and %s wrote different files", what,
+				 modes[m]);
+		free(other);
+	}
+	for (char *name = files, *nl; *name; name = nl + 1) {
+		size_t len = 0;
+
+		nl = strchr(name, '\n');
+		*nl = 0;
+		for (int m = 1; m < NMODES; m++)
+			len = same_file(what, name, modes[m]);
+		if (!strcmp(name, "trace.txt"))
+			cr_assert_geq(len, min_trace, "%s: a trace of only %zu bytes", what, len);
+		if (strstr(name, ".pcap") && len > 24) /* more than the pcap file header */
+			pcaps++;
+	}
+	free(files);
+	cr_assert_gt(pcaps, 0, "%s: no packet was captured", what);
+}
+
+static void scenario(const char *name)
+{
+	char path[512];
+	char *argv[] = { SCENARIO_BIN, path, NULL };
+
+	snprintf(path, sizeof(path), "%s/%s.ini", SCENARIOS, name);
+	compare(name, argv, 10000);
+}
+
+TestSuite(modes, .init = setup, .fini = teardown);
+
+Test(modes, default_simulation_same_output_trace_and_pcaps)
+{
+	char *argv[] = { RUN_BIN, "run", NULL };
+	char *out;
+
+	compare("hcasim-run", argv, 10000);
+	out = slurp("rtl", "out.txt", NULL);
+	cr_assert_not_null(strstr(out, "CMP_AND_SWP completed"), "%s", out);
+	free(out);
+}
+
+#define SCENARIO_TEST(name) \
+	Test(modes, name##_same_timeline_trace_and_pcaps) { scenario(#name); }
+SCENARIO_TEST(duplicated_atomic)
+SCENARIO_TEST(lost_ack)
+SCENARIO_TEST(lost_read_response)
+SCENARIO_TEST(path_migration)
+SCENARIO_TEST(rnr_exhaustion)
+SCENARIO_TEST(rnr_retry_infinite)
+SCENARIO_TEST(sqd_drain)
+SCENARIO_TEST(timeout_exhaustion)
+
+/* Every .ini in sim/scenarios has its test above. */
+Test(modes, every_shipped_scenario_is_compared)
+{
+	struct dirent **ents;
+	int n = scandir(SCENARIOS, &ents, NULL, alphasort), found = 0;
+
+	cr_assert_geq(n, 0, "%s: %s", SCENARIOS, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		const char *d = ents[i]->d_name;
+		size_t l = strlen(d);
+		bool listed = false;
+
+		if (l > 4 && !strcmp(d + l - 4, ".ini")) {
+			for (size_t k = 0; k < NSCEN; k++)
+				listed |= strlen(scenarios[k]) == l - 4 &&
+					  !strncmp(scenarios[k], d, l - 4);
+			cr_expect(listed, "%s/%s has no test in testbench/test_modes.c "
+				  "(SCENARIO_TEST and scenarios[])", SCENARIOS, d);
+			found++;
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	cr_assert_eq(found, (int)NSCEN, "%d scenarios shipped, %zu compared", found, NSCEN);
+}
