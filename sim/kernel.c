@@ -25,7 +25,7 @@ struct sim_kernel {
 	uint64_t executed;       /* events run so far */
 	uint64_t cancelled_live; /* cancelled events still in the heap */
 	uint64_t background_live; /* live background events in the heap */
-	char halted[512];        /* why the simulation was stopped for good ("" = running) */
+	char halted[1024];       /* why the simulation was stopped for good ("" = running) */
 	sim_advance_fn advance;  /* told before time moves forward (co-simulation) */
 	void *advance_arg;
 };

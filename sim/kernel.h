@@ -84,12 +84,6 @@ void sim_set_step_hook(void (*fn)(void *arg), void *arg);
 typedef void (*sim_advance_fn)(void *arg, sim_time_t from, sim_time_t to);
 void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *arg);
 
-/* Co-simulation with another kernel (SystemC): fn(arg, from, to) runs whenever simulated time
- * is about to move forward from `from` to `to`, before anything at `to` happens; it may block
- * until the other kernel has reached `to`. NULL removes it. */
-typedef void (*sim_advance_fn)(void *arg, sim_time_t from, sim_time_t to);
-void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *arg);
-
 /* Stop the simulation for good (a lockstep mismatch): no event runs after it, waits return
  * -ECANCELED, and sim_halted gives the reason (NULL while running). */
 void sim_halt(struct sim_kernel *k, const char *why);
