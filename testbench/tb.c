@@ -2,9 +2,12 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +258,74 @@ struct ibv_mr *tb_mr(struct tb_dev *t, size_t len)
 					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	cr_assert_not_null(mr, "ibv_reg_mr: %s", hcasim_last_error());
 	return mr;
+}
+
+char *tb_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0, "%s: seek", path);
+	n = ftell(f);
+	cr_assert_geq(n, 0, "%s: size", path);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "%s: short read", path);
+	buf[n] = 0;
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap)
+{
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s: %s", dir, strerror(errno));
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int out, err;
+
+		if (chdir(dir))
+			_exit(126);
+		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+			_exit(126);
+		for (int i = 3; i < 1024; i++)
+			close(i);
+		unsetenv("HCASIM_CONFIG");
+		unsetenv("HCASIM_RTL_BUG");
+		unsetenv("WAVES");
+		setenv("HCASIM_IMPL", impl, 1);
+		setenv("HCASIM_TRACE", "*", 1);
+		setenv("HCASIM_TRACE_FILE", "trace.txt", 1);
+		setenv("HCASIM_PCAP", pcap, 1);
+		setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "%s (%s) died (signal %d)", argv[0], impl,
+		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return WEXITSTATUS(status);
+}
+
+void tb_rm_tmpdir(const char *dir)
+{
+	char cmd[600];
+	size_t n = strlen(dir);
+
+	if (n < 6 || !strcmp(dir + n - 6, "XXXXXX"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0, "%s", cmd);
 }
 
 char *tb_run_cmd(const char *cmd, int *status)

@@ -54,6 +54,17 @@ void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
 /* Run a shell command; returns its standard output (malloc'd) and its exit status. */
 char *tb_run_cmd(const char *cmd, int *status);
+/* The whole file at path (malloc'd, NUL-terminated; the test fails if it cannot be read);
+ * *len its size when len is not NULL. */
+char *tb_slurp(const char *path, size_t *len);
+/* Run argv (argv[0] a path) in the new directory dir, as a traced simulation: stdout to
+ * out.txt, stderr to err.txt, HCASIM_IMPL=impl, every trace category to trace.txt, pcaps
+ * named by HCASIM_PCAP=pcap; without HCASIM_CONFIG, HCASIM_RTL_BUG, WAVES or the runner's
+ * descriptors. Returns the exit status; the test fails if the program dies. */
+int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap);
+/* Remove the directory mkdtemp made from template dir, with everything in it (nothing when
+ * mkdtemp never ran on it: the template still ends in XXXXXX). */
+void tb_rm_tmpdir(const char *dir);
 #define TB_QKEY 0x11111111u
 /* Local ACK timeout code tb_connect gives RC QPs (default 14: 67 ms). */
 extern unsigned tb_rc_timeout;

@@ -1,6 +1,7 @@
 /* Simulation kernel: ordering, cancellation, idle skipping, determinism, PRNG. */
 #include "sim/kernel.h"
 #include "sim/rng.h"
+#include "testbench/tb.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -170,22 +171,6 @@ Test(kernel, rng_is_seeded_per_source)
 
 /* Determinism of the whole system: the default simulation twice, every trace category on,
  * gives byte-identical traces and byte-identical pcaps. */
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-
-	cr_assert_not_null(f, "open %s", path);
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	rewind(f);
-	buf = malloc(*len + 1);
-	cr_assert_eq(fread(buf, 1, *len, f), *len);
-	buf[*len] = 0;
-	fclose(f);
-	return buf;
-}
-
 Test(kernel, two_runs_give_identical_traces)
 {
 	char cmd[1024], p1[] = "/tmp/hcasim-det1-XXXXXX", p2[] = "/tmp/hcasim-det2-XXXXXX";
@@ -200,8 +185,8 @@ Test(kernel, two_runs_give_identical_traces)
 			 i ? p2 : p1, HCASIM_BUILD_DIR, i ? p2 : p1);
 		cr_assert_eq(system(cmd), 0, "%s", cmd);
 	}
-	t1 = slurp(p1, &l1);
-	t2 = slurp(p2, &l2);
+	t1 = tb_slurp(p1, &l1);
+	t2 = tb_slurp(p2, &l2);
 	cr_assert_gt(l1, 10000, "the trace has content (%zu bytes)", l1);
 	cr_assert(strstr(t1, "qp.modify") && strstr(t1, "cmd.done") && strstr(t1, "port.sm"));
 	cr_assert_eq(l1, l2, "trace lengths differ: %zu vs %zu", l1, l2);
@@ -213,8 +198,8 @@ Test(kernel, two_runs_give_identical_traces)
 
 		snprintf(c1, sizeof(c1), "%s.link0.pcap", p1);
 		snprintf(c2, sizeof(c2), "%s.link0.pcap", p2);
-		t1 = slurp(c1, &l1);
-		t2 = slurp(c2, &l2);
+		t1 = tb_slurp(c1, &l1);
+		t2 = tb_slurp(c2, &l2);
 		cr_assert_gt(l1, 100000, "the pcap holds the workload (%zu bytes)", l1);
 		cr_assert(l1 == l2 && !memcmp(t1, t2, l1), "pcaps differ");
 		free(t1);

@@ -5,6 +5,7 @@
  * and every pcap it wrote are byte-identical across the three, and lockstep found no
  * mismatch. */
 #include "model/ports.h"
+#include "testbench/tb.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -41,12 +42,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[256];
-
-	if (strcmp(tmpdir + strlen(tmpdir) - 6, "XXXXXX")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-		cr_expect_eq(system(cmd), 0);
-	}
+	tb_rm_tmpdir(tmpdir);
 }
 
 /* Runs argv in tmpdir/<mode> with HCASIM_IMPL=all=<mode>, every trace category to trace.txt
@@ -55,64 +51,19 @@ static void teardown(void)
 static int run(const char *mode, char *const argv[])
 {
 	char dir[512], impl[32];
-	int status;
-	pid_t pid;
 
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, mode);
 	snprintf(impl, sizeof(impl), "all=%s", mode);
-	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s: %s", dir, strerror(errno));
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int out, err;
-
-		if (chdir(dir))
-			_exit(126);
-		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-			_exit(126);
-		for (int i = 3; i < 1024; i++)
-			close(i);
-		unsetenv("HCASIM_CONFIG");
-		unsetenv("HCASIM_RTL_BUG");
-		unsetenv("WAVES");
-		setenv("HCASIM_IMPL", impl, 1);
-		setenv("HCASIM_TRACE", "*", 1);
-		setenv("HCASIM_TRACE_FILE", "trace.txt", 1);
-		setenv("HCASIM_PCAP", "cap", 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status), "%s (%s) died (signal %d)", argv[0], impl,
-		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	return WEXITSTATUS(status);
+	return tb_run_traced(dir, argv, impl, "cap");
 }
 
 /* tmpdir/mode/name, read whole (malloc'd, NUL-terminated); *len its size. */
 static char *slurp(const char *mode, const char *name, size_t *len)
 {
 	char path[512];
-	FILE *f;
-	char *buf;
-	long n;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, mode, name);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	cr_assert_geq(n, 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = 0;
-	fclose(f);
-	if (len)
-		*len = (size_t)n;
-	return buf;
+	return tb_slurp(path, len);
 }
 
 /* The length of the line at s, at most 160. */

@@ -3,6 +3,8 @@
  * HCASIM_TRACE='*' and HCASIM_PCAP, gives byte-identical output (completions with their
  * times), trace and pcaps; SystemC time equals hcasim time at the report and at the end; the
  * RTL blocks really ran as SystemC modules; lockstep in SystemC finds no mismatch. */
+#include "testbench/tb.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,12 +38,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[256];
-
-	if (strcmp(tmpdir + strlen(tmpdir) - 6, "XXXXXX")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-		cr_expect_eq(system(cmd), 0);
-	}
+	tb_rm_tmpdir(tmpdir);
 }
 
 /* Runs bin in tmpdir/sub with impl, trace and pcap on; stdout to out.txt, stderr to err.txt,
@@ -49,63 +46,19 @@ static void teardown(void)
  * status. */
 static int run(const char *bin, const char *sub, const char *impl)
 {
-	char dir[512];
-	int status;
-	pid_t pid;
+	char dir[512], *const argv[] = { (char *)bin, "out", NULL };
 
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, sub);
-	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s: %s", dir, strerror(errno));
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int out, err;
-
-		if (chdir(dir))
-			_exit(126);
-		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-			_exit(126);
-		unsetenv("HCASIM_CONFIG");
-		unsetenv("HCASIM_RTL_BUG");
-		unsetenv("WAVES");
-		setenv("HCASIM_IMPL", impl, 1);
-		setenv("HCASIM_TRACE", "*", 1);
-		setenv("HCASIM_TRACE_FILE", "trace.txt", 1);
-		setenv("HCASIM_PCAP", "env", 1);
-		setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-		execl(bin, bin, "out", (char *)NULL);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status), "%s died (signal %d)", bin,
-		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	return WEXITSTATUS(status);
+	return tb_run_traced(dir, argv, impl, "env");
 }
 
 /* tmpdir/sub/name, read whole (malloc'd, NUL-terminated); *len its size. */
 static char *slurp(const char *sub, const char *name, size_t *len)
 {
 	char path[512];
-	FILE *f;
-	char *buf;
-	long n;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, sub, name);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	cr_assert_geq(n, 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = 0;
-	fclose(f);
-	if (len)
-		*len = (size_t)n;
-	return buf;
+	return tb_slurp(path, len);
 }
 
 /* The files of the two runs are byte-identical; on a difference, the first differing line. */

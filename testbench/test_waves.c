@@ -42,30 +42,10 @@ static void remove_dir(void)
 	free(tb_run_cmd(cmd, &st));
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "cannot open %s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = 0;
-	fclose(f);
-	if (len)
-		*len = (size_t)n;
-	return buf;
-}
-
 static void assert_same_file(const char *a, const char *b)
 {
 	size_t la, lb;
-	char *x = slurp(a, &la), *y = slurp(b, &lb);
+	char *x = tb_slurp(a, &la), *y = tb_slurp(b, &lb);
 
 	cr_assert(la > 0, "%s is empty", a);
 	cr_assert(la == lb && !memcmp(x, y, la), "%s and %s differ (%zu and %zu bytes)", a, b, la,
@@ -83,7 +63,7 @@ struct wave {
 
 static void read_wave(const char *path, const char *name, struct wave *w)
 {
-	char *buf = slurp(path, NULL), *save = NULL, *ln;
+	char *buf = tb_slurp(path, NULL), *save = NULL, *ln;
 	char scope[512] = "", id[128] = "";
 	uint64_t t = 0;
 	bool body = false;
@@ -379,7 +359,7 @@ static char *render(const char *dump, const char *layout, const char *png)
 	out = tb_run_cmd(cmd, &st);
 	cr_assert_eq(st, 0, "gtkwave failed (%d): %s", st, out);
 	free(out);
-	shown = slurp(list, NULL);
+	shown = tb_slurp(list, NULL);
 	return shown;
 }
 
@@ -387,7 +367,7 @@ static char *render(const char *dump, const char *layout, const char *png)
 static void png_size(const char *path, uint32_t *w, uint32_t *h, size_t *bytes)
 {
 	size_t len;
-	unsigned char *p = (unsigned char *)slurp(path, &len);
+	unsigned char *p = (unsigned char *)tb_slurp(path, &len);
 
 	cr_assert(len > 24 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8) && !memcmp(p + 12, "IHDR", 4),
 		  "%s is not a PNG", path);
@@ -400,7 +380,7 @@ static void png_size(const char *path, uint32_t *w, uint32_t *h, size_t *bytes)
 /* The signal lines of a .gtkw (not comments, settings, flags or group labels). */
 static size_t layout_signals(const char *layout, char names[][64], size_t max)
 {
-	char *buf = slurp(layout, NULL), *save = NULL, *ln;
+	char *buf = tb_slurp(layout, NULL), *save = NULL, *ln;
 	size_t n = 0;
 
 	for (ln = strtok_r(buf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save))
