@@ -16,7 +16,10 @@ JOBS    ?= 2
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
             libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth verilator libsystemc-dev
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP
+# -fno-semantic-interposition: calls inside libhcasim bind locally (no PLT), so the compiler may
+# inline them; nothing interposes the library's own functions. About 5 % on the speed benches.
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -fno-semantic-interposition \
+           -I. -MMD -MP
 LDFLAGS :=
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

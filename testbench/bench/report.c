@@ -378,7 +378,7 @@ static void machine(FILE *f)
 	out(f, "| date | %s |\n", date);
 	out(f, "| commit | %s%s |\n", commit[0] ? commit : "?",
 	    dirty[0] ? " (with uncommitted changes)" : "");
-	out(f, "| compiler | gcc %s, `-std=c11 -O2` (the Makefile's CFLAGS) |\n", __VERSION__);
+	out(f, "| compiler | gcc %s, `-std=c11 -O2 -fno-semantic-interposition` (the Makefile's CFLAGS) |\n", __VERSION__);
 	out(f, "| command | `make bench` = "
 	       "`build/bin/hcasim-bench report docs/bench/results.md` |\n");
 }
