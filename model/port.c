@@ -279,16 +279,14 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 		uint64_t lead = len - pkt->paylen - HM_ICRC_BYTES -
 				(hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
 				(hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
-		sim_time_t ahead = (lead * 8000000ull + sim_config_link_mbps(&d->cfg) / 2) /
-				   sim_config_link_mbps(&d->cfg);
+		sim_time_t ahead = sim_link_bytes_ps(sim_config_link_mbps(&d->cfg), lead);
 
 		if (need > ahead && need - ahead > t)
 			t = sim_clock_edge(&d->core, need - ahead);
 	}
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
-	p->tx_busy_ps = start + ((uint64_t)(len + hm_pkt_wire_overhead(hm_port_ll(p))) * 8000000ull +
-				 sim_config_link_mbps(&d->cfg) / 2) /
-					sim_config_link_mbps(&d->cfg); /* rounded as the link does */
+	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
+						  len + hm_pkt_wire_overhead(hm_port_ll(p)));
 	f = malloc(sizeof(*f) + len);
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->link = d->links[port - 1];

@@ -83,6 +83,10 @@ void sim_link_set_classifier(struct sim_link *l, sim_link_classify_fn fn);
  * sent are lost before the wire (not in the pcap), frames in flight when it goes down are lost
  * too (each a link.fault trace line, counted in sim_link_lost_down). Each side's state
  * function (with the port given to sim_link_attach) hears every change, at once. */
+/* The time bytes take on a link of rate_mbps (after line coding): bytes * 8 * 10^6 / rate_mbps
+ * ps, rounded to the nearest picosecond (halves up), as the link serializes a frame. */
+sim_time_t sim_link_bytes_ps(uint64_t rate_mbps, uint64_t bytes);
+
 typedef void (*sim_link_state_fn)(void *port, bool up);
 void sim_link_set_state_fn(struct sim_link *l, int side, sim_link_state_fn fn);
 void sim_link_set_up(struct sim_link *l, bool up);

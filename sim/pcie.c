@@ -1,6 +1,7 @@
 /* PCIe function model: BAR0 dispatch, IOMMU, DMA timing, MSI-X. */
 #include "sim/pcie.h"
 #include "sim/error.h"
+#include "sim/link.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -367,17 +368,12 @@ void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn,
 
 static void forward_writes(struct sim_pcie_fn *fn, uint64_t addr, size_t len);
 
-/* Cut-through bookkeeping (sim_dma_read_ct, sim_dma_write_ct): x bytes on a link of mbps. */
+/* Cut-through bookkeeping (sim_dma_read_ct, sim_dma_write_ct), against a link of mbps. */
 struct ct {
-	uint32_t mbps;   /* link rate; 0: not cut-through */
+	uint32_t mbps;   /* link rate */
 	uint64_t off;    /* read: stream offset of the first byte; write: bytes after the last */
 	sim_time_t ref;  /* read: raised to the earliest start (need); write: ready */
 };
-
-static sim_time_t link_bytes_ps(uint32_t mbps, uint64_t bytes)
-{
-	return (bytes * 8000000ull + mbps / 2) / mbps;
-}
 
 /* Time at which the last byte of a read issued at t has arrived; with ct, ct->ref is raised
  * to each completion's arrival minus the link time of the stream bytes before it. */
@@ -410,7 +406,7 @@ static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t le
 			fn->down_busy_ps = cpl + ser_ps(fn, n);
 			cpl = fn->down_busy_ps;
 			if (ct) {
-				sim_time_t ahead = link_bytes_ps(ct->mbps, ct->off + off + c);
+				sim_time_t ahead = sim_link_bytes_ps(ct->mbps, ct->off + off + c);
 
 				if (cpl > ahead && cpl - ahead > ct->ref)
 					ct->ref = cpl - ahead;
@@ -444,7 +440,7 @@ static sim_time_t write_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t l
 		size_t n = len - off < fn->mps ? len - off : fn->mps;
 
 		if (ct) {
-			sim_time_t behind = link_bytes_ps(ct->mbps, len - off - n + ct->off);
+			sim_time_t behind = sim_link_bytes_ps(ct->mbps, len - off - n + ct->off);
 
 			t = sim_clock_edge(&fn->clk, ct->ref > behind ? ct->ref - behind : 0);
 		}
@@ -466,38 +462,44 @@ static sim_time_t write_timing(struct sim_pcie_fn *fn, sim_time_t t, size_t len)
 	return write_timing_ct(fn, t, len, NULL);
 }
 
-int sim_dma_read_ct(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
-		    sim_time_t *t_ps, uint32_t mbps, uint64_t off, sim_time_t *need)
+/* sim_dma_read_timed, and with ct sim_dma_read_ct. */
+static int read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		      sim_time_t *t_ps, struct ct *ct)
 {
-	struct ct ct = { mbps, off, *need };
 	int rc = iommu_check(fn, addr, len, SIM_DMA_READ);
 
-	SIM_ASSERT(mbps > 0, "cut-through read without a link rate");
 	if (rc)
 		return rc;
 	forward_writes(fn, addr, len);
 	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
-	*t_ps = read_timing_ct(fn, *t_ps, len, &ct);
-	*need = ct.ref;
-	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu cut-through=%llu",
-		  (unsigned long long)addr, len, (unsigned long long)*t_ps,
-		  (unsigned long long)ct.ref);
+	*t_ps = read_timing_ct(fn, *t_ps, len, ct);
+	if (ct)
+		SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu cut-through=%llu",
+			  (unsigned long long)addr, len, (unsigned long long)*t_ps,
+			  (unsigned long long)ct->ref);
+	else
+		SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
+			  (unsigned long long)addr, len, (unsigned long long)*t_ps);
 	return 0;
+}
+
+int sim_dma_read_ct(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
+		    sim_time_t *t_ps, uint32_t mbps, uint64_t off, sim_time_t *need)
+{
+	struct ct ct = { mbps, off, *need };
+	int rc;
+
+	SIM_ASSERT(mbps > 0, "cut-through read without a link rate");
+	rc = read_timed(fn, addr, dst, len, t_ps, &ct);
+	if (!rc)
+		*need = ct.ref;
+	return rc;
 }
 
 int sim_dma_read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 		       sim_time_t *t_ps)
 {
-	int rc = iommu_check(fn, addr, len, SIM_DMA_READ);
-
-	if (rc)
-		return rc;
-	forward_writes(fn, addr, len);
-	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
-	*t_ps = read_timing(fn, *t_ps, len);
-	SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
-		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
-	return 0;
+	return read_timed(fn, addr, dst, len, t_ps, NULL);
 }
 
 int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
