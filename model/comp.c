@@ -129,7 +129,7 @@ static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *
 {
 	const uint8_t *w = wqe_at(qp, f->wqe);
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, qp->attr.port_num ? qp->attr.port_num : 1) };
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
 	bool ok;
 
 	/* hm_sge_copy only reads buf when writing to memory; the data is written as it comes

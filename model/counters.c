@@ -136,7 +136,7 @@ void hm_ctr_inc(struct hm_dev *d, unsigned port, enum hm_ctr c)
 
 void hm_ctr_qp(struct hm_dev *d, const struct hm_qp *qp, enum hm_ctr c)
 {
-	unsigned port = qp->attr.port_num ? qp->attr.port_num : 1;
+	unsigned port = hm_qp_port(qp);
 
 	hm_ctr_inc(d, port <= d->nports ? port : 1, c);
 }

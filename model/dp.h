@@ -148,7 +148,6 @@ struct hm_qp {
 	/* QP context cache */
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
-	uint64_t lru;          /* last use stamp */
 	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
 	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
 	 * RQ, read when it is posted so that a SEND does not wait for it */
@@ -186,7 +185,6 @@ struct hm_dp {
 	uint64_t qpc_base;        /* device address of the backing store */
 	uint32_t qpc_entries;     /* cache capacity */
 	uint32_t qpc_used;        /* entries in use */
-	uint64_t qpc_clock;       /* LRU stamp source */
 	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
 	/* send arbiter: the sched block (model/ports.h) holds the round-robin FIFO of QPs with
@@ -206,6 +204,12 @@ struct hm_dp {
 
 /* A 16-bit producer index from a doorbell, extended to 32 bits next to the current one (a
  * running count only grows). */
+/* The port a QP sends from (1-based): its primary path's, port 1 until one is set. */
+static inline unsigned hm_qp_port(const struct hm_qp *qp)
+{
+	return qp->attr.port_num ? qp->attr.port_num : 1;
+}
+
 static inline uint32_t hm_extend16(uint32_t cur, uint32_t v16)
 {
 	uint32_t v = (cur & ~0xffffu) | (v16 & 0xffffu);

@@ -199,7 +199,6 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 
 	if (!qp)
 		return NULL;
-	qp->lru = ++dp->qpc_clock;
 	if (qp->cached) {
 		lru_unlink(dp, qp);
 		lru_append(dp, qp);

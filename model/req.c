@@ -130,7 +130,7 @@ static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_
 static void base_headers(struct hm_dev *d, struct hm_qp *qp, const struct hca_av *av,
 			 struct hm_pkt *p)
 {
-	const struct hm_port *port = &d->ports[(qp->attr.port_num ? qp->attr.port_num : 1) - 1];
+	const struct hm_port *port = &d->ports[hm_qp_port(qp) - 1];
 
 	memset(p, 0, sizeof(*p));
 	p->sl = av->sl;
@@ -197,7 +197,7 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
 	uint8_t payload[4096];
 	unsigned mtu = hm_qp_mtu(d, qp);
-	unsigned port = qp->attr.port_num ? qp->attr.port_num : 1;
+	unsigned port = hm_qp_port(qp);
 	uint32_t paylen = 0;
 	bool first = qp->cur_off == 0, last = true;
 	sim_time_t end, issue;

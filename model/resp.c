@@ -22,16 +22,11 @@ enum {
 	AETH_NAK_REM_OP = 0x63,
 };
 
-static unsigned qp_port(const struct hm_qp *qp)
-{
-	return qp->attr.port_num ? qp->attr.port_num : 1;
-}
-
 /* Response headers: addressed back to the requester of p. */
 static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req,
 			 struct hm_pkt *p)
 {
-	const struct hm_port *port = &d->ports[qp_port(qp) - 1];
+	const struct hm_port *port = &d->ports[hm_qp_port(qp) - 1];
 
 	memset(p, 0, sizeof(*p));
 	p->sl = req->sl;
@@ -67,7 +62,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
 	}
 	qp->c_tx_pkts++;
-	hm_port_send(d, qp_port(qp), &a, t, 0);
+	hm_port_send(d, hm_qp_port(qp), &a, t, 0);
 }
 
 /* The receive WQE in use completes with status (a receive error). */
@@ -223,7 +218,7 @@ static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, 
 		       sim_time_t t)
 {
 	bool ok;
-	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, qp_port(qp)) };
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
 	uint32_t n = hm_sge_copy(d, qp->rwqe_pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data,
 				 len, true, &t, &ok, &ct);
 
@@ -277,7 +272,7 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	}
 	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1);
 	 * for RoCEv2 over IPv4 they hold the IPv4 header in bytes 20..39 (RoCEv2 annex). */
-	if (d->ports[qp_port(qp) - 1].link_layer == 2) {
+	if (d->ports[hm_qp_port(qp) - 1].link_layer == 2) {
 		uint8_t *ip = grh + 20;
 		uint32_t sum = 0;
 		/* IPv4 total length: IP, UDP, BTH, DETH, [ImmDt], payload, pad, ICRC. */
@@ -372,7 +367,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 			memset(buf, 0, chunk);
 		r.payload = buf;
 		r.paylen = chunk;
-		hm_port_send(d, qp_port(qp), &r, t, need); /* cut-through behind its read */
+		hm_port_send(d, hm_qp_port(qp), &r, t, need); /* cut-through behind its read */
 		qp->c_tx_pkts++;
 		qp->c_tx_bytes += chunk;
 		off += chunk;
@@ -418,7 +413,7 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	r.aeth_msn = qp->msn & 0xffffff;
 	r.atomic_orig = orig;
 	qp->c_tx_pkts++;
-	hm_port_send(d, qp_port(qp), &r, t, 0);
+	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
 	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
 	return t;
 }
@@ -501,7 +496,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				r.aeth_msn = a->msn;
 				r.atomic_orig = a->orig;
 				qp->c_tx_pkts++;
-				hm_port_send(d, qp_port(qp), &r, t, 0);
+				hm_port_send(d, hm_qp_port(qp), &r, t, 0);
 				return t;
 			}
 			if (p->ackreq)
@@ -599,7 +594,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		if (p->paylen) /* cut-through: written as it comes through the pipeline */
 			sim_dma_write_ct(d->fn, iova, p->payload, p->paylen, t,
 					 sim_config_link_mbps(&d->cfg),
-					 hm_port_tail_bytes(d, qp_port(qp)));
+					 hm_port_tail_bytes(d, hm_qp_port(qp)));
 		qp->wr_va += p->paylen;
 		qp->wr_left -= p->paylen;
 	} else {
