@@ -376,10 +376,25 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	return t;
 }
 
+/* The ATOMIC ACKNOWLEDGE of request p: msn and the original value, new or saved. */
+static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
+			    uint32_t msn, uint64_t orig, sim_time_t t)
+{
+	struct hm_pkt r;
+
+	resp_headers(d, qp, p, &r);
+	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
+	r.psn = p->psn;
+	r.aeth_syndrome = AETH_ACK;
+	r.aeth_msn = msn;
+	r.atomic_orig = orig;
+	qp->c_tx_pkts++;
+	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
+}
+
 static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint64_t iova, orig, val;
-	struct hm_pkt r;
 
 	if (p->atomic_va & 7) {
 		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
@@ -406,14 +421,7 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	qp->atomics[qp->atomic_next] =
 		(struct hm_atomic_saved){ p->psn, qp->msn & 0xffffff, orig, true };
 	qp->atomic_next = (uint8_t)((qp->atomic_next + 1) % HM_ATOMIC_SAVED);
-	resp_headers(d, qp, p, &r);
-	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
-	r.psn = p->psn;
-	r.aeth_syndrome = AETH_ACK;
-	r.aeth_msn = qp->msn & 0xffffff;
-	r.atomic_orig = orig;
-	qp->c_tx_pkts++;
-	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
+	send_atomic_ack(d, qp, p, qp->msn & 0xffffff, orig, t);
 	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
 	return t;
 }
@@ -482,21 +490,13 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			}
 			if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
 				const struct hm_atomic_saved *a = NULL;
-				struct hm_pkt r;
 
 				for (int i = 0; i < HM_ATOMIC_SAVED; i++)
 					if (qp->atomics[i].valid && qp->atomics[i].psn == p->psn)
 						a = &qp->atomics[i];
 				if (!a)
 					return t; /* older than every result kept */
-				resp_headers(d, qp, p, &r);
-				r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
-				r.psn = p->psn;
-				r.aeth_syndrome = AETH_ACK;
-				r.aeth_msn = a->msn;
-				r.atomic_orig = a->orig;
-				qp->c_tx_pkts++;
-				hm_port_send(d, hm_qp_port(qp), &r, t, 0);
+				send_atomic_ack(d, qp, p, a->msn, a->orig, t);
 				return t;
 			}
 			if (p->ackreq)

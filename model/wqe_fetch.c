@@ -86,11 +86,8 @@ static void wake_when_ready(struct hm_dev *d, struct hm_qp *qp)
 
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t)
 {
-	if (idx - qp->sq_fetch_lo >= qp->sq_fetched - qp->sq_fetch_lo) {
+	if (idx - qp->sq_fetch_lo >= qp->sq_fetched - qp->sq_fetch_lo)
 		fetch_window(d, qp, idx, *t); /* not fetched (or a rewind before the window) */
-		if (qp->sq_fetch_err)
-			return HM_WQE_FAILED;
-	}
 	if (qp->sq_fetch_err)
 		return HM_WQE_FAILED;
 	if (qp->sq_fetch_ready > *t) {
