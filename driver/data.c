@@ -150,6 +150,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
 	struct drv_dev *d;
 	uint32_t posted = 0;
+	unsigned used;
 	int rc = 0;
 
 	if (!qp) {
@@ -280,13 +281,12 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	}
 	if (rc && bad)
 		*bad = wr;
-	if (posted == 1 && bf_size(qp) <= HCA_UAR_BF_WQE_BYTES) {
+	if (posted == 1 && (used = bf_size(qp)) <= HCA_UAR_BF_WQE_BYTES) {
 		/* BlueFlame (as mlx5 does for a single small WQE): the doorbell word and the WQE
 		 * in one write-combined burst of 64-byte chunks, so the device need not read the
 		 * WQE back. */
 		uint8_t bf[HCA_UAR_BF_BYTES] = { 0 };
 		uint64_t db = HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff);
-		unsigned used = bf_size(qp);
 
 		memcpy(bf, &db, sizeof(db));
 		memcpy(bf + 16, last_wqe(qp), used);

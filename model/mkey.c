@@ -26,7 +26,6 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 		     struct hm_ct *ct)
 {
 	uint32_t mbps = ct ? sim_config_link_mbps(&d->cfg) : 0;
-
 	uint8_t *b = buf;
 	uint32_t moved = 0;
 

@@ -201,7 +201,8 @@ static void crc_setup(void)
 }
 
 /* ICRC (IBA 7.8.1): CRC-32 with the Ethernet polynomial, initial all ones, final complement —
- * zlib's crc32(), which the tests check it against — over the packet with its variant fields replaced by ones:
+ * zlib's crc32(), which the tests check it against — over the packet with its variant fields
+ * replaced by ones:
  *  - local packet (LNH 2): the LRH with VL set to ones; the BTH with Resv8a (byte 4: FECN, BECN,
  *    Resv6a) set to ones; everything else up to the ICRC as sent.
  *  - global packet (LNH 3): the whole LRH is variant (a router rewrites it: DLID, SLID, SL, VL),
