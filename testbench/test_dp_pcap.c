@@ -241,7 +241,6 @@ static void workload(struct rig *r, const char *prefix)
 	hcasim_shutdown(); /* flushes and closes the captures */
 }
 
-/* Run cmd; its stdout; its exit status. */
 static int frame_cmp(const void *x, const void *y)
 {
 	const struct frame *a = x, *b = y;
@@ -344,14 +343,7 @@ static void check_pcapcheck(const char *path)
 	cr_assert(strstr(out, " 0 bad") != NULL, "%s", out);
 	free(out);
 
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	size = (size_t)ftell(f);
-	rewind(f);
-	b = malloc(size);
-	cr_assert_eq(fread(b, 1, size, f), size);
-	fclose(f);
+	b = (uint8_t *)tb_slurp(path, &size);
 	for (off = 24; off + 16 <= size;) { /* global header, then records */
 		uint32_t incl;
 

@@ -273,14 +273,9 @@ static char *tmp_ini(const char *text)
 /* A scenario's text with one line replaced. */
 static char *edited(const char *file, const char *from, const char *to)
 {
-	FILE *f = fopen(file, "r");
-	char *text = calloc(1, 1 << 16), *res, *p;
 	size_t n;
+	char *text = tb_slurp(file, &n), *res, *p;
 
-	cr_assert(f && text);
-	n = fread(text, 1, (1 << 16) - 1, f);
-	fclose(f);
-	text[n] = 0;
 	p = strstr(text, from);
 	cr_assert_not_null(p, "'%s' not in %s", from, file);
 	res = calloc(1, n + strlen(to) + 1);

@@ -35,11 +35,7 @@ static void make_dir(void)
 
 static void remove_dir(void)
 {
-	char cmd[128];
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	free(tb_run_cmd(cmd, &st));
+	tb_rm_tmpdir(dir);
 }
 
 static void assert_same_file(const char *a, const char *b)
