@@ -74,6 +74,12 @@ struct ibv_qp *bs_qp(struct bhost *h, uint32_t sq, uint32_t rq);
 /* RESET -> INIT -> RTR -> RTS towards peer_qpn on peer, with c (NULL: bconn_default). */
 void bs_connect(struct bhost *h, struct ibv_qp *qp, struct bhost *peer, uint32_t peer_qpn,
 		const struct bconn *c);
+/* An RC QP on each host (sq/rq entries), connected to each other with c (NULL: default). */
+void bs_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq, uint32_t rq,
+	     const struct bconn *c);
+void bs_unpair(struct ibv_qp *qa, struct ibv_qp *qb);
+/* The ibv_mtu of a path MTU in bytes (256..4096; anything else: 4096). */
+enum ibv_mtu bs_mtu(unsigned mtu);
 /* Take up to max completions from h's CQ (one poll batch; 0 when empty, which costs the host
  * host.poll_ns of simulated time). */
 int bs_poll(struct bhost *h, struct bwc *out, int max);

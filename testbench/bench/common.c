@@ -327,3 +327,31 @@ void bs_trace_free(struct btrace *tr)
 	free(tr->rnr_resume);
 	memset(tr, 0, sizeof(*tr));
 }
+
+void bs_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq, uint32_t rq,
+	     const struct bconn *c)
+{
+	*qa = bs_qp(&s->h[0], sq, rq);
+	*qb = bs_qp(&s->h[1], sq, rq);
+	if (!*qa || !*qb)
+		bs_die("ibv_create_qp");
+	bs_connect(&s->h[0], *qa, &s->h[1], (*qb)->qp_num, c);
+	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, c);
+}
+
+void bs_unpair(struct ibv_qp *qa, struct ibv_qp *qb)
+{
+	if (ibv_destroy_qp(qa) || ibv_destroy_qp(qb))
+		bs_die("ibv_destroy_qp");
+}
+
+enum ibv_mtu bs_mtu(unsigned mtu)
+{
+	switch (mtu) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	default: return IBV_MTU_4096;
+	}
+}

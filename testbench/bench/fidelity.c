@@ -19,35 +19,6 @@
 
 static const char *const cfg_roce[] = { "hca.link_layer", "roce", NULL };
 
-static enum ibv_mtu mtu_enum(unsigned mtu)
-{
-	switch (mtu) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	default: return IBV_MTU_4096;
-	}
-}
-
-/* A connected RC pair hcasim0 <-> hcasim1 with path MTU mtu; *qb may be NULL-ed by caller. */
-static void pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq,
-		 uint32_t rq, const struct bconn *c)
-{
-	*qa = bs_qp(&s->h[0], sq, rq);
-	*qb = bs_qp(&s->h[1], sq, rq);
-	if (!*qa || !*qb)
-		bs_die("ibv_create_qp");
-	bs_connect(&s->h[0], *qa, &s->h[1], (*qb)->qp_num, c);
-	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, c);
-}
-
-static void unpair(struct ibv_qp *qa, struct ibv_qp *qb)
-{
-	if (ibv_destroy_qp(qa) || ibv_destroy_qp(qb))
-		bs_die("ibv_destroy_qp");
-}
-
 /* ---- RC WRITE 64 KiB goodput ---- */
 
 static void write_goodput(bool roce, unsigned mtu)
@@ -60,9 +31,9 @@ static void write_goodput(bool roce, unsigned mtu)
 	char key[64];
 	double gbps, limit;
 
-	c.mtu = mtu_enum(mtu);
+	c.mtu = bs_mtu(mtu);
 	bs_open(&s, roce ? cfg_roce : NULL, M, 256);
-	pair(&s, &qa, &qb, 64, 1, &c);
+	bs_pair(&s, &qa, &qb, 64, 1, &c);
 	bs_stream(&s,
 		  &(struct bstream_cfg){ .qp = &qa, .nqp = 1, .op = IBV_WR_RDMA_WRITE, .len = M,
 					 .chain = 1, .chains_per_qp = DEPTH, .msgs = MSGS,
@@ -82,7 +53,7 @@ static void write_goodput(bool roce, unsigned mtu)
 		"wire limit %.5f Gb/s",
 		roce ? "RoCEv2" : "IB", mtu, MSGS, DEPTH, r.window_msgs, r.window_ps,
 		s.h[0].cycle_ps, gbps, limit);
-	unpair(qa, qb);
+	bs_unpair(qa, qb);
 	bs_close(&s);
 }
 
@@ -114,7 +85,7 @@ static void msg_rate(bool roce)
 
 	bs_open(&s, roce ? cfg_roce : NULL, 4096, 4096);
 	for (int i = 0; i < NQP; i++)
-		pair(&s, &qa[i], &qb[i], CHAIN * CHAINS, 1, NULL);
+		bs_pair(&s, &qa[i], &qb[i], CHAIN * CHAINS, 1, NULL);
 	bs_stream(&s,
 		  &(struct bstream_cfg){ .qp = qa, .nqp = NQP, .op = IBV_WR_RDMA_WRITE, .len = 64,
 					 .inline_data = true, .chain = CHAIN,
@@ -136,7 +107,7 @@ static void msg_rate(bool roce)
 		roce ? "RoCEv2" : "IB", NQP, CHAIN, CHAINS, r.window_msgs, r.window_ps, mps,
 		(double)r.events / (double)r.msgs, wire, pipe);
 	for (int i = 0; i < NQP; i++)
-		unpair(qa[i], qb[i]);
+		bs_unpair(qa[i], qb[i]);
 	bs_close(&s);
 }
 
@@ -201,7 +172,7 @@ static void pingpong(struct bsys *s, struct ibv_qp *qa, struct ibv_qp *qb, uint3
 
 static void lat_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t size)
 {
-	pair(s, qa, qb, 64, 256, NULL);
+	bs_pair(s, qa, qb, 64, 256, NULL);
 	for (int i = 0; i < 200; i++) {
 		bs_post_recv(*qa, 1000 + (uint64_t)i, (uintptr_t)s->h[0].buf + size, size,
 			     s->h[0].mr->lkey);
@@ -223,7 +194,7 @@ static int sc_latency(void)
 	bs_info("lat.send2", "IB, 2 B SEND, inline, busy polling: 100 round trips after 10: half "
 		"round trip %.3f ns; from ibv_post_send to the peer's RECV CQE timestamp %.3f ns",
 		p.half_rtt_ps / 1000.0, p.post_to_cqe_ps / 1000.0);
-	unpair(qa, qb);
+	bs_unpair(qa, qb);
 	bs_close(&s);
 	return 0;
 }
@@ -247,7 +218,7 @@ static int sc_latency_slope(void)
 	static const uint32_t small[] = { 64, 256, 1024, 2048, 4096 };
 	static const uint32_t large[] = { 16384, 32768, 65536, 131072, 262144 };
 	enum { NS = 5 };
-	double x[NS], y[NS], sl_small, sl_large;
+	double x[NS], y[NS], sl_small = 0, sl_large = 0;
 	char line[512];
 	size_t off = 0;
 	struct bsys s;
@@ -262,7 +233,7 @@ static int sc_latency_slope(void)
 
 			lat_pair(&s, &qa, &qb, sz[i]);
 			pingpong(&s, qa, qb, sz[i], false, 4, 20, &p);
-			unpair(qa, qb);
+			bs_unpair(qa, qb);
 			x[i] = sz[i];
 			y[i] = p.half_rtt_ps;
 			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%u B %.2f ns",
@@ -309,7 +280,7 @@ static void read16_pass(const char *const *cfg, bool adapter)
 		char key[64];
 		struct bwc w;
 
-		pair(&s, &qa, &qb, 64, 1, NULL);
+		bs_pair(&s, &qa, &qb, 64, 1, NULL);
 		/* RTT of one READ alone: post to the poll that returns it, averaged over 8. */
 		for (int i = 0; i < 8; i++) {
 			struct ibv_sge sge = { (uintptr_t)s.h[0].buf, m, s.h[0].mr->lkey };
@@ -351,7 +322,7 @@ static void read16_pass(const char *const *cfg, bool adapter)
 			adapter ? "host.verb_ns 0, host.poll_ns 1 (the adapter alone)"
 				: "default host costs",
 			(double)rtt / 1000.0, gbps, limit, lat_bound, expect, dev);
-		unpair(qa, qb);
+		bs_unpair(qa, qb);
 	}
 	bs_close(&s);
 }
@@ -430,7 +401,7 @@ static int64_t timeout_case(struct bsys *s, unsigned timeout, unsigned retry_cnt
 		}
 	}
 	bs_trace_free(&tr);
-	unpair(qa, qb);
+	bs_unpair(qa, qb);
 	return worst;
 }
 
@@ -490,7 +461,7 @@ static int sc_rnr(void)
 
 		c.rnr_retry = 1;
 		c.min_rnr_timer = (uint8_t)code;
-		pair(&s, &qa, &qb, 8, 1, &c); /* no receive posted at hcasim1 */
+		bs_pair(&s, &qa, &qb, 8, 1, &c); /* no receive posted at hcasim1 */
 		trace_path(path, sizeof(path), "rnr");
 		if (hcasim_trace("link,req,comp", path))
 			bs_die("hcasim_trace");
@@ -520,7 +491,7 @@ static int sc_rnr(void)
 				worst = e < 0 ? -e : e;
 		}
 		bs_trace_free(&tr);
-		unpair(qa, qb);
+		bs_unpair(qa, qb);
 	}
 	bs_fig("rnr.max_err_ps", (double)worst);
 	bs_fig("rnr.bad_codes", bad);

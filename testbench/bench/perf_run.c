@@ -147,17 +147,6 @@ static void post_recv(int side, int q)
 	bs_post_recv(g.qp[side][q], (uint64_t)q, (uintptr_t)h->buf + g.half, len, h->mr->lkey);
 }
 
-static enum ibv_mtu mtu_enum(unsigned mtu)
-{
-	switch (mtu) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	default: return IBV_MTU_4096;
-	}
-}
-
 void perf_setup(const struct perf_opts *o, uint64_t max_size, struct perf_info *info)
 {
 	const char *cfg[8];
@@ -232,7 +221,7 @@ void perf_setup(const struct perf_opts *o, uint64_t max_size, struct perf_info *
 	for (int h = 0; h < 2; h++) {
 		for (int i = 0; i < o->qps; i++)
 			connect_qp(g.qp[h][i], &g.s.h[1 - h], g.qp[1 - h][i]->qp_num,
-				   mtu_enum(info->mtu), rd_atomic, o->roce);
+				   bs_mtu(info->mtu), rd_atomic, o->roce);
 		if (o->conn == PC_UD) {
 			struct ibv_ah_attr av;
 

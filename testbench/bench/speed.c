@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq)
-{
-	*qa = bs_qp(&s->h[0], sq, 1);
-	*qb = bs_qp(&s->h[1], sq, 1);
-	if (!*qa || !*qb)
-		bs_die("ibv_create_qp");
-	bs_connect(&s->h[0], *qa, &s->h[1], (*qb)->qp_num, NULL);
-	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, NULL);
-}
-
 /* The pkts4k stream: 1 250 RDMA WRITEs of 64 KiB at MTU 4096, 16 outstanding, on a new boot. */
 static void pkts4k_stream(struct bstream_res *r)
 {
@@ -27,7 +17,7 @@ static void pkts4k_stream(struct bstream_res *r)
 	struct bsys s;
 
 	bs_open(&s, NULL, 65536, 256);
-	pair(&s, &qa, &qb, 64);
+	bs_pair(&s, &qa, &qb, 64, 1, NULL);
 	bs_stream(&s,
 		  &(struct bstream_cfg){ .qp = &qa, .nqp = 1, .op = IBV_WR_RDMA_WRITE,
 					 .len = 65536, .chain = 1, .chains_per_qp = 16,
@@ -48,7 +38,7 @@ static void msgs64_stream(struct bstream_res *r)
 
 	bs_open(&s, NULL, 4096, 4096);
 	for (int i = 0; i < NQP; i++)
-		pair(&s, &qa[i], &qb[i], 64);
+		bs_pair(&s, &qa[i], &qb[i], 64, 1, NULL);
 	bs_stream(&s,
 		  &(struct bstream_cfg){ .qp = qa, .nqp = NQP, .op = IBV_WR_RDMA_WRITE, .len = 64,
 					 .inline_data = true, .chain = 16, .chains_per_qp = 4,
@@ -210,7 +200,7 @@ static void qpscale_pass(const char *const *cfg, const char *key, const char *wh
 	bs_open(&s, cfg, 4096, 65536);
 	w0 = bs_wall();
 	for (int i = 0; i < NMAX; i++)
-		pair(&s, &qa[i], &qb[i], 16);
+		bs_pair(&s, &qa[i], &qb[i], 16, 1, NULL);
 	bs_info(key, "%s: %d connected pairs made in %.2f s wall", what, NMAX, bs_wall() - w0);
 	{
 		/* Warm-up, not measured: one WRITE on every QP, so that the first use of each
