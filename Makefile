@@ -172,7 +172,7 @@ SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,sched cqe psn,-isystem $(VL)/sc_$(m)) \
 all: $(SC_BIN)
 
 define sc_model
-$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv Makefile
+$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/sc_$(1)
 	+$(VERILATOR) --sc --build -j 1 -Wall -O3 -MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 		$(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \

@@ -241,13 +241,17 @@ static bool differ(struct hm_dev *d, enum hm_block b, const char *op, uint64_t i
 	return true;
 }
 
+/* The CQE image's fields, for comparing images field by field (looked up once). */
 static const struct hca_field_desc *cqe_fields(void)
 {
-	for (const struct hca_struct_desc *s = hca_structs; s->name; s++)
-		if (!strcmp(s->name, "hca_cqe"))
-			return s->fields;
-	return NULL;
+	static const struct hca_field_desc *f;
+
+	if (!f)
+		f = hca_struct_find("hca_cqe")->fields;
+	return f;
 }
+
+#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- the ports ---- */
 
@@ -270,7 +274,7 @@ void hm_sched_doorbell(struct hm_dev *d, const struct hm_sched_db_in *in,
 	case HM_IMPL_LOCKSTEP:
 		hm_sched_model.doorbell(k->model[HM_BLOCK_SCHED], in, out);
 		sched_rtl()->doorbell(k->rtl[HM_BLOCK_SCHED], in, &r);
-		differ(d, HM_BLOCK_SCHED, "doorbell", in->cycle, f, 3, out, &r, NULL, 0);
+		differ(d, HM_BLOCK_SCHED, "doorbell", in->cycle, f, NFIELDS(f), out, &r, NULL, 0);
 	}
 	if (sim_waves_on)
 		hm_waves_sched_db(d, in, out);
@@ -294,7 +298,7 @@ bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle)
 	case HM_IMPL_LOCKSTEP:
 		hm_sched_model.push(k->model[HM_BLOCK_SCHED], &in, &out);
 		sched_rtl()->push(k->rtl[HM_BLOCK_SCHED], &in, &r);
-		differ(d, HM_BLOCK_SCHED, "push", cycle, f, 2, &out, &r, NULL, 0);
+		differ(d, HM_BLOCK_SCHED, "push", cycle, f, NFIELDS(f), &out, &r, NULL, 0);
 	}
 	if (sim_waves_on)
 		hm_waves_sched_push(d, &in, &out);
@@ -320,7 +324,7 @@ bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn)
 	case HM_IMPL_LOCKSTEP:
 		hm_sched_model.pop(k->model[HM_BLOCK_SCHED], &in, &out);
 		sched_rtl()->pop(k->rtl[HM_BLOCK_SCHED], &in, &r);
-		differ(d, HM_BLOCK_SCHED, "pop", cycle, f, 3, &out, &r, NULL, 0);
+		differ(d, HM_BLOCK_SCHED, "pop", cycle, f, NFIELDS(f), &out, &r, NULL, 0);
 	}
 	if (sim_waves_on)
 		hm_waves_sched_pop(d, &in, &out);
@@ -349,7 +353,7 @@ void hm_cqe_port_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cq
 		hm_cqe_model.post(k->model[HM_BLOCK_CQE], in, out);
 		cqe_rtl()->post(k->rtl[HM_BLOCK_CQE], in, &r);
 		/* The image is compared only when a CQE is written. */
-		differ(d, HM_BLOCK_CQE, "post", in->cycle, f, 6, out, &r,
+		differ(d, HM_BLOCK_CQE, "post", in->cycle, f, NFIELDS(f), out, &r,
 		       out->action == HM_CQE_WRITE ? cqe_fields() : NULL,
 		       offsetof(struct hm_cqe_out, image));
 	}
@@ -376,7 +380,7 @@ void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn
 	case HM_IMPL_LOCKSTEP:
 		hm_psn_model.classify(k->model[HM_BLOCK_PSN], in, out);
 		psn_rtl()->classify(k->rtl[HM_BLOCK_PSN], in, &r);
-		differ(d, HM_BLOCK_PSN, "classify", in->cycle, f, 4, out, &r, NULL, 0);
+		differ(d, HM_BLOCK_PSN, "classify", in->cycle, f, NFIELDS(f), out, &r, NULL, 0);
 	}
 	if (sim_waves_on)
 		hm_waves_psn(d, in, out);

@@ -23,11 +23,8 @@ void *create(hm_dev *d, uint32_t nqps)
 {
 	/* The FIFO and the pending bits are sized when the RTL is built (max_nqps: the boot
 	 * refuses a larger hca.max_qp before any device is made, hm_impl_check). */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP,
-		   "impl.sched = rtl: hca.max_qp = %u needs %u QPNs, but rtl/sched.sv was built for "
-		   "NQP = %u (hca.max_qp <= %u); rebuild with make RTL_NQP=%u",
-		   nqps - HCA_FIRST_QPN, nqps, (unsigned)HCASIM_RTL_NQP,
-		   (unsigned)HCASIM_RTL_NQP - HCA_FIRST_QPN, nqps);
+	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_impl_check refuses this",
+		   nqps, (unsigned)HCASIM_RTL_NQP);
 	sched_rtl *s = new sched_rtl(d, nqps);
 
 	s->vl.pins()->cfg_nqp = nqps;
