@@ -169,10 +169,7 @@ static uint64_t read_field(const void *base, size_t off, size_t size)
 static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
 {
 	const char *(*fn)(void *) = NULL;
-	const char *path, *dir = getenv("HCASIM_WAVES_DIR");
-
-	if (!dir || !*dir)
-		dir = getenv("WAVES_DIR"); /* the transactors' older name (sim/vl/waves.cpp) */
+	const char *path;
 	switch (b) {
 	case HM_BLOCK_SCHED:
 		fn = sched_rtl()->waves;
@@ -194,7 +191,7 @@ static void waves_of(struct hm_dev *d, enum hm_block b, char *buf, size_t len)
 			 block_names[b]);
 	else
 		snprintf(buf, len, "no waves: rerun with WAVES=1 for %s/hca%d.%s.fst",
-			 dir && *dir ? dir : "build/waves", d->devno, block_names[b]);
+			 hm_waves_env_dir(), d->devno, block_names[b]);
 }
 
 /* Compare the model's and the RTL's output; on the first difference, halt the simulation

@@ -499,6 +499,15 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
+const char *hm_waves_env_dir(void)
+{
+	const char *dir = getenv("HCASIM_WAVES_DIR");
+
+	if (!dir || !*dir)
+		dir = getenv("WAVES_DIR"); /* the older name */
+	return dir && *dir ? dir : "build/waves";
+}
+
 /* At boot: hcasim_waves()'s path, else WAVES=1 (HCASIM_WAVES_DIR or build/waves, model.vcd;
  * model.<n>.vcd for the n-th boot of the process) or WAVES=<path>. */
 static int waves_at_boot(void)
@@ -514,10 +523,8 @@ static int waves_at_boot(void)
 	} else if (!env || !*env || !strcmp(env, "0")) {
 		return 0;
 	} else if (!strcmp(env, "1")) {
-		const char *dir = getenv("HCASIM_WAVES_DIR");
+		const char *dir = hm_waves_env_dir();
 
-		if (!dir || !*dir)
-			dir = "build/waves";
 		rc = make_dirs(dir);
 		if (rc)
 			return rc;

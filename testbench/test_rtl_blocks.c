@@ -168,8 +168,9 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->destroy(br);
 }
 
-/* WAVES=1: the block writes its FST under HCASIM_WAVES_DIR, named for the device and the
- * block, and the port's waves() names it. */
+/* waves_start (what WAVES=1 and hcasim_waves() call for every RTL instance at boot): the
+ * block writes its FST in the directory given, named for the device and the block, and the
+ * port's waves() names it. */
 Test(rtl_psn, waves_write_an_fst_per_block_instance)
 {
 	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
@@ -178,9 +179,9 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 	void *b;
 
 	cr_assert_not_null(mkdtemp(dir));
-	setenv("WAVES", "1", 1);
-	setenv("HCASIM_WAVES_DIR", dir, 1);
 	b = r->create(NULL);
+	cr_assert_not_null(r->waves_start);
+	r->waves_start(b, dir);
 	for (uint32_t i = 0; i < 10; i++) {
 		struct hm_psn_in in = { 100 + i, i, 3, false };
 		struct hm_psn_out out;

@@ -24,7 +24,6 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 	explicit cqe_rtl(hm_dev *d) : vl(d, "cqe")
 	{
 		vl.reset(2, [](M *) { return false; }, 0);
-		vl.waves();
 	}
 
 	const char *waves() override { return vl.waves_path(); }

@@ -11,7 +11,6 @@ void *create(hm_dev *d)
 	vl_block<Vpsn> *v = new vl_block<Vpsn>(d, "psn");
 
 	v->reset(2, [](Vpsn *) { return false; }, 0);
-	v->waves();
 	return v;
 }
 

@@ -31,9 +31,6 @@ extern "C" {
 #include <string>
 #include <sys/stat.h>
 
-/* The waves directory if WAVES=1 is set, else "". */
-std::string vl_waves_dir();
-
 /* One Verilated model M (with clk, rst, req_valid, req_ready, resp_valid) of a device. */
 template <class M> class vl_block {
 public:
@@ -90,8 +87,6 @@ public:
 		}
 	}
 
-	/* Open the FST if WAVES=1 (after reset, so the waves start at the first transaction). */
-	void waves() { waves_in(vl_waves_dir()); }
 	/* Open dir/hca<dev>.<block>.fst, from the next transaction on, unless the block dumps
 	 * already or did (a finished FST is not overwritten). */
 	void waves_in(const std::string &dir)
