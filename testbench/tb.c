@@ -281,6 +281,31 @@ char *tb_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* The length of the line at s, at most 160. */
+static int line_len(const char *s)
+{
+	size_t n = strcspn(s, "\n");
+
+	return n < 160 ? (int)n : 160;
+}
+
+size_t tb_same_file(const char *what, const char *a, const char *b, size_t min_len)
+{
+	size_t la, lb, i, line = 0;
+	char *x = tb_slurp(a, &la), *y = tb_slurp(b, &lb);
+
+	cr_assert_geq(la, min_len, "%s: %s has only %zu bytes", what, a, la);
+	for (i = 0; i < la && i < lb && x[i] == y[i]; i++)
+		if (x[i] == '\n')
+			line = i + 1;
+	cr_assert(la == lb && i == la,
+		  "%s: %s and %s differ at byte %zu (sizes %zu, %zu), line:\n  %.*s\n  %.*s", what,
+		  a, b, i, la, lb, line_len(x + line), x + line, line_len(y + line), y + line);
+	free(x);
+	free(y);
+	return la;
+}
+
 int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap)
 {
 	int status;

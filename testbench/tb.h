@@ -57,6 +57,9 @@ char *tb_run_cmd(const char *cmd, int *status);
 /* The whole file at path (malloc'd, NUL-terminated; the test fails if it cannot be read);
  * *len its size when len is not NULL. */
 char *tb_slurp(const char *path, size_t *len);
+/* Files a and b are byte-identical and a has at least min_len bytes; a difference fails the
+ * test with what, the byte where they part and that line of each. Returns the size. */
+size_t tb_same_file(const char *what, const char *a, const char *b, size_t min_len);
 /* Run argv (argv[0] a path) in the new directory dir, as a traced simulation: stdout to
  * out.txt, stderr to err.txt, HCASIM_IMPL=impl, every trace category to trace.txt, pcaps
  * named by HCASIM_PCAP=pcap; without HCASIM_CONFIG, HCASIM_RTL_BUG, WAVES or the runner's

@@ -66,32 +66,14 @@ static char *slurp(const char *mode, const char *name, size_t *len)
 	return tb_slurp(path, len);
 }
 
-/* The length of the line at s, at most 160. */
-static int line_len(const char *s)
-{
-	size_t n = strcspn(s, "\n");
-
-	return n < 160 ? (int)n : 160;
-}
-
-/* The file is byte-identical in the model's and mode's runs; on a difference, the first
- * differing line of each. Returns its size. */
+/* The file is byte-identical in the model's and mode's runs (tb_same_file). Returns its size. */
 static size_t same_file(const char *what, const char *name, const char *mode)
 {
-	size_t la, lb, i, line = 0;
-	char *a = slurp("model", name, &la), *b = slurp(mode, name, &lb);
+	char pa[512], pb[512];
 
-	for (i = 0; i < la && i < lb && a[i] == b[i]; i++)
-		if (a[i] == '\n')
-			line = i + 1;
-	cr_assert(la == lb && i == la,
-		  "%s: %s differs between model and %s at byte %zu (sizes %zu, %zu), line:\n"
-		  "  model: %.*s\n  %s: %.*s",
-		  what, name, mode, i, la, lb, line_len(a + line), a + line, mode,
-		  line_len(b + line), b + line);
-	free(a);
-	free(b);
-	return la;
+	snprintf(pa, sizeof(pa), "%s/model/%s", tmpdir, name);
+	snprintf(pb, sizeof(pb), "%s/%s/%s", tmpdir, mode, name);
+	return tb_same_file(what, pa, pb, 0);
 }
 
 /* The names of the files in tmpdir/mode, sorted, one per line (malloc'd). */
