@@ -8,6 +8,7 @@
 #include "model/dp.h"
 #include "model/hca.h"
 #include "sim/error.h"
+#include "sim/hcasim.h"
 #include "sim/kernel.h"
 #include "sim/trace.h"
 
@@ -223,22 +224,6 @@ static void on_step(void *arg)
 	sample_all();
 }
 
-/* The value of key (e.g. "qpn=") in a trace event's text, or false if it has none. */
-static bool field(const char *fields, const char *key, uint64_t *out)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = fields; (p = strstr(p, key)); p += kl) {
-		char *end;
-
-		if (p != fields && p[-1] != ' ')
-			continue;
-		*out = strtoull(p + kl, &end, 0);
-		return end != p + kl;
-	}
-	return false;
-}
-
 static sim_time_t cycle_ps(const struct hm_dev *d)
 {
 	return d->core.period_ps ? d->core.period_ps : 1;
@@ -257,8 +242,8 @@ static void on_trace(void *arg, uint64_t t, int dev, int ev, const char *fields)
 	case SIM_TEV_db_ring: {
 		int kind = !strncmp(fields, "sq ", 3) ? 0 : !strncmp(fields, "rq ", 3) ? 1 : 2;
 
-		if (!(kind == 2 ? field(fields, "srq=", &qpn) : field(fields, "qpn=", &qpn)) ||
-		    !field(fields, "pi=", &pi))
+		if (!hcasim_trace_field(fields, kind == 2 ? "srq" : "qpn", &qpn) ||
+		    !hcasim_trace_field(fields, "pi", &pi))
 			return;
 		sim_waves_set(v->db_qpn, t, qpn);
 		sim_waves_set(v->db_pi, t, pi);
@@ -267,15 +252,15 @@ static void on_trace(void *arg, uint64_t t, int dev, int ev, const char *fields)
 		return;
 	}
 	case SIM_TEV_req_timeout:
-		if (field(fields, "qpn=", &qpn) && qpn < (1u << 24))
+		if (hcasim_trace_field(fields, "qpn", &qpn) && qpn < (1u << 24))
 			sim_waves_strobe(qpw_get(v, (uint32_t)qpn)->timer_expired, t, cycle_ps(v->d));
 		return;
 	case SIM_TEV_comp_rnr_wait:
-		if (field(fields, "qpn=", &qpn) && qpn < (1u << 24))
+		if (hcasim_trace_field(fields, "qpn", &qpn) && qpn < (1u << 24))
 			sim_waves_strobe(qpw_get(v, (uint32_t)qpn)->rnr_nak, t, cycle_ps(v->d));
 		return;
 	case SIM_TEV_resp_nak:
-		if (field(fields, "qpn=", &qpn) && qpn < (1u << 24))
+		if (hcasim_trace_field(fields, "qpn", &qpn) && qpn < (1u << 24))
 			sim_waves_strobe(qpw_get(v, (uint32_t)qpn)->nak, t, cycle_ps(v->d));
 		return;
 	default:

@@ -56,6 +56,11 @@ int hcasim_trace(const char *categories, const char *path);
 typedef void (*hcasim_trace_observer)(void *arg, uint64_t t_ps, int dev, const char *event,
 				      const char *fields);
 int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void *arg);
+/* The value of key in such key=value text (a key=value pair at its start or after a space):
+ * as a number (decimal, or hex with 0x) into *v; or as text, up to the next space and at most
+ * len - 1 bytes, into buf. 1 if found (and, for a number, one was there), else 0. */
+int hcasim_trace_field(const char *fields, const char *key, uint64_t *v);
+int hcasim_trace_field_str(const char *fields, const char *key, char *buf, size_t len);
 
 /* Waves (docs/waves.md): write the model's signals as a VCD (timescale 1 ps) to path — per QP
  * (hca<dev>.qp<qpn hex>.*) state, PSNs (next, last acked, expected), SQ/RQ indexes, retry and

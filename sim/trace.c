@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SIM_TRACE_MAX_DEVS 64
@@ -112,6 +113,43 @@ int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void 
 	observer_mask = mask;
 	sim_trace_mask = file_mask | observer_mask | internal_mask;
 	return 0;
+}
+
+/* Where key's value starts in key=value text, or NULL. */
+static const char *field_value(const char *fields, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = fields; (p = strstr(p, key)); p += kl)
+		if ((p == fields || p[-1] == ' ') && p[kl] == '=')
+			return p + kl + 1;
+	return NULL;
+}
+
+int hcasim_trace_field(const char *fields, const char *key, uint64_t *v)
+{
+	const char *p = field_value(fields, key);
+	char *end;
+
+	if (!p)
+		return 0;
+	*v = strtoull(p, &end, 0);
+	return end != p;
+}
+
+int hcasim_trace_field_str(const char *fields, const char *key, char *buf, size_t len)
+{
+	const char *p = field_value(fields, key);
+	size_t n;
+
+	if (!p || !len)
+		return 0;
+	n = strcspn(p, " ");
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return 1;
 }
 
 int sim_trace_internal(const char *categories, sim_trace_sink fn, void *arg)

@@ -462,6 +462,27 @@ Test(scenario, trace_observer_gets_its_categories_only_and_can_be_removed)
 	hcasim_shutdown();
 }
 
+/* hcasim_trace_field(_str): a key's value in an observer's key=value text. */
+Test(scenario, trace_fields_are_read_by_key)
+{
+	const char *f = "qpn=0x2 psn=4096 op=0x0c link=link0.1 sq_pi=7 pi=9 start=";
+	char buf[8];
+	uint64_t v = 0;
+
+	cr_assert(hcasim_trace_field(f, "qpn", &v) && v == 2);
+	cr_assert(hcasim_trace_field(f, "psn", &v) && v == 4096);
+	cr_assert(hcasim_trace_field(f, "pi", &v) && v == 9, "pi is not sq_pi: %llu",
+		  (unsigned long long)v);
+	cr_assert_not(hcasim_trace_field(f, "ps", &v), "a key is matched whole");
+	cr_assert_not(hcasim_trace_field(f, "start", &v), "no number after start=");
+	cr_assert_not(hcasim_trace_field(f, "dqpn", &v));
+	cr_assert(hcasim_trace_field_str(f, "link", buf, sizeof(buf)));
+	cr_assert_str_eq(buf, "link0.1");
+	cr_assert(hcasim_trace_field_str(f, "link", buf, 5));
+	cr_assert_str_eq(buf, "link", "cut at len - 1 bytes");
+	cr_assert_not(hcasim_trace_field_str(f, "nosuch", buf, sizeof(buf)));
+}
+
 /* UD and UC QPs, and a random fault given by link and side with a window: the fault is
  * installed and removed at its times exactly, drops every third frame inside it (3 of the 9
  * frames of three 3-packet UC WRITEs), and outside it nothing is lost. A UD receive gets the

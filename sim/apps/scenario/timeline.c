@@ -61,40 +61,16 @@ static struct {
 	bool flag; /* a CQE or EQE was traced */
 } tl;
 
-/* ---- field access ---- */
+/* ---- field access (hcasim_trace_field, short) ---- */
 
-/* The value of key in a "k=v k=v" text, as a number (base 0); false if absent. */
 static bool fld(const char *f, const char *key, uint64_t *out)
 {
-	size_t kl = strlen(key);
-
-	for (const char *p = f; (p = strstr(p, key)); p += kl) {
-		if ((p == f || p[-1] == ' ') && p[kl] == '=') {
-			char *end;
-
-			*out = strtoull(p + kl + 1, &end, 0);
-			return end != p + kl + 1;
-		}
-	}
-	return false;
+	return hcasim_trace_field(f, key, out);
 }
 
 static bool fld_str(const char *f, const char *key, char *buf, size_t len)
 {
-	size_t kl = strlen(key);
-
-	for (const char *p = f; (p = strstr(p, key)); p += kl) {
-		if ((p == f || p[-1] == ' ') && p[kl] == '=') {
-			size_t n = strcspn(p + kl + 1, " ");
-
-			if (n >= len)
-				n = len - 1;
-			memcpy(buf, p + kl + 1, n);
-			buf[n] = 0;
-			return true;
-		}
-	}
-	return false;
+	return hcasim_trace_field_str(f, key, buf, len);
 }
 
 static int qp_by_qpn(int dev, uint64_t qpn)
