@@ -12,7 +12,6 @@
 #include "sim/apps/scenario/keys.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,20 +38,6 @@ struct run {
 
 /* A problem with the scenario found only once the system runs (a host that does not exist,
  * an attribute the device refuses): reported like a parse error, exit 2. */
-static int bad(const struct scn *s, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(const struct scn *s, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s:%d: ", s->path, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 /* ---- setup ---- */
 
 static int open_hosts(struct run *r)
@@ -64,16 +49,16 @@ static int open_hosts(struct run *r)
 		struct host *h;
 
 		if (q->host >= r->ndev)
-			return bad(s, q->kline[K_Q_HOST] ? q->kline[K_Q_HOST] : q->line,
+			return scn_fail(s, q->kline[K_Q_HOST] ? q->kline[K_Q_HOST] : q->line,
 				   "[qp %s] host: host %d does not exist (%d simulated hosts; see "
 				   "sim.hosts)",
 				   q->name, q->host, r->ndev);
 		if (q->port > s->ports)
-			return bad(s, q->kline[K_Q_PORT] ? q->kline[K_Q_PORT] : q->line,
+			return scn_fail(s, q->kline[K_Q_PORT] ? q->kline[K_Q_PORT] : q->line,
 				   "[qp %s] port: the HCAs have %d port(s) (hca.ports)", q->name,
 				   s->ports);
 		if (q->alt_port > s->ports)
-			return bad(s, q->kline[K_Q_ALT_PORT],
+			return scn_fail(s, q->kline[K_Q_ALT_PORT],
 				   "[qp %s] alt_port: the HCAs have %d port(s) (hca.ports)", q->name,
 				   s->ports);
 		h = &r->host[q->host];
@@ -82,15 +67,15 @@ static int open_hosts(struct run *r)
 		h->ctx = ibv_open_device(r->list[q->host]);
 		h->pd = h->ctx ? ibv_alloc_pd(h->ctx) : NULL;
 		if (!h->pd)
-			return bad(s, q->line, "host %d: %s", q->host, hcasim_last_error());
+			return scn_fail(s, q->line, "host %d: %s", q->host, hcasim_last_error());
 		for (int p = 1; p <= s->ports; p++)
 			if (ibv_query_port(h->ctx, (uint8_t)p, &h->port[p - 1]))
-				return bad(s, q->line, "host %d port %d: %s", q->host, p,
+				return scn_fail(s, q->line, "host %d port %d: %s", q->host, p,
 					   hcasim_last_error());
 		/* Async events are read without blocking, between steps of the run. */
 		if (fcntl(h->ctx->async_fd, F_SETFL,
 			  fcntl(h->ctx->async_fd, F_GETFL) | O_NONBLOCK) < 0)
-			return bad(s, q->line, "host %d: async fd: cannot make it non-blocking",
+			return scn_fail(s, q->line, "host %d: async fd: cannot make it non-blocking",
 				   q->host);
 	}
 	return 0;
@@ -108,10 +93,10 @@ static int create_qp(struct run *r, int i)
 	q->cq =
 	    ibv_create_cq(h->ctx, (int)(2 * (q->max_send_wr + q->max_recv_wr) + 16), NULL, NULL, 0);
 	if (!q->cq)
-		return bad(s, q->line, "[qp %s]: ibv_create_cq: %s", q->name, hcasim_last_error());
+		return scn_fail(s, q->line, "[qp %s]: ibv_create_cq: %s", q->name, hcasim_last_error());
 	q->buf = aligned_alloc(4096, (q->buffer_bytes + 4095) & ~(size_t)4095);
 	if (!q->buf)
-		return bad(s, q->line, "[qp %s]: out of memory for its buffer", q->name);
+		return scn_fail(s, q->line, "[qp %s]: out of memory for its buffer", q->name);
 	/* A pattern of its own per QP, so that moved bytes can be told from bytes in place. */
 	for (size_t k = 0; k < q->buffer_bytes; k++)
 		q->buf[k] = (uint8_t)(k * 31 + 7 + 101 * (size_t)i + (k >> 12));
@@ -120,7 +105,7 @@ static int create_qp(struct run *r, int i)
 	q->iova = IOVA_BASE + (uint64_t)i * IOVA_STRIDE;
 	q->mr = ibv_reg_mr_iova2(h->pd, q->buf, q->buffer_bytes, q->iova, acc);
 	if (!q->mr)
-		return bad(s, q->line, "[qp %s]: ibv_reg_mr: %s", q->name, hcasim_last_error());
+		return scn_fail(s, q->line, "[qp %s]: ibv_reg_mr: %s", q->name, hcasim_last_error());
 	init.send_cq = init.recv_cq = q->cq;
 	init.qp_type = q->type;
 	init.cap.max_send_wr = q->max_send_wr;
@@ -129,7 +114,7 @@ static int create_qp(struct run *r, int i)
 	init.cap.max_recv_sge = 1;
 	q->qp = ibv_create_qp(h->pd, &init);
 	if (!q->qp)
-		return bad(s, q->line, "[qp %s]: ibv_create_qp: %s", q->name, hcasim_last_error());
+		return scn_fail(s, q->line, "[qp %s]: ibv_create_qp: %s", q->name, hcasim_last_error());
 	q->qpn = q->qp->qp_num;
 	return 0;
 }
@@ -138,7 +123,7 @@ static int modify(const struct scn *s, const struct scn_qp *q, struct ibv_qp_att
 		  const char *what)
 {
 	if (ibv_modify_qp(q->qp, a, mask))
-		return bad(s, q->line, "[qp %s]: ibv_modify_qp to %s: %s", q->name, what,
+		return scn_fail(s, q->line, "[qp %s]: ibv_modify_qp to %s: %s", q->name, what,
 			   hcasim_last_error());
 	return 0;
 }
@@ -178,7 +163,7 @@ static int connect_step(struct run *r, int i, enum ibv_qp_state to)
 			bool roce = ph->port[p->port - 1].link_layer == IBV_LINK_LAYER_ETHERNET;
 
 			if (ibv_query_gid(ph->ctx, (uint8_t)p->port, 0, &gid))
-				return bad(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
+				return scn_fail(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
 					   hcasim_last_error());
 			a.path_mtu = q->path_mtu;
 			a.dest_qp_num = p->qpn;
@@ -219,7 +204,7 @@ static int connect_step(struct run *r, int i, enum ibv_qp_state to)
 			ph->port[q->alt_port - 1].link_layer == IBV_LINK_LAYER_ETHERNET;
 		if (a.alt_ah_attr.is_global &&
 		    ibv_query_gid(ph->ctx, (uint8_t)q->alt_port, 0, &a.alt_ah_attr.grh.dgid))
-			return bad(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
+			return scn_fail(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
 				   hcasim_last_error());
 		a.alt_ah_attr.grh.hop_limit = 1;
 		a.alt_port_num = (uint8_t)q->alt_port;
@@ -250,12 +235,12 @@ static int make_ah(struct run *r, int i)
 		a.is_global = 1;
 		a.grh.hop_limit = 1;
 		if (ibv_query_gid(ph->ctx, (uint8_t)p->port, 0, &a.grh.dgid))
-			return bad(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
+			return scn_fail(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
 				   hcasim_last_error());
 	}
 	q->ah = ibv_create_ah(r->host[q->host].pd, &a);
 	if (!q->ah)
-		return bad(s, q->line, "[qp %s]: ibv_create_ah: %s", q->name, hcasim_last_error());
+		return scn_fail(s, q->line, "[qp %s]: ibv_create_ah: %s", q->name, hcasim_last_error());
 	return 0;
 }
 
@@ -279,7 +264,7 @@ static int place_faults(struct run *r)
 				}
 		}
 		if (f->link >= nlinks)
-			return bad(s, f->line, "[fault %s] link: link %d does not exist (%d links)",
+			return scn_fail(s, f->line, "[fault %s] link: link %d does not exist (%d links)",
 				   f->name, f->link, nlinks);
 		if (*f->target_qp)
 			for (int k = 0; k < s->nqp; k++)
@@ -296,7 +281,7 @@ static int place_faults(struct run *r)
 			if (a->targeted && a->until_ps == UINT64_MAX && b->until_ps == UINT64_MAX)
 				continue; /* targets add up; neither is removed */
 			if (a->at_ps < b->until_ps && b->at_ps < a->until_ps)
-				return bad(
+				return scn_fail(
 				    s, a->line,
 				    "[fault %s]: overlaps [fault %s] (line %d) on link %d side "
 				    "%d; %s",

@@ -4,24 +4,9 @@
 #include "sim/apps/scenario/scenario.h"
 #include "sim/apps/scenario/keys.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cfail(const struct scn *s, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cfail(const struct scn *s, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s:%d: ", s->path, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
 
 static int find_qp(const struct scn *s, const char *name)
 {
@@ -49,70 +34,70 @@ static int check_qp(struct scn *s, int i)
 				      K_Q_MIN_RNR, K_Q_MAX_RD, K_Q_MAX_DEST_RD};
 
 	if (!q->kline[K_Q_HOST])
-		return cfail(s, q->line, "[qp %s] host: required", q->name);
+		return scn_fail(s, q->line, "[qp %s] host: required", q->name);
 	if (q->type != IBV_QPT_RC)
 		for (size_t k = 0; k < sizeof(rc_only) / sizeof(rc_only[0]); k++)
 			if (q->kline[rc_only[k]])
-				return cfail(s, q->kline[rc_only[k]],
+				return scn_fail(s, q->kline[rc_only[k]],
 					     "[qp %s] %s: applies to RC QPs only", q->name,
 					     scn_qp_keys[rc_only[k]]);
 	if (q->type == IBV_QPT_UD && (q->kline[K_Q_ALT_PORT] || q->kline[K_Q_ALT_TIMEOUT] ||
 				      q->kline[K_Q_PATH_MIG]))
-		return cfail(s, q->kline[K_Q_ALT_PORT] ? q->kline[K_Q_ALT_PORT]
+		return scn_fail(s, q->kline[K_Q_ALT_PORT] ? q->kline[K_Q_ALT_PORT]
 			     : q->kline[K_Q_ALT_TIMEOUT] ? q->kline[K_Q_ALT_TIMEOUT]
 							 : q->kline[K_Q_PATH_MIG],
 			     "[qp %s]: a UD QP has no path to migrate", q->name);
 	if (!q->kline[K_Q_ALT_PORT] && (q->kline[K_Q_ALT_TIMEOUT] || q->kline[K_Q_PATH_MIG]))
-		return cfail(s, q->kline[K_Q_ALT_TIMEOUT] ? q->kline[K_Q_ALT_TIMEOUT]
+		return scn_fail(s, q->kline[K_Q_ALT_TIMEOUT] ? q->kline[K_Q_ALT_TIMEOUT]
 							  : q->kline[K_Q_PATH_MIG],
 			     "[qp %s] %s: needs alt_port (the alternate path)", q->name,
 			     q->kline[K_Q_ALT_TIMEOUT] ? "alt_timeout" : "path_mig_state");
 	if (q->alt_timeout < 0)
 		q->alt_timeout = q->timeout;
 	if (q->type != IBV_QPT_UD && q->kline[K_Q_QKEY])
-		return cfail(s, q->kline[K_Q_QKEY], "[qp %s] qkey: applies to UD QPs only",
+		return scn_fail(s, q->kline[K_Q_QKEY], "[qp %s] qkey: applies to UD QPs only",
 			     q->name);
 	if (q->type == IBV_QPT_UD && q->kline[K_Q_ACCESS])
-		return cfail(s, q->kline[K_Q_ACCESS], "[qp %s] access: not for UD QPs", q->name);
+		return scn_fail(s, q->kline[K_Q_ACCESS], "[qp %s] access: not for UD QPs", q->name);
 	if (q->type == IBV_QPT_UD && q->kline[K_Q_MTU])
-		return cfail(s, q->kline[K_Q_MTU],
+		return scn_fail(s, q->kline[K_Q_MTU],
 			     "[qp %s] path_mtu: UD QPs have none (the port's MTU applies)",
 			     q->name);
 	if (!q->kline[K_Q_PEER]) {
 		if (q->type != IBV_QPT_UD)
-			return cfail(s, q->line, "[qp %s] peer: required for a connected QP",
+			return scn_fail(s, q->line, "[qp %s] peer: required for a connected QP",
 				     q->name);
 	} else {
 		const struct scn_qp *p;
 
 		q->peer = find_qp(s, q->peer_name);
 		if (q->peer < 0)
-			return cfail(s, q->kline[K_Q_PEER], "[qp %s] peer: no [qp %s]", q->name,
+			return scn_fail(s, q->kline[K_Q_PEER], "[qp %s] peer: no [qp %s]", q->name,
 				     q->peer_name);
 		p = &s->qp[q->peer];
 		if (q->peer == i)
-			return cfail(s, q->kline[K_Q_PEER], "[qp %s] peer: itself", q->name);
+			return scn_fail(s, q->kline[K_Q_PEER], "[qp %s] peer: itself", q->name);
 		if (p->type != q->type)
-			return cfail(s, q->kline[K_Q_PEER], "[qp %s] peer: %s is of another type",
+			return scn_fail(s, q->kline[K_Q_PEER], "[qp %s] peer: %s is of another type",
 				     q->name, p->name);
 		if ((p->host ^ 1) != q->host)
-			return cfail(
+			return scn_fail(
 			    s, q->kline[K_Q_PEER],
 			    "[qp %s] peer: %s is on host %d, but host %d is cabled to host %d "
 			    "only",
 			    q->name, p->name, p->host, q->host, q->host ^ 1);
 		if (p->port != q->port)
-			return cfail(s, q->kline[K_Q_PEER],
+			return scn_fail(s, q->kline[K_Q_PEER],
 				     "[qp %s] peer: %s uses port %d; links join equal port numbers",
 				     q->name, p->name, p->port);
 		if (q->type != IBV_QPT_UD && strcmp(p->peer_name, q->name))
-			return cfail(s, q->kline[K_Q_PEER],
+			return scn_fail(s, q->kline[K_Q_PEER],
 				     "[qp %s] peer: %s must name %s as its peer in turn", q->name,
 				     p->name, q->name);
 	}
 	for (int k = 0; k < q->ninit; k++)
 		if (q->init[k].offset + 8 > q->buffer_bytes)
-			return cfail(s, q->kline[K_Q_INIT],
+			return scn_fail(s, q->kline[K_Q_INIT],
 				     "[qp %s] init_u64: offset %llu is outside the %zu-byte buffer",
 				     q->name, (unsigned long long)q->init[k].offset,
 				     q->buffer_bytes);
@@ -142,64 +127,64 @@ static int check_traffic(struct scn *s, int i)
 	uint64_t need;
 
 	if (!t->kline[K_T_QP])
-		return cfail(s, t->line, "[traffic %s] qp: required", t->name);
+		return scn_fail(s, t->line, "[traffic %s] qp: required", t->name);
 	if (!t->kline[K_T_OP])
-		return cfail(s, t->line, "[traffic %s] op: required", t->name);
+		return scn_fail(s, t->line, "[traffic %s] op: required", t->name);
 	t->qp = find_qp(s, t->qp_name);
 	if (t->qp < 0)
-		return cfail(s, t->kline[K_T_QP], "[traffic %s] qp: no [qp %s]", t->name,
+		return scn_fail(s, t->kline[K_T_QP], "[traffic %s] qp: no [qp %s]", t->name,
 			     t->qp_name);
 	q = &s->qp[t->qp];
 	for (int k = K_T_COUNT; k <= K_T_SQD_NOTIFY; k++)
 		if (t->kline[k] && !(takes[t->op] & SCN_B(k)))
-			return cfail(s, t->kline[k], "[traffic %s] %s: not a key of op = %s",
+			return scn_fail(s, t->kline[k], "[traffic %s] %s: not a key of op = %s",
 				     t->name, scn_traffic_keys[k], scn_op_name(t->op));
 	if (t->op == SCN_MODIFY) {
 		if (!t->kline[K_T_STATE])
-			return cfail(s, t->line, "[traffic %s] state: required for op = modify",
+			return scn_fail(s, t->line, "[traffic %s] state: required for op = modify",
 				     t->name);
 		return 0;
 	}
 	if ((q->type == IBV_QPT_UC && t->op != SCN_SEND && t->op != SCN_WRITE &&
 	     t->op != SCN_RECV) ||
 	    (q->type == IBV_QPT_UD && t->op != SCN_SEND && t->op != SCN_RECV))
-		return cfail(s, t->kline[K_T_OP], "[traffic %s] op: %s is not possible on a %s QP",
+		return scn_fail(s, t->kline[K_T_OP], "[traffic %s] op: %s is not possible on a %s QP",
 			     t->name, scn_op_name(t->op), q->type == IBV_QPT_UC ? "UC" : "UD");
 	if (t->op == SCN_CMP_SWAP || t->op == SCN_FETCH_ADD) {
 		if (t->kline[K_T_SIZE] && t->size != 8)
-			return cfail(s, t->kline[K_T_SIZE],
+			return scn_fail(s, t->kline[K_T_SIZE],
 				     "[traffic %s] size: atomics move 8 bytes", t->name);
 		t->size = 8;
 		if (t->offset % 8 || t->remote_offset % 8)
-			return cfail(s, t->kline[t->offset % 8 ? K_T_OFFSET : K_T_ROFFSET],
+			return scn_fail(s, t->kline[t->offset % 8 ? K_T_OFFSET : K_T_ROFFSET],
 				     "[traffic %s] %s: atomics need 8-byte alignment", t->name,
 				     t->offset % 8 ? "offset" : "remote_offset");
 		if (t->op == SCN_CMP_SWAP && (!t->kline[K_T_COMPARE] || !t->kline[K_T_SWAP]))
-			return cfail(s, t->line, "[traffic %s] %s: required for op = cmp_swap",
+			return scn_fail(s, t->line, "[traffic %s] %s: required for op = cmp_swap",
 				     t->name, t->kline[K_T_COMPARE] ? "swap" : "compare");
 		if (t->op == SCN_FETCH_ADD && !t->kline[K_T_ADD])
-			return cfail(s, t->line, "[traffic %s] add: required for op = fetch_add",
+			return scn_fail(s, t->line, "[traffic %s] add: required for op = fetch_add",
 				     t->name);
 	} else if (!t->kline[K_T_SIZE]) {
-		return cfail(s, t->line, "[traffic %s] size: required for op = %s", t->name,
+		return scn_fail(s, t->line, "[traffic %s] size: required for op = %s", t->name,
 			     scn_op_name(t->op));
 	}
 	need = t->offset + (uint64_t)t->count * t->size;
 	if (need > q->buffer_bytes)
-		return cfail(s, t->kline[K_T_SIZE] ? t->kline[K_T_SIZE] : t->line,
+		return scn_fail(s, t->kline[K_T_SIZE] ? t->kline[K_T_SIZE] : t->line,
 			     "[traffic %s] size: %u WR(s) of %u bytes from offset %llu overrun the "
 			     "%zu-byte buffer of [qp %s] (its buffer key)",
 			     t->name, t->count, t->size, (unsigned long long)t->offset,
 			     q->buffer_bytes, q->name);
 	if (t->op == SCN_SEND && q->peer < 0)
-		return cfail(s, t->kline[K_T_OP], "[traffic %s] op: a UD send needs the QP's peer",
+		return scn_fail(s, t->kline[K_T_OP], "[traffic %s] op: a UD send needs the QP's peer",
 			     t->name);
 	if (t->op == SCN_WRITE || t->op == SCN_READ || t->op == SCN_CMP_SWAP ||
 	    t->op == SCN_FETCH_ADD) {
 		p = &s->qp[q->peer];
 		need = t->remote_offset + (uint64_t)t->count * t->size;
 		if (need > p->buffer_bytes)
-			return cfail(s, KLINE(t, K_T_ROFFSET),
+			return scn_fail(s, KLINE(t, K_T_ROFFSET),
 				     "[traffic %s] remote_offset: %u WR(s) of %u bytes from %llu "
 				     "overrun the %zu-byte buffer of [qp %s]",
 				     t->name, t->count, t->size,
@@ -219,26 +204,26 @@ static int check_fault(struct scn *s, int i)
 
 	if (f->kline[K_F_FROM]) {
 		if (f->kline[K_F_LINK] || f->kline[K_F_SIDE])
-			return cfail(s, f->kline[K_F_FROM],
+			return scn_fail(s, f->kline[K_F_FROM],
 				     "[fault %s] from: give either from = QP, or link and side",
 				     f->name);
 		if (find_qp(s, f->from) < 0)
-			return cfail(s, f->kline[K_F_FROM], "[fault %s] from: no [qp %s]", f->name,
+			return scn_fail(s, f->kline[K_F_FROM], "[fault %s] from: no [qp %s]", f->name,
 				     f->from);
 	} else if (!f->kline[K_F_LINK] || (!f->kline[K_F_SIDE] && !f->link_down)) {
-		return cfail(s, f->line,
+		return scn_fail(s, f->line,
 			     "[fault %s] from: required (the QP whose frames it hits), or link and "
 			     "side",
 			     f->name);
 	}
 	if (f->kline[K_F_UNTIL] && f->until_ps <= f->at_ps)
-		return cfail(s, f->kline[K_F_UNTIL], "[fault %s] until: not after at", f->name);
+		return scn_fail(s, f->kline[K_F_UNTIL], "[fault %s] until: not after at", f->name);
 	if (f->link_down) {
 		/* The whole link, both directions: nothing else may be asked of the section. */
 		for (int k = 0; k <= K_F_LINK_DOWN; k++)
 			if (f->kline[k] && k != K_F_AT && k != K_F_UNTIL && k != K_F_LINK &&
 			    k != K_F_FROM && k != K_F_LINK_DOWN && k != K_F_SIDE)
-				return cfail(s, f->kline[k],
+				return scn_fail(s, f->kline[k],
 					     "[fault %s] %s: a link_down window takes only at, "
 					     "until and link (or from)",
 					     f->name, scn_fault_keys[k]);
@@ -249,7 +234,7 @@ static int check_fault(struct scn *s, int i)
 			continue;
 		any_random = true;
 		if (f->targeted)
-			return cfail(s, f->kline[random_keys[k]],
+			return scn_fail(s, f->kline[random_keys[k]],
 				     "[fault %s] %s: a targeted fault (fault = ...) takes no "
 				     "random settings; use two [fault] sections",
 				     f->name, scn_fault_keys[random_keys[k]]);
@@ -257,31 +242,31 @@ static int check_fault(struct scn *s, int i)
 	if (!f->targeted) {
 		for (size_t k = 0; k < sizeof(targeted_keys) / sizeof(targeted_keys[0]); k++)
 			if (f->kline[targeted_keys[k]])
-				return cfail(
+				return scn_fail(
 				    s, f->kline[targeted_keys[k]],
 				    "[fault %s] %s: only for a targeted fault (fault = drop, "
 				    "corrupt, dup or delay)",
 				    f->name, scn_fault_keys[targeted_keys[k]]);
 		if (!any_random)
-			return cfail(s, f->line,
+			return scn_fail(s, f->line,
 				     "[fault %s]: injects nothing (give fault = ..., or a *_ppm or "
 				     "drop_every)",
 				     f->name);
 		if (f->kline[K_F_DELAY] && !f->random.delay_ppm)
-			return cfail(s, f->kline[K_F_DELAY],
+			return scn_fail(s, f->kline[K_F_DELAY],
 				     "[fault %s] delay: only with delay_ppm or fault = delay",
 				     f->name);
 		if (f->random.delay_ppm && !f->kline[K_F_DELAY])
-			return cfail(s, f->kline[K_F_DELAY_PPM],
+			return scn_fail(s, f->kline[K_F_DELAY_PPM],
 				     "[fault %s] delay_ppm: needs delay (the extra latency)",
 				     f->name);
 	} else {
 		if ((f->target.fault == HCASIM_FAULT_DELAY) != (f->kline[K_F_DELAY] != 0))
-			return cfail(s, KLINE(f, K_F_DELAY), "[fault %s] delay: %s", f->name,
+			return scn_fail(s, KLINE(f, K_F_DELAY), "[fault %s] delay: %s", f->name,
 				     f->kline[K_F_DELAY] ? "only with fault = delay"
 							 : "required with fault = delay");
 		if (*f->target_qp && find_qp(s, f->target_qp) < 0)
-			return cfail(s, f->kline[K_F_QPN], "[fault %s] qpn: no [qp %s]", f->name,
+			return scn_fail(s, f->kline[K_F_QPN], "[fault %s] qpn: no [qp %s]", f->name,
 				     f->target_qp);
 	}
 	return 0;
@@ -336,13 +321,13 @@ static int check_counter(struct scn *s, struct scn_expect *e)
 	*dot = 0;
 	e->qp = find_qp(s, buf);
 	if (e->qp < 0)
-		return cfail(s, e->kline[K_E_COUNTER], "[expect] counter: no [qp %s]", buf);
+		return scn_fail(s, e->kline[K_E_COUNTER], "[expect] counter: no [qp %s]", buf);
 	if (!listed(qp_counters, dot + 1))
 		goto bad;
 	snprintf(e->counter, SCN_NAME, "%s", dot + 1);
 	return 0;
 bad:
-	return cfail(s, e->kline[K_E_COUNTER],
+	return scn_fail(s, e->kline[K_E_COUNTER],
 		     "[expect] counter: '%s' is not QP.NAME (tx_pkts, tx_bytes, rx_pkts, rx_bytes, "
 		     "naks_sent, naks_rcvd, sq_psn, rq_psn, packets, requests, retransmissions, "
 		     "responses, repeated_responses, timeouts, rewinds, rnr_naks_rcvd, "
@@ -357,7 +342,7 @@ static int need_qp(struct scn *s, struct scn_expect *e, const char *name, int li
 {
 	e->qp = find_qp(s, name);
 	if (e->qp < 0)
-		return cfail(s, line, "[expect] %s: no [qp %s]", scn_expect_subjects[e->kind],
+		return scn_fail(s, line, "[expect] %s: no [qp %s]", scn_expect_subjects[e->kind],
 			     name);
 	return 0;
 }
@@ -370,10 +355,10 @@ static int check_expect(struct scn *s, int i)
 	const struct scn_traffic *t;
 
 	if (e->kline[K_E_TOLERANCE] && !e->has_time && e->kind == SCN_EX_COMPLETION)
-		return cfail(s, e->kline[K_E_TOLERANCE],
+		return scn_fail(s, e->kline[K_E_TOLERANCE],
 			     "[expect] tolerance: only with since_post or since_first_tx");
 	if (e->kline[K_E_SINCE_POST] && e->kline[K_E_SINCE_FIRST_TX])
-		return cfail(
+		return scn_fail(
 		    s, e->kline[K_E_SINCE_FIRST_TX],
 		    "[expect] since_first_tx: give since_post or since_first_tx, not both");
 	switch (e->kind) {
@@ -385,14 +370,14 @@ static int check_expect(struct scn *s, int i)
 			*hash++ = 0;
 		e->traffic = find_traffic(s, buf);
 		if (e->traffic < 0)
-			return cfail(s, sl, "[expect] %s: no [traffic %s]",
+			return scn_fail(s, sl, "[expect] %s: no [traffic %s]",
 				     scn_expect_subjects[e->kind], buf);
 		t = &s->tr[e->traffic];
 		if (t->op == SCN_MODIFY)
-			return cfail(s, sl, "[expect] %s: [traffic %s] posts no WR (op = modify)",
+			return scn_fail(s, sl, "[expect] %s: [traffic %s] posts no WR (op = modify)",
 				     scn_expect_subjects[e->kind], buf);
 		if (e->kind == SCN_EX_DATA && t->op != SCN_WRITE && t->op != SCN_READ)
-			return cfail(s, sl, "[expect] data: only for op = write or read, not %s",
+			return scn_fail(s, sl, "[expect] data: only for op = write or read, not %s",
 				     scn_op_name(t->op));
 		e->wr = -1;
 		if (hash && strcmp(hash, "*")) {
@@ -400,7 +385,7 @@ static int check_expect(struct scn *s, int i)
 			long n = strtol(hash, &end, 10);
 
 			if (e->kind == SCN_EX_DATA || *end || n < 1 || n > (long)t->count)
-				return cfail(
+				return scn_fail(
 				    s, sl,
 				    "[expect] %s: '#%s' is not a WR of [traffic %s] (1..%u%s)",
 				    scn_expect_subjects[e->kind], hash, buf, t->count,
@@ -416,26 +401,26 @@ static int check_expect(struct scn *s, int i)
 		if (need_qp(s, e, e->subject, sl))
 			return -1;
 		if (e->kind == SCN_EX_MEMORY && e->offset + 8 > s->qp[e->qp].buffer_bytes)
-			return cfail(s, e->kline[K_E_OFFSET],
+			return scn_fail(s, e->kline[K_E_OFFSET],
 				     "[expect] offset: outside the %zu-byte buffer of [qp %s]",
 				     s->qp[e->qp].buffer_bytes, s->qp[e->qp].name);
 		if (e->kind == SCN_EX_PACKETS && !e->has_eq && !e->has_min && !e->has_max)
-			return cfail(s, e->line, "[expect] packets: needs equals, min or max");
+			return scn_fail(s, e->line, "[expect] packets: needs equals, min or max");
 		if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
 		    (e->has_eq != (e->kline[K_E_TOLERANCE] != 0) ||
 		     (!e->has_eq && !e->has_min && !e->has_max) ||
 		     (e->has_eq && (e->has_min || e->has_max))))
-			return cfail(s, sl,
+			return scn_fail(s, sl,
 				     "[expect] %s: give equals and tolerance, or min and/or max",
 				     scn_expect_subjects[e->kind]);
 		if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
 		    s->qp[e->qp].type != IBV_QPT_RC)
-			return cfail(s, sl, "[expect] %s: [qp %s] is not RC",
+			return scn_fail(s, sl, "[expect] %s: [qp %s] is not RC",
 				     scn_expect_subjects[e->kind], s->qp[e->qp].name);
 		return 0;
 	case SCN_EX_COUNTER:
 		if (!e->has_eq && !e->has_min && !e->has_max)
-			return cfail(s, e->line, "[expect] counter: needs equals, min or max");
+			return scn_fail(s, e->line, "[expect] counter: needs equals, min or max");
 		return check_counter(s, e);
 	case SCN_EX_EVENT:
 		if (need_qp(s, e, e->qp_name, e->kline[K_E_QP]))
@@ -447,10 +432,10 @@ static int check_expect(struct scn *s, int i)
 		if (e->kline[K_E_AFTER]) {
 			e->after = find_traffic(s, e->after_name);
 			if (e->after < 0)
-				return cfail(s, e->kline[K_E_AFTER],
+				return scn_fail(s, e->kline[K_E_AFTER],
 					     "[expect] after: no [traffic %s]", e->after_name);
 			if (s->tr[e->after].op == SCN_MODIFY)
-				return cfail(s, e->kline[K_E_AFTER],
+				return scn_fail(s, e->kline[K_E_AFTER],
 					     "[expect] after: [traffic %s] posts no WR",
 					     e->after_name);
 		}
@@ -462,7 +447,7 @@ static int check_expect(struct scn *s, int i)
 int scn_check(struct scn *s)
 {
 	if (!s->nqp)
-		return cfail(s, 1, "no [qp NAME] section: nothing to run");
+		return scn_fail(s, 1, "no [qp NAME] section: nothing to run");
 	for (int i = 0; i < s->nqp; i++)
 		if (check_qp(s, i))
 			return -1;
@@ -476,6 +461,6 @@ int scn_check(struct scn *s)
 		if (check_expect(s, i))
 			return -1;
 	if (!s->nex)
-		return cfail(s, 1, "no [expect] section: a scenario must expect something");
+		return scn_fail(s, 1, "no [expect] section: a scenario must expect something");
 	return 0;
 }

@@ -233,12 +233,28 @@ static int fail(struct pctx *c, int line, const char *fmt, ...)
 	if (c->failed)
 		return 0;
 	c->failed = true;
-	fprintf(stderr, "%s:%d: ", c->s->path, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	scn_vfail(c->s, line, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return 0;
+}
+
+int scn_vfail(const struct scn *s, int line, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s:%d: ", s->path, line);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+int scn_fail(const struct scn *s, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	scn_vfail(s, line, fmt, ap);
+	va_end(ap);
+	return -1;
 }
 
 /* The reader inih calls once per line: counts lines and notes section headers. */

@@ -12,6 +12,7 @@
 
 #include "sim/hcasim.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -176,6 +177,10 @@ struct scn {
 
 /* parse.c: read path into s. Returns 0, or prints "FILE:LINE: message" and returns -1. */
 int scn_parse(struct scn *s, const char *path);
+/* Print "FILE:LINE: message" for line of s's file on stderr; returns -1. */
+int scn_fail(const struct scn *s, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int scn_vfail(const struct scn *s, int line, const char *fmt, va_list ap);
 /* Names shared by the parser and the report. */
 const char *scn_status_name(enum ibv_wc_status st);
 const char *scn_event_name(enum ibv_event_type ev);
