@@ -36,27 +36,31 @@ struct run {
 	char out[65536], err[8192];
 };
 
-static void slurp(int fd, char *buf, size_t cap)
+/* path's whole content into buf (cap bytes), which must hold it; then path is removed. */
+static void take(const char *path, char *buf, size_t cap)
 {
-	size_t len = 0;
-	ssize_t n;
+	size_t n;
+	char *t = tb_slurp(path, &n);
 
-	while (len + 1 < cap && (n = read(fd, buf + len, cap - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = 0;
-	close(fd);
+	cr_assert_lt(n, cap, "hcasim-perf wrote %zu bytes to %s, more than the test keeps", n,
+		     path);
+	memcpy(buf, t, n + 1);
+	free(t);
+	unlink(path);
 }
 
-/* Run hcasim-perf with the NULL-terminated arguments. */
+/* Run hcasim-perf with the NULL-terminated arguments; its stdout and stderr go to files, read
+ * when it has ended (a pipe read one after the other could block it). */
 static struct run *perf(const char *arg0, ...)
 {
 	struct run *r = calloc(1, sizeof(*r));
 	const char *argv[32] = { PERF };
-	int fo[2], fe[2], st, n = 1;
+	char po[] = "/tmp/hcasim-perf-out-XXXXXX", pe[] = "/tmp/hcasim-perf-err-XXXXXX";
+	int fo = mkstemp(po), fe = mkstemp(pe), st, n = 1;
 	va_list ap;
 	pid_t pid;
 
-	cr_assert(r && pipe(fo) == 0 && pipe(fe) == 0);
+	cr_assert(r && fo >= 0 && fe >= 0);
 	va_start(ap, arg0);
 	for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *))
 		argv[n++] = a;
@@ -64,20 +68,18 @@ static struct run *perf(const char *arg0, ...)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		dup2(fo[1], 1);
-		dup2(fe[1], 2);
-		close(fo[0]);
-		close(fe[0]);
+		dup2(fo, 1);
+		dup2(fe, 2);
 		unsetenv("HCASIM_TRACE");
 		unsetenv("HCASIM_CONFIG");
 		execv(PERF, (char *const *)argv);
 		_exit(127);
 	}
-	close(fo[1]);
-	close(fe[1]);
-	slurp(fo[0], r->out, sizeof(r->out));
-	slurp(fe[0], r->err, sizeof(r->err));
+	close(fo);
+	close(fe);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	take(po, r->out, sizeof(r->out));
+	take(pe, r->err, sizeof(r->err));
 	cr_assert(WIFEXITED(st), "hcasim-perf died: %s", r->err);
 	r->status = WEXITSTATUS(st);
 	return r;
