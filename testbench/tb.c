@@ -281,6 +281,36 @@ char *tb_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+void tb_pair_open(struct tb_pair *p, enum ibv_qp_type type, size_t bytes, unsigned fill)
+{
+	tb_open(&p->a, 0);
+	tb_open(&p->b, 1);
+	p->qa = tb_create_qp(&p->a, type);
+	p->qb = tb_create_qp(&p->b, type);
+	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024);
+	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
+	p->src = tb_mr(&p->a, bytes);
+	p->dst = tb_mr(&p->b, bytes);
+	for (size_t i = 0; i < bytes; i++)
+		((uint8_t *)p->src->addr)[i] = (uint8_t)(i * 7 + fill);
+}
+
+void tb_pair_close(struct tb_pair *p)
+{
+	struct ibv_mr *mrs[] = { p->src, p->dst };
+
+	cr_assert_eq(ibv_destroy_qp(p->qa), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_qp(p->qb), 0, "%s", hcasim_last_error());
+	for (int i = 0; i < 2; i++) {
+		void *buf = mrs[i]->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
+		free(buf);
+	}
+	tb_close(&p->a);
+	tb_close(&p->b);
+}
+
 /* The length of the line at s, at most 160. */
 static int line_len(const char *s)
 {

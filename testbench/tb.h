@@ -52,6 +52,16 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 /* Register len bytes (page aligned, zeroed) with every access. */
 struct ibv_mr *tb_mr(struct tb_dev *t, size_t len);
+/* Two hosts with one connected QP each (path MTU 1024) and a registered buffer each of bytes
+ * bytes: src on a, filled with (i * 7 + fill) & 0xff, and dst on b, zeroed. */
+struct tb_pair {
+	struct tb_dev a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *src, *dst;
+};
+void tb_pair_open(struct tb_pair *p, enum ibv_qp_type type, size_t bytes, unsigned fill);
+/* Destroy both QPs and buffers and close both hosts (asserting each step). */
+void tb_pair_close(struct tb_pair *p);
 /* Run a shell command; returns its standard output (malloc'd) and its exit status. */
 char *tb_run_cmd(const char *cmd, int *status);
 /* The whole file at path (malloc'd, NUL-terminated; the test fails if it cannot be read);

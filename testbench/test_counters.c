@@ -37,42 +37,6 @@ static uint64_t ctr(int dev, const char *name)
 
 enum { BUF = 16384 };
 
-struct pair {
-	struct tb_dev a, b;
-	struct ibv_qp *qa, *qb;
-	struct ibv_mr *src, *dst; /* on a, on b */
-};
-
-static void pair_open(struct pair *p, enum ibv_qp_type type)
-{
-	tb_open(&p->a, 0);
-	tb_open(&p->b, 1);
-	p->qa = tb_create_qp(&p->a, type);
-	p->qb = tb_create_qp(&p->b, type);
-	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024);
-	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
-	p->src = tb_mr(&p->a, BUF);
-	p->dst = tb_mr(&p->b, BUF);
-	for (int i = 0; i < BUF; i++)
-		((uint8_t *)p->src->addr)[i] = (uint8_t)(i * 7 + 1);
-}
-
-static void pair_close(struct pair *p)
-{
-	struct ibv_mr *mrs[] = { p->src, p->dst };
-
-	cr_assert_eq(ibv_destroy_qp(p->qa), 0, "%s", hcasim_last_error());
-	cr_assert_eq(ibv_destroy_qp(p->qb), 0, "%s", hcasim_last_error());
-	for (int i = 0; i < 2; i++) {
-		void *buf = mrs[i]->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
-		free(buf);
-	}
-	tb_close(&p->a);
-	tb_close(&p->b);
-}
-
 static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t len, uint64_t id)
 {
 	struct ibv_sge s = { (uintptr_t)mr->addr, len, mr->lkey };
@@ -188,10 +152,10 @@ static void clean_workload(const char *link_layer)
 	char prefix[64], path[96];
 	struct dir_sum to[2];
 	struct hcasim_qp_counters qa, qb;
-	struct pair p;
+	struct tb_pair p;
 
 	tb_config("hca.link_layer", link_layer);
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	snprintf(prefix, sizeof(prefix), "/tmp/hcasim-ctr-%d", (int)getpid());
 	cr_assert_eq(hcasim_pcap(prefix), 0, "%s", hcasim_last_error());
 	for (unsigned i = 0; i < sizeof(sends) / sizeof(sends[0]); i++) {
@@ -249,7 +213,7 @@ static void clean_workload(const char *link_layer)
 	expect_ctr(0, "port_rcv_packets", qa.rx_pkts);
 	expect_ctr(1, "port_rcv_packets", qb.rx_pkts);
 	expect_other_errors_zero(NULL);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(counters, clean_ib_workload_data_and_packets_match_the_capture)
@@ -271,11 +235,11 @@ static void corrupted(const char *link_layer)
 {
 	struct hcasim_faults f = { .corrupt_ppm = 20000 };
 	uint64_t n[2][5];
-	struct pair p;
+	struct tb_pair p;
 
 	tb_config("hca.link_layer", link_layer);
 	tb_rc_timeout = 8;
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	cr_assert_eq(hcasim_link_faults(0, -1, &f), 0, "%s", hcasim_last_error());
 	for (int i = 0; i < 200; i++) {
 		post_recv(p.qb, p.dst, BUF, 1000 + (uint64_t)i);
@@ -297,7 +261,7 @@ static void corrupted(const char *link_layer)
 		expect_ctr(dev, "unicast_rcv_packets", ctr(dev, "port_rcv_packets") - injected);
 		expect_ctr(dev, "symbol_error", 0);
 	}
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(counters, corrupted_ib_frames_are_exactly_the_port_rcv_errors)
@@ -411,17 +375,17 @@ Test(counters, sends_from_a_port_without_a_link_are_xmit_discards)
 Test(counters, rnr_naks_on_both_sides_then_rnr_retries_exceeded)
 {
 	static const char *const moved[] = { "rq_num_rnr", "sq_num_rnr", "sq_num_rree", NULL };
-	struct pair p;
+	struct tb_pair p;
 
 	tb_rc_rnr_retry = 2;
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	post_op(p.qa, IBV_WR_SEND, p.src, 64, NULL, 0, 1);
 	expect_status(p.a.cq, IBV_WC_RNR_RETRY_EXC_ERR, "SEND");
 	expect_ctr(1, "rq_num_rnr", 3);
 	expect_ctr(0, "sq_num_rnr", 3);
 	expect_ctr(0, "sq_num_rree", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* PSN 0x102 of a 5-packet SEND is dropped once: the responder sees 0x103 and 0x104 out of
@@ -432,9 +396,9 @@ Test(counters, a_lost_request_is_out_of_sequence_on_both_sides)
 	static const char *const moved[] = { "rq_num_oos", "sq_num_oos", NULL };
 	struct hcasim_fault_target t = { .qpn = -1, .psn = 0x102, .opcode = -1,
 					 .fault = HCASIM_FAULT_DROP, .count = 1 };
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	cr_assert_eq(hcasim_link_fault_target(0, 0, &t), 0, "%s", hcasim_last_error());
 	post_recv(p.qb, p.dst, BUF, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 5 * MTU_BYTES, NULL, 0, 1);
@@ -443,7 +407,7 @@ Test(counters, a_lost_request_is_out_of_sequence_on_both_sides)
 	expect_ctr(1, "rq_num_oos", 2);
 	expect_ctr(0, "sq_num_oos", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* Every ACK from B is dropped and retry_cnt is 2: A times out three times (first try and two
@@ -454,11 +418,11 @@ Test(counters, lost_acks_are_timeouts_and_duplicates_then_retries_exceeded)
 	static const char *const moved[] = { "sq_num_to", "rq_num_dup", "sq_num_tree", NULL };
 	struct hcasim_fault_target t = { .qpn = -1, .psn = -1, .opcode = 0x11,
 					 .fault = HCASIM_FAULT_DROP };
-	struct pair p;
+	struct tb_pair p;
 
 	tb_rc_timeout = 8;
 	tb_rc_retry_cnt = 2;
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	cr_assert_eq(hcasim_link_fault_target(0, 1, &t), 0, "%s", hcasim_last_error());
 	post_recv(p.qb, p.dst, BUF, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 100, NULL, 0, 1);
@@ -468,22 +432,22 @@ Test(counters, lost_acks_are_timeouts_and_duplicates_then_retries_exceeded)
 	expect_ctr(1, "rq_num_dup", 2);
 	expect_ctr(0, "sq_num_tree", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* A WRITE with an rkey B never issued: B sends NAK-remote access, A completes REM_ACCESS_ERR. */
 Test(counters, bad_rkey_is_remote_access_error_on_both_sides)
 {
 	static const char *const moved[] = { "rq_num_rae", "sq_num_rae", NULL };
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	post_op(p.qa, IBV_WR_RDMA_WRITE, p.src, 64, p.dst, p.dst->rkey ^ 0x5500, 1);
 	expect_status(p.a.cq, IBV_WC_REM_ACCESS_ERR, "WRITE");
 	expect_ctr(1, "rq_num_rae", 1);
 	expect_ctr(0, "sq_num_rae", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* A SEND longer than the receive buffer on RC: B sends NAK-invalid request, A completes
@@ -491,9 +455,9 @@ Test(counters, bad_rkey_is_remote_access_error_on_both_sides)
 Test(counters, send_longer_than_the_receive_is_remote_invalid_request_on_both_sides)
 {
 	static const char *const moved[] = { "rq_num_rire", "sq_num_rire", NULL };
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	post_recv(p.qb, p.dst, 100, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 200, NULL, 0, 1);
 	expect_status(p.b.cq, IBV_WC_REM_INV_REQ_ERR, "receive");
@@ -501,7 +465,7 @@ Test(counters, send_longer_than_the_receive_is_remote_invalid_request_on_both_si
 	expect_ctr(1, "rq_num_rire", 1);
 	expect_ctr(0, "sq_num_rire", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* A receive posted into an MR deregistered before the SEND arrives: a local protection error
@@ -510,11 +474,11 @@ Test(counters, send_longer_than_the_receive_is_remote_invalid_request_on_both_si
 Test(counters, receive_into_a_deregistered_mr_is_lpe_and_roe)
 {
 	static const char *const moved[] = { "rq_num_lpe", "rq_num_roe", "sq_num_roe", NULL };
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_mr *gone;
 	void *buf;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	gone = tb_mr(&p.b, 4096);
 	buf = gone->addr;
 	post_recv(p.qb, gone, 4096, 2);
@@ -527,23 +491,23 @@ Test(counters, receive_into_a_deregistered_mr_is_lpe_and_roe)
 	expect_ctr(1, "rq_num_roe", 1);
 	expect_ctr(0, "sq_num_roe", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* UC, receive buffer too small: a local length error at B (UC never NAKs). */
 Test(counters, uc_receive_too_small_is_rq_num_lle)
 {
 	static const char *const moved[] = { "rq_num_lle", NULL };
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_UC);
+	tb_pair_open(&p, IBV_QPT_UC, BUF, 1);
 	post_recv(p.qb, p.dst, 100, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 200, NULL, 0, 1);
 	expect_status(p.a.cq, IBV_WC_SUCCESS, "UC SEND");
 	expect_status(p.b.cq, IBV_WC_LOC_LEN_ERR, "receive");
 	expect_ctr(1, "rq_num_lle", 1);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* UD, a message longer than the port's active MTU: a local length error at the sender. */
@@ -556,9 +520,9 @@ Test(counters, ud_send_longer_than_the_mtu_is_sq_num_lle)
 			   *bad;
 	struct ibv_sge s;
 	struct ibv_ah *h;
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_UD);
+	tb_pair_open(&p, IBV_QPT_UD, BUF, 1);
 	ah.dlid = p.b.port.lid;
 	h = ibv_create_ah(p.a.pd, &ah);
 	cr_assert_not_null(h, "%s", hcasim_last_error());
@@ -572,18 +536,18 @@ Test(counters, ud_send_longer_than_the_mtu_is_sq_num_lle)
 	expect_ctr(0, "sq_num_lle", 1);
 	expect_other_errors_zero(moved);
 	cr_assert_eq(ibv_destroy_ah(h), 0);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* RC, gathering from a deregistered lkey: a local protection error at the sender. */
 Test(counters, send_from_a_deregistered_lkey_is_sq_num_lpe)
 {
 	static const char *const moved[] = { "sq_num_lpe", NULL };
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_mr *gone, stale;
 	void *buf;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	gone = tb_mr(&p.a, 4096);
 	stale = *gone;
 	buf = gone->addr;
@@ -594,7 +558,7 @@ Test(counters, send_from_a_deregistered_lkey_is_sq_num_lpe)
 	expect_ctr(0, "sq_num_lpe", 1);
 	expect_other_errors_zero(moved);
 	free(buf);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* Moving B to ERR flushes its three posted receives; two sends posted in ERR are flushed. */
@@ -603,9 +567,9 @@ Test(counters, flushed_work_requests_are_wrfe_on_their_queue)
 	static const char *const moved[] = { "rq_num_wrfe", "sq_num_wrfe", NULL };
 	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
 	struct ibv_wc wc[5];
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	for (int i = 0; i < 3; i++)
 		post_recv(p.qb, p.dst, BUF, 10 + (uint64_t)i);
 	cr_assert_eq(ibv_modify_qp(p.qb, &at, IBV_QP_STATE), 0, "%s", hcasim_last_error());
@@ -617,7 +581,7 @@ Test(counters, flushed_work_requests_are_wrfe_on_their_queue)
 	expect_ctr(1, "rq_num_wrfe", 3);
 	expect_ctr(1, "sq_num_wrfe", 2);
 	expect_other_errors_zero(moved);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* B's 4-entry CQ takes cq->cqe receive completions; the next one overruns it (device-wide
@@ -678,10 +642,10 @@ Test(counters, cq_overrun_is_num_cqovf)
 Test(counters, qpc_counters_are_the_context_cache_counters)
 {
 	struct hcasim_dev_counters dc;
-	struct pair p;
+	struct tb_pair p;
 
 	tb_config("hca.qpc_cache_entries", "1");
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	{
 		/* A second QP on B shares the one-entry cache: evictions and write-backs. */
 		struct ibv_qp *q2 = tb_create_qp(&p.b, IBV_QPT_RC);
@@ -701,7 +665,7 @@ Test(counters, qpc_counters_are_the_context_cache_counters)
 		expect_ctr(dev, "qpc_writebacks", dc.qpc_writebacks);
 	}
 	cr_assert_gt(ctr(1, "qpc_writebacks"), 0);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* ---- the API ---- */
@@ -905,9 +869,9 @@ Test(counters, dump_writes_the_sysfs_tree_with_the_api_values)
 {
 	uint64_t values[256];
 	char dir[128];
-	struct pair p;
+	struct tb_pair p;
 
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	post_recv(p.qb, p.dst, BUF, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 3000, NULL, 0, 1);
 	expect_status(p.a.cq, IBV_WC_SUCCESS, "SEND");
@@ -923,7 +887,7 @@ Test(counters, dump_writes_the_sysfs_tree_with_the_api_values)
 	cr_assert_eq(hcasim_counters_dump(dir), 0, "%s", hcasim_last_error());
 	expect_dump(dir, (struct tb_dev[]){ p.a, p.b }, values);
 	rm_tree(dir);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(counters, dump_to_a_bad_directory_is_refused_naming_it)
@@ -968,7 +932,7 @@ static void dump_at_shutdown(bool by_env)
 {
 	uint64_t values[256];
 	char dir[128];
-	struct pair p;
+	struct tb_pair p;
 	struct tb_dev devs[2];
 
 	snprintf(dir, sizeof(dir), "/tmp/hcasim-ctr-shut-%d", (int)getpid());
@@ -977,7 +941,7 @@ static void dump_at_shutdown(bool by_env)
 		cr_assert_eq(setenv("HCASIM_COUNTERS_DIR", dir, 1), 0);
 	else
 		tb_config("counters.dump_dir", dir);
-	pair_open(&p, IBV_QPT_RC);
+	tb_pair_open(&p, IBV_QPT_RC, BUF, 1);
 	post_recv(p.qb, p.dst, BUF, 2);
 	post_op(p.qa, IBV_WR_SEND, p.src, 5000, NULL, 0, 1);
 	expect_status(p.a.cq, IBV_WC_SUCCESS, "SEND");
@@ -987,7 +951,7 @@ static void dump_at_shutdown(bool by_env)
 	devs[1] = p.b;
 	/* Keep the device lists for the names; close everything else. */
 	p.a.list = p.b.list = NULL;
-	pair_close(&p);
+	tb_pair_close(&p);
 	hcasim_shutdown();
 	expect_dump(dir, devs, values);
 	ibv_free_device_list(devs[0].list);

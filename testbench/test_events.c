@@ -213,82 +213,46 @@ Test(events, malformed_link_down_configuration_is_refused_naming_the_key)
 
 /* ---- RC traffic across a link down window ---------------------------------------------- */
 
-struct pair {
-	struct tb_dev a, b;
-	struct ibv_qp *qa, *qb;
-	struct ibv_mr *ma, *mb;
-};
-
-static void pair_open(struct pair *p)
+static void write_64k(struct tb_pair *p, uint64_t wr_id)
 {
-	tb_open(&p->a, 0);
-	tb_open(&p->b, 1);
-	p->qa = tb_create_qp(&p->a, IBV_QPT_RC);
-	p->qb = tb_create_qp(&p->b, IBV_QPT_RC);
-	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024);
-	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
-	p->ma = tb_mr(&p->a, 65536);
-	p->mb = tb_mr(&p->b, 65536);
-	for (int i = 0; i < 65536; i++)
-		((uint8_t *)p->ma->addr)[i] = (uint8_t)(i * 7 + 3);
-}
-
-static void pair_close(struct pair *p)
-{
-	struct ibv_mr *mrs[] = { p->ma, p->mb };
-
-	cr_assert_eq(ibv_destroy_qp(p->qa), 0, "%s", hcasim_last_error());
-	cr_assert_eq(ibv_destroy_qp(p->qb), 0, "%s", hcasim_last_error());
-	for (int i = 0; i < 2; i++) {
-		void *buf = mrs[i]->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
-		free(buf);
-	}
-	tb_close(&p->a);
-	tb_close(&p->b);
-}
-
-static void write_64k(struct pair *p, uint64_t wr_id)
-{
-	struct ibv_sge s = { (uintptr_t)p->ma->addr, 65536, p->ma->lkey };
+	struct ibv_sge s = { (uintptr_t)p->src->addr, 65536, p->src->lkey };
 	struct ibv_send_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1,
 				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
 
-	w.wr.rdma.remote_addr = (uintptr_t)p->mb->addr;
-	w.wr.rdma.rkey = p->mb->rkey;
+	w.wr.rdma.remote_addr = (uintptr_t)p->dst->addr;
+	w.wr.rdma.rkey = p->dst->rkey;
 	cr_assert_eq(ibv_post_send(p->qa, &w, &bad), 0, "%s", hcasim_last_error());
 }
 
 Test(events, rc_write_survives_a_link_down_window_shorter_than_its_retries)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 
 	tb_rc_timeout = 4; /* 65.5 us */
-	pair_open(&p);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
 	write_64k(&p, 1);
 	/* Down in the middle of the WRITE for 150 us: two or three timeouts, then it resumes. */
 	cr_assert_eq(hcasim_link_down_window(0, hcasim_now_ps() + 2 * US, 150 * US), 0);
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
-	cr_assert(!memcmp(p.ma->addr, p.mb->addr, 65536), "the WRITE's bytes differ");
+	cr_assert(!memcmp(p.src->addr, p.dst->addr, 65536), "the WRITE's bytes differ");
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ACTIVE, US);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, rc_write_fails_with_retry_exc_err_when_the_link_stays_down)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
 
 	tb_rc_timeout = 4;
 	tb_rc_retry_cnt = 2;
-	pair_open(&p);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
 	write_64k(&p, 1);
 	cr_assert_eq(hcasim_link_down_window(0, hcasim_now_ps() + 2 * US, 10 * MS), 0);
 	tb_poll(p.a.cq, &wc, 1);
@@ -297,7 +261,7 @@ Test(events, rc_write_fails_with_retry_exc_err_when_the_link_stays_down)
 	cr_assert_eq(ibv_query_qp(p.qa, &qa, IBV_QP_STATE, &qi), 0);
 	cr_assert_eq(qa.qp_state, IBV_QPS_ERR);
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 /* ---- affiliated errors ------------------------------------------------------------------ */
@@ -340,50 +304,50 @@ static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr)
 
 Test(events, invalid_request_raises_qp_req_err_on_the_responder)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 	struct ibv_async_event ev;
 
-	pair_open(&p);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
 	/* A misaligned atomic: NAK invalid request. */
-	post(p.qa, p.ma, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, (uintptr_t)p.mb->addr + 4, p.mb->rkey);
+	post(p.qa, p.src, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, (uintptr_t)p.dst->addr + 4, p.dst->rkey);
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
 	ev = expect_event(p.b.ctx, IBV_EVENT_QP_REQ_ERR, 10 * US);
 	cr_assert_eq(ev.element.qp, p.qb, "the event names another QP");
 	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
 	expect_no_event(p.a.ctx, 10 * US); /* the requester learns from its completion */
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, rkey_violation_raises_qp_access_err_on_the_responder)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 	struct ibv_async_event ev;
 
-	pair_open(&p);
-	post(p.qa, p.ma, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.mb->addr, p.mb->rkey ^ 0x100);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
+	post(p.qa, p.src, IBV_WR_RDMA_WRITE, 64, (uintptr_t)p.dst->addr, p.dst->rkey ^ 0x100);
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
 	ev = expect_event(p.b.ctx, IBV_EVENT_QP_ACCESS_ERR, 10 * US);
 	cr_assert_eq(ev.element.qp, p.qb);
 	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, unreadable_send_wqe_is_qp_fatal_and_flushes)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc[2];
 	struct ibv_async_event ev;
 
-	pair_open(&p);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
 	cr_assert_eq(hcasim_dma_read_error(0, HCASIM_DMA_SQ_WQE, p.qa->qp_num, 1), 0, "%s",
 		     hcasim_last_error());
 	/* Two WRs in one call: one doorbell, no BlueFlame, so the WQEs are read from the ring. */
 	{
-		struct ibv_sge s = { (uintptr_t)p.ma->addr, 64, p.ma->lkey };
+		struct ibv_sge s = { (uintptr_t)p.src->addr, 64, p.src->lkey };
 		struct ibv_send_wr w[2], *bad;
 
 		for (int i = 0; i < 2; i++) {
@@ -391,8 +355,8 @@ Test(events, unreadable_send_wqe_is_qp_fatal_and_flushes)
 						     .opcode = IBV_WR_RDMA_WRITE,
 						     .send_flags = IBV_SEND_SIGNALED,
 						     .next = i ? NULL : &w[1] };
-			w[i].wr.rdma.remote_addr = (uintptr_t)p.mb->addr;
-			w[i].wr.rdma.rkey = p.mb->rkey;
+			w[i].wr.rdma.remote_addr = (uintptr_t)p.dst->addr;
+			w[i].wr.rdma.rkey = p.dst->rkey;
 		}
 		cr_assert_eq(ibv_post_send(p.qa, w, &bad), 0, "%s", hcasim_last_error());
 	}
@@ -403,27 +367,27 @@ Test(events, unreadable_send_wqe_is_qp_fatal_and_flushes)
 	tb_poll(p.a.cq, wc, 2);
 	cr_assert_eq(wc[0].status, IBV_WC_WR_FLUSH_ERR);
 	cr_assert_eq(wc[1].status, IBV_WC_WR_FLUSH_ERR);
-	cr_assert_eq(((uint8_t *)p.mb->addr)[0], 0, "a WRITE went out");
-	pair_close(&p);
+	cr_assert_eq(((uint8_t *)p.dst->addr)[0], 0, "a WRITE went out");
+	tb_pair_close(&p);
 }
 
 Test(events, unreadable_receive_wqe_is_qp_fatal_on_the_responder)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
 
-	pair_open(&p);
-	post_recv(p.qb, p.mb);
+	tb_pair_open(&p, IBV_QPT_RC, 65536, 3);
+	post_recv(p.qb, p.dst);
 	cr_assert_eq(hcasim_dma_read_error(1, HCASIM_DMA_RQ_WQE, p.qb->qp_num, 1), 0);
-	post(p.qa, p.ma, IBV_WR_SEND, 64, 0, 0);
+	post(p.qa, p.src, IBV_WR_SEND, 64, 0, 0);
 	ev = expect_event(p.b.ctx, IBV_EVENT_QP_FATAL, 100 * US);
 	cr_assert_eq(ev.element.qp, p.qb);
 	cr_assert_eq(state_of(p.qb), IBV_QPS_ERR);
 	tb_poll(p.b.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	cr_assert_eq(wc.wr_id, 5);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, unreadable_srq_wqe_is_srq_err_and_its_qps_go_to_err)
@@ -507,7 +471,7 @@ Test(events, bad_dma_error_injections_are_refused)
 
 /* Two hosts joined by two links (port 1: link 0, port 2: link 1); an RC pair on port 1 with
  * the port-2 path loaded as the alternate and armed on both sides. */
-static void apm_open(struct pair *p)
+static void apm_open(struct tb_pair *p)
 {
 	struct ibv_port_attr pa2, pb2;
 	struct ibv_qp_attr qa;
@@ -516,7 +480,7 @@ static void apm_open(struct pair *p)
 	tb_config("hca.ports", "2");
 	tb_rc_timeout = 4; /* 65.5 us */
 	tb_rc_retry_cnt = 2;
-	pair_open(p);
+	tb_pair_open(p, IBV_QPT_RC, 65536, 3);
 	cr_assert(p->a.attr.device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG);
 	cr_assert_eq(ibv_query_port(p->a.ctx, 2, &pa2), 0);
 	cr_assert_eq(ibv_query_port(p->b.ctx, 2, &pb2), 0);
@@ -555,7 +519,7 @@ static void expect_migrated(struct ibv_qp *qp, uint16_t dlid)
 
 Test(events, primary_link_failure_migrates_both_sides_to_the_alternate_path)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 	struct ibv_async_event ev;
 	struct ibv_port_attr pa2, pb2;
@@ -567,7 +531,7 @@ Test(events, primary_link_failure_migrates_both_sides_to_the_alternate_path)
 	cr_assert_eq(hcasim_link_set(0, 0), 0); /* port 1 cable pulled, for good */
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
-	cr_assert(!memcmp(p.ma->addr, p.mb->addr, 65536), "the WRITE's bytes differ");
+	cr_assert(!memcmp(p.src->addr, p.dst->addr, 65536), "the WRITE's bytes differ");
 	/* Port 1 went down on both; the requester migrated after its retries, the responder on
 	 * the first packet with MigReq set. */
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
@@ -583,12 +547,12 @@ Test(events, primary_link_failure_migrates_both_sides_to_the_alternate_path)
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 2);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, migration_with_the_alternate_port_down_is_path_mig_err)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_wc wc;
 	struct ibv_async_event ev;
 
@@ -602,12 +566,12 @@ Test(events, migration_with_the_alternate_port_down_is_path_mig_err)
 	expect_event(p.a.ctx, IBV_EVENT_PORT_ERR, US);
 	ev = expect_event(p.a.ctx, IBV_EVENT_PATH_MIG_ERR, US);
 	cr_assert_eq(ev.element.qp, p.qa);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
 
 Test(events, software_requested_migration_moves_the_qp_at_once)
 {
-	struct pair p;
+	struct tb_pair p;
 	struct ibv_qp_attr qa = { .path_mig_state = IBV_MIG_MIGRATED };
 	struct ibv_wc wc;
 	struct ibv_async_event ev;
@@ -631,5 +595,5 @@ Test(events, software_requested_migration_moves_the_qp_at_once)
 	ev = expect_event(p.b.ctx, IBV_EVENT_PORT_ERR, US);
 	ev = expect_event(p.b.ctx, IBV_EVENT_PATH_MIG, US);
 	cr_assert_eq(ev.element.qp, p.qb);
-	pair_close(&p);
+	tb_pair_close(&p);
 }
