@@ -31,13 +31,31 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
 }
 
+static bool is_rd_or_atomic(uint8_t op)
+{
+	return op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
+	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+}
+
+/* Forward progress (IBA 9.7.6.1) is progress of the oldest unfinished WQE: an ACK or NAK
+ * that retires it or acknowledges more of it, an in-order READ response, an atomic
+ * acknowledgement. Each reloads both retry counters and restarts the timer, however far other
+ * acknowledgements have reached already (docs/timing.md#forward-progress). */
+static void progress(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	qp->retry_left = qp->attr.retry_cnt;
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->nak_seen = false;
+	qp->rd_gap = false;
+	hm_req_timer(d, qp, t);
+}
+
 /* Retire the oldest outstanding WQE with status. */
 static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
 {
 	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-	if (f->op == HCA_WQE_OP_RDMA_READ || f->op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
-	    f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD) {
+	if (is_rd_or_atomic(f->op)) {
 		if (qp->rd_out)
 			qp->rd_out--;
 		hm_sched_add(d, qp); /* a WQE may have waited for max_rd_atomic or a fence */
@@ -60,13 +78,8 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=%u", qp->qpn, f->wqe, status);
 	qp->sq_done++;
 	hm_qp_check_drained(d, qp);
-	if (status == HCA_WC_SUCCESS) {
-		/* Progress: both retry counters reload and the timer restarts (IBA 9.7.6.1). */
-		qp->nak_seen = false;
-		qp->retry_left = qp->attr.retry_cnt;
-		qp->rnr_left = qp->attr.rnr_retry;
-		hm_req_timer(d, qp, t);
-	}
+	if (status == HCA_WC_SUCCESS)
+		progress(d, qp, t);
 }
 
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
@@ -116,8 +129,7 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 	while (qp->sq_done != qp->sq_next) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-		if (hm_psn_cmp(f->last_psn, psn) >= 0 || f->op == HCA_WQE_OP_RDMA_READ ||
-		    f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
+		if (hm_psn_cmp(f->last_psn, psn) >= 0 || is_rd_or_atomic(f->op))
 			return;
 		retire(d, qp, HCA_WC_SUCCESS, t);
 	}
@@ -153,24 +165,44 @@ static uint8_t nak_status(uint8_t syn)
 	}
 }
 
-/* Forward progress (IBA 9.7.6.1): a response acknowledges packets up to upto (a NAK: up to
- * the one before its PSN). New ground reloads both retry counters and restarts the timer,
- * even inside a message. */
-static void progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
+/* An ACK or NAK acknowledging every packet up to upto (a NAK: up to the one before its PSN).
+ * It is progress when it reaches past what was acknowledged of the oldest SEND or WRITE; a
+ * READ or atomic advances only by its own responses, so an acknowledgement beyond one still
+ * outstanding is none (its responses are missing). */
+static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
 {
+	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+
 	upto &= HCA_PSN_MASK;
-	if (hm_psn_cmp(upto, qp->acked_psn) > 0) {
+	if (hm_psn_cmp(upto, qp->acked_psn) > 0)
 		qp->acked_psn = upto;
-		qp->retry_left = qp->attr.retry_cnt;
-		qp->rnr_left = qp->attr.rnr_retry;
-		qp->nak_seen = false;
-		hm_req_timer(d, qp, t);
+	if (is_rd_or_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
+		return;
+	f->next_rsp = (upto + 1) & HCA_PSN_MASK;
+	progress(d, qp, t);
+}
+
+/* A sequence NAK or a READ response gap: go back to psn at the cost of a retry, or end the
+ * oldest WQE with RETRY_EXC_ERR when none is left (IBA 9.7.5.1.2, 9.7.5.1.6). */
+static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const char *cause,
+		       sim_time_t t)
+{
+	SIM_TRACE(comp, retry, d->devno, "qpn=0x%x psn=%u cause=%s retries_left=%u%s", qp->qpn,
+		  psn, cause, qp->retry_left, qp->retry_left ? "" : " exhausted");
+	if (!qp->retry_left) {
+		hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+		return;
 	}
+	qp->retry_left--;
+	hm_req_rewind(d, qp, psn, t);
 }
 
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint8_t op = p->opcode, syn = p->aeth_syndrome;
+	bool rsp = op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY;
+	bool err_nak = op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60 && syn != 0x60;
+	struct hm_flight *f;
 
 	t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
 	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
@@ -187,25 +219,32 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		return t;
 	/* A READ response counts as progress only once taken in order (below): one after a gap
 	 * is dropped, and must not hide the missing one. */
-	if (op < HM_OP_READ_RESPONSE_FIRST || op > HM_OP_READ_RESPONSE_ONLY)
-		progress(d, qp, op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn, t);
+	if (!rsp)
+		ack_progress(d, qp, op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn, t);
+	implied_acks(d, qp, p->psn, t);
+	if (qp->sq_done == qp->sq_next && !qp->cur_started)
+		return t; /* a message still being sent counts: its PSNs are in the window */
+	f = &qp->flight[qp->sq_done % qp->sq_entries];
+	if (!err_nak && is_rd_or_atomic(f->op) && hm_psn_cmp(p->psn, f->next_rsp) > 0) {
+		/* The responder answers in order (IBA 9.7.5.1.6): anything past the response
+		 * the oldest READ or atomic expects next — a later response of it, or an ACK, NAK
+		 * or response beyond it — shows that the expected one was lost. Ask again from it,
+		 * once per gap, at the cost of a retry (docs/timing.md#forward-progress). */
+		if (!qp->rd_gap) {
+			qp->rd_gap = true;
+			take_retry(d, qp, f->next_rsp, "read_gap", t);
+		}
+		return t;
+	}
 	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
 		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
 		 * go back to it, which costs a retry (IBA 9.7.5.1.2). A second NAK for the same
 		 * PSN with no progress in between (a duplicate) changes nothing. */
-		implied_acks(d, qp, p->psn, t);
-		if (qp->sq_done == qp->sq_next && !qp->cur_started)
-			return t; /* a message still being sent counts: its PSNs are in the window */
 		if (qp->nak_seen && qp->nak_psn == p->psn)
 			return t;
 		qp->nak_seen = true;
 		qp->nak_psn = p->psn;
-		if (!qp->retry_left) {
-			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
-			return t;
-		}
-		qp->retry_left--;
-		hm_req_rewind(d, qp, p->psn, t);
+		take_retry(d, qp, p->psn, "seq_nak", t);
 		return t;
 	}
 	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20) {
@@ -213,9 +252,6 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		 * retries for ever (IBA 9.7.5.2.8). */
 		struct rnr_resume *r;
 
-		implied_acks(d, qp, p->psn, t);
-		if (qp->sq_done == qp->sq_next && !qp->cur_started)
-			return t; /* a message still being sent counts: its PSNs are in the window */
 		SIM_TRACE(comp, rnr_wait, d->devno,
 			  "qpn=0x%x psn=%u start=%llu wait_ps=%llu rnr_left=%u%s", qp->qpn, p->psn,
 			  (unsigned long long)t, (unsigned long long)rnr_delay_ps[syn & 0x1f],
@@ -237,11 +273,10 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		sim_schedule_owned_at(sim_kernel(), t + rnr_delay_ps[syn & 0x1f], rnr_resume, r);
 		return t;
 	}
-	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60) {
+	if (err_nak) {
 		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
 		while (qp->sq_done != qp->sq_next) {
-			struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
-
+			f = &qp->flight[qp->sq_done % qp->sq_entries];
 			if (hm_psn_cmp(f->last_psn, p->psn) >= 0) {
 				retire(d, qp, nak_status(syn), t);
 				hm_qp_error(d, qp, HCA_QPS_ERR, t);
@@ -256,35 +291,22 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		return t;
 	}
 	while (qp->sq_done != qp->sq_next) {
-		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
 
-		if (rd && (op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY) &&
-		    hm_psn_cmp(p->psn, f->first_psn) >= 0 && hm_psn_cmp(p->psn, f->last_psn) <= 0) {
+		if (rd && rsp && hm_psn_cmp(p->psn, f->first_psn) >= 0 &&
+		    hm_psn_cmp(p->psn, f->last_psn) <= 0) {
 			unsigned mtu = hm_qp_mtu(d, qp);
 			uint32_t off = ((p->psn - f->first_psn) & HCA_PSN_MASK) * mtu;
 
-			/* Responses are taken in order (IBA 9.7.5.1.6): a duplicate is dropped;
-			 * after a gap the READ is asked again, once per gap, at the cost of a
-			 * retry, as for a sequence error. */
+			/* Responses are taken in order (IBA 9.7.5.1.6): a duplicate is dropped
+			 * (one after a gap went back above). */
 			if (hm_psn_cmp(p->psn, f->next_rsp) < 0)
 				return t;
-			if (p->psn != f->next_rsp) {
-				if (qp->rd_gap)
-					return t;
-				qp->rd_gap = true;
-				if (!qp->retry_left) {
-					hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
-					return t;
-				}
-				qp->retry_left--;
-				hm_req_rewind(d, qp, f->next_rsp, t); /* the missing response on */
-				return t;
-			}
-			qp->rd_gap = false;
 			f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
-			progress(d, qp, p->psn, t);
+			if (hm_psn_cmp(p->psn, qp->acked_psn) > 0)
+				qp->acked_psn = p->psn;
+			progress(d, qp, t);
 
 			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
 				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
@@ -312,6 +334,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		if (rd || at || hm_psn_cmp(f->last_psn, p->psn) > 0)
 			return t;
 		retire(d, qp, HCA_WC_SUCCESS, t);
+		f = &qp->flight[qp->sq_done % qp->sq_entries];
 	}
 	return t;
 }

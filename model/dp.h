@@ -65,7 +65,8 @@ struct hm_flight {
 	bool signaled;       /* write a CQE */
 	uint32_t len;        /* message bytes */
 	uint32_t done_bytes; /* READ: bytes of response scattered */
-	uint32_t next_rsp;   /* READ: PSN of the response expected next */
+	uint32_t next_rsp;   /* first PSN not yet answered: READ, the response expected next;
+			      * SEND/WRITE, the packet after the last one ACKed (progress mark) */
 };
 
 /* QP context: attributes (cached, backed in host memory) and the blocks' runtime state. */
@@ -99,7 +100,8 @@ struct hm_qp {
 	bool rnr_wait;         /* waiting out an RNR NAK's timer */
 	bool nak_seen;         /* a sequence NAK for nak_psn was acted on, no progress since */
 	bool rd_gap;           /* a READ response gap was acted on, no in-order response since */
-	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (forward progress) */
+	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (observed only: forward
+				* progress is the oldest WQE's, flight[].next_rsp) */
 	uint32_t nak_psn;
 	uint32_t ctx_pad;      /* where the ACK timer's generation was: the context keeps its
 				* size (offsetof cached, the length of its DMA) */

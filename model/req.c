@@ -100,6 +100,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	}
 	*f = (struct hm_flight){ .wqe = qp->sq_next,
 				 .first_psn = qp->sq_psn,
+				 .next_rsp = qp->sq_psn,
 				 .op = c->opcode,
 				 .signaled = qp->sq_sig_all || (c->flags & HCA_WQE_F_SIGNALED),
 				 .len = (uint32_t)len };

@@ -426,6 +426,15 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	return t;
 }
 
+/* A request that is not the expected PSN: ahead of it (a gap) or a duplicate. Counted in
+ * rq_num_oos or rq_num_dup, and traced, so that the counters can be checked against the trace. */
+static void out_of_seq(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, bool ahead)
+{
+	hm_ctr_qp(d, qp, ahead ? HM_CTR_RQ_OOS : HM_CTR_RQ_DUP);
+	SIM_TRACE(resp, seq, d->devno, "qpn=0x%x psn=%u epsn=%u class=%s", qp->qpn, psn, qp->epsn,
+		  ahead ? "ahead" : "duplicate");
+}
+
 sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
@@ -446,8 +455,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (qp->type == HCA_QPT_UC) {
 		if (p->psn != qp->epsn) {
 			/* UC: a gap loses the message in progress; wait for a FIRST/ONLY. */
-			hm_ctr_qp(d, qp, hm_psn_cmp(p->psn, qp->epsn) > 0 ? HM_CTR_RQ_OOS
-									 : HM_CTR_RQ_DUP);
+			out_of_seq(d, qp, p->psn, hm_psn_cmp(p->psn, qp->epsn) > 0);
 			qp->uc_drop = !first;
 			qp->in_msg = false;
 		}
@@ -470,7 +478,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		qp->nak_sent = out.nak_sent;
 		if (out.cls == HM_PSN_AHEAD) {
 			/* Out of sequence: one NAK, then silence until the expected PSN. */
-			hm_ctr_qp(d, qp, HM_CTR_RQ_OOS);
+			out_of_seq(d, qp, p->psn, true);
 			if (out.send_nak)
 				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
 			return t;
@@ -479,7 +487,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an
 			 * atomic gets its saved result (never executed twice), SEND/WRITE are
 			 * acknowledged again. */
-			hm_ctr_qp(d, qp, HM_CTR_RQ_DUP);
+			out_of_seq(d, qp, p->psn, false);
 			if (p->opcode == HM_OP_READ_REQUEST) {
 				uint32_t e = qp->epsn, m = qp->msn;
 

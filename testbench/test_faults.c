@@ -398,6 +398,72 @@ Test(faults, targeted_drop_of_every_ack_exhausts_the_retries)
 	pair1_close(&p);
 }
 
+/* Issue 18: an ACK far beyond an outstanding READ must not stop the READ's own in-order
+ * responses from counting as forward progress. A READ of 8 responses (PSNs 0x100..0x107) is
+ * followed by a SEND (0x108), retry_cnt 2. Responses are dropped so that each recovery meets
+ * a new gap: 0x101 once, 0x103 twice, 0x105 three times, 0x107 four times (every copy sent
+ * before the recovery that reaches it). The SEND's ACK (0x108) arrives during the first
+ * recovery, ahead of everything the READ still misses. Four retries follow, each after
+ * in-order responses of the READ: three gaps seen by a later response, and the lost last
+ * response, seen by the SEND's ACK beyond it (no timeout needed). With the counters reloaded
+ * by the in-order responses, the READ completes; counting progress from the highest PSN
+ * acknowledged instead, the third retry found none left and the READ ended in
+ * RETRY_EXC_ERR. */
+Test(faults, read_recovery_after_an_ack_far_ahead_is_forward_progress)
+{
+	static const struct {
+		int psn;
+		uint32_t count;
+	} drops[] = { { 0x101, 1 }, { 0x103, 2 }, { 0x105, 3 }, { 0x107, 4 } };
+	struct pair1 p;
+	struct ibv_sge rd;
+	struct ibv_recv_wr r = { .wr_id = 9 }, *rbad;
+	struct ibv_send_wr w[2], *bad;
+	struct ibv_wc wc[2];
+	uint64_t n[5], to;
+
+	tb_rc_timeout = 8;
+	tb_rc_retry_cnt = 2;
+	pair1_open(&p);
+	for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+		cr_assert_eq(hcasim_link_fault_target(
+				     0, 1,
+				     &(struct hcasim_fault_target){
+					     .qpn = p.qa->qp_num, .psn = drops[i].psn,
+					     .opcode = -1, .fault = HCASIM_FAULT_DROP,
+					     .count = drops[i].count }),
+			     0, "%s", hcasim_last_error());
+	for (int i = 0; i < 8192; i++)
+		((uint8_t *)p.dst->addr)[i] = (uint8_t)(i * 13 + 5); /* what the READ fetches */
+	cr_assert_eq(ibv_post_recv(p.qb, &r, &rbad), 0, "%s", hcasim_last_error());
+	rd = (struct ibv_sge){ (uintptr_t)p.src->addr, 8192, p.src->lkey };
+	w[0] = (struct ibv_send_wr){ .wr_id = 1, .sg_list = &rd, .num_sge = 1,
+				     .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				     .next = &w[1] };
+	w[0].wr.rdma.remote_addr = (uintptr_t)p.dst->addr;
+	w[0].wr.rdma.rkey = p.dst->rkey;
+	/* A zero-length SEND: it touches neither the READ's source nor its destination. */
+	w[1] = (struct ibv_send_wr){ .wr_id = 2, .opcode = IBV_WR_SEND,
+				     .send_flags = IBV_SEND_SIGNALED };
+	cr_assert_eq(ibv_post_send(p.qa, w, &bad), 0, "%s", hcasim_last_error());
+	tb_poll(p.a.cq, wc, 2);
+	cr_assert_eq(wc[0].wr_id, 1);
+	cr_assert_eq(wc[0].status, IBV_WC_SUCCESS, "READ: %s", ibv_wc_status_str(wc[0].status));
+	cr_assert_eq(wc[0].byte_len, 8192);
+	cr_assert_eq(wc[1].wr_id, 2);
+	cr_assert_eq(wc[1].status, IBV_WC_SUCCESS, "SEND: %s", ibv_wc_status_str(wc[1].status));
+	cr_assert(!memcmp(p.src->addr, p.dst->addr, 8192), "READ data differs");
+	tb_poll(p.b.cq, wc, 1);
+	cr_assert_eq(wc[0].status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc[0].byte_len, 0);
+	cr_assert_eq(hcasim_link_fault_counts(0, 1, n), 0);
+	cr_assert_eq(n[0], 10, "responses dropped: %llu", (unsigned long long)n[0]);
+	/* The recoveries were those described: gaps only, no timeout. */
+	cr_assert_eq(hcasim_port_counter(0, 1, "sq_num_to", &to), 0);
+	cr_assert_eq(to, 0, "timeouts: %llu", (unsigned long long)to);
+	pair1_close(&p);
+}
+
 /* Bad targets are refused with EINVAL or ENOSPC, naming the field, and change nothing. */
 Test(faults, bad_fault_targets_are_refused)
 {
