@@ -55,6 +55,15 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 {
 	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
+	if (qp->sq_done == qp->sq_next && qp->cur_started) {
+		/* The oldest is the message being sent (again): what is left of it stays
+		 * unsent. A READ or atomic whose responses came in the meantime is done: the
+		 * next message starts after its PSNs. */
+		qp->cur_started = false;
+		qp->sq_next++;
+		if (status == HCA_WC_SUCCESS)
+			qp->sq_psn = (f->last_psn + 1) & HCA_PSN_MASK;
+	}
 	if (is_rd_or_atomic(f->op)) {
 		if (qp->rd_out)
 			qp->rd_out--;
@@ -84,11 +93,6 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
 {
-	if (qp->sq_done == qp->sq_next && qp->cur_started) {
-		/* The oldest is the message still being sent: its remaining packets stay unsent. */
-		qp->cur_started = false;
-		qp->sq_next++;
-	}
 	retire(d, qp, status, t);
 	hm_qp_error(d, qp, HCA_QPS_ERR, t);
 }
@@ -123,10 +127,20 @@ static void rnr_resume(void *arg)
 	free(r);
 }
 
+/* Is the oldest WQE one whose every packet has gone out, so that a response can finish it?
+ * Every WQE before the one being sent is; that one too when it is being sent again after a
+ * rewind (its last PSN is before the highest sent). */
+static bool oldest_sent(const struct hm_qp *qp)
+{
+	return qp->sq_done != qp->sq_next ||
+	       (qp->cur_started &&
+		hm_psn_cmp(qp->flight[qp->sq_done % qp->sq_entries].last_psn, qp->sent_psn) < 0);
+}
+
 /* Retire the WQEs an ACK, NAK or response at psn implies are done: those ending before it. */
 static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
 {
-	while (qp->sq_done != qp->sq_next) {
+	while (oldest_sent(qp)) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
 		if (hm_psn_cmp(f->last_psn, psn) >= 0 || is_rd_or_atomic(f->op))
@@ -210,12 +224,13 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	hm_ctr_ack_rcvd(d, qp, op, syn);
 	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return t;
-	/* Only a response inside the window of outstanding PSNs counts; a late or duplicated
-	 * one (IBA 9.7.5.1.1: "ghost" ACKs) is ignored. */
+	/* Only a response inside the window of outstanding PSNs counts: from the oldest WQE's
+	 * first PSN to the highest PSN sent, which a rewind leaves where it was. A late or
+	 * duplicated one (IBA 9.7.5.1.1: "ghost" ACKs) is ignored. */
 	if (qp->sq_done == qp->sq_next && !qp->cur_started)
 		return t;
 	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
-	    hm_psn_cmp(p->psn, qp->sq_psn) >= 0)
+	    hm_psn_cmp(p->psn, qp->sent_psn) >= 0)
 		return t;
 	/* A READ response counts as progress only once taken in order (below): one after a gap
 	 * is dropped, and must not hide the missing one. */
@@ -232,7 +247,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		 * once per gap, at the cost of a retry (docs/timing.md#forward-progress). */
 		if (!qp->rd_gap) {
 			qp->rd_gap = true;
-			take_retry(d, qp, f->next_rsp, "read_gap", t);
+			take_retry(d, qp, f->next_rsp, "rsp_gap", t);
 		}
 		return t;
 	}
@@ -275,7 +290,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	}
 	if (err_nak) {
 		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
-		while (qp->sq_done != qp->sq_next) {
+		while (oldest_sent(qp)) {
 			f = &qp->flight[qp->sq_done % qp->sq_entries];
 			if (hm_psn_cmp(f->last_psn, p->psn) >= 0) {
 				retire(d, qp, nak_status(syn), t);
@@ -290,7 +305,9 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			hm_comp_fail_oldest(d, qp, nak_status(syn), t);
 		return t;
 	}
-	while (qp->sq_done != qp->sq_next) {
+	/* The oldest WQE may be the one being sent again after a rewind: what answers what it
+	 * sent before still counts (its data is the same). */
+	while (oldest_sent(qp)) {
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
 

@@ -60,7 +60,7 @@ struct hm_srq {
 struct hm_flight {
 	uint32_t wqe;        /* producer index of the WQE */
 	uint32_t first_psn;  /* first PSN of the message */
-	uint32_t last_psn;   /* last PSN (READ: of the last response expected) */
+	uint32_t last_psn;   /* last PSN (READ: of the last response expected), from the start */
 	uint8_t op;          /* HCA_WQE_OP_* */
 	bool signaled;       /* write a CQE */
 	uint32_t len;        /* message bytes */
@@ -103,8 +103,9 @@ struct hm_qp {
 	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (observed only: forward
 				* progress is the oldest WQE's, flight[].next_rsp) */
 	uint32_t nak_psn;
-	uint32_t ctx_pad;      /* where the ACK timer's generation was: the context keeps its
-				* size (offsetof cached, the length of its DMA) */
+	uint32_t sent_psn;     /* one past the highest PSN sent: the window of outstanding PSNs
+				* ends here (a rewind leaves it; responses to what was sent before
+				* still count) */
 	bool timer_on;         /* the local ACK timer is armed (its event: timer_* below) */
 	/* responder: the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN
 	 * of the ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */

@@ -280,6 +280,7 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 	}
 	if (mask & HCA_QPA_SQ_PSN) {
 		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
+		qp->sent_psn = qp->sq_psn;
 		qp->acked_psn = (qp->sq_psn - 1) & HCA_PSN_MASK;
 	}
 	if (mask & HCA_QPA_RQ_PSN)

@@ -82,6 +82,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
 	uint64_t len;
+	uint32_t npsn;
 	uint8_t st;
 
 	switch (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
@@ -98,8 +99,13 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		req_fail(d, qp, st, c->opcode, *t);
 		return false;
 	}
+	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU). */
+	npsn = (is_rd_atomic(c->opcode) && c->opcode != HCA_WQE_OP_RDMA_READ) || !len
+		       ? 1
+		       : (uint32_t)((len + hm_qp_mtu(d, qp) - 1) / hm_qp_mtu(d, qp));
 	*f = (struct hm_flight){ .wqe = qp->sq_next,
 				 .first_psn = qp->sq_psn,
+				 .last_psn = (qp->sq_psn + npsn - 1) & HCA_PSN_MASK,
 				 .next_rsp = qp->sq_psn,
 				 .op = c->opcode,
 				 .signaled = qp->sq_sig_all || (c->flags & HCA_WQE_F_SIGNALED),
@@ -224,7 +230,6 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		p.reth_rkey = rd->rkey;
 		p.reth_dmalen = left;
 		p.ackreq = true;
-		f->next_rsp = qp->sq_psn;
 		if (!qp->cur_off)
 			f->done_bytes = 0;
 		f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
@@ -274,12 +279,12 @@ static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		}
 		p.payload = payload;
 		p.paylen = paylen;
-		if (last)
-			f->last_psn = qp->sq_psn;
 		qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
 		qp->cur_off += paylen;
 		break;
 	}
+	if (hm_psn_cmp(qp->sq_psn, qp->sent_psn) > 0)
+		qp->sent_psn = qp->sq_psn;
 	end = hm_port_send(d, port, &p, issue, ct.need);
 	qp->c_tx_pkts++;
 	qp->c_tx_bytes += paylen;
