@@ -31,12 +31,6 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
 }
 
-static bool is_rd_or_atomic(uint8_t op)
-{
-	return op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
-	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
-}
-
 /* Forward progress (IBA 9.7.6.1) is progress of the oldest unfinished WQE: an ACK or NAK
  * that retires it or acknowledges more of it, an in-order READ response, an atomic
  * acknowledgement. Each reloads both retry counters and restarts the timer, however far other
@@ -64,7 +58,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		if (status == HCA_WC_SUCCESS)
 			qp->sq_psn = (f->last_psn + 1) & HCA_PSN_MASK;
 	}
-	if (is_rd_or_atomic(f->op)) {
+	if (hm_wqe_rd_atomic(f->op)) {
 		if (qp->rd_out)
 			qp->rd_out--;
 		hm_sched_add(d, qp); /* a WQE may have waited for max_rd_atomic or a fence */
@@ -80,7 +74,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		cqe.is_send = 1;
 		if (f->op == HCA_WQE_OP_RDMA_READ)
 			cqe.byte_len = f->len;
-		else if (f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
+		else if (hm_wqe_atomic(f->op))
 			cqe.byte_len = 8;
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
@@ -143,7 +137,7 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 	while (oldest_sent(qp)) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-		if (hm_psn_cmp(f->last_psn, psn) >= 0 || is_rd_or_atomic(f->op))
+		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hm_wqe_rd_atomic(f->op))
 			return;
 		retire(d, qp, HCA_WC_SUCCESS, t);
 	}
@@ -190,7 +184,7 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 	upto &= HCA_PSN_MASK;
 	if (hm_psn_cmp(upto, qp->acked_psn) > 0)
 		qp->acked_psn = upto;
-	if (is_rd_or_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
+	if (hm_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
 		return;
 	f->next_rsp = (upto + 1) & HCA_PSN_MASK;
 	progress(d, qp, t);
@@ -240,7 +234,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (qp->sq_done == qp->sq_next && !qp->cur_started)
 		return t; /* a message still being sent counts: its PSNs are in the window */
 	f = &qp->flight[qp->sq_done % qp->sq_entries];
-	if (!err_nak && is_rd_or_atomic(f->op) && hm_psn_cmp(p->psn, f->next_rsp) > 0) {
+	if (!err_nak && hm_wqe_rd_atomic(f->op) && hm_psn_cmp(p->psn, f->next_rsp) > 0) {
 		/* The responder answers in order (IBA 9.7.5.1.6): anything past the response
 		 * the oldest READ or atomic expects next — a later response of it, or an ACK, NAK
 		 * or response beyond it — shows that the expected one was lost. Ask again from it,
@@ -309,7 +303,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	 * sent before still counts (its data is the same). */
 	while (oldest_sent(qp)) {
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
-		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+		bool at = hm_wqe_atomic(f->op);
 
 		if (rd && rsp && hm_psn_cmp(p->psn, f->first_psn) >= 0 &&
 		    hm_psn_cmp(p->psn, f->last_psn) <= 0) {

@@ -61,12 +61,6 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
 }
 
-static bool is_rd_atomic(uint8_t op)
-{
-	return op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
-	       op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
-}
-
 unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp)
 {
 	if (qp->type == HCA_QPT_UD || !qp->attr.path_mtu)
@@ -100,7 +94,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		return false;
 	}
 	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU). */
-	npsn = (is_rd_atomic(c->opcode) && c->opcode != HCA_WQE_OP_RDMA_READ) || !len
+	npsn = hm_wqe_atomic(c->opcode) || !len
 		       ? 1
 		       : (uint32_t)((len + hm_qp_mtu(d, qp) - 1) / hm_qp_mtu(d, qp));
 	*f = (struct hm_flight){ .wqe = qp->sq_next,
@@ -323,7 +317,7 @@ static bool req_ready(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		return false;
 	}
 	c = (const void *)wqe_at(qp, qp->sq_next);
-	if (is_rd_atomic(c->opcode) &&
+	if (hm_wqe_rd_atomic(c->opcode) &&
 	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
 		return false; /* the completer re-queues the QP when a response arrives */
 	if (qp->cur_off == 0 && (c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
@@ -373,16 +367,11 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 	if (w == qp->sq_next && !qp->cur_started)
 		return; /* nothing sent at or after psn */
 	qp->rd_out = 0;
-	for (uint32_t i = qp->sq_done; i != w; i++) {
-		uint8_t op = qp->flight[i % qp->sq_entries].op;
-
-		if (op == HCA_WQE_OP_RDMA_READ || op == HCA_WQE_OP_ATOMIC_CMP_SWP ||
-		    op == HCA_WQE_OP_ATOMIC_FETCH_ADD)
-			qp->rd_out++;
-	}
+	for (uint32_t i = qp->sq_done; i != w; i++)
+		qp->rd_out += hm_wqe_rd_atomic(qp->flight[i % qp->sq_entries].op);
 	if (w != qp->sq_next || qp->cur_started) {
 		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
-		bool at = f->op == HCA_WQE_OP_ATOMIC_CMP_SWP || f->op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
+		bool at = hm_wqe_atomic(f->op);
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 
 		qp->sq_next = w;

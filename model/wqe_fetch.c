@@ -128,8 +128,7 @@ uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8
 	}
 	if (*len > 0x80000000ull || (qp->type == HCA_QPT_UD && *len > hm_qp_mtu(d, qp)))
 		return HCA_WC_LOC_LEN_ERR;
-	if ((c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP || c->opcode == HCA_WQE_OP_ATOMIC_FETCH_ADD) &&
-	    *len != 8)
+	if (hm_wqe_atomic(c->opcode) && *len != 8)
 		return HCA_WC_LOC_LEN_ERR;
 	return HCA_WC_SUCCESS;
 }

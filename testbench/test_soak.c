@@ -25,7 +25,10 @@ struct run_cfg {
 	unsigned loss_pct, mtu, nqp, msgs; /* msgs per QP */
 	bool roce;
 	unsigned seed, retry_cnt, rnr_retry;
+	bool slow_rq; /* the receiver posts one receive every SLOW_RQ_PS: RNR NAKs abound */
 };
+
+#define SLOW_RQ_PS 30000000ull /* 30 us: longer than two RNR waits of min_rnr_timer 1 */
 
 /* ---- the oracle: reads the requester's and responder's trace events ---- */
 
@@ -52,7 +55,7 @@ struct oracle {
 	unsigned nq;
 	/* event counts for the counters' check: dev 0 requester, dev 1 responder */
 	uint64_t timeouts, seq_naks_rcvd, rnr_naks_rcvd, oos, dups, rnr_naks_sent;
-	uint64_t retries, gaps, exhausted, legit;
+	uint64_t retries, gaps, exhausted, rnr_exh, legit;
 	char bad[4096]; /* the first illegitimate exhaustion, with its excerpt */
 };
 
@@ -97,6 +100,7 @@ static void exhausted(struct oq *q, uint64_t status, uint64_t wqe)
 	size_t off;
 
 	orc.exhausted++;
+	orc.rnr_exh += rnr;
 	q->dead = true;
 	if (wqe == q->oldest && got == need) {
 		orc.legit++;
@@ -227,6 +231,7 @@ struct sqp {
 	unsigned atomics_posted;  /* atomic WRs posted so far */
 	unsigned atomics_ok;      /* atomics completed successfully */
 	unsigned rq_posted, rq_done; /* receives posted and completed on B */
+	uint64_t rq_next_ps;      /* slow_rq: when the next receive may be posted */
 	unsigned rmsg[MAXW];      /* message number of each receive-consuming message, in order */
 	unsigned nrmsg;
 };
@@ -430,6 +435,11 @@ static void post_recvs(struct soak *s, unsigned qi)
 		struct ibv_recv_wr r = { .wr_id = q->rq_posted, .sg_list = &sge, .num_sge = 1 },
 				   *bad;
 
+		if (s->c.slow_rq) {
+			if (hcasim_now_ps() < q->rq_next_ps)
+				return;
+			q->rq_next_ps = hcasim_now_ps() + SLOW_RQ_PS;
+		}
 		cr_assert_eq(ibv_post_recv(q->qb, &r, &bad), 0, "%s", hcasim_last_error());
 		q->rq_posted++;
 	}
@@ -510,7 +520,8 @@ static void recv_done(struct soak *s, const struct ibv_wc *wc)
 }
 
 struct soak_result {
-	uint64_t msgs, delivered, retries, gaps, timeouts, rnr, exhausted, legit;
+	unsigned runs;
+	uint64_t msgs, delivered, retries, gaps, timeouts, rnr, exhausted, rnr_exh, legit;
 };
 
 static void run(const struct run_cfg *c, struct soak_result *sum)
@@ -589,12 +600,14 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 	AGREE(1, "rq_num_dup", orc.dups);
 	AGREE(1, "rq_num_rnr", orc.rnr_naks_sent);
 #undef AGREE
-	printf("soak: %-6s loss %2u%% mtu %4u %-4s %u QP%s seed %u retry_cnt %u rnr_retry %u: "
+	if (getenv("SOAK")) /* one line per run; the default prints the totals only */
+		printf("soak: %-6s loss %2u%% mtu %4u %-4s %u QP%s seed %u retry_cnt %u rnr_retry %u%s: "
 	       "%4" PRIu64 " of %4u completed, %4" PRIu64 " retries (%" PRIu64 " timeouts, %" PRIu64
 	       " response gaps), %3" PRIu64 " RNR NAKs, %" PRIu64 " exhausted, %" PRIu64
 	       " legitimate\n",
 	       mix_names[c->mix], c->loss_pct, c->mtu, c->roce ? "RoCE" : "IB", c->nqp,
-	       c->nqp > 1 ? "s" : " ", c->seed, c->retry_cnt, c->rnr_retry, delivered,
+	       c->nqp > 1 ? "s" : " ", c->seed, c->retry_cnt, c->rnr_retry,
+	       c->slow_rq ? " slow receiver" : "", delivered,
 	       c->nqp * c->msgs, orc.retries, orc.timeouts, orc.gaps, orc.rnr_naks_rcvd,
 	       orc.exhausted, orc.legit);
 	fflush(stdout);
@@ -605,58 +618,73 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 	sum->timeouts += orc.timeouts;
 	sum->rnr += orc.rnr_naks_rcvd;
 	sum->exhausted += orc.exhausted;
+	sum->rnr_exh += orc.rnr_exh;
+	sum->runs++;
 	sum->legit += orc.legit;
 	soak_close(&s);
 	hcasim_shutdown();
 }
 
-/* The runs of one mix. Default: each loss rate once with retry_cnt = rnr_retry = 7, MTU, link
- * layer and QP count rotating, plus one run at 15 % with retry_cnt = rnr_retry = 1, where
- * exhaustions happen and the oracle judges them. SOAK=1: every loss rate, MTU, link layer and
- * QP count for seeds 1 to 3, seed 3 with retry_cnt = rnr_retry = 1. */
+/* Totals per loss rate, for runs with retry_cnt = rnr_retry = 7 and for the strict runs
+ * (retry_cnt = rnr_retry = 1), where exhaustions happen and the oracle judges them. */
+static void report(enum mix mix, const unsigned *losses, struct soak_result sum[4][2])
+{
+	for (unsigned l = 0; l < 4; l++)
+		for (unsigned st = 0; st < 2; st++) {
+			const struct soak_result *r = &sum[l][st];
+
+			if (!r->runs)
+				continue;
+			printf("soak: %-6s loss %2u%% retry_cnt %u: %2u runs, %5" PRIu64 " of %5" PRIu64
+			       " completed, %5" PRIu64 " retries (%4" PRIu64 " timeouts, %4" PRIu64
+			       " response gaps), %4" PRIu64 " RNR NAKs, %3" PRIu64
+			       " exhausted (%" PRIu64 " RNR), %3" PRIu64 " legitimate, %" PRIu64
+			       " illegitimate\n",
+			       mix_names[mix], losses[l], st ? 1 : 7, r->runs, r->delivered, r->msgs,
+			       r->retries, r->timeouts, r->gaps, r->rnr, r->exhausted, r->rnr_exh,
+			       r->legit, r->exhausted - r->legit);
+		}
+	fflush(stdout);
+}
+
+/* The runs of one mix, for seeds 1 to 3. Default: each loss rate once per seed with
+ * retry_cnt = rnr_retry = 7, MTU, link layer and QP count rotating, plus one strict run per
+ * seed at 15 % (retry_cnt = rnr_retry = 1; seed 2 with a slow receiver). SOAK=1: every loss
+ * rate, MTU, link layer and QP count for each seed, seed 3 strict (slow receiver on RoCE). */
 static void soak_mix(enum mix mix)
 {
 	static const unsigned losses[] = { 1, 5, 10, 15 }, mtus[] = { 256, 1024, 4096 };
 	const char *env = getenv("SOAK");
-	struct soak_result sum = { 0 };
+	bool full = env && !strcmp(env, "1");
+	struct soak_result sum[4][2] = { { { 0 } } };
 
-	if (env && !strcmp(env, "1")) {
-		for (unsigned seed = 1; seed <= 3; seed++)
-			for (unsigned l = 0; l < 4; l++)
-				for (unsigned m = 0; m < 3; m++)
-					for (unsigned r = 0; r < 2; r++)
-						for (unsigned n = 0; n < 2; n++) {
-							struct run_cfg c = {
-								mix, losses[l], mtus[m], n ? 8 : 1,
-								n ? 40 : 200, r, seed,
-								seed == 3 ? 1 : 7, seed == 3 ? 1 : 7
-							};
+	for (unsigned seed = 1; seed <= 3; seed++) {
+		for (unsigned i = 0; i < (full ? 48u : 5u); i++) {
+			unsigned k = i + seed + (unsigned)mix, l, m, r, n;
+			bool strict;
+			struct run_cfg c;
 
-							run(&c, &sum);
-						}
-	} else {
-		for (unsigned l = 0; l < 5; l++) {
-			unsigned k = l + (unsigned)mix;
-			bool strict = l == 4;
-			struct run_cfg c = { mix,
-					     strict ? 15 : losses[l],
-					     mtus[k % 3],
-					     (k / 2) % 2 ? 8 : 1,
-					     (k / 2) % 2 ? 40 : 200,
-					     k % 2,
-					     1 + l,
-					     strict ? 1 : 7,
-					     strict ? 1 : 7 };
-
-			run(&c, &sum);
+			if (full) {
+				l = i / 12, m = (i / 4) % 3, r = (i / 2) % 2, n = i % 2;
+				strict = seed == 3;
+			} else {
+				strict = i == 4;
+				l = strict ? 3 : i, m = k % 3, r = k % 2, n = (k / 2) % 2;
+			}
+			c = (struct run_cfg){ .mix = mix,
+					      .loss_pct = losses[l],
+					      .mtu = mtus[m],
+					      .nqp = n ? 8 : 1,
+					      .msgs = n ? 40 : 200,
+					      .roce = r,
+					      .seed = seed,
+					      .retry_cnt = strict ? 1 : 7,
+					      .rnr_retry = strict ? 1 : 7,
+					      .slow_rq = strict && (full ? r == 1 : seed == 2) };
+			run(&c, &sum[l][strict]);
 		}
 	}
-	printf("soak: %-6s total: %" PRIu64 " of %" PRIu64 " completed, %" PRIu64
-	       " retries, %" PRIu64 " RNR NAKs, %" PRIu64 " exhausted, %" PRIu64
-	       " legitimate, 0 illegitimate\n",
-	       mix_names[mix], sum.delivered, sum.msgs, sum.retries, sum.rnr, sum.exhausted,
-	       sum.legit);
-	fflush(stdout);
+	report(mix, losses, sum);
 }
 
 Test(soak, send_only)
