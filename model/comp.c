@@ -181,9 +181,6 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 {
 	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-	upto &= HCA_PSN_MASK;
-	if (hm_psn_cmp(upto, qp->acked_psn) > 0)
-		qp->acked_psn = upto;
 	if (hm_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
 		return;
 	f->next_rsp = (upto + 1) & HCA_PSN_MASK;
@@ -210,6 +207,7 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	uint8_t op = p->opcode, syn = p->aeth_syndrome;
 	bool rsp = op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY;
 	bool err_nak = op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60 && syn != 0x60;
+	uint32_t upto;
 	struct hm_flight *f;
 
 	t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
@@ -226,13 +224,17 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
 	    hm_psn_cmp(p->psn, qp->sent_psn) >= 0)
 		return t;
-	/* A READ response counts as progress only once taken in order (below): one after a gap
-	 * is dropped, and must not hide the missing one. */
-	if (!rsp)
-		ack_progress(d, qp, op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn, t);
+	upto = (op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn) & HCA_PSN_MASK;
+	if (!rsp && hm_psn_cmp(upto, qp->acked_psn) > 0)
+		qp->acked_psn = upto;
 	implied_acks(d, qp, p->psn, t);
 	if (qp->sq_done == qp->sq_next && !qp->cur_started)
 		return t; /* a message still being sent counts: its PSNs are in the window */
+	/* Then what it acknowledges of the WQE now the oldest. A READ response counts as progress
+	 * only once taken in order (below): one after a gap is dropped, and must not hide the
+	 * missing one. */
+	if (!rsp)
+		ack_progress(d, qp, upto, t);
 	f = &qp->flight[qp->sq_done % qp->sq_entries];
 	if (!err_nak && hm_wqe_rd_atomic(f->op) && hm_psn_cmp(p->psn, f->next_rsp) > 0) {
 		/* The responder answers in order (IBA 9.7.5.1.6): anything past the response

@@ -47,6 +47,11 @@ struct oq {
 	bool dead;               /* exhausted: nothing more to check */
 	char ring[EXCERPT][200]; /* the QP's last trace lines, for a failure's excerpt */
 	unsigned nring;
+	/* the last response handled: the WQEs it retires are traced after it, at the same time,
+	 * and what it means for the WQE that becomes the oldest is judged then */
+	uint64_t ack_t;
+	uint32_t ack_psn;
+	uint8_t ack_op, ack_syn;
 };
 
 struct oracle {
@@ -121,6 +126,29 @@ static void exhausted(struct oq *q, uint64_t status, uint64_t wqe)
 	}
 }
 
+/* What the response (psn, op, syndrome) means for the oldest WQE: progress when it answers
+ * more of it (an ACK or NAK reaching further into a SEND or WRITE, the in-order response of a
+ * READ). */
+static void judge_ack(struct oq *q)
+{
+	const struct ow *o = &q->w[q->oldest % MAXW];
+	uint32_t psn = q->ack_psn, upto;
+
+	if (!o->started || psn_cmp(psn, o->first) < 0)
+		return; /* not about the oldest WQE */
+	if (q->ack_op == 0x11 && o->op <= 3) {
+		/* ACK, sequence or RNR NAK: everything before the NAK's PSN is done. */
+		upto = (psn - ((q->ack_syn & 0x60) ? 1 : 0)) & 0xffffff;
+		if (psn_cmp(upto, q->mark) >= 0) {
+			q->mark = (upto + 1) & 0xffffff;
+			progress(q);
+		}
+	} else if (q->ack_op >= 0x0d && q->ack_op <= 0x10 && o->op == 4 && psn == q->mark) {
+		q->mark = (q->mark + 1) & 0xffffff; /* an in-order READ response */
+		progress(q);
+	}
+}
+
 static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *f)
 {
 	uint64_t qpn, v, psn, op, syn, wqe, len;
@@ -192,27 +220,17 @@ static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *
 		progress(q);
 		if (q->w[q->oldest % MAXW].started)
 			q->mark = q->w[q->oldest % MAXW].first;
+		if (q->ack_t == t)
+			judge_ack(q); /* the response that retired it, for the new oldest */
 	} else if (!strcmp(ev, "comp.ack")) {
-		const struct ow *o = &q->w[q->oldest % MAXW];
-		uint32_t upto;
-
 		hcasim_trace_field(f, "psn", &psn);
 		hcasim_trace_field(f, "op", &op);
 		hcasim_trace_field(f, "syndrome", &syn);
-		if (!o->started || psn_cmp((uint32_t)psn, o->first) < 0)
-			return; /* not about the oldest WQE: nothing to check */
-		if (op == 0x11 && (o->op == 0 || o->op == 1 || o->op == 2 || o->op == 3)) {
-			/* ACK, sequence or RNR NAK: everything before the NAK's PSN is done. */
-			upto = (uint32_t)psn - ((syn & 0x60) ? 1 : 0);
-			upto &= 0xffffff;
-			if (psn_cmp(upto, q->mark) >= 0) {
-				q->mark = (upto + 1) & 0xffffff;
-				progress(q);
-			}
-		} else if (op >= 0x0d && op <= 0x10 && o->op == 4 && (uint32_t)psn == q->mark) {
-			q->mark = (q->mark + 1) & 0xffffff; /* an in-order READ response */
-			progress(q);
-		}
+		q->ack_t = t;
+		q->ack_psn = (uint32_t)psn;
+		q->ack_op = (uint8_t)op;
+		q->ack_syn = (uint8_t)syn;
+		judge_ack(q);
 	}
 }
 
@@ -582,9 +600,8 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 		delivered += q->ok;
 	}
 	/* The oracle. */
-	cr_assert(!orc.bad[0], "%s mix, %u%% loss, MTU %u, %s, %u QPs, seed %u: %s",
-		  mix_names[c->mix], c->loss_pct, c->mtu, c->roce ? "RoCE" : "IB", c->nqp, c->seed,
-		  orc.bad);
+	cr_assert(!orc.bad[0], "%s mix, SOAK_RUN=%u:%u:%u:%s:%u: %s", mix_names[c->mix], c->seed,
+		  c->loss_pct, c->mtu, c->roce ? "roce" : "ib", c->nqp, orc.bad);
 	cr_assert_eq(orc.legit, orc.exhausted);
 	/* The counters agree with the trace. */
 #define AGREE(dev, name, expect)                                                                 \
@@ -623,6 +640,20 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 	sum->legit += orc.legit;
 	soak_close(&s);
 	hcasim_shutdown();
+}
+
+/* SOAK_RUN=seed:loss:mtu:ib|roce:qps keeps only the runs with those settings (a failure's
+ * message names them), to run one again, with HCASIM_TRACE for instance. */
+static bool selected(const struct run_cfg *c)
+{
+	const char *only = getenv("SOAK_RUN");
+	char want[64];
+
+	if (!only)
+		return true;
+	snprintf(want, sizeof(want), "%u:%u:%u:%s:%u", c->seed, c->loss_pct, c->mtu,
+		 c->roce ? "roce" : "ib", c->nqp);
+	return !strcmp(only, want);
 }
 
 /* Totals per loss rate, for runs with retry_cnt = rnr_retry = 7 and for the strict runs
@@ -681,7 +712,8 @@ static void soak_mix(enum mix mix)
 					      .retry_cnt = strict ? 1 : 7,
 					      .rnr_retry = strict ? 1 : 7,
 					      .slow_rq = strict && (full ? r == 1 : seed == 2) };
-			run(&c, &sum[l][strict]);
+			if (selected(&c))
+				run(&c, &sum[l][strict]);
 		}
 	}
 	report(mix, losses, sum);
