@@ -162,11 +162,11 @@ static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *
 static uint8_t nak_status(uint8_t syn)
 {
 	switch (syn) {
-	case 0x61:
+	case HM_AETH_NAK_INV_REQ:
 		return HCA_WC_REM_INV_REQ_ERR;
-	case 0x62:
+	case HM_AETH_NAK_REM_ACCESS:
 		return HCA_WC_REM_ACCESS_ERR;
-	case 0x63:
+	case HM_AETH_NAK_REM_OP:
 		return HCA_WC_REM_OP_ERR;
 	default:
 		return HCA_WC_GENERAL_ERR;
@@ -202,152 +202,291 @@ static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const c
 	hm_req_rewind(d, qp, psn, t);
 }
 
+/* ---- the completer's engine: small steps, each returning the next (rxe's comp_state) ---- */
+
+#define COMP_STEPS(X)                                                                              \
+	X(CHK_STATE)    /* an RC QP that takes responses (not ERR or RESET) */                     \
+	X(CHK_WINDOW)   /* the PSN is inside the window of outstanding PSNs */                     \
+	X(IMPLIED_ACKS) /* retire the SEND and WRITE WQEs that end before it */                    \
+	X(CHK_PROGRESS) /* an ACK or NAK: what it acknowledges of the oldest WQE */                \
+	X(CHK_GAP)      /* past the response the oldest READ or atomic expects: lost ones */       \
+	X(CLASSIFY)     /* which kind of response it is */                                         \
+	X(SEQ_NAK)      /* PSN sequence error: go back, at the cost of a retry */                  \
+	X(RNR_NAK)      /* receiver not ready: go back after the RNR delay */                      \
+	X(ERR_NAK)      /* a fatal NAK: the WQE holding the PSN ends with its status */            \
+	X(READ)         /* an in-order READ response: scatter it, retire at the last */            \
+	X(ATOMIC)       /* an atomic acknowledgement: return the original value, retire */         \
+	X(ACK)          /* a plain ACK: retire the SEND and WRITE WQEs it covers */                \
+	X(DONE)
+
+enum comp_step {
+#define X(s) COMP_##s,
+	COMP_STEPS(X)
+#undef X
+};
+
+static const char *const comp_step_names[] = {
+#define X(s) #s,
+	COMP_STEPS(X)
+#undef X
+};
+
+/* One response on its way through the steps. */
+struct comp_pkt {
+	struct hm_dev *d;
+	struct hm_qp *qp;
+	const struct hm_pkt *p;
+	sim_time_t t;
+	uint8_t op, syn; /* BTH opcode, AETH syndrome */
+	uint32_t upto;   /* last PSN it acknowledges (a NAK: the one before its PSN) */
+};
+
+static struct hm_flight *oldest(struct hm_qp *qp)
+{
+	return &qp->flight[qp->sq_done % qp->sq_entries];
+}
+
+static bool nothing_outstanding(const struct hm_qp *qp)
+{
+	return qp->sq_done == qp->sq_next && !qp->cur_started;
+}
+
+static bool is_read_response(uint8_t op)
+{
+	return op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY;
+}
+
+static enum comp_step chk_state(struct comp_pkt *c)
+{
+	const struct hm_qp *qp = c->qp;
+
+	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
+		return COMP_DONE;
+	return COMP_CHK_WINDOW;
+}
+
+/* Only a response inside the window of outstanding PSNs counts: from the oldest WQE's first
+ * PSN to the highest PSN sent, which a rewind leaves where it was. A late or duplicated one
+ * (IBA 9.7.5.1.1: "ghost" ACKs) is ignored. */
+static enum comp_step chk_window(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+
+	if (nothing_outstanding(qp) || hm_psn_cmp(c->p->psn, oldest(qp)->first_psn) < 0 ||
+	    hm_psn_cmp(c->p->psn, qp->sent_psn) >= 0)
+		return COMP_DONE;
+	if (!is_read_response(c->op) && hm_psn_cmp(c->upto, qp->acked_psn) > 0)
+		qp->acked_psn = c->upto; /* observed only (waves) */
+	return COMP_IMPLIED_ACKS;
+}
+
+static enum comp_step do_implied_acks(struct comp_pkt *c)
+{
+	implied_acks(c->d, c->qp, c->p->psn, c->t);
+	/* A message still being sent counts: its PSNs are in the window. */
+	return nothing_outstanding(c->qp) ? COMP_DONE : COMP_CHK_PROGRESS;
+}
+
+/* What an ACK or NAK acknowledges of the WQE now the oldest. A READ response counts as
+ * progress only once taken in order (COMP_READ): one after a gap is dropped, and must not
+ * hide the missing one. */
+static enum comp_step chk_progress(struct comp_pkt *c)
+{
+	if (!is_read_response(c->op))
+		ack_progress(c->d, c->qp, c->upto, c->t);
+	return COMP_CHK_GAP;
+}
+
+/* The responder answers in order (IBA 9.7.5.1.6): anything past the response the oldest
+ * READ or atomic expects next — a later response of it, or an ACK, NAK or response beyond
+ * it — shows that the expected one was lost. Ask again from it, once per gap, at the cost of
+ * a retry (docs/timing.md#forward-progress). A fatal NAK is excepted: it ends what it names. */
+static enum comp_step chk_gap(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	struct hm_flight *f = oldest(qp);
+
+	if ((c->op == HM_OP_ACKNOWLEDGE && hm_aeth_is_fatal(c->syn)) || !hm_wqe_rd_atomic(f->op) ||
+	    hm_psn_cmp(c->p->psn, f->next_rsp) <= 0)
+		return COMP_CLASSIFY;
+	if (!qp->rd_gap) {
+		qp->rd_gap = true;
+		take_retry(c->d, qp, f->next_rsp, "rsp_gap", c->t);
+	}
+	return COMP_DONE;
+}
+
+static enum comp_step classify(struct comp_pkt *c)
+{
+	if (c->op == HM_OP_ACKNOWLEDGE) {
+		if (c->syn == HM_AETH_NAK_SEQ)
+			return COMP_SEQ_NAK;
+		if (hm_aeth_is_rnr(c->syn))
+			return COMP_RNR_NAK;
+		if (hm_aeth_is_fatal(c->syn))
+			return COMP_ERR_NAK;
+		return COMP_ACK;
+	}
+	if (c->op == HM_OP_ATOMIC_ACKNOWLEDGE)
+		return COMP_ATOMIC;
+	return is_read_response(c->op) ? COMP_READ : COMP_DONE;
+}
+
+/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done; go back to it,
+ * which costs a retry (IBA 9.7.5.1.2). A second NAK for the same PSN with no progress in
+ * between (a duplicate) changes nothing. */
+static enum comp_step seq_nak(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+
+	if (qp->nak_seen && qp->nak_psn == c->p->psn)
+		return COMP_DONE;
+	qp->nak_seen = true;
+	qp->nak_psn = c->p->psn;
+	take_retry(c->d, qp, c->p->psn, "seq_nak", c->t);
+	return COMP_DONE;
+}
+
+/* RNR NAK: wait the responder's timer, then resend from p->psn; rnr_retry 7 retries for
+ * ever (IBA 9.7.5.2.8). */
+static enum comp_step rnr_nak(struct comp_pkt *c)
+{
+	struct hm_dev *d = c->d;
+	struct hm_qp *qp = c->qp;
+	uint64_t wait_ps = rnr_delay_ps[c->syn & 0x1f];
+	struct rnr_resume *r;
+
+	SIM_TRACE(comp, rnr_wait, d->devno, "qpn=0x%x psn=%u start=%llu wait_ps=%llu rnr_left=%u%s",
+		  qp->qpn, c->p->psn, (unsigned long long)c->t, (unsigned long long)wait_ps,
+		  qp->rnr_left,
+		  qp->attr.rnr_retry == 7 ? " (infinite)" : !qp->rnr_left ? " exhausted" : "");
+	if (qp->attr.rnr_retry != 7) {
+		if (!qp->rnr_left) {
+			hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, c->t);
+			return COMP_DONE;
+		}
+		qp->rnr_left--;
+	}
+	hm_req_rewind(d, qp, c->p->psn, c->t);
+	qp->rnr_wait = true;
+	hm_req_timer(d, qp, c->t + wait_ps); /* no timeout while waiting */
+	r = malloc(sizeof(*r));
+	SIM_ASSERT(r != NULL, "out of memory");
+	*r = (struct rnr_resume){ d, qp->qpn };
+	sim_schedule_owned_at(sim_kernel(), c->t + wait_ps, rnr_resume, r);
+	return COMP_DONE;
+}
+
+/* The NAK names the PSN of the failed request: the WQE holding it ends, the ones before it
+ * were implicitly acknowledged, and the QP moves to ERR. */
+static enum comp_step err_nak(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	uint8_t status = nak_status(c->syn);
+
+	while (oldest_sent(qp)) {
+		if (hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) >= 0) {
+			retire(c->d, qp, status, c->t);
+			hm_qp_error(c->d, qp, HCA_QPS_ERR, c->t);
+			return COMP_DONE;
+		}
+		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+	}
+	/* The message still being sent holds the PSN (the window check): it ends now, its
+	 * remaining packets unsent. */
+	if (qp->cur_started)
+		hm_comp_fail_oldest(c->d, qp, status, c->t);
+	return COMP_DONE;
+}
+
+/* Data for the oldest WQE's local list (a READ response, an atomic's original value) that
+ * cannot be scattered ends it with LOC_PROT_ERR. */
+static bool scatter_or_fail(struct comp_pkt *c, const uint8_t *data, uint32_t off, uint32_t len)
+{
+	if (scatter_local(c->d, c->qp, oldest(c->qp), data, off, len, c->t))
+		return true;
+	retire(c->d, c->qp, HCA_WC_LOC_PROT_ERR, c->t);
+	hm_qp_error(c->d, c->qp, HCA_QPS_ERR, c->t);
+	return false;
+}
+
+/* A READ response of the oldest WQE (which may be the one being sent again after a rewind:
+ * what answers what it sent before still counts). Responses are taken in order
+ * (IBA 9.7.5.1.6): a duplicate is dropped (one past a gap went back in COMP_CHK_GAP). */
+static enum comp_step read_rsp(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	struct hm_flight *f = oldest(qp);
+	uint32_t psn = c->p->psn;
+
+	if (!oldest_sent(qp) || f->op != HCA_WQE_OP_RDMA_READ ||
+	    hm_psn_cmp(psn, f->first_psn) < 0 || hm_psn_cmp(psn, f->last_psn) > 0 ||
+	    hm_psn_cmp(psn, f->next_rsp) < 0)
+		return COMP_DONE;
+	f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
+	if (hm_psn_cmp(psn, qp->acked_psn) > 0)
+		qp->acked_psn = psn;
+	progress(c->d, qp, c->t);
+	if (!scatter_or_fail(c, c->p->payload, ((psn - f->first_psn) & HCA_PSN_MASK) *
+							hm_qp_mtu(c->d, qp),
+			     c->p->paylen))
+		return COMP_DONE;
+	f->done_bytes += c->p->paylen;
+	if (psn == f->last_psn)
+		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+	return COMP_DONE;
+}
+
+/* The atomic acknowledgement of the oldest WQE: its original value into the WQE's buffer. */
+static enum comp_step atomic_ack(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	uint64_t orig = c->p->atomic_orig;
+
+	if (!oldest_sent(qp) || !hm_wqe_atomic(oldest(qp)->op) ||
+	    c->p->psn != oldest(qp)->last_psn)
+		return COMP_DONE;
+	if (scatter_or_fail(c, (const uint8_t *)&orig, 0, 8))
+		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+	return COMP_DONE;
+}
+
+/* A plain ACK retires the SEND and WRITE WQEs it covers, in order; it cannot stand in for a
+ * READ or atomic response (their data would be missing). */
+static enum comp_step ack(struct comp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+
+	while (oldest_sent(qp) && !hm_wqe_rd_atomic(oldest(qp)->op) &&
+	       hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) <= 0)
+		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+	return COMP_DONE;
+}
+
+static enum comp_step (*const comp_steps[])(struct comp_pkt *) = {
+	[COMP_CHK_STATE] = chk_state,	     [COMP_CHK_WINDOW] = chk_window,
+	[COMP_IMPLIED_ACKS] = do_implied_acks, [COMP_CHK_PROGRESS] = chk_progress,
+	[COMP_CHK_GAP] = chk_gap,	     [COMP_CLASSIFY] = classify,
+	[COMP_SEQ_NAK] = seq_nak,	     [COMP_RNR_NAK] = rnr_nak,
+	[COMP_ERR_NAK] = err_nak,	     [COMP_READ] = read_rsp,
+	[COMP_ATOMIC] = atomic_ack,	     [COMP_ACK] = ack,
+};
+
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
-	uint8_t op = p->opcode, syn = p->aeth_syndrome;
-	bool rsp = op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY;
-	bool err_nak = op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x60 && syn != 0x60;
-	uint32_t upto;
-	struct hm_flight *f;
+	struct comp_pkt c = { .d = d, .qp = qp, .p = p, .op = p->opcode, .syn = p->aeth_syndrome };
+	enum comp_step step = COMP_CHK_STATE;
 
-	t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
+	c.t = t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
+	c.upto = (c.op == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(c.syn) ? p->psn - 1 : p->psn) &
+		 HCA_PSN_MASK;
 	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
-		  p->psn, op, syn);
-	hm_ctr_ack_rcvd(d, qp, op, syn);
-	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
-		return t;
-	/* Only a response inside the window of outstanding PSNs counts: from the oldest WQE's
-	 * first PSN to the highest PSN sent, which a rewind leaves where it was. A late or
-	 * duplicated one (IBA 9.7.5.1.1: "ghost" ACKs) is ignored. */
-	if (qp->sq_done == qp->sq_next && !qp->cur_started)
-		return t;
-	if (hm_psn_cmp(p->psn, qp->flight[qp->sq_done % qp->sq_entries].first_psn) < 0 ||
-	    hm_psn_cmp(p->psn, qp->sent_psn) >= 0)
-		return t;
-	upto = (op == HM_OP_ACKNOWLEDGE && (syn & 0x60) ? p->psn - 1 : p->psn) & HCA_PSN_MASK;
-	if (!rsp && hm_psn_cmp(upto, qp->acked_psn) > 0)
-		qp->acked_psn = upto;
-	implied_acks(d, qp, p->psn, t);
-	if (qp->sq_done == qp->sq_next && !qp->cur_started)
-		return t; /* a message still being sent counts: its PSNs are in the window */
-	/* Then what it acknowledges of the WQE now the oldest. A READ response counts as progress
-	 * only once taken in order (below): one after a gap is dropped, and must not hide the
-	 * missing one. */
-	if (!rsp)
-		ack_progress(d, qp, upto, t);
-	f = &qp->flight[qp->sq_done % qp->sq_entries];
-	if (!err_nak && hm_wqe_rd_atomic(f->op) && hm_psn_cmp(p->psn, f->next_rsp) > 0) {
-		/* The responder answers in order (IBA 9.7.5.1.6): anything past the response
-		 * the oldest READ or atomic expects next — a later response of it, or an ACK, NAK
-		 * or response beyond it — shows that the expected one was lost. Ask again from it,
-		 * once per gap, at the cost of a retry (docs/timing.md#forward-progress). */
-		if (!qp->rd_gap) {
-			qp->rd_gap = true;
-			take_retry(d, qp, f->next_rsp, "rsp_gap", t);
-		}
-		return t;
-	}
-	if (op == HM_OP_ACKNOWLEDGE && syn == 0x60) {
-		/* PSN sequence error: the responder expects p->psn. Earlier WQEs are done;
-		 * go back to it, which costs a retry (IBA 9.7.5.1.2). A second NAK for the same
-		 * PSN with no progress in between (a duplicate) changes nothing. */
-		if (qp->nak_seen && qp->nak_psn == p->psn)
-			return t;
-		qp->nak_seen = true;
-		qp->nak_psn = p->psn;
-		take_retry(d, qp, p->psn, "seq_nak", t);
-		return t;
-	}
-	if (op == HM_OP_ACKNOWLEDGE && (syn & 0xe0) == 0x20) {
-		/* RNR NAK: wait the responder's timer, then resend from p->psn; rnr_retry 7
-		 * retries for ever (IBA 9.7.5.2.8). */
-		struct rnr_resume *r;
-
-		SIM_TRACE(comp, rnr_wait, d->devno,
-			  "qpn=0x%x psn=%u start=%llu wait_ps=%llu rnr_left=%u%s", qp->qpn, p->psn,
-			  (unsigned long long)t, (unsigned long long)rnr_delay_ps[syn & 0x1f],
-			  qp->rnr_left,
-			  qp->attr.rnr_retry == 7 ? " (infinite)" : !qp->rnr_left ? " exhausted" : "");
-		if (qp->attr.rnr_retry != 7) {
-			if (!qp->rnr_left) {
-				hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, t);
-				return t;
-			}
-			qp->rnr_left--;
-		}
-		hm_req_rewind(d, qp, p->psn, t);
-		qp->rnr_wait = true;
-		hm_req_timer(d, qp, t + rnr_delay_ps[syn & 0x1f]); /* no timeout while waiting */
-		r = malloc(sizeof(*r));
-		SIM_ASSERT(r != NULL, "out of memory");
-		*r = (struct rnr_resume){ d, qp->qpn };
-		sim_schedule_owned_at(sim_kernel(), t + rnr_delay_ps[syn & 0x1f], rnr_resume, r);
-		return t;
-	}
-	if (err_nak) {
-		/* The NAK names the PSN of the failed request: the WQE holding it ends. */
-		while (oldest_sent(qp)) {
-			f = &qp->flight[qp->sq_done % qp->sq_entries];
-			if (hm_psn_cmp(f->last_psn, p->psn) >= 0) {
-				retire(d, qp, nak_status(syn), t);
-				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return t;
-			}
-			retire(d, qp, HCA_WC_SUCCESS, t); /* earlier ones were implicitly ACKed */
-		}
-		/* The message still being sent holds the PSN (the window check above): it ends
-		 * now, its remaining packets unsent. */
-		if (qp->cur_started)
-			hm_comp_fail_oldest(d, qp, nak_status(syn), t);
-		return t;
-	}
-	/* The oldest WQE may be the one being sent again after a rewind: what answers what it
-	 * sent before still counts (its data is the same). */
-	while (oldest_sent(qp)) {
-		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
-		bool at = hm_wqe_atomic(f->op);
-
-		if (rd && rsp && hm_psn_cmp(p->psn, f->first_psn) >= 0 &&
-		    hm_psn_cmp(p->psn, f->last_psn) <= 0) {
-			unsigned mtu = hm_qp_mtu(d, qp);
-			uint32_t off = ((p->psn - f->first_psn) & HCA_PSN_MASK) * mtu;
-
-			/* Responses are taken in order (IBA 9.7.5.1.6): a duplicate is dropped
-			 * (one after a gap went back above). */
-			if (hm_psn_cmp(p->psn, f->next_rsp) < 0)
-				return t;
-			f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
-			if (hm_psn_cmp(p->psn, qp->acked_psn) > 0)
-				qp->acked_psn = p->psn;
-			progress(d, qp, t);
-
-			if (!scatter_local(d, qp, f, p->payload, off, p->paylen, t)) {
-				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
-				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return t;
-			}
-			f->done_bytes += p->paylen;
-			if (p->psn == f->last_psn)
-				retire(d, qp, HCA_WC_SUCCESS, t);
-			return t;
-		}
-		if (at && op == HM_OP_ATOMIC_ACKNOWLEDGE && p->psn == f->last_psn) {
-			uint64_t orig = p->atomic_orig;
-
-			if (!scatter_local(d, qp, f, (const uint8_t *)&orig, 0, 8, t)) {
-				retire(d, qp, HCA_WC_LOC_PROT_ERR, t);
-				hm_qp_error(d, qp, HCA_QPS_ERR, t);
-				return t;
-			}
-			retire(d, qp, HCA_WC_SUCCESS, t);
-			return t;
-		}
-		/* A plain ACK retires SEND/WRITE WQEs it covers; it cannot stand in for a READ
-		 * or atomic response (their data would be missing). */
-		if (rd || at || hm_psn_cmp(f->last_psn, p->psn) > 0)
-			return t;
-		retire(d, qp, HCA_WC_SUCCESS, t);
-		f = &qp->flight[qp->sq_done % qp->sq_entries];
+		  p->psn, c.op, c.syn);
+	hm_ctr_ack_rcvd(d, qp, c.op, c.syn);
+	while (step != COMP_DONE) {
+		SIM_TRACE(step, comp, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, p->psn,
+			  comp_step_names[step]);
+		step = comp_steps[step](&c);
 	}
 	return t;
 }

@@ -164,14 +164,13 @@ void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok)
 
 void hm_ctr_ack_sent(struct hm_dev *d, const struct hm_qp *qp, uint8_t syn)
 {
-	/* AETH syndrome (IBA 9.7.5.2.8): 0x20 | timer = RNR NAK, 0x61..0x63 = NAK classes. */
-	if ((syn & 0xe0) == 0x20)
+	if (hm_aeth_is_rnr(syn))
 		hm_ctr_qp(d, qp, HM_CTR_RQ_RNR);
-	else if (syn == 0x61)
+	else if (syn == HM_AETH_NAK_INV_REQ)
 		hm_ctr_qp(d, qp, HM_CTR_RQ_RIRE);
-	else if (syn == 0x62)
+	else if (syn == HM_AETH_NAK_REM_ACCESS)
 		hm_ctr_qp(d, qp, HM_CTR_RQ_RAE);
-	else if (syn == 0x63)
+	else if (syn == HM_AETH_NAK_REM_OP)
 		hm_ctr_qp(d, qp, HM_CTR_RQ_ROE);
 }
 
@@ -179,9 +178,9 @@ void hm_ctr_ack_rcvd(struct hm_dev *d, const struct hm_qp *qp, uint8_t opcode, u
 {
 	if (opcode != HM_OP_ACKNOWLEDGE)
 		return;
-	if ((syn & 0xe0) == 0x20)
+	if (hm_aeth_is_rnr(syn))
 		hm_ctr_qp(d, qp, HM_CTR_SQ_RNR);
-	else if (syn == 0x60)
+	else if (syn == HM_AETH_NAK_SEQ)
 		hm_ctr_qp(d, qp, HM_CTR_SQ_OOS);
 }
 

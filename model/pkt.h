@@ -149,6 +149,34 @@ int hm_pkt_check_crcs(enum hm_link_layer ll, const uint8_t *frame, size_t len);
  * inter-frame gap 12; IB: 0). */
 unsigned hm_pkt_wire_overhead(enum hm_link_layer ll);
 
+/* AETH syndromes (IBA 9.7.5.2.8): the top three bits say the kind — 000 ACK (low bits: the
+ * credit count), 001 RNR NAK (low bits: the timer code), 011 NAK (low bits: its class). */
+enum hm_aeth {
+	HM_AETH_ACK = 0x1f,            /* ACK, credits: unlimited */
+	HM_AETH_RNR = 0x20,            /* RNR NAK | min_rnr_timer code */
+	HM_AETH_NAK_SEQ = 0x60,        /* PSN sequence error */
+	HM_AETH_NAK_INV_REQ = 0x61,    /* invalid request */
+	HM_AETH_NAK_REM_ACCESS = 0x62, /* remote access error */
+	HM_AETH_NAK_REM_OP = 0x63,     /* remote operational error */
+};
+
+static inline bool hm_aeth_is_rnr(uint8_t syn)
+{
+	return (syn & 0xe0) == HM_AETH_RNR;
+}
+
+/* Any NAK, RNR or not: it acknowledges only the packets before its PSN. */
+static inline bool hm_aeth_is_nak(uint8_t syn)
+{
+	return (syn & 0x60) != 0;
+}
+
+/* A NAK that ends the request it names (all but the sequence error). */
+static inline bool hm_aeth_is_fatal(uint8_t syn)
+{
+	return (syn & 0xe0) == 0x60 && syn != HM_AETH_NAK_SEQ;
+}
+
 /* 24-bit PSN arithmetic: <0, 0, >0 as a is before, equal to, after b (IBA 9.7.1). */
 static inline int32_t hm_psn_cmp(uint32_t a, uint32_t b)
 {

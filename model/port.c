@@ -370,7 +370,7 @@ static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, 
 {
 	qp->c_rx_pkts++;
 	qp->c_rx_bytes += pkt->paylen;
-	if (pkt->opcode == HM_OP_ACKNOWLEDGE && (pkt->aeth_syndrome & 0x60))
+	if (pkt->opcode == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(pkt->aeth_syndrome))
 		qp->c_naks_rcvd++;
 	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
 	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)

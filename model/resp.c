@@ -13,15 +13,6 @@
 #include <endian.h>
 #include <string.h>
 
-enum {
-	AETH_ACK = 0x1f,          /* ACK, credits: unlimited */
-	AETH_RNR = 0x20,          /* | timer code */
-	AETH_NAK_SEQ = 0x60,
-	AETH_NAK_INV_REQ = 0x61,
-	AETH_NAK_REM_ACCESS = 0x62,
-	AETH_NAK_REM_OP = 0x63,
-};
-
 /* Response headers: addressed back to the requester of p. */
 static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req,
 			 struct hm_pkt *p)
@@ -56,7 +47,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	a.psn = psn;
 	a.aeth_syndrome = syn;
 	a.aeth_msn = qp->msn & 0xffffff;
-	if (syn != AETH_ACK) {
+	if (syn != HM_AETH_ACK) {
 		qp->c_naks_sent++;
 		hm_ctr_ack_sent(d, qp, syn);
 		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
@@ -91,9 +82,9 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 		send_ack(d, qp, p, syn, qp->epsn, t);
 		/* The affiliated asynchronous error of the responder (IBA 11.6.3.1): invalid
 		 * request, or access violation. */
-		if (syn == AETH_NAK_INV_REQ)
+		if (syn == HM_AETH_NAK_INV_REQ)
 			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_REQ_ERR, data);
-		else if (syn == AETH_NAK_REM_ACCESS)
+		else if (syn == HM_AETH_NAK_REM_ACCESS)
 			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_ACCESS_ERR, data);
 	}
 	if (qp->in_msg && qp->msg_kind == 0)
@@ -345,7 +336,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_READ) ||
 	    (len && hm_mkey_check(d, p->reth_rkey, qp->pdn, p->reth_va, len,
 				  HCA_ACCESS_REMOTE_READ, &iova))) {
-		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 		return t;
 	}
 	qp->msn++;
@@ -360,7 +351,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 			   : i == n - 1 ? HM_OP_READ_RESPONSE_LAST
 					   : HM_OP_READ_RESPONSE_MIDDLE;
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
-		r.aeth_syndrome = AETH_ACK;
+		r.aeth_syndrome = HM_AETH_ACK;
 		r.aeth_msn = qp->msn & 0xffffff;
 		if (chunk && sim_dma_read_ct(d->fn, iova + off, buf, chunk, &tr,
 					     sim_config_link_mbps(&d->cfg), 0, &need))
@@ -385,7 +376,7 @@ static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	resp_headers(d, qp, p, &r);
 	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
 	r.psn = p->psn;
-	r.aeth_syndrome = AETH_ACK;
+	r.aeth_syndrome = HM_AETH_ACK;
 	r.aeth_msn = msn;
 	r.atomic_orig = orig;
 	qp->c_tx_pkts++;
@@ -397,19 +388,19 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	uint64_t iova, orig, val;
 
 	if (p->atomic_va & 7) {
-		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
 		return t;
 	}
 	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_ATOMIC) ||
 	    hm_mkey_check(d, p->atomic_rkey, qp->pdn, p->atomic_va, 8, HCA_ACCESS_REMOTE_ATOMIC,
 			  &iova)) {
-		resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 		return t;
 	}
 	/* Read, modify and write as one operation of the device (IBA 9.4.5: atomic with
 	 * respect to other accesses through this HCA). */
 	if (sim_dma_read_timed(d->fn, iova, &orig, 8, &t)) {
-		resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_REM_OP_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_OP, HCA_WC_REM_OP_ERR, t);
 		return t;
 	}
 	if (p->opcode == HM_OP_COMPARE_SWAP)
@@ -480,7 +471,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			/* Out of sequence: one NAK, then silence until the expected PSN. */
 			out_of_seq(d, qp, p->psn, true);
 			if (out.send_nak)
-				send_ack(d, qp, p, AETH_NAK_SEQ, qp->epsn, t);
+				send_ack(d, qp, p, HM_AETH_NAK_SEQ, qp->epsn, t);
 			return t;
 		}
 		if (out.cls == HM_PSN_DUPLICATE) {
@@ -508,14 +499,14 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				return t;
 			}
 			if (p->ackreq)
-				send_ack(d, qp, p, AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
+				send_ack(d, qp, p, HM_AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
 			return t;
 		}
 	}
 	/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
 	if ((qp->in_msg && first) || (!qp->in_msg && !first) ||
 	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(op)))) {
-		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
 		return t;
 	}
 	if (qp->type == HCA_QPT_RC && op == HM_OP_READ_REQUEST)
@@ -530,7 +521,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 				if (qp->type == HCA_QPT_RC) {
 					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8); the
 					 * rest of the message in flight is dropped silently. */
-					send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
+					send_ack(d, qp, p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
 						 p->psn, t);
 					qp->nak_sent = true;
 				}
@@ -545,7 +536,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		if (st == HCA_WC_LOC_LEN_ERR) {
 			/* Message longer than the receive buffer: class C on RC (NAK invalid
 			 * request, REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
-			resp_fatal(d, qp, p, AETH_NAK_INV_REQ,
+			resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ,
 				   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR
 							  : HCA_WC_LOC_LEN_ERR, t);
 			return t;
@@ -553,7 +544,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		if (st != HCA_WC_SUCCESS) {
 			/* The receive WQE names memory we may not write: remote operational
 			 * error for the requester, local protection error here. */
-			resp_fatal(d, qp, p, AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, t);
+			resp_fatal(d, qp, p, HM_AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, t);
 			return t;
 		}
 	} else if (is_write_op(op)) {
@@ -567,7 +558,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			if (qp->state == HCA_QPS_ERR)
 				return t; /* the WQE could not be read */
 			if (qp->type == HCA_QPT_RC) {
-				send_ack(d, qp, p, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
+				send_ack(d, qp, p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
 					 t);
 				qp->nak_sent = true;
 			} else {
@@ -580,7 +571,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		}
 		if (first) {
 			if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
-				resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+				resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 				return t;
 			}
 			qp->wr_va = p->reth_va;
@@ -591,12 +582,12 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			qp->msg_kind = 1;
 		}
 		if (p->paylen > qp->wr_left || (last && p->paylen != qp->wr_left)) {
-			resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+			resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
 			return t;
 		}
 		if (p->paylen && hm_mkey_check(d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
 					       HCA_ACCESS_REMOTE_WRITE, &iova)) {
-			resp_fatal(d, qp, p, AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+			resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 			return t;
 		}
 		if (p->paylen) /* cut-through: written as it comes through the pipeline */
@@ -606,7 +597,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		qp->wr_va += p->paylen;
 		qp->wr_left -= p->paylen;
 	} else {
-		resp_fatal(d, qp, p, AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
 		return t;
 	}
 	if (qp->type == HCA_QPT_RC)
@@ -621,7 +612,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			recv_complete(d, qp, p, imm, is_write_op(op), t);
 	}
 	if (qp->type == HCA_QPT_RC && p->ackreq)
-		send_ack(d, qp, p, AETH_ACK, p->psn, t);
+		send_ack(d, qp, p, HM_AETH_ACK, p->psn, t);
 	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
 		  p->opcode, p->paylen);
 	return t;
