@@ -426,194 +426,326 @@ static void out_of_seq(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, bool ah
 		  ahead ? "ahead" : "duplicate");
 }
 
-sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+/* ---- the responder's engine: small steps, each returning the next (rxe's resp_states) ---- */
+
+#define RESP_STEPS(X)                                                                              \
+	X(CHK_TYPE)   /* UD has a path of its own */                                               \
+	X(COMM_EST)   /* the first packet in RTR raises COMM_EST */                                \
+	X(CHK_PSN)    /* RC: expected, ahead (a gap) or duplicate; UC: a gap loses the message */  \
+	X(DUPLICATE)  /* RC: answer a duplicate again, never execute it twice */                   \
+	X(CHK_OP_SEQ) /* the opcode continues the message in progress */                          \
+	X(CLASSIFY)   /* which kind of request */                                                  \
+	X(READ)       /* answer a READ request from memory */                                      \
+	X(ATOMIC)     /* execute an atomic once */                                                 \
+	X(SEND)       /* scatter SEND data into a receive WQE (RNR NAK without one) */             \
+	X(WRITE)      /* place WRITE data where the RETH's rkey allows */                          \
+	X(COMPLETE)   /* the next PSN; at a message's end its receive completion; the ACK */       \
+	X(DONE)
+
+enum resp_step {
+#define X(s) RESP_##s,
+	RESP_STEPS(X)
+#undef X
+};
+
+static const char *const resp_step_names[] = {
+#define X(s) #s,
+	RESP_STEPS(X)
+#undef X
+};
+
+/* One request packet on its way through the steps. */
+struct resp_pkt {
+	struct hm_dev *d;
+	struct hm_qp *qp;
+	const struct hm_pkt *p;
+	sim_time_t t;
+	uint8_t op;       /* opcode without its transport bits */
+	bool first, last; /* FIRST or ONLY; LAST or ONLY */
+};
+
+static enum resp_step chk_type(struct resp_pkt *c)
 {
-	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
-	uint8_t op = p->opcode & 0x1f, st;
-	bool first = oi->pos == HM_POS_FIRST || oi->pos == HM_POS_ONLY;
-	bool last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY;
+	if (c->qp->type != HCA_QPT_UD)
+		return RESP_COMM_EST;
+	c->t = resp_ud(c->d, c->qp, c->p, c->t);
+	return RESP_DONE;
+}
 
-	t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
-	if (qp->type == HCA_QPT_UD)
-		return resp_ud(d, qp, p, t);
+/* COMM_EST: the first packet arrives in RTR (IBA 11.6.2, an affiliated event). */
+static enum resp_step comm_est(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
 	if (qp->state == HCA_QPS_RTR && !qp->comm_est) {
-		/* COMM_EST: the first packet arrives in RTR (IBA 11.6.2, an affiliated event). */
-		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
-
 		qp->comm_est = true;
-		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_COMM_EST, data);
+		hm_eq_post(c->d, HCA_EQE_QP_EVENT, HCA_QP_EV_COMM_EST, data);
 	}
-	if (qp->type == HCA_QPT_UC) {
-		if (p->psn != qp->epsn) {
-			/* UC: a gap loses the message in progress; wait for a FIRST/ONLY. */
-			out_of_seq(d, qp, p->psn, hm_psn_cmp(p->psn, qp->epsn) > 0);
-			qp->uc_drop = !first;
+	return RESP_CHK_PSN;
+}
+
+/* UC: a gap loses the message in progress; what follows is dropped up to a FIRST/ONLY. */
+static enum resp_step chk_psn_uc(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+
+	if (c->p->psn != qp->epsn) {
+		out_of_seq(c->d, qp, c->p->psn, hm_psn_cmp(c->p->psn, qp->epsn) > 0);
+		qp->uc_drop = !c->first;
+		qp->in_msg = false;
+	}
+	qp->epsn = (c->p->psn + 1) & HCA_PSN_MASK;
+	if (qp->uc_drop && !c->first) {
+		c->d->dp->rx_dropped++; /* the rest of a message already lost */
+		SIM_TRACE(pkt, drop, c->d->devno, "qpn=0x%x UC message lost", qp->qpn);
+		return RESP_DONE;
+	}
+	qp->uc_drop = false;
+	return RESP_CHK_OP_SEQ;
+}
+
+/* RC: the PSN classifier block (model/ports.h). Out of sequence: one NAK, then silence until
+ * the expected PSN. */
+static enum resp_step chk_psn(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	struct hm_psn_in in = { .cycle = sim_clock_cycles(&c->d->core, c->t),
+				.psn = c->p->psn,
+				.epsn = qp->epsn,
+				.nak_sent = qp->nak_sent };
+	struct hm_psn_out out;
+
+	if (qp->type == HCA_QPT_UC)
+		return chk_psn_uc(c);
+	hm_psn_classify(c->d, &in, &out);
+	qp->nak_sent = out.nak_sent;
+	if (out.cls == HM_PSN_DUPLICATE)
+		return RESP_DUPLICATE;
+	if (out.cls != HM_PSN_AHEAD)
+		return RESP_CHK_OP_SEQ;
+	out_of_seq(c->d, qp, c->p->psn, true);
+	if (out.send_nak)
+		send_ack(c->d, qp, c->p, HM_AETH_NAK_SEQ, qp->epsn, c->t);
+	return RESP_DONE;
+}
+
+/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an atomic gets its saved
+ * result (never executed twice), SEND/WRITE are acknowledged again. */
+static enum resp_step duplicate(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	const struct hm_pkt *p = c->p;
+
+	out_of_seq(c->d, qp, p->psn, false);
+	if (p->opcode == HM_OP_READ_REQUEST) {
+		uint32_t e = qp->epsn, m = qp->msn;
+
+		c->t = resp_read(c->d, qp, p, c->t);
+		qp->epsn = e;
+		qp->msn = m;
+	} else if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
+		const struct hm_atomic_saved *a = NULL;
+
+		for (int i = 0; i < HM_ATOMIC_SAVED; i++)
+			if (qp->atomics[i].valid && qp->atomics[i].psn == p->psn)
+				a = &qp->atomics[i];
+		if (a) /* none: older than every result kept */
+			send_atomic_ack(c->d, qp, p, a->msn, a->orig, c->t);
+	} else if (p->ackreq) {
+		send_ack(c->d, qp, p, HM_AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, c->t);
+	}
+	return RESP_DONE;
+}
+
+/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
+static enum resp_step chk_op_seq(struct resp_pkt *c)
+{
+	const struct hm_qp *qp = c->qp;
+
+	if ((qp->in_msg && c->first) || (!qp->in_msg && !c->first) ||
+	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(c->op)))) {
+		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+		return RESP_DONE;
+	}
+	return RESP_CLASSIFY;
+}
+
+static enum resp_step classify(struct resp_pkt *c)
+{
+	bool rc = c->qp->type == HCA_QPT_RC;
+
+	if (rc && c->op == HM_OP_READ_REQUEST)
+		return RESP_READ;
+	if (rc && (c->op == HM_OP_COMPARE_SWAP || c->op == HM_OP_FETCH_ADD))
+		return RESP_ATOMIC;
+	if (is_send_op(c->op))
+		return RESP_SEND;
+	if (is_write_op(c->op))
+		return RESP_WRITE;
+	resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+	return RESP_DONE;
+}
+
+static enum resp_step read_req(struct resp_pkt *c)
+{
+	c->t = resp_read(c->d, c->qp, c->p, c->t);
+	return RESP_DONE;
+}
+
+static enum resp_step atomic_req(struct resp_pkt *c)
+{
+	c->t = resp_atomic(c->d, c->qp, c->p, c->t);
+	return RESP_DONE;
+}
+
+/* No receive WQE for a message that needs one: RC answers with an RNR NAK carrying its own
+ * min_rnr_timer (IBA 9.7.5.2.8), refusing the packet before it has any effect, so the retry
+ * finds the QP as this packet found it (the rest of the message in flight is dropped
+ * silently); UC drops the message (uc_no_rwqe). Nothing more if the WQE could not be read
+ * (the QP is in ERR). */
+static void no_rwqe(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+
+	if (qp->state == HCA_QPS_ERR)
+		return;
+	if (qp->type == HCA_QPT_RC) {
+		send_ack(c->d, qp, c->p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), c->p->psn,
+			 c->t);
+		qp->nak_sent = true;
+	} else {
+		uc_no_rwqe(c->d, qp);
+	}
+}
+
+static enum resp_step send_req(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	uint8_t st;
+
+	if (c->first) {
+		if (!take_rwqe(c->d, qp, &c->t)) {
+			no_rwqe(c);
+			return RESP_DONE;
+		}
+		qp->in_msg = true;
+		qp->msg_kind = 0;
+	}
+	st = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
+	if (st == HCA_WC_LOC_LEN_ERR) {
+		/* Message longer than the receive buffer: class C on RC (NAK invalid request,
+		 * REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
+		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_INV_REQ,
+			   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR : HCA_WC_LOC_LEN_ERR, c->t);
+		return RESP_DONE;
+	}
+	if (st != HCA_WC_SUCCESS) {
+		/* The receive WQE names memory we may not write: remote operational error for
+		 * the requester, local protection error here. */
+		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, c->t);
+		return RESP_DONE;
+	}
+	return RESP_COMPLETE;
+}
+
+/* WRITE: the first packet's RETH names the target; every packet is checked against the rkey
+ * and the length the RETH announced. WRITE with immediate consumes a receive WQE at its last
+ * packet (IBA 9.4.4). */
+static enum resp_step write_req(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	const struct hm_pkt *p = c->p;
+	uint64_t iova;
+
+	if (c->last && (c->op == HM_OP_WRITE_LAST_IMM || c->op == HM_OP_WRITE_ONLY_IMM) &&
+	    !take_rwqe(c->d, qp, &c->t)) {
+		/* UC: the message is lost here; the next one starts afresh. */
+		bool uc = qp->type == HCA_QPT_UC && qp->state != HCA_QPS_ERR;
+
+		if (uc)
 			qp->in_msg = false;
-		}
-		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
-		if (qp->uc_drop && !first) {
-			d->dp->rx_dropped++; /* the rest of a message already lost */
-			SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x UC message lost", qp->qpn);
-			return t;
-		}
-		qp->uc_drop = false;
-	} else {
-		/* The PSN classifier block (model/ports.h). */
-		struct hm_psn_in in = { .cycle = sim_clock_cycles(&d->core, t),
-					.psn = p->psn,
-					.epsn = qp->epsn,
-					.nak_sent = qp->nak_sent };
-		struct hm_psn_out out;
-
-		hm_psn_classify(d, &in, &out);
-		qp->nak_sent = out.nak_sent;
-		if (out.cls == HM_PSN_AHEAD) {
-			/* Out of sequence: one NAK, then silence until the expected PSN. */
-			out_of_seq(d, qp, p->psn, true);
-			if (out.send_nak)
-				send_ack(d, qp, p, HM_AETH_NAK_SEQ, qp->epsn, t);
-			return t;
-		}
-		if (out.cls == HM_PSN_DUPLICATE) {
-			/* Duplicate (IBA 9.7.5.1.1): a READ is answered again from memory, an
-			 * atomic gets its saved result (never executed twice), SEND/WRITE are
-			 * acknowledged again. */
-			out_of_seq(d, qp, p->psn, false);
-			if (p->opcode == HM_OP_READ_REQUEST) {
-				uint32_t e = qp->epsn, m = qp->msn;
-
-				t = resp_read(d, qp, p, t);
-				qp->epsn = e;
-				qp->msn = m;
-				return t;
-			}
-			if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
-				const struct hm_atomic_saved *a = NULL;
-
-				for (int i = 0; i < HM_ATOMIC_SAVED; i++)
-					if (qp->atomics[i].valid && qp->atomics[i].psn == p->psn)
-						a = &qp->atomics[i];
-				if (!a)
-					return t; /* older than every result kept */
-				send_atomic_ack(d, qp, p, a->msn, a->orig, t);
-				return t;
-			}
-			if (p->ackreq)
-				send_ack(d, qp, p, HM_AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, t);
-			return t;
-		}
+		no_rwqe(c);
+		if (uc)
+			qp->uc_drop = false;
+		return RESP_DONE;
 	}
-	/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
-	if ((qp->in_msg && first) || (!qp->in_msg && !first) ||
-	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(op)))) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-		return t;
+	if (c->first) {
+		if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
+			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
+			return RESP_DONE;
+		}
+		qp->wr_va = p->reth_va;
+		qp->wr_rkey = p->reth_rkey;
+		qp->wr_left = p->reth_dmalen;
+		qp->wr_len = p->reth_dmalen;
+		qp->in_msg = true;
+		qp->msg_kind = 1;
 	}
-	if (qp->type == HCA_QPT_RC && op == HM_OP_READ_REQUEST)
-		return resp_read(d, qp, p, t);
-	if (qp->type == HCA_QPT_RC && (op == HM_OP_COMPARE_SWAP || op == HM_OP_FETCH_ADD))
-		return resp_atomic(d, qp, p, t);
-	if (is_send_op(op)) {
-		if (first) {
-			if (!take_rwqe(d, qp, &t)) {
-				if (qp->state == HCA_QPS_ERR)
-					return t; /* the WQE could not be read */
-				if (qp->type == HCA_QPT_RC) {
-					/* RNR NAK with our own min_rnr_timer (IBA 9.7.5.2.8); the
-					 * rest of the message in flight is dropped silently. */
-					send_ack(d, qp, p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f),
-						 p->psn, t);
-					qp->nak_sent = true;
-				}
-				else
-					uc_no_rwqe(d, qp);
-				return t;
-			}
-			qp->in_msg = true;
-			qp->msg_kind = 0;
-		}
-		st = scatter(d, qp, p->payload, p->paylen, t);
-		if (st == HCA_WC_LOC_LEN_ERR) {
-			/* Message longer than the receive buffer: class C on RC (NAK invalid
-			 * request, REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
-			resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ,
-				   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR
-							  : HCA_WC_LOC_LEN_ERR, t);
-			return t;
-		}
-		if (st != HCA_WC_SUCCESS) {
-			/* The receive WQE names memory we may not write: remote operational
-			 * error for the requester, local protection error here. */
-			resp_fatal(d, qp, p, HM_AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, t);
-			return t;
-		}
-	} else if (is_write_op(op)) {
-		uint64_t iova;
+	if (p->paylen > qp->wr_left || (c->last && p->paylen != qp->wr_left)) {
+		resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+		return RESP_DONE;
+	}
+	if (p->paylen && hm_mkey_check(c->d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
+				       HCA_ACCESS_REMOTE_WRITE, &iova)) {
+		resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
+		return RESP_DONE;
+	}
+	if (p->paylen) /* cut-through: written as it comes through the pipeline */
+		sim_dma_write_ct(c->d->fn, iova, p->payload, p->paylen, c->t,
+				 sim_config_link_mbps(&c->d->cfg),
+				 hm_port_tail_bytes(c->d, hm_qp_port(qp)));
+	qp->wr_va += p->paylen;
+	qp->wr_left -= p->paylen;
+	return RESP_COMPLETE;
+}
 
-		/* WRITE with immediate consumes a receive WQE (IBA 9.4.4). Without one, the
-		 * packet is refused with an RNR NAK before it has any effect, so the retry
-		 * finds the QP as this packet found it. */
-		if (last && (op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM) &&
-		    !take_rwqe(d, qp, &t)) {
-			if (qp->state == HCA_QPS_ERR)
-				return t; /* the WQE could not be read */
-			if (qp->type == HCA_QPT_RC) {
-				send_ack(d, qp, p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), p->psn,
-					 t);
-				qp->nak_sent = true;
-			} else {
-				/* UC: the message is lost here; the next one starts afresh. */
-				qp->in_msg = false;
-				uc_no_rwqe(d, qp);
-				qp->uc_drop = false;
-			}
-			return t;
-		}
-		if (first) {
-			if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
-				resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-				return t;
-			}
-			qp->wr_va = p->reth_va;
-			qp->wr_rkey = p->reth_rkey;
-			qp->wr_left = p->reth_dmalen;
-			qp->wr_len = p->reth_dmalen;
-			qp->in_msg = true;
-			qp->msg_kind = 1;
-		}
-		if (p->paylen > qp->wr_left || (last && p->paylen != qp->wr_left)) {
-			resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-			return t;
-		}
-		if (p->paylen && hm_mkey_check(d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
-					       HCA_ACCESS_REMOTE_WRITE, &iova)) {
-			resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
-			return t;
-		}
-		if (p->paylen) /* cut-through: written as it comes through the pipeline */
-			sim_dma_write_ct(d->fn, iova, p->payload, p->paylen, t,
-					 sim_config_link_mbps(&d->cfg),
-					 hm_port_tail_bytes(d, hm_qp_port(qp)));
-		qp->wr_va += p->paylen;
-		qp->wr_left -= p->paylen;
-	} else {
-		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
-		return t;
-	}
+static enum resp_step complete(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	const struct hm_pkt *p = c->p;
+
 	if (qp->type == HCA_QPT_RC)
 		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
-	if (last) {
-		bool imm = op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY_IMM ||
-			   op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
+	if (c->last) {
+		bool imm = c->op == HM_OP_SEND_LAST_IMM || c->op == HM_OP_SEND_ONLY_IMM ||
+			   c->op == HM_OP_WRITE_LAST_IMM || c->op == HM_OP_WRITE_ONLY_IMM;
 
 		qp->msn++;
 		qp->in_msg = false;
-		if (is_send_op(op) || imm)
-			recv_complete(d, qp, p, imm, is_write_op(op), t);
+		if (is_send_op(c->op) || imm)
+			recv_complete(c->d, qp, p, imm, is_write_op(c->op), c->t);
 	}
 	if (qp->type == HCA_QPT_RC && p->ackreq)
-		send_ack(d, qp, p, HM_AETH_ACK, p->psn, t);
-	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
+		send_ack(c->d, qp, p, HM_AETH_ACK, p->psn, c->t);
+	SIM_TRACE(resp, pkt, c->d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
 		  p->opcode, p->paylen);
-	return t;
+	return RESP_DONE;
+}
+
+static enum resp_step (*const resp_steps[])(struct resp_pkt *) = {
+	[RESP_CHK_TYPE] = chk_type,	[RESP_COMM_EST] = comm_est,  [RESP_CHK_PSN] = chk_psn,
+	[RESP_DUPLICATE] = duplicate,	[RESP_CHK_OP_SEQ] = chk_op_seq, [RESP_CLASSIFY] = classify,
+	[RESP_READ] = read_req,		[RESP_ATOMIC] = atomic_req,  [RESP_SEND] = send_req,
+	[RESP_WRITE] = write_req,	[RESP_COMPLETE] = complete,
+};
+
+sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+{
+	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
+	struct resp_pkt c = { .d = d,
+			      .qp = qp,
+			      .p = p,
+			      .op = p->opcode & 0x1f,
+			      .first = oi->pos == HM_POS_FIRST || oi->pos == HM_POS_ONLY,
+			      .last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY };
+	enum resp_step step = RESP_CHK_TYPE;
+
+	c.t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
+	while (step != RESP_DONE) {
+		SIM_TRACE(step, resp, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, p->psn,
+			  resp_step_names[step]);
+		step = resp_steps[step](&c);
+	}
+	return c.t;
 }
