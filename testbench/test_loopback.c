@@ -56,59 +56,15 @@ static struct ibv_mr *reg(struct ibv_pd *pd, int i)
 	return mr;
 }
 
-/* RESET -> INIT -> RTR -> RTS of r->q[i] on its port, towards the other QP's port. */
+/* RESET -> INIT -> RTR -> RTS of r->q[i] on its port, towards the other QP's port (UD: an
+ * address handle for it). */
 static void lb_connect(struct lb *r, int i)
 {
 	struct ibv_qp *qp = r->q[i];
 	int j = 1 - i;
-	struct ibv_qp_attr a;
-	int m;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = (uint8_t)r->port[i];
-	m = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (qp->qp_type == IBV_QPT_UD) {
-		a.qkey = TB_QKEY;
-		m |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC;
-		m |= IBV_QP_ACCESS_FLAGS;
-	}
-	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "INIT: %s", hcasim_last_error());
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	m = IBV_QP_STATE;
-	if (qp->qp_type != IBV_QPT_UD) {
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = r->q[j]->qp_num;
-		a.rq_psn = PSN0;
-		a.ah_attr.dlid = r->pattr[j].lid;
-		a.ah_attr.port_num = (uint8_t)r->port[i];
-		a.ah_attr.is_global = r->roce;
-		a.ah_attr.grh.dgid = r->gid[j];
-		a.ah_attr.grh.hop_limit = 1;
-		m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (qp->qp_type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = 4;
-			a.min_rnr_timer = 1;
-			m |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-		}
-	}
-	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "RTR: %s", hcasim_last_error());
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = PSN0;
-	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (qp->qp_type == IBV_QPT_RC) {
-		a.timeout = (uint8_t)tb_rc_timeout;
-		a.retry_cnt = (uint8_t)tb_rc_retry_cnt;
-		a.rnr_retry = (uint8_t)tb_rc_rnr_retry;
-		a.max_rd_atomic = 4;
-		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	cr_assert_eq(ibv_modify_qp(qp, &a, m), 0, "RTS: %s", hcasim_last_error());
+	tb_connect_port(qp, (uint8_t)r->port[i], r->d.ctx, (uint8_t)r->port[j], r->pattr[j].lid,
+			r->roce, r->q[j]->qp_num, IBV_MTU_1024);
 	if (qp->qp_type == IBV_QPT_UD) {
 		struct ibv_ah_attr ah = { .dlid = r->pattr[j].lid,
 					  .port_num = (uint8_t)r->port[i],
@@ -282,6 +238,24 @@ static void check_bytes(const uint8_t *buf, uint32_t off, uint32_t len, unsigned
 	cr_assert_eq(buf[off + len], fill, "%s: the byte after was written", what);
 }
 
+/* A message of len bytes from qa (SEND, SEND_WITH_IMM or RDMA_WRITE_WITH_IMM, to offset off)
+ * that consumes qb's receive recv_id (at off, unless a WRITE): both completions, and the bytes
+ * at off (after the GRH slot on UD). The payload's pattern is seeded with wr_id + 2. */
+static void lb_message(struct lb *r, const char *what, uint64_t wr_id, enum ibv_wr_opcode op,
+		       uint32_t len, uint32_t off, uint64_t recv_id)
+{
+	uint32_t grh = r->q[1]->qp_type == IBV_QPT_UD ? GRH_BYTES : 0;
+	bool write = op == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	pattern(r, 64, len, (unsigned)wr_id + 2);
+	post_recv(r, recv_id, write ? 0 : off, write ? 0 : 4096);
+	post_op(r, wr_id, op, 64, len, off, 0, 0);
+	check_send_wc(r, what, wr_id, write ? IBV_WC_RDMA_WRITE : IBV_WC_SEND, 0);
+	check_recv_wc(r, what, recv_id, write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, len + grh,
+		      op != IBV_WR_SEND, wr_id);
+	check_bytes(buf_of(r, 1), off + grh, len, (unsigned)wr_id + 2, 0x31, what);
+}
+
 /* Every operation of the QP type from qa to qb; multi-packet messages at path MTU 1024. */
 static void lb_workload(struct lb *r)
 {
@@ -289,28 +263,12 @@ static void lb_workload(struct lb *r)
 	uint8_t *a = buf_of(r, 0), *b = buf_of(r, 1);
 
 	if (t == IBV_QPT_UD) {
-		/* 1000-byte datagrams (path MTU of a UD QP: the port's, 4096) */
-		pattern(r, 64, 1000, 1);
-		post_recv(r, 11, 4096, 2048);
-		post_op(r, 1, IBV_WR_SEND, 64, 1000, 0, 0, 0);
-		check_send_wc(r, "UD SEND", 1, IBV_WC_SEND, 0);
-		check_recv_wc(r, "UD SEND", 11, IBV_WC_RECV, 1000 + GRH_BYTES, false, 1);
-		check_bytes(b, 4096 + GRH_BYTES, 1000, 1, 0x31, "UD SEND");
-		pattern(r, 64, 7, 2);
-		post_recv(r, 12, 8192, 2048);
-		post_op(r, 2, IBV_WR_SEND_WITH_IMM, 64, 7, 0, 0, 0);
-		check_send_wc(r, "UD SEND_WITH_IMM", 2, IBV_WC_SEND, 0);
-		check_recv_wc(r, "UD SEND_WITH_IMM", 12, IBV_WC_RECV, 7 + GRH_BYTES, true, 2);
-		check_bytes(b, 8192 + GRH_BYTES, 7, 2, 0x31, "UD SEND_WITH_IMM");
+		/* datagrams of 1000 and 7 bytes (a UD QP's MTU is the port's, 4096) */
+		lb_message(r, "UD SEND", 1, IBV_WR_SEND, 1000, 4096, 11);
+		lb_message(r, "UD SEND_WITH_IMM", 2, IBV_WR_SEND_WITH_IMM, 7, 8192, 12);
 		return;
 	}
-	/* SEND of 3000 bytes: 3 packets */
-	pattern(r, 64, 3000, 3);
-	post_recv(r, 21, 4096, 4096);
-	post_op(r, 1, IBV_WR_SEND, 64, 3000, 0, 0, 0);
-	check_send_wc(r, "SEND", 1, IBV_WC_SEND, 0);
-	check_recv_wc(r, "SEND", 21, IBV_WC_RECV, 3000, false, 1);
-	check_bytes(b, 4096, 3000, 3, 0x31, "SEND");
+	lb_message(r, "SEND", 1, IBV_WR_SEND, 3000, 4096, 21); /* 3 packets */
 	/* RDMA WRITE of 2500 bytes */
 	pattern(r, 64, 2500, 4);
 	post_op(r, 2, IBV_WR_RDMA_WRITE, 64, 2500, 12288, 0, 0);
@@ -319,12 +277,7 @@ static void lb_workload(struct lb *r)
 		hcasim_run_for_ps(5000000);
 	check_bytes(b, 12288, 2500, 4, 0x31, "WRITE");
 	/* RDMA WRITE with immediate of 1100 bytes: consumes a receive */
-	pattern(r, 64, 1100, 5);
-	post_recv(r, 23, 0, 0);
-	post_op(r, 3, IBV_WR_RDMA_WRITE_WITH_IMM, 64, 1100, 16384, 0, 0);
-	check_send_wc(r, "WRITE_WITH_IMM", 3, IBV_WC_RDMA_WRITE, 0);
-	check_recv_wc(r, "WRITE_WITH_IMM", 23, IBV_WC_RECV_RDMA_WITH_IMM, 1100, true, 3);
-	check_bytes(b, 16384, 1100, 5, 0x31, "WRITE_WITH_IMM");
+	lb_message(r, "WRITE_WITH_IMM", 3, IBV_WR_RDMA_WRITE_WITH_IMM, 1100, 16384, 23);
 	if (t != IBV_QPT_RC)
 		return;
 	/* RDMA READ of 2100 bytes back from what the WRITE put there */
