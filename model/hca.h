@@ -84,7 +84,6 @@ struct hm_dev {
 	int link_side[HM_MAX_PORTS]; /* this device's side of it */
 	/* internal loopback (docs/loopback.md): frames addressed to one of our own ports */
 	sim_time_t lb_busy_ps;       /* the loopback path is reserved until */
-	uint64_t lb_frames;          /* frames it carried */
 	struct sim_pcap *lb_pcap;    /* its capture, opened at its first frame, or NULL */
 	char *lb_pcap_path;          /* where that capture goes (NULL: no capture) */
 	/* counters */

@@ -270,14 +270,19 @@ static struct hm_port *own_port_for(struct hm_dev *d, const struct hm_pkt *pkt)
 	return NULL;
 }
 
-/* The wire bytes of a frame of len bytes before its payload's first byte: the headers, and on
- * a RoCE wire the preamble and SFD (cut-through, hm_port_send). */
-static uint64_t lead_bytes(const struct hm_port *p, const struct hm_pkt *pkt, size_t len,
-			   bool wire)
+/* Cut-through: the payload's first byte (available at need; 0: already) may leave once the
+ * bytes before it have, at mbps: the headers, and on a RoCE wire the preamble and SFD. So the
+ * frame built at t starts no earlier than that many bytes before need, on a core edge. */
+static sim_time_t cut_through(struct hm_dev *d, const struct hm_port *p,
+			      const struct hm_pkt *pkt, size_t len, sim_time_t t, sim_time_t need,
+			      uint64_t mbps, bool wire)
 {
-	return len - pkt->paylen - HM_ICRC_BYTES -
-	       (hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
-	       (wire && hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
+	uint64_t lead = len - pkt->paylen - HM_ICRC_BYTES -
+			(hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
+			(wire && hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
+	sim_time_t ahead = sim_link_bytes_ps(mbps, lead);
+
+	return need > ahead && need - ahead > t ? sim_clock_edge(&d->core, need - ahead) : t;
 }
 
 static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool fcs_ok,
@@ -320,16 +325,10 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	struct lb_frame *f;
 	sim_time_t start, arrive;
 
-	if (need) {
-		sim_time_t ahead = sim_link_bytes_ps(mbps, lead_bytes(p, pkt, len, false));
-
-		if (need > ahead && need - ahead > t)
-			t = sim_clock_edge(&d->core, need - ahead);
-	}
+	t = cut_through(d, p, pkt, len, t, need, mbps, false);
 	start = t > d->lb_busy_ps ? t : d->lb_busy_ps;
 	d->lb_busy_ps = start + sim_link_bytes_ps(mbps, len);
 	arrive = d->lb_busy_ps + d->cfg.loopback_ns * SIM_PS_PER_NS;
-	d->lb_frames++;
 	f = malloc(sizeof(*f) + len);
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->to = to;
@@ -377,15 +376,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	}
 	/* The port hands frames to the link in the order they were sent to it; the link
 	 * serializes them (the same arithmetic gives the slot here, for pacing). */
-	if (need) {
-		/* Cut-through: the payload's first byte may leave at need, after the wire bytes
-		 * before it (RoCE: preamble and SFD, then the headers). */
-		sim_time_t ahead = sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
-						     lead_bytes(p, pkt, len, true));
-
-		if (need > ahead && need - ahead > t)
-			t = sim_clock_edge(&d->core, need - ahead);
-	}
+	t = cut_through(d, p, pkt, len, t, need, sim_config_link_mbps(&d->cfg), true);
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
 						  len + hm_pkt_wire_overhead(hm_port_ll(p)));
