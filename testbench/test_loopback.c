@@ -316,6 +316,7 @@ struct obs {
 	int nrx;
 	uint64_t tx; /* pkt.tx lines (frames handed to a link) */
 	uint64_t drops;
+	unsigned drop_port; /* port= of the last pkt.drop */
 	uint64_t send_cqe_t; /* last cqe.write of a send completion */
 };
 
@@ -345,6 +346,8 @@ static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *
 		o->tx++;
 	} else if (!strcmp(ev, "pkt.drop")) {
 		o->drops++;
+		if (hcasim_trace_field(fields, "port", &v))
+			o->drop_port = (unsigned)v;
 	} else if (!strcmp(ev, "cqe.write")) {
 		o->send_cqe_t = t; /* the tests that read it make only send completions */
 	}
@@ -652,39 +655,60 @@ Test(loopback, same_config_same_capture)
 
 /* ---- addresses that are not ours ---- */
 
+/* An RDMA WRITE from qa (timeout 1, retry_cnt 1) whose frames port `port` discards: no
+ * loopback, the first try and one retry dropped, IBV_WC_RETRY_EXC_ERR. */
+static void write_is_discarded(struct lb *r, unsigned port)
+{
+	struct obs *o = obs_start();
+	struct ibv_wc wc;
+
+	post_op(r, 1, IBV_WR_RDMA_WRITE, 64, 8, 12288, 0, 0);
+	tb_poll(r->cq[0], &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_eq(wc.qp_num, r->q[0]->qp_num);
+	cr_assert_eq(o->n, 0, "%d frames looped back", o->n);
+	cr_assert_eq(o->drops, 2, "%" PRIu64 " drops: the first try and one retry", o->drops);
+	cr_assert_eq(o->drop_port, port, "dropped at port %u", o->drop_port);
+	obs_stop(o);
+}
+
 /* An RC QP of hcasim0 addressing a LID no port has: with one host the frames go nowhere (no
  * link), as before loopback existed; the requester exhausts its retries. */
 Test(loopback, a_lid_nobody_has_still_ends_in_retry_exceeded)
 {
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
 	struct lb r;
-	struct obs *o;
-	struct ibv_wc wc;
 
 	tb_config("sim.hosts", "1");
 	tb_rc_timeout = 1;
 	tb_rc_retry_cnt = 1;
 	lb_open(&r, IBV_QPT_RC, 1, 1);
 	/* qa again, towards LID 0x77 */
-	cr_assert_eq(ibv_destroy_qp(r.q[0]), 0);
-	{
-		struct ibv_qp_init_attr init = {
-			.qp_type = IBV_QPT_RC, .send_cq = r.cq[0], .recv_cq = r.cq[0],
-			.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
-				 .max_recv_sge = 1 },
-		};
-
-		r.q[0] = ibv_create_qp(r.d.pd, &init);
-		cr_assert_not_null(r.q[0]);
-	}
+	cr_assert_eq(ibv_modify_qp(r.q[0], &reset, IBV_QP_STATE), 0, "%s", hcasim_last_error());
 	r.pattr[1].lid = 0x77;
 	lb_connect(&r, 0);
-	o = obs_start();
-	post_op(&r, 1, IBV_WR_RDMA_WRITE, 64, 8, 12288, 0, 0);
-	tb_poll(r.cq[0], &wc, 1);
-	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
-	cr_assert_eq(o->n, 0, "%d frames looped back", o->n);
-	cr_assert_eq(o->drops, 2, "%" PRIu64 " drops: the first try and one retry", o->drops);
-	obs_stop(o);
+	write_is_discarded(&r, 1);
+	lb_close(&r);
+}
+
+/* A frame for the HCA's other port while that port is down (its link pulled) is discarded at
+ * the sending port, as a frame from a port that is not ACTIVE: port_xmit_discards, no
+ * loopback, and the RC requester runs out of retries. */
+Test(loopback, a_frame_for_the_other_port_while_it_is_down_is_discarded)
+{
+	struct lb r;
+	uint64_t d0, d1;
+
+	tb_config("hca.ports", "2");
+	tb_rc_timeout = 1;
+	tb_rc_retry_cnt = 1;
+	lb_open(&r, IBV_QPT_RC, 1, 2);
+	cr_assert_eq(hcasim_link_set(1, 0), 0, "%s", hcasim_last_error()); /* link0.2 */
+	cr_assert_eq(hcasim_port_counter(0, 1, "port_xmit_discards", &d0), 0);
+	write_is_discarded(&r, 1);
+	cr_assert_eq(hcasim_port_counter(0, 1, "port_xmit_discards", &d1), 0);
+	cr_assert_eq(d1 - d0, 2, "port_xmit_discards moved by %" PRIu64, d1 - d0);
 	lb_close(&r);
 }
 
