@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct sim_pcap;
+
 #define HM_MAX_PORTS 2
 #define HM_GID_TABLE 16
 
@@ -80,6 +82,10 @@ struct hm_dev {
 	struct hm_blocks *blocks;    /* blocks with an RTL twin and their modes (model/ports.h) */
 	struct sim_link *links[HM_MAX_PORTS]; /* link of each port, NULL if unconnected */
 	int link_side[HM_MAX_PORTS]; /* this device's side of it */
+	/* internal loopback (docs/loopback.md): frames addressed to one of our own ports */
+	sim_time_t lb_busy_ps;       /* the loopback path is reserved until */
+	struct sim_pcap *lb_pcap;    /* its capture, opened at its first frame, or NULL */
+	char *lb_pcap_path;          /* where that capture goes (NULL: no capture) */
 	/* counters */
 	uint64_t cmds_executed;      /* commands completed */
 	uint64_t bad_doorbells;      /* doorbells ignored */
@@ -120,5 +126,8 @@ void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int sid
 void hm_roce_mac_of(const uint8_t gid[16], uint8_t mac[6]);
 /* enum hm_link_layer of the port. */
 unsigned hm_port_ll(const struct hm_port *p);
+/* Capture the device's looped-back frames to path (NULL: stop); the file is created at the
+ * first such frame. 0 or -errno. */
+int hm_port_loopback_pcap(struct hm_dev *d, const char *path);
 
 #endif

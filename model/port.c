@@ -4,10 +4,12 @@
 #include "model/dp.h"
 #include "model/hca.h"
 #include "sim/link.h"
+#include "sim/pcap.h"
 #include "sim/sm.h"
 #include "sim/trace.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,10 +254,107 @@ uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port)
 							   : HM_ICRC_BYTES + HM_VCRC_BYTES;
 }
 
+/* The port of d whose address pkt is for, or NULL: its LID on InfiniBand (LMC 0), its IPv4
+ * address (the GID's last 4 bytes) on RoCE. Only ports that have an address (a LID from the
+ * SM, a GID once the link is up) match. */
+static struct hm_port *own_port_for(struct hm_dev *d, const struct hm_pkt *pkt)
+{
+	for (unsigned i = 0; i < d->nports; i++) {
+		struct hm_port *q = &d->ports[i];
+
+		if (q->link_layer == LL_IB ? q->lid && pkt->dlid == q->lid
+					   : q->ngids && pkt->has_grh &&
+						     !memcmp(pkt->dgid + 12, q->gids[0] + 12, 4))
+			return q;
+	}
+	return NULL;
+}
+
+/* Cut-through: the payload's first byte (available at need; 0: already) may leave once the
+ * bytes before it have, at mbps: the headers, and on a RoCE wire the preamble and SFD. So the
+ * frame built at t starts no earlier than that many bytes before need, on a core edge. */
+static sim_time_t cut_through(struct hm_dev *d, const struct hm_port *p,
+			      const struct hm_pkt *pkt, size_t len, sim_time_t t, sim_time_t need,
+			      uint64_t mbps, bool wire)
+{
+	uint64_t lead = len - pkt->paylen - HM_ICRC_BYTES -
+			(hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
+			(wire && hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
+	sim_time_t ahead = sim_link_bytes_ps(mbps, lead);
+
+	return need > ahead && need - ahead > t ? sim_clock_edge(&d->core, need - ahead) : t;
+}
+
+static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool fcs_ok,
+		       bool loopback);
+
+struct lb_frame {
+	struct hm_port *to; /* the receiving port */
+	size_t len;         /* bytes */
+	uint8_t buf[];      /* the frame */
+};
+
+static void lb_arrive(void *arg)
+{
+	struct lb_frame *f = arg;
+
+	port_rx_in(f->to, f->buf, f->len, true, true);
+	free(f);
+}
+
+int hm_port_loopback_pcap(struct hm_dev *d, const char *path)
+{
+	int err = sim_pcap_close(d->lb_pcap);
+
+	d->lb_pcap = NULL;
+	free(d->lb_pcap_path);
+	d->lb_pcap_path = path ? strdup(path) : NULL;
+	SIM_ASSERT(!path || d->lb_pcap_path, "out of memory");
+	return err;
+}
+
+/* Turn a frame around inside the HCA (docs/loopback.md): it takes the next slot of the
+ * device's loopback path (hca.loopback_gbps, frame bytes only) from its build time t, and
+ * reaches the receive pipeline of port `to` hca.loopback_ns after its last byte. It never
+ * touches a link, so no port counter counts it. Returns the end of its slot. */
+static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_port *to,
+				const struct hm_pkt *pkt, const uint8_t *buf, size_t len,
+				sim_time_t t, sim_time_t need)
+{
+	uint64_t mbps = d->cfg.loopback_gbps * 1000;
+	struct lb_frame *f;
+	sim_time_t start, arrive;
+
+	t = cut_through(d, p, pkt, len, t, need, mbps, false);
+	start = t > d->lb_busy_ps ? t : d->lb_busy_ps;
+	d->lb_busy_ps = start + sim_link_bytes_ps(mbps, len);
+	arrive = d->lb_busy_ps + d->cfg.loopback_ns * SIM_PS_PER_NS;
+	f = malloc(sizeof(*f) + len);
+	SIM_ASSERT(f != NULL, "out of memory");
+	f->to = to;
+	f->len = len;
+	memcpy(f->buf, buf, len);
+	sim_schedule_owned_at(sim_kernel(), arrive, lb_arrive, f);
+	if (d->lb_pcap_path && !d->lb_pcap &&
+	    sim_pcap_open(&d->lb_pcap, d->lb_pcap_path,
+			  hm_port_ll(p) == HM_LL_ROCE ? SIM_PCAP_ETHERNET : SIM_PCAP_UPPER_PDU)) {
+		/* The simulation goes on without the capture, as it would without a tap. */
+		fprintf(stderr, "hcasim: loopback capture %s cannot be created\n", d->lb_pcap_path);
+		hm_port_loopback_pcap(d, NULL);
+	}
+	if (d->lb_pcap)
+		sim_pcap_write(d->lb_pcap, start, buf, len);
+	SIM_TRACE(port, loopback, d->devno,
+		  "port=%u to=%u op=0x%02x dqpn=0x%x psn=%u len=%zu start=%llu arrive=%llu", p->num,
+		  to->num, pkt->opcode, pkt->dqpn, pkt->psn, len, (unsigned long long)start,
+		  (unsigned long long)arrive);
+	return d->lb_busy_ps;
+}
+
 sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t,
 			sim_time_t need)
 {
-	struct hm_port *p = &d->ports[port - 1];
+	struct hm_port *p = &d->ports[port - 1], *to;
 	uint8_t buf[HM_PKT_MAX_BYTES];
 	struct tx_frame *f;
 	sim_time_t start;
@@ -265,7 +364,11 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
 	len = hm_pkt_build(hm_port_ll(p), pkt, buf, sizeof(buf));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
-	if (!d->links[port - 1] || p->state != PORT_ACTIVE) {
+	/* A frame for one of our own ports never reaches the wire (docs/loopback.md). */
+	to = p->state == PORT_ACTIVE ? own_port_for(d, pkt) : NULL;
+	if (to && to->state == PORT_ACTIVE)
+		return port_loopback(d, p, to, pkt, buf, len, t, need);
+	if (to || !d->links[port - 1] || p->state != PORT_ACTIVE) {
 		SIM_TRACE(pkt, drop, d->devno, "port=%u tx op=0x%02x psn=%u: port not active",
 			  port, pkt->opcode, pkt->psn);
 		hm_ctr_inc(d, port, HM_CTR_XMIT_DISCARDS);
@@ -273,17 +376,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	}
 	/* The port hands frames to the link in the order they were sent to it; the link
 	 * serializes them (the same arithmetic gives the slot here, for pacing). */
-	if (need) {
-		/* Cut-through: the payload's first byte may leave at need, after the wire bytes
-		 * before it (RoCE: preamble and SFD, then the headers). */
-		uint64_t lead = len - pkt->paylen - HM_ICRC_BYTES -
-				(hm_port_ll(p) == HM_LL_ROCE ? 0 : HM_VCRC_BYTES) +
-				(hm_port_ll(p) == HM_LL_ROCE ? 8 : 0);
-		sim_time_t ahead = sim_link_bytes_ps(sim_config_link_mbps(&d->cfg), lead);
-
-		if (need > ahead && need - ahead > t)
-			t = sim_clock_edge(&d->core, need - ahead);
-	}
+	t = cut_through(d, p, pkt, len, t, need, sim_config_link_mbps(&d->cfg), true);
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
 						  len + hm_pkt_wire_overhead(hm_port_ll(p)));
@@ -307,11 +400,12 @@ static bool is_response(uint8_t op)
 }
 
 static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
-			  sim_time_t t);
+			  bool loopback, sim_time_t t);
 
 struct rx_later {
 	struct hm_dev *d; /* device */
 	unsigned port;    /* port */
+	bool loopback;    /* turned around inside the HCA, not from the link */
 	size_t len;       /* bytes */
 	uint8_t buf[];    /* frame */
 };
@@ -320,13 +414,20 @@ static void port_rx_later(void *arg)
 {
 	struct rx_later *f = arg;
 
-	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, sim_now(sim_kernel()));
+	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, f->loopback,
+		      sim_now(sim_kernel()));
 	free(f);
 }
 
 static void port_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 {
-	struct hm_port *p = arg;
+	port_rx_in(arg, frame, len, fcs_ok, false);
+}
+
+/* A frame arrived at port p, from its link or from the HCA's loopback path. */
+static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool fcs_ok,
+		       bool loopback)
+{
 	struct hm_dp *dp = p->dev->dp;
 	sim_time_t t = sim_now(sim_kernel());
 	struct rx_later *f;
@@ -349,6 +450,7 @@ static void port_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->d = p->dev;
 	f->port = p->num;
+	f->loopback = loopback;
 	f->len = len;
 	memcpy(f->buf, frame, len);
 	sim_schedule_owned_at(sim_kernel(), t, port_rx_later, f);
@@ -419,7 +521,7 @@ static void rx_drain(void *arg)
 }
 
 static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
-			  sim_time_t t)
+			  bool loopback, sim_time_t t)
 {
 	struct hm_dp *dp = d->dp;
 	uint8_t qpt;
@@ -453,14 +555,16 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		}
 		dp->rx_crc_errors += rc == -EBADMSG;
 		dp->rx_dropped++;
-		hm_ctr_rcv(d, p->num, len, false);
+		if (!loopback)
+			hm_ctr_rcv(d, p->num, len, false);
 		SIM_TRACE(pkt, drop, d->devno, "port=%u len=%zu %s", p->num, len,
 			  rc == -EBADMSG ? "bad CRC" : "malformed");
 		return;
 	}
 	SIM_TRACE(pkt, rx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%u", p->num,
 		  pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
-	hm_ctr_rcv(d, p->num, len, true);
+	if (!loopback) /* the port counters count the link's frames only */
+		hm_ctr_rcv(d, p->num, len, true);
 	qp = hm_qpc_get(d, pkt.dqpn, &t);
 	qpt = pkt.opcode >> 5; /* 0 RC, 1 UC, 3 UD */
 	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||

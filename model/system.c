@@ -328,6 +328,16 @@ int hcasim_pcap(const char *prefix)
 		if (rc)
 			return rc;
 	}
+	/* Each HCA's internal loopback (docs/loopback.md), created at its first frame. */
+	for (int i = 0; i < sys.ndevs; i++) {
+		if (prefix && *prefix)
+			snprintf(path, sizeof(path), "%s.hca%d.loopback.pcap", prefix,
+				 sys.devs[i]->host);
+		rc = hm_port_loopback_pcap(sys.devs[i], prefix && *prefix ? path : NULL);
+		if (rc)
+			return sim_error(rc, "hcasim_pcap: closing the loopback capture of hcasim%d",
+					 i);
+	}
 	return 0;
 }
 

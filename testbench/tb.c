@@ -179,6 +179,14 @@ unsigned tb_rc_retry_cnt = 7, tb_rc_rnr_retry = 7, tb_rc_min_rnr_timer = 1;
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
 		enum ibv_mtu mtu)
 {
+	tb_connect_port(qp, 1, peer->ctx, 1, peer->port.lid,
+			t->port.link_layer == IBV_LINK_LAYER_ETHERNET, peer_qpn, mtu);
+}
+
+void tb_connect_port(struct ibv_qp *qp, uint8_t port, struct ibv_context *peer_ctx,
+		     uint8_t peer_port, uint16_t peer_lid, bool global, uint32_t peer_qpn,
+		     enum ibv_mtu mtu)
+{
 	struct ibv_qp_attr a;
 	union ibv_gid gid;
 	int m;
@@ -186,7 +194,7 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
-	a.port_num = 1;
+	a.port_num = port;
 	m = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 	if (qp->qp_type == IBV_QPT_UD) {
 		a.qkey = TB_QKEY;
@@ -201,13 +209,13 @@ void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32
 	a.qp_state = IBV_QPS_RTR;
 	m = IBV_QP_STATE;
 	if (qp->qp_type != IBV_QPT_UD) {
-		cr_assert_eq(ibv_query_gid(peer->ctx, 1, 0, &gid), 0);
+		cr_assert_eq(ibv_query_gid(peer_ctx, peer_port, 0, &gid), 0);
 		a.path_mtu = mtu;
 		a.dest_qp_num = peer_qpn;
 		a.rq_psn = 0x100;
-		a.ah_attr.dlid = peer->port.lid;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.is_global = t->port.link_layer == IBV_LINK_LAYER_ETHERNET;
+		a.ah_attr.dlid = peer_lid;
+		a.ah_attr.port_num = port;
+		a.ah_attr.is_global = global;
 		a.ah_attr.grh.dgid = gid;
 		a.ah_attr.grh.hop_limit = 1;
 		m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;

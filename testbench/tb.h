@@ -48,6 +48,12 @@ void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *attr);
  * with path MTU mtu and every remote access allowed. */
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
 		enum ibv_mtu mtu);
+/* The same from port of qp's device towards peer_lid, the GID 0 of peer_port of peer_ctx
+ * (used when global, as RoCE needs) and QP peer_qpn: tb_connect is this with ports 1 and 1,
+ * the peer's LID, and global on Ethernet. Two QPs of one device may name each other. */
+void tb_connect_port(struct ibv_qp *qp, uint8_t port, struct ibv_context *peer_ctx,
+		     uint8_t peer_port, uint16_t peer_lid, bool global, uint32_t peer_qpn,
+		     enum ibv_mtu mtu);
 /* Poll cq until n completions arrived (asserting progress), into wc. */
 void tb_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 /* Register len bytes (page aligned, zeroed) with every access. */

@@ -77,6 +77,10 @@ void bs_connect(struct bhost *h, struct ibv_qp *qp, struct bhost *peer, uint32_t
 /* An RC QP on each host (sq/rq entries), connected to each other with c (NULL: default). */
 void bs_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq, uint32_t rq,
 	     const struct bconn *c);
+/* The same between any two hosts; ha == hb makes a loopback pair on one HCA (both QPs on its
+ * CQ, addressing each other through its port 1: docs/loopback.md). */
+void bs_pair_hosts(struct bhost *ha, struct bhost *hb, struct ibv_qp **qa, struct ibv_qp **qb,
+		   uint32_t sq, uint32_t rq, const struct bconn *c);
 void bs_unpair(struct ibv_qp *qa, struct ibv_qp *qb);
 /* The ibv_mtu of a path MTU in bytes (256..4096; anything else: 4096). */
 enum ibv_mtu bs_mtu(unsigned mtu);
@@ -135,6 +139,7 @@ struct bstream_cfg {
 	int chains_per_qp;       /* chains outstanding per QP */
 	uint64_t msgs;           /* operations in all (rounded up to whole chains) */
 	uint64_t warm_chains;    /* chain completions before the measured window opens */
+	struct bhost *to;        /* the host whose buffer is the target (NULL: hcasim1) */
 };
 struct bstream_res {
 	uint64_t msgs;            /* operations completed */

@@ -328,15 +328,21 @@ void bs_trace_free(struct btrace *tr)
 	memset(tr, 0, sizeof(*tr));
 }
 
+void bs_pair_hosts(struct bhost *ha, struct bhost *hb, struct ibv_qp **qa, struct ibv_qp **qb,
+		   uint32_t sq, uint32_t rq, const struct bconn *c)
+{
+	*qa = bs_qp(ha, sq, rq);
+	*qb = bs_qp(hb, sq, rq);
+	if (!*qa || !*qb)
+		bs_die("ibv_create_qp");
+	bs_connect(ha, *qa, hb, (*qb)->qp_num, c);
+	bs_connect(hb, *qb, ha, (*qa)->qp_num, c);
+}
+
 void bs_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t sq, uint32_t rq,
 	     const struct bconn *c)
 {
-	*qa = bs_qp(&s->h[0], sq, rq);
-	*qb = bs_qp(&s->h[1], sq, rq);
-	if (!*qa || !*qb)
-		bs_die("ibv_create_qp");
-	bs_connect(&s->h[0], *qa, &s->h[1], (*qb)->qp_num, c);
-	bs_connect(&s->h[1], *qb, &s->h[0], (*qa)->qp_num, c);
+	bs_pair_hosts(&s->h[0], &s->h[1], qa, qb, sq, rq, c);
 }
 
 void bs_unpair(struct ibv_qp *qa, struct ibv_qp *qb)

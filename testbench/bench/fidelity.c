@@ -139,10 +139,9 @@ struct pingpong {
 
 /* iters round trips of a size-byte SEND hcasim0 -> hcasim1 -> hcasim0 after warm ones, inline
  * or not. Every receive is posted before the loop; a send is signaled every 32nd time. */
-static void pingpong(struct bsys *s, struct ibv_qp *qa, struct ibv_qp *qb, uint32_t size,
-		     bool inl, int warm, int iters, struct pingpong *out)
+static void pingpong(struct bhost *a, struct bhost *b, struct ibv_qp *qa, struct ibv_qp *qb,
+		     uint32_t size, bool inl, int warm, int iters, struct pingpong *out)
 {
-	struct bhost *a = &s->h[0], *b = &s->h[1];
 	struct ibv_qp *qp[2] = { qa, qb };
 	struct bhost *h[2] = { a, b };
 	uint64_t start = 0, cqe_sum = 0;
@@ -170,14 +169,14 @@ static void pingpong(struct bsys *s, struct ibv_qp *qa, struct ibv_qp *qb, uint3
 	out->post_to_cqe_ps = (double)cqe_sum / iters;
 }
 
-static void lat_pair(struct bsys *s, struct ibv_qp **qa, struct ibv_qp **qb, uint32_t size)
+/* A ping-pong pair between hosts a and b (the same host: a loopback pair), 200 receives each. */
+static void lat_pair(struct bhost *a, struct bhost *b, struct ibv_qp **qa, struct ibv_qp **qb,
+		     uint32_t size)
 {
-	bs_pair(s, qa, qb, 64, 256, NULL);
+	bs_pair_hosts(a, b, qa, qb, 64, 256, NULL);
 	for (int i = 0; i < 200; i++) {
-		bs_post_recv(*qa, 1000 + (uint64_t)i, (uintptr_t)s->h[0].buf + size, size,
-			     s->h[0].mr->lkey);
-		bs_post_recv(*qb, 1000 + (uint64_t)i, (uintptr_t)s->h[1].buf + size, size,
-			     s->h[1].mr->lkey);
+		bs_post_recv(*qa, 1000 + (uint64_t)i, (uintptr_t)a->buf + size, size, a->mr->lkey);
+		bs_post_recv(*qb, 1000 + (uint64_t)i, (uintptr_t)b->buf + size, size, b->mr->lkey);
 	}
 }
 
@@ -188,12 +187,88 @@ static int sc_latency(void)
 	struct bsys s;
 
 	bs_open(&s, NULL, 8192, 1024);
-	lat_pair(&s, &qa, &qb, 2);
-	pingpong(&s, qa, qb, 2, true, 10, 100, &p);
+	lat_pair(&s.h[0], &s.h[1], &qa, &qb, 2);
+	pingpong(&s.h[0], &s.h[1], qa, qb, 2, true, 10, 100, &p);
 	bs_fig("lat.send2", p.half_rtt_ps / 1000.0);
 	bs_info("lat.send2", "IB, 2 B SEND, inline, busy polling: 100 round trips after 10: half "
 		"round trip %.3f ns; from ibv_post_send to the peer's RECV CQE timestamp %.3f ns",
 		p.half_rtt_ps / 1000.0, p.post_to_cqe_ps / 1000.0);
+	bs_unpair(qa, qb);
+	bs_close(&s);
+	return 0;
+}
+
+/* ---- internal loopback (docs/loopback.md): both QPs on hcasim0 ---- */
+
+/* The documented loopback parameters at their defaults (hca.loopback_gbps, hca.loopback_ns),
+ * and the frame of a 2 B inline SEND on IB: LRH 8 + BTH 12 + 2 + pad 2 + ICRC 4 + VCRC 2. */
+#define LOOP_GBPS 200.0
+#define LOOP_NS 60.0
+#define LINK_NS 100.0
+#define SEND2_FRAME 30.0
+
+/* 2 B SEND ping-pong between two QPs of hcasim0 through its port's own LID, and the same
+ * back to back between hcasim0 and hcasim1 in the same boot. Every step of the two is the same
+ * but one: the frame crosses the loopback path (30 B at 200 Gb/s, then 60 ns) instead of the
+ * link (30 B at 100 Gb/s, then 100 ns), so the prediction is the back-to-back figure minus
+ * 41.2 ns. */
+static int sc_loop_latency(void)
+{
+	struct ibv_qp *qa, *qb;
+	struct pingpong wire, loop;
+	struct bsys s;
+	double expect;
+
+	bs_open(&s, NULL, 8192, 1024);
+	lat_pair(&s.h[0], &s.h[1], &qa, &qb, 2);
+	pingpong(&s.h[0], &s.h[1], qa, qb, 2, true, 10, 100, &wire);
+	bs_unpair(qa, qb);
+	lat_pair(&s.h[0], &s.h[0], &qa, &qb, 2);
+	pingpong(&s.h[0], &s.h[0], qa, qb, 2, true, 10, 100, &loop);
+	bs_unpair(qa, qb);
+	expect = wire.half_rtt_ps / 1000.0 - (SEND2_FRAME * 8.0 / LINK_GBPS + LINK_NS) +
+		 (SEND2_FRAME * 8.0 / LOOP_GBPS + LOOP_NS);
+	bs_fig("lat.loop2", loop.half_rtt_ps / 1000.0);
+	bs_fig("lat.loop2.expect", expect);
+	bs_info("lat.loop2", "IB, 2 B SEND, inline, busy polling, both QPs on hcasim0 (its port's "
+		"LID): 100 round trips after 10: half round trip %.3f ns (from ibv_post_send to "
+		"the RECV CQE timestamp %.3f ns); back to back in the same boot %.3f ns; "
+		"predicted %.3f ns", loop.half_rtt_ps / 1000.0, loop.post_to_cqe_ps / 1000.0,
+		wire.half_rtt_ps / 1000.0, expect);
+	bs_close(&s);
+	return 0;
+}
+
+/* RC WRITE 64 KiB goodput between two QPs of hcasim0, MTU 4096, 16 outstanding: bounded by
+ * the loopback path as the wire bounds write-ib-4096 (IB frames, no wire overhead). */
+static int sc_loop_write(void)
+{
+	/* More WRITEs than write-ib-4096: the window ends at the last WRITE's CQE, whose ACK does
+	 * not wait behind data on the shared loopback path (up to pipe.tx_window_ns, 2 us, as
+	 * every earlier ACK does), so the window is short by about that much; over 448 WRITEs
+	 * (1.2 ms) that is 0.17 %. */
+	enum { M = 65536, DEPTH = 16, MSGS = 480 };
+	struct bstream_res r;
+	struct ibv_qp *qa, *qb;
+	struct bsys s;
+	double gbps, limit;
+
+	bs_open(&s, NULL, M, 256);
+	bs_pair_hosts(&s.h[0], &s.h[0], &qa, &qb, 64, 1, NULL);
+	bs_stream(&s,
+		  &(struct bstream_cfg){ .qp = &qa, .nqp = 1, .op = IBV_WR_RDMA_WRITE, .len = M,
+					 .chain = 1, .chains_per_qp = DEPTH, .msgs = MSGS,
+					 .warm_chains = 2 * DEPTH, .to = &s.h[0] },
+		  &r);
+	gbps = (double)r.window_msgs * M * 8.0 / (double)r.window_ps * 1000.0;
+	limit = bs_write_limit_gbps(LOOP_GBPS, M, 4096, IB_HDR);
+	bs_fig("loop.write", gbps);
+	bs_fig("loop.write.limit", limit);
+	bs_fig("loop.write.expect", limit);
+	bs_info("loop.write", "IB MTU 4096, both QPs on hcasim0: %d WRITEs of 64 KiB, %d "
+		"outstanding; %" PRIu64 " WRITEs in %" PRIu64 " ps between CQE timestamps -> "
+		"%.5f Gb/s; loopback limit %.5f Gb/s", MSGS, DEPTH, r.window_msgs, r.window_ps,
+		gbps, limit);
 	bs_unpair(qa, qb);
 	bs_close(&s);
 	return 0;
@@ -231,8 +306,8 @@ static int sc_latency_slope(void)
 			struct ibv_qp *qa, *qb;
 			struct pingpong p;
 
-			lat_pair(&s, &qa, &qb, sz[i]);
-			pingpong(&s, qa, qb, sz[i], false, 4, 20, &p);
+			lat_pair(&s.h[0], &s.h[1], &qa, &qb, sz[i]);
+			pingpong(&s.h[0], &s.h[1], qa, qb, sz[i], false, 4, 20, &p);
 			bs_unpair(qa, qb);
 			x[i] = sz[i];
 			y[i] = p.half_rtt_ps;
@@ -511,6 +586,10 @@ const struct bscenario bench_fidelity[] = {
 	{ "msgrate-roce", "64 B RDMA WRITE message rate, 16 QPs, RoCEv2", sc_msgrate_roce },
 	{ "latency", "2 B SEND ping-pong, half round trip", sc_latency },
 	{ "latency-slope", "SEND ping-pong latency against size", sc_latency_slope },
+	{ "loop-latency", "2 B SEND ping-pong between two QPs of one HCA (loopback)",
+	  sc_loop_latency },
+	{ "loop-write", "RC WRITE 64 KiB goodput between two QPs of one HCA (loopback)",
+	  sc_loop_write },
 	{ "read16", "RDMA READ, one QP, 16 outstanding", sc_read16 },
 	{ "ack-timeout", "local ACK timeout against 4.096 us x 2^timeout", sc_ack_timeout },
 	{ "rnr", "RNR NAK delay for the 32 min_rnr_timer codes", sc_rnr },

@@ -31,7 +31,8 @@ struct sres {
 static struct sres scen[] = {
 	S("write-ib-4096", 2), S("write-ib-1024", 2), S("write-roce-4096", 2),
 	S("write-roce-1024", 2), S("msgrate-ib", 2), S("msgrate-roce", 2), S("latency", 2),
-	S("latency-slope", 2), S("read16", 2), S("ack-timeout", 2), S("rnr", 2),
+	S("latency-slope", 2), S("loop-latency", 2), S("loop-write", 2), S("read16", 2),
+	S("ack-timeout", 2), S("rnr", 2),
 	S("pkts4k", 5), S("msgs64", 5), S("rtl", 5), S("idle", 5), S("qpscale", 3), S("qp64k", 3),
 };
 #define NSCEN (sizeof(scen) / sizeof(scen[0]))
@@ -204,12 +205,13 @@ static bool j_within(const struct row *r, char *m, size_t ml)
 	return d <= r->b && d >= -r->b;
 }
 
-/* |v - expect| <= b % of expect. */
+/* |v - expect| <= b % of expect; values in unit (NULL: Gb/s). */
 static bool j_read(const struct row *r, char *m, size_t ml)
 {
 	double v = g(r, ""), e = g(r, ".expect"), d = (v - e) / e * 100;
+	const char *u = r->unit ? r->unit : "Gb/s";
 
-	snprintf(m, ml, "%.3f Gb/s against %.3f Gb/s (%+.2f %%)", v, e, d);
+	snprintf(m, ml, "%.3f %s against %.3f %s (%+.2f %%)", v, u, e, u, d);
 	return d <= r->b && d >= -r->b;
 }
 
@@ -271,6 +273,14 @@ static const struct row rows[] = {
 	{ 'A', "latency slope with size, within one packet (64 B-4 KiB)",
 	  "8 bits / link rate per byte (80 ps/B) within 2 %", "latency-slope", "lat.slope.small",
 	  j_within, 80.0, 2.0, "%.2f ps/B", 1 },
+	{ 'A', "loopback: 2 B send latency (half round trip) between two QPs of one HCA, default "
+	  "parameters", "the back-to-back figure of the same boot - (30 B x 80 ps + 100 ns) + (30 B x "
+	  "40 ps + 60 ns), within 1 % (docs/loopback.md)", "loop-latency", "lat.loop2", j_read,
+	  0, 1.0, "ns", 1 },
+	{ 'A', "loopback: RC WRITE 64 KiB goodput between two QPs of one HCA, IB, MTU 4096",
+	  "the loopback limit hca.loopback_gbps x 64 KiB / (64 KiB + 16 x 26 B + 16 B) = "
+	  "198.69 Gb/s, within 1 % (docs/loopback.md)", "loop-write", "loop.write", j_read, 0,
+	  1.0, NULL, 1 },
 	{ 'A', "RDMA READ 256 B, one QP, 16 outstanding (the adapter: host costs 0; with the default "
 	  "host costs in the details)", "min(link, 16 x size / RTT) within 2 %",
 	  "read16", "read16.256", j_read, 0, 2.0, NULL, 1 },

@@ -14,7 +14,7 @@
 static void post_chain(struct bsys *s, const struct bstream_cfg *c, int i,
 		       struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
-	struct bhost *a = &s->h[0], *b = &s->h[1];
+	struct bhost *a = &s->h[0], *b = c->to ? c->to : &s->h[1];
 
 	for (int k = 0; k < c->chain; k++) {
 		sge[k] = (struct ibv_sge){ (uintptr_t)a->buf, c->len, a->mr->lkey };
