@@ -8,6 +8,7 @@
 #include "sim/trace.h"
 
 #include <endian.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,142 +188,265 @@ static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct 
 	hm_qp_check_drained(d, qp);
 }
 
-/* Send the next packet of QP's current WQE. Returns the time the engine may start the next
- * step. */
-static sim_time_t req_packet(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
-{
-	uint8_t *w = wqe_at(qp, qp->sq_next);
-	const struct hca_wqe_ctrl *c = (const void *)w;
-	const struct hca_wqe_rdma *rd = (const void *)(w + sizeof(*c));
-	const struct hca_wqe_ud *ud = (const void *)(w + sizeof(*c));
-	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
-	uint8_t payload[4096];
-	unsigned mtu = hm_qp_mtu(d, qp);
-	unsigned port = hm_qp_port(qp);
-	uint32_t paylen = 0;
-	bool first = qp->cur_off == 0, last = true;
-	sim_time_t end, issue;
-	struct hm_ct ct = { 0 };
-	struct hm_pkt p;
+/* ---- the requester's engine: small steps, each returning the next (rxe's req states) ---- */
 
-	base_headers(d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &p);
-	p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
-	p.psn = qp->sq_psn;
-	t = sim_clock_after(&d->core, t, d->cfg.req_cycles);
+#define REQ_STEPS(X)                                                                               \
+	X(CHK_QUEUE)  /* a WQE to send, and no RNR wait */                                        \
+	X(CHK_STATE)  /* RTS starts new WQEs; SQD finishes the one begun; SQE, ERR send nothing */ \
+	X(FETCH)      /* fetch and validate the next WQE (it may fail it) */                     \
+	X(CHK_RD_ATOMIC) /* a READ or atomic within max_rd_atomic */                             \
+	X(CHK_FENCE)  /* a fenced WQE waits for the READs and atomics before it */               \
+	X(HEADERS)    /* the packet's headers, after the engine's per-packet latency */          \
+	X(BUILD_READ) /* a READ request (or the rest of one after a lost response) */            \
+	X(BUILD_ATOMIC) /* an atomic request */                                                   \
+	X(BUILD_SEND) /* the next packet of a SEND or WRITE: headers, payload gathered */         \
+	X(XMIT)       /* hand the packet to the port */                                           \
+	X(ADVANCE)    /* its message's last packet: the next WQE (UC, UD: completed) */           \
+	X(ARM_TIMER)  /* RC: the local ACK timer, if none runs */                                 \
+	X(SKIP)       /* cannot send now: the arbiter's next QP */                                \
+	X(FAILED)     /* its payload could not be gathered: the WQE failed, the step is spent */  \
+	X(SENT)       /* one packet sent */
+
+enum req_step {
+#define X(s) REQ_##s,
+	REQ_STEPS(X)
+#undef X
+};
+
+static const char *const req_step_names[] = {
+#define X(s) #s,
+	REQ_STEPS(X)
+#undef X
+};
+
+/* One packet of a QP on its way through the steps. */
+struct req_pkt {
+	struct hm_dev *d;
+	struct hm_qp *qp;
+	sim_time_t t;         /* the engine's time */
+	sim_time_t issue;     /* when the packet's reads were issued */
+	sim_time_t end;       /* when its last bit leaves */
+	const struct hca_wqe_ctrl *c; /* the WQE */
+	struct hm_flight *f;  /* its flight entry */
+	struct hm_pkt p;      /* the packet */
+	uint32_t paylen;      /* payload bytes */
+	bool last;            /* the message's last packet */
+	struct hm_ct ct;      /* cut-through: when the payload keeps ahead of the wire */
+	uint8_t payload[4096];
+};
+
+static enum req_step chk_queue(struct req_pkt *r)
+{
+	return r->qp->sq_next == r->qp->sq_pi || r->qp->rnr_wait ? REQ_SKIP : REQ_CHK_STATE;
+}
+
+/* SQD: no new WQE is started (IBA 10.3.1.2); SQE, ERR: nothing is sent. */
+static enum req_step chk_state(struct req_pkt *r)
+{
+	uint8_t st = r->qp->state;
+
+	if (!r->qp->cur_started)
+		return st == HCA_QPS_RTS ? REQ_FETCH : REQ_SKIP;
+	return st == HCA_QPS_RTS || st == HCA_QPS_SQD ? REQ_CHK_RD_ATOMIC : REQ_SKIP;
+}
+
+static enum req_step fetch(struct req_pkt *r)
+{
+	return req_fetch(r->d, r->qp, &r->t) ? REQ_CHK_RD_ATOMIC : REQ_SKIP;
+}
+
+/* The completer re-queues the QP when a response arrives. */
+static enum req_step chk_rd_atomic(struct req_pkt *r)
+{
+	const struct hm_qp *qp = r->qp;
+
+	r->c = (const void *)wqe_at(r->qp, qp->sq_next);
+	r->f = &r->qp->flight[qp->sq_next % qp->sq_entries];
+	if (hm_wqe_rd_atomic(r->c->opcode) &&
+	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
+		return REQ_SKIP;
+	return REQ_CHK_FENCE;
+}
+
+static enum req_step chk_fence(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+
+	if (qp->cur_off == 0 && (r->c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
+		return REQ_SKIP;
+	return REQ_HEADERS;
+}
+
+static enum req_step headers(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+	const struct hca_wqe_ud *ud = (const void *)(r->c + 1);
+
+	base_headers(r->d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &r->p);
+	r->p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
+	r->p.psn = qp->sq_psn;
+	r->t = sim_clock_after(&r->d->core, r->t, r->d->cfg.req_cycles);
 	/* The gather's read requests go out now; the packet leaves as soon as the data coming
 	 * back keeps ahead of the wire (cut-through). The engine moves on to the next packet
 	 * meanwhile (reads overlap, bounded by PCIe tags and bandwidth in the PCIe model). */
-	issue = t;
-	switch (c->opcode) {
-	case HCA_WQE_OP_RDMA_READ: {
-		/* After a lost response the READ is asked again from the first missing one
-		 * (cur_off > 0): the rest of the data, at that PSN (IBA 9.7.5.1.6). */
-		uint32_t left = f->len - qp->cur_off, n = left ? (left + mtu - 1) / mtu : 1;
-
-		p.opcode = HM_OP_READ_REQUEST;
-		p.reth_va = rd->remote_addr + qp->cur_off;
-		p.reth_rkey = rd->rkey;
-		p.reth_dmalen = left;
-		p.ackreq = true;
-		if (!qp->cur_off)
-			f->done_bytes = 0;
-		f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
-		qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
-		qp->rd_out++;
-		break;
-	}
-	case HCA_WQE_OP_ATOMIC_CMP_SWP:
-	case HCA_WQE_OP_ATOMIC_FETCH_ADD:
-		p.opcode = c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP ? HM_OP_COMPARE_SWAP
-								  : HM_OP_FETCH_ADD;
-		p.atomic_va = rd->remote_addr;
-		p.atomic_rkey = rd->rkey;
-		p.atomic_swap_add = c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP ? rd->swap
-									    : rd->compare_add;
-		p.atomic_compare = rd->compare_add;
-		p.ackreq = true;
-		f->last_psn = qp->sq_psn;
-		qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
-		qp->rd_out++;
-		break;
-	default: /* SEND, WRITE (+IMM) */
-		paylen = f->len - qp->cur_off < mtu ? f->len - qp->cur_off : mtu;
-		last = qp->cur_off + paylen == f->len;
-		if (qp->type == HCA_QPT_UD) {
-			p.opcode = c->opcode == HCA_WQE_OP_SEND_IMM ? HM_OP_UD_SEND_ONLY_IMM
-								    : HM_OP_UD_SEND_ONLY;
-			/* IBA 10.2.5: a Q_Key with the high bit set means the QP's own. */
-			p.deth_qkey = (ud->remote_qkey & HCA_QKEY_PRIVILEGED) ? qp->attr.qkey
-									     : ud->remote_qkey;
-			p.deth_sqpn = qp->qpn;
-		} else {
-			p.opcode = send_opcode(c->opcode, first, last, qp->type == HCA_QPT_UC);
-		}
-		if (first && (c->opcode == HCA_WQE_OP_RDMA_WRITE ||
-			      c->opcode == HCA_WQE_OP_RDMA_WRITE_IMM)) {
-			p.reth_va = rd->remote_addr;
-			p.reth_rkey = rd->rkey;
-			p.reth_dmalen = f->len;
-		}
-		p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
-		p.se = last && (c->flags & HCA_WQE_F_SOLICITED);
-		p.ackreq = last && qp->type == HCA_QPT_RC;
-		if (!gather(d, qp, w, qp->cur_off, payload, paylen, &t, &ct)) {
-			req_fail(d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, t);
-			return t;
-		}
-		p.payload = payload;
-		p.paylen = paylen;
-		qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
-		qp->cur_off += paylen;
-		break;
-	}
-	if (hm_psn_cmp(qp->sq_psn, qp->sent_psn) > 0)
-		qp->sent_psn = qp->sq_psn;
-	end = hm_port_send(d, port, &p, issue, ct.need);
-	qp->c_tx_pkts++;
-	qp->c_tx_bytes += paylen;
-	SIM_TRACE(req, pkt, d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p.psn, p.opcode,
-		  paylen);
-	if (last) {
-		qp->cur_started = false;
-		qp->sq_next++;
-		if (qp->type != HCA_QPT_RC)
-			req_local_complete(d, qp, f, end);
-	}
-	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
-		hm_req_timer(d, qp, end); /* from the oldest unacknowledged packet's departure */
-	/* Next packet: as soon as this one's reads are issued, but never more than
-	 * pipe.tx_window_ns of frames ahead of the link. */
-	t = issue;
-	if (end > t + d->cfg.tx_window_ns * SIM_PS_PER_NS)
-		t = end - d->cfg.tx_window_ns * SIM_PS_PER_NS;
-	return t;
+	r->issue = r->t;
+	r->last = true;
+	if (r->c->opcode == HCA_WQE_OP_RDMA_READ)
+		return REQ_BUILD_READ;
+	return hm_wqe_atomic(r->c->opcode) ? REQ_BUILD_ATOMIC : REQ_BUILD_SEND;
 }
 
-/* Can the QP send now? Fetches the next WQE if needed (which may fail it). */
-static bool req_ready(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+/* After a lost response the READ is asked again from the first missing one (cur_off > 0):
+ * the rest of the data, at that PSN (IBA 9.7.5.1.6). */
+static enum req_step build_read(struct req_pkt *r)
 {
-	const struct hca_wqe_ctrl *c;
+	struct hm_qp *qp = r->qp;
+	const struct hca_wqe_rdma *rd = (const void *)(r->c + 1);
+	unsigned mtu = hm_qp_mtu(r->d, qp);
+	uint32_t left = r->f->len - qp->cur_off, n = left ? (left + mtu - 1) / mtu : 1;
 
-	if (qp->sq_next == qp->sq_pi || qp->rnr_wait)
-		return false;
-	if (!qp->cur_started) {
-		/* SQD: no new WQE is started (IBA 10.3.1.2); SQE, ERR: nothing is sent. */
-		if (qp->state != HCA_QPS_RTS)
-			return false;
-		if (!req_fetch(d, qp, t))
-			return false;
-	} else if (qp->state != HCA_QPS_RTS && qp->state != HCA_QPS_SQD) {
-		return false;
+	r->p.opcode = HM_OP_READ_REQUEST;
+	r->p.reth_va = rd->remote_addr + qp->cur_off;
+	r->p.reth_rkey = rd->rkey;
+	r->p.reth_dmalen = left;
+	r->p.ackreq = true;
+	if (!qp->cur_off)
+		r->f->done_bytes = 0;
+	r->f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
+	qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
+	qp->rd_out++;
+	return REQ_XMIT;
+}
+
+static enum req_step build_atomic(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+	const struct hca_wqe_rdma *rd = (const void *)(r->c + 1);
+	bool cs = r->c->opcode == HCA_WQE_OP_ATOMIC_CMP_SWP;
+
+	r->p.opcode = cs ? HM_OP_COMPARE_SWAP : HM_OP_FETCH_ADD;
+	r->p.atomic_va = rd->remote_addr;
+	r->p.atomic_rkey = rd->rkey;
+	r->p.atomic_swap_add = cs ? rd->swap : rd->compare_add;
+	r->p.atomic_compare = rd->compare_add;
+	r->p.ackreq = true;
+	r->f->last_psn = qp->sq_psn;
+	qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
+	qp->rd_out++;
+	return REQ_XMIT;
+}
+
+/* SEND, WRITE (+IMM): one MTU of the message from cur_off. */
+static enum req_step build_send(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+	const struct hca_wqe_ctrl *c = r->c;
+	const struct hca_wqe_rdma *rd = (const void *)(c + 1);
+	const struct hca_wqe_ud *ud = (const void *)(c + 1);
+	unsigned mtu = hm_qp_mtu(r->d, qp);
+	bool first = qp->cur_off == 0;
+
+	r->paylen = r->f->len - qp->cur_off < mtu ? r->f->len - qp->cur_off : mtu;
+	r->last = qp->cur_off + r->paylen == r->f->len;
+	if (qp->type == HCA_QPT_UD) {
+		r->p.opcode = c->opcode == HCA_WQE_OP_SEND_IMM ? HM_OP_UD_SEND_ONLY_IMM
+							       : HM_OP_UD_SEND_ONLY;
+		/* IBA 10.2.5: a Q_Key with the high bit set means the QP's own. */
+		r->p.deth_qkey = (ud->remote_qkey & HCA_QKEY_PRIVILEGED) ? qp->attr.qkey
+									: ud->remote_qkey;
+		r->p.deth_sqpn = qp->qpn;
+	} else {
+		r->p.opcode = send_opcode(c->opcode, first, r->last, qp->type == HCA_QPT_UC);
 	}
-	c = (const void *)wqe_at(qp, qp->sq_next);
-	if (hm_wqe_rd_atomic(c->opcode) &&
-	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
-		return false; /* the completer re-queues the QP when a response arrives */
-	if (qp->cur_off == 0 && (c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
-		return false;
-	return true;
+	if (first &&
+	    (c->opcode == HCA_WQE_OP_RDMA_WRITE || c->opcode == HCA_WQE_OP_RDMA_WRITE_IMM)) {
+		r->p.reth_va = rd->remote_addr;
+		r->p.reth_rkey = rd->rkey;
+		r->p.reth_dmalen = r->f->len;
+	}
+	r->p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
+	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
+	r->p.ackreq = r->last && qp->type == HCA_QPT_RC;
+	if (!gather(r->d, qp, (const uint8_t *)c, qp->cur_off, r->payload, r->paylen, &r->t,
+		    &r->ct)) {
+		req_fail(r->d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, r->t);
+		return REQ_FAILED;
+	}
+	r->p.payload = r->payload;
+	r->p.paylen = r->paylen;
+	qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
+	qp->cur_off += r->paylen;
+	return REQ_XMIT;
+}
+
+static enum req_step xmit(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+
+	if (hm_psn_cmp(qp->sq_psn, qp->sent_psn) > 0)
+		qp->sent_psn = qp->sq_psn;
+	r->end = hm_port_send(r->d, hm_qp_port(qp), &r->p, r->issue, r->ct.need);
+	qp->c_tx_pkts++;
+	qp->c_tx_bytes += r->paylen;
+	SIM_TRACE(req, pkt, r->d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, r->p.psn,
+		  r->p.opcode, r->paylen);
+	return r->last ? REQ_ADVANCE : REQ_ARM_TIMER;
+}
+
+static enum req_step advance(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+
+	qp->cur_started = false;
+	qp->sq_next++;
+	if (qp->type != HCA_QPT_RC)
+		req_local_complete(r->d, qp, r->f, r->end);
+	return REQ_ARM_TIMER;
+}
+
+/* The timer counts from the oldest unacknowledged packet's departure. The next packet may
+ * follow as soon as this one's reads are issued, but never more than pipe.tx_window_ns of
+ * frames ahead of the link. */
+static enum req_step arm_timer(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+	sim_time_t window = r->d->cfg.tx_window_ns * SIM_PS_PER_NS;
+
+	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
+		hm_req_timer(r->d, qp, r->end);
+	r->t = r->end > r->issue + window ? r->end - window : r->issue;
+	return REQ_SENT;
+}
+
+static enum req_step (*const req_steps[])(struct req_pkt *) = {
+	[REQ_CHK_QUEUE] = chk_queue,	     [REQ_CHK_STATE] = chk_state,
+	[REQ_FETCH] = fetch,		     [REQ_CHK_RD_ATOMIC] = chk_rd_atomic,
+	[REQ_CHK_FENCE] = chk_fence,	     [REQ_HEADERS] = headers,
+	[REQ_BUILD_READ] = build_read,
+	[REQ_BUILD_ATOMIC] = build_atomic,   [REQ_BUILD_SEND] = build_send,
+	[REQ_XMIT] = xmit,		     [REQ_ADVANCE] = advance,
+	[REQ_ARM_TIMER] = arm_timer,
+};
+
+/* Run qp's next packet through the steps from *t; true if the engine's step was spent on it
+ * (a packet sent, or its WQE failed; *t: when the engine may take its next step), false if the
+ * QP cannot send now. */
+static bool req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	struct req_pkt r;
+	enum req_step step = REQ_CHK_QUEUE;
+
+	memset(&r, 0, offsetof(struct req_pkt, payload));
+	r.d = d;
+	r.qp = qp;
+	r.t = *t;
+	while (step != REQ_SKIP && step != REQ_FAILED && step != REQ_SENT) {
+		SIM_TRACE(step, req, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, qp->sq_psn,
+			  req_step_names[step]);
+		step = req_steps[step](&r);
+	}
+	*t = r.t;
+	return step != REQ_SKIP;
 }
 
 static void req_step(void *arg)
@@ -338,9 +462,8 @@ static void req_step(void *arg)
 	while ((qpn = hm_sched_next(d)) != 0) {
 		struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
 
-		if (!qp || !req_ready(d, qp, &t))
+		if (!qp || !req_run(d, qp, &t))
 			continue;
-		t = req_packet(d, qp, t);
 		if (qp->sq_next != qp->sq_pi && (qp->state == HCA_QPS_RTS ||
 						 (qp->state == HCA_QPS_SQD && qp->cur_started)))
 			hm_sched_add(d, qp);
@@ -349,8 +472,6 @@ static void req_step(void *arg)
 	}
 	hm_req_kick(d, t);
 }
-
-/* ---- retransmission ---- */
 
 void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
 {
