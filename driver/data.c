@@ -29,6 +29,9 @@ SAME_OP(RDMA_READ, RDMA_READ);
 SAME_OP(ATOMIC_CMP_SWP, ATOMIC_CMP_AND_SWP);
 SAME_OP(ATOMIC_FETCH_ADD, ATOMIC_FETCH_AND_ADD);
 #undef SAME_OP
+_Static_assert((unsigned)HCA_QPT_RC == (unsigned)IBV_QPT_RC, "RC");
+_Static_assert((unsigned)HCA_QPT_UC == (unsigned)IBV_QPT_UC, "UC");
+_Static_assert((unsigned)HCA_QPT_UD == (unsigned)IBV_QPT_UD, "UD");
 #define SAME_WC(n, m) _Static_assert((unsigned)HCA_##n == (unsigned)IBV_##m, #n)
 SAME_WC(CQE_OP_SEND, WC_SEND);
 SAME_WC(CQE_OP_RDMA_WRITE, WC_RDMA_WRITE);
@@ -127,24 +130,6 @@ static unsigned bf_size(const struct drv_qp *qp)
 								    : c->num_sge * HCA_SGE_BYTES);
 }
 
-static bool op_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
-
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
@@ -173,7 +158,9 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 				      "sends", ibqp->qp_num);
 			break;
 		}
-		if (!op_ok(ibqp->qp_type, wr->opcode)) {
+		/* The opcodes each QP type takes come from model/hw/wqe.def, as the device
+		 * checks them. */
+		if (!hca_wqe_op_allowed((unsigned)ibqp->qp_type, (unsigned)wr->opcode)) {
 			rc = drv_fail(EINVAL, "ibv_post_send: opcode %d not valid on this QP type",
 				      wr->opcode);
 			break;
@@ -195,9 +182,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		}
 		for (int i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
-		if (inl && (len > qp->cap.max_inline_data || wr->opcode == IBV_WR_RDMA_READ ||
-			    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+		if (inl && (len > qp->cap.max_inline_data || hca_wqe_rd_atomic(wr->opcode))) {
 			rc = drv_fail(EINVAL, "ibv_post_send: inline data of %llu bytes (max %u) or "
 				      "on a READ/atomic", (unsigned long long)len,
 				      qp->cap.max_inline_data);
@@ -235,8 +220,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 			struct hca_wqe_rdma *r = (void *)(w + sizeof(*c));
 
 			memset(r, 0, sizeof(*r));
-			if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			if (hca_wqe_atomic(wr->opcode)) {
 				r->remote_addr = wr->wr.atomic.remote_addr;
 				r->rkey = wr->wr.atomic.rkey;
 				r->compare_add = wr->wr.atomic.compare_add;

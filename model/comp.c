@@ -58,7 +58,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		if (status == HCA_WC_SUCCESS)
 			qp->sq_psn = (f->last_psn + 1) & HCA_PSN_MASK;
 	}
-	if (hm_wqe_rd_atomic(f->op)) {
+	if (hca_wqe_rd_atomic(f->op)) {
 		if (qp->rd_out)
 			qp->rd_out--;
 		hm_sched_add(d, qp); /* a WQE may have waited for max_rd_atomic or a fence */
@@ -74,7 +74,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		cqe.is_send = 1;
 		if (f->op == HCA_WQE_OP_RDMA_READ)
 			cqe.byte_len = f->len;
-		else if (hm_wqe_atomic(f->op))
+		else if (hca_wqe_atomic(f->op))
 			cqe.byte_len = 8;
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
@@ -137,7 +137,7 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 	while (oldest_sent(qp)) {
 		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hm_wqe_rd_atomic(f->op))
+		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hca_wqe_rd_atomic(f->op))
 			return;
 		retire(d, qp, HCA_WC_SUCCESS, t);
 	}
@@ -181,7 +181,7 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 {
 	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
 
-	if (hm_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
+	if (hca_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
 		return;
 	f->next_rsp = (upto + 1) & HCA_PSN_MASK;
 	progress(d, qp, t);
@@ -306,7 +306,7 @@ static enum comp_step chk_gap(struct comp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	struct hm_flight *f = oldest(qp);
 
-	if ((c->op == HM_OP_ACKNOWLEDGE && hm_aeth_is_fatal(c->syn)) || !hm_wqe_rd_atomic(f->op) ||
+	if ((c->op == HM_OP_ACKNOWLEDGE && hm_aeth_is_fatal(c->syn)) || !hca_wqe_rd_atomic(f->op) ||
 	    hm_psn_cmp(c->p->psn, f->next_rsp) <= 0)
 		return COMP_CLASSIFY;
 	if (!qp->rd_gap) {
@@ -443,7 +443,7 @@ static enum comp_step atomic_ack(struct comp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	uint64_t orig = c->p->atomic_orig;
 
-	if (!oldest_sent(qp) || !hm_wqe_atomic(oldest(qp)->op) ||
+	if (!oldest_sent(qp) || !hca_wqe_atomic(oldest(qp)->op) ||
 	    c->p->psn != oldest(qp)->last_psn)
 		return COMP_DONE;
 	if (scatter_or_fail(c, (const uint8_t *)&orig, 0, 8))
@@ -457,7 +457,7 @@ static enum comp_step ack(struct comp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
 
-	while (oldest_sent(qp) && !hm_wqe_rd_atomic(oldest(qp)->op) &&
+	while (oldest_sent(qp) && !hca_wqe_rd_atomic(oldest(qp)->op) &&
 	       hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) <= 0)
 		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
 	return COMP_DONE;

@@ -366,16 +366,5 @@ sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port);
 /* Payload bytes per packet for qp: its path MTU (RC, UC), the port's active MTU (UD). */
 unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp);
 
-/* WQE opcode classes (HCA_WQE_OP_*): an atomic; a READ or an atomic — they wait for
- * responses that carry data and count against max_rd_atomic. */
-static inline bool hm_wqe_atomic(uint8_t op)
-{
-	return op == HCA_WQE_OP_ATOMIC_CMP_SWP || op == HCA_WQE_OP_ATOMIC_FETCH_ADD;
-}
-
-static inline bool hm_wqe_rd_atomic(uint8_t op)
-{
-	return op == HCA_WQE_OP_RDMA_READ || hm_wqe_atomic(op);
-}
 
 #endif

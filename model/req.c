@@ -95,7 +95,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		return false;
 	}
 	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU). */
-	npsn = hm_wqe_atomic(c->opcode) || !len
+	npsn = hca_wqe_atomic(c->opcode) || !len
 		       ? 1
 		       : (uint32_t)((len + hm_qp_mtu(d, qp) - 1) / hm_qp_mtu(d, qp));
 	*f = (struct hm_flight){ .wqe = qp->sq_next,
@@ -262,7 +262,7 @@ static enum req_step chk_rd_atomic(struct req_pkt *r)
 
 	r->c = (const void *)wqe_at(r->qp, qp->sq_next);
 	r->f = &r->qp->flight[qp->sq_next % qp->sq_entries];
-	if (hm_wqe_rd_atomic(r->c->opcode) &&
+	if (hca_wqe_rd_atomic(r->c->opcode) &&
 	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
 		return REQ_SKIP;
 	return REQ_CHK_FENCE;
@@ -293,7 +293,7 @@ static enum req_step headers(struct req_pkt *r)
 	r->last = true;
 	if (r->c->opcode == HCA_WQE_OP_RDMA_READ)
 		return REQ_BUILD_READ;
-	return hm_wqe_atomic(r->c->opcode) ? REQ_BUILD_ATOMIC : REQ_BUILD_SEND;
+	return hca_wqe_atomic(r->c->opcode) ? REQ_BUILD_ATOMIC : REQ_BUILD_SEND;
 }
 
 /* After a lost response the READ is asked again from the first missing one (cur_off > 0):
@@ -489,10 +489,10 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 		return; /* nothing sent at or after psn */
 	qp->rd_out = 0;
 	for (uint32_t i = qp->sq_done; i != w; i++)
-		qp->rd_out += hm_wqe_rd_atomic(qp->flight[i % qp->sq_entries].op);
+		qp->rd_out += hca_wqe_rd_atomic(qp->flight[i % qp->sq_entries].op);
 	if (w != qp->sq_next || qp->cur_started) {
 		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
-		bool at = hm_wqe_atomic(f->op);
+		bool at = hca_wqe_atomic(f->op);
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 
 		qp->sq_next = w;

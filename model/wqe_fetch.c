@@ -9,24 +9,6 @@
 
 #include <stdlib.h>
 
-static bool op_allowed(uint8_t type, uint8_t op)
-{
-	switch (op) {
-	case HCA_WQE_OP_SEND:
-	case HCA_WQE_OP_SEND_IMM:
-		return true;
-	case HCA_WQE_OP_RDMA_WRITE:
-	case HCA_WQE_OP_RDMA_WRITE_IMM:
-		return type != HCA_QPT_UD;
-	case HCA_WQE_OP_RDMA_READ:
-	case HCA_WQE_OP_ATOMIC_CMP_SWP:
-	case HCA_WQE_OP_ATOMIC_FETCH_ADD:
-		return type == HCA_QPT_RC;
-	default:
-		return false;
-	}
-}
-
 /* Read up to hca.wqe_prefetch posted WQEs from idx (stopping at the end of the ring) into
  * wqe_buf, as one DMA read issued at t: the window becomes [idx, idx + n), readable once the
  * read completes. */
@@ -114,7 +96,7 @@ uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8
 	uint32_t room = qp->sq_stride - HCA_WQE_BASE_BYTES;
 
 	*len = 0;
-	if (!op_allowed(qp->type, c->opcode))
+	if (!hca_wqe_op_allowed(qp->type, c->opcode))
 		return HCA_WC_LOC_QP_OP_ERR;
 	if (c->flags & HCA_WQE_F_INLINE) {
 		if (c->inline_len > room)
@@ -128,7 +110,7 @@ uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8
 	}
 	if (*len > 0x80000000ull || (qp->type == HCA_QPT_UD && *len > hm_qp_mtu(d, qp)))
 		return HCA_WC_LOC_LEN_ERR;
-	if (hm_wqe_atomic(c->opcode) && *len != 8)
+	if (hca_wqe_atomic(c->opcode) && *len != 8)
 		return HCA_WC_LOC_LEN_ERR;
 	return HCA_WC_SUCCESS;
 }

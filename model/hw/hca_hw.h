@@ -151,7 +151,7 @@ enum hca_cap_flag {
 
 /* ---- work requests and completions ---- */
 enum hca_wqe_op {
-#define WQE_OP(name, val, doc) HCA_WQE_OP_##name = val,
+#define WQE_OP(name, val, qpts, cls, doc) HCA_WQE_OP_##name = val,
 #define CQE_OP(name, val, doc)
 #define WC(name, val, doc)
 #include "model/hw/wqe.def"
@@ -160,7 +160,7 @@ enum hca_wqe_op {
 #undef WC
 };
 enum hca_cqe_op {
-#define WQE_OP(name, val, doc)
+#define WQE_OP(name, val, qpts, cls, doc)
 #define CQE_OP(name, val, doc) HCA_CQE_OP_##name = val,
 #define WC(name, val, doc)
 #include "model/hw/wqe.def"
@@ -169,7 +169,7 @@ enum hca_cqe_op {
 #undef WC
 };
 enum hca_wc_status {
-#define WQE_OP(name, val, doc)
+#define WQE_OP(name, val, qpts, cls, doc)
 #define CQE_OP(name, val, doc)
 #define WC(name, val, doc) HCA_WC_##name = val,
 #include "model/hw/wqe.def"
@@ -177,6 +177,72 @@ enum hca_wc_status {
 #undef CQE_OP
 #undef WC
 };
+/* The QP types a WQE opcode may be posted on (wqe.def), as masks of 1 << HCA_QPT_*. */
+#define HCA_QPTS_RC (1u << HCA_QPT_RC)
+#define HCA_QPTS_RC_UC (HCA_QPTS_RC | 1u << HCA_QPT_UC)
+#define HCA_QPTS_RC_UC_UD (HCA_QPTS_RC_UC | 1u << HCA_QPT_UD)
+/* What a WQE opcode asks of the responder (IBA 9.4; rxe's opcode class masks). */
+enum hca_wqe_class {
+	HCA_WQE_CLASS_SEND = 1u << 0,   /* a message into a receive WQE */
+	HCA_WQE_CLASS_WRITE = 1u << 1,  /* data placed at an rkey */
+	HCA_WQE_CLASS_READ = 1u << 2,   /* data returned in responses */
+	HCA_WQE_CLASS_ATOMIC = 1u << 3, /* 8 bytes read, modified, written once, returned */
+};
+
+/* The QP types WQE opcode op may be posted on (HCA_QPTS_*; 0 for an unknown opcode). */
+static inline unsigned hca_wqe_op_qpts(unsigned op)
+{
+	switch (op) {
+#define WQE_OP(name, val, qpts, cls, doc)                                                          \
+	case val:                                                                                  \
+		return HCA_QPTS_##qpts;
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+	default:
+		return 0;
+	}
+}
+
+/* Its class (HCA_WQE_CLASS_*; 0 for an unknown opcode). */
+static inline unsigned hca_wqe_op_class(unsigned op)
+{
+	switch (op) {
+#define WQE_OP(name, val, qpts, cls, doc)                                                          \
+	case val:                                                                                  \
+		return HCA_WQE_CLASS_##cls;
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+	default:
+		return 0;
+	}
+}
+
+/* May WQE opcode op be posted on a QP of type qpt (HCA_QPT_*)? */
+static inline bool hca_wqe_op_allowed(unsigned qpt, unsigned op)
+{
+	return qpt < 32 && ((hca_wqe_op_qpts(op) >> qpt) & 1u);
+}
+
+/* An atomic; a READ or an atomic (they wait for responses that carry data and count
+ * against max_rd_atomic). */
+static inline bool hca_wqe_atomic(unsigned op)
+{
+	return hca_wqe_op_class(op) == HCA_WQE_CLASS_ATOMIC;
+}
+
+static inline bool hca_wqe_rd_atomic(unsigned op)
+{
+	return (hca_wqe_op_class(op) & (HCA_WQE_CLASS_READ | HCA_WQE_CLASS_ATOMIC)) != 0;
+}
+
 enum hca_wqe_flag {
 	HCA_WQE_F_SIGNALED = 1u << 0,  /* write a CQE when it completes */
 	HCA_WQE_F_SOLICITED = 1u << 1, /* set BTH SE on the last packet */
