@@ -253,7 +253,7 @@ static bool nothing_outstanding(const struct hm_qp *qp)
 
 static bool is_read_response(uint8_t op)
 {
-	return op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_READ_RESPONSE_ONLY;
+	return (hm_opcode_class(op) & HM_OPC_READ_RSP) != 0;
 }
 
 static enum comp_step chk_state(struct comp_pkt *c)

@@ -13,51 +13,49 @@
 
 /* clang-format off */
 #define P HM_HDR_PAYLOAD
-#define OP(nm, hd, ps, req) { .name = nm, .hdrs = (hd), .pos = HM_POS_##ps, .is_request = req }
+#define OP(nm, hd, ps, cl) { .name = nm, .hdrs = (hd), .pos = HM_POS_##ps, .cls = HM_OPC_##cl }
 
 static const struct hm_opcode_info opcodes[256] = {
 	/* RC */
-	[0x00] = OP("RC SEND First", P, FIRST, true),
-	[0x01] = OP("RC SEND Middle", P, MIDDLE, true),
-	[0x02] = OP("RC SEND Last", P, LAST, true),
-	[0x03] = OP("RC SEND Last with Immediate", HM_HDR_IMMDT | P, LAST, true),
-	[0x04] = OP("RC SEND Only", P, ONLY, true),
-	[0x05] = OP("RC SEND Only with Immediate", HM_HDR_IMMDT | P, ONLY, true),
-	[0x06] = OP("RC RDMA WRITE First", HM_HDR_RETH | P, FIRST, true),
-	[0x07] = OP("RC RDMA WRITE Middle", P, MIDDLE, true),
-	[0x08] = OP("RC RDMA WRITE Last", P, LAST, true),
-	[0x09] = OP("RC RDMA WRITE Last with Immediate", HM_HDR_IMMDT | P, LAST, true),
-	[0x0a] = OP("RC RDMA WRITE Only", HM_HDR_RETH | P, ONLY, true),
-	[0x0b] = OP("RC RDMA WRITE Only with Immediate", HM_HDR_RETH | HM_HDR_IMMDT | P, ONLY,
-		    true),
-	[0x0c] = OP("RC RDMA READ Request", HM_HDR_RETH, ONLY, true),
-	[0x0d] = OP("RC RDMA READ response First", HM_HDR_AETH | P, FIRST, false),
-	[0x0e] = OP("RC RDMA READ response Middle", P, MIDDLE, false),
-	[0x0f] = OP("RC RDMA READ response Last", HM_HDR_AETH | P, LAST, false),
-	[0x10] = OP("RC RDMA READ response Only", HM_HDR_AETH | P, ONLY, false),
-	[0x11] = OP("RC Acknowledge", HM_HDR_AETH, ONLY, false),
-	[0x12] = OP("RC ATOMIC Acknowledge", HM_HDR_AETH | HM_HDR_ATOMICACKETH, ONLY, false),
-	[0x13] = OP("RC CmpSwap", HM_HDR_ATOMICETH, ONLY, true),
-	[0x14] = OP("RC FetchAdd", HM_HDR_ATOMICETH, ONLY, true),
-	[0x16] = OP("RC SEND Last with Invalidate", HM_HDR_IETH | P, LAST, true),
-	[0x17] = OP("RC SEND Only with Invalidate", HM_HDR_IETH | P, ONLY, true),
+	[0x00] = OP("RC SEND First", P, FIRST, SEND),
+	[0x01] = OP("RC SEND Middle", P, MIDDLE, SEND),
+	[0x02] = OP("RC SEND Last", P, LAST, SEND),
+	[0x03] = OP("RC SEND Last with Immediate", HM_HDR_IMMDT | P, LAST, SEND),
+	[0x04] = OP("RC SEND Only", P, ONLY, SEND),
+	[0x05] = OP("RC SEND Only with Immediate", HM_HDR_IMMDT | P, ONLY, SEND),
+	[0x06] = OP("RC RDMA WRITE First", HM_HDR_RETH | P, FIRST, WRITE),
+	[0x07] = OP("RC RDMA WRITE Middle", P, MIDDLE, WRITE),
+	[0x08] = OP("RC RDMA WRITE Last", P, LAST, WRITE),
+	[0x09] = OP("RC RDMA WRITE Last with Immediate", HM_HDR_IMMDT | P, LAST, WRITE),
+	[0x0a] = OP("RC RDMA WRITE Only", HM_HDR_RETH | P, ONLY, WRITE),
+	[0x0b] = OP("RC RDMA WRITE Only with Immediate", HM_HDR_RETH | HM_HDR_IMMDT | P, ONLY, WRITE),
+	[0x0c] = OP("RC RDMA READ Request", HM_HDR_RETH, ONLY, READ_REQ),
+	[0x0d] = OP("RC RDMA READ response First", HM_HDR_AETH | P, FIRST, READ_RSP),
+	[0x0e] = OP("RC RDMA READ response Middle", P, MIDDLE, READ_RSP),
+	[0x0f] = OP("RC RDMA READ response Last", HM_HDR_AETH | P, LAST, READ_RSP),
+	[0x10] = OP("RC RDMA READ response Only", HM_HDR_AETH | P, ONLY, READ_RSP),
+	[0x11] = OP("RC Acknowledge", HM_HDR_AETH, ONLY, ACK),
+	[0x12] = OP("RC ATOMIC Acknowledge", HM_HDR_AETH | HM_HDR_ATOMICACKETH, ONLY, ATOMIC_ACK),
+	[0x13] = OP("RC CmpSwap", HM_HDR_ATOMICETH, ONLY, ATOMIC),
+	[0x14] = OP("RC FetchAdd", HM_HDR_ATOMICETH, ONLY, ATOMIC),
+	[0x16] = OP("RC SEND Last with Invalidate", HM_HDR_IETH | P, LAST, SEND),
+	[0x17] = OP("RC SEND Only with Invalidate", HM_HDR_IETH | P, ONLY, SEND),
 	/* UC: the RC SEND and RDMA WRITE opcodes with 0x20 set */
-	[0x20] = OP("UC SEND First", P, FIRST, true),
-	[0x21] = OP("UC SEND Middle", P, MIDDLE, true),
-	[0x22] = OP("UC SEND Last", P, LAST, true),
-	[0x23] = OP("UC SEND Last with Immediate", HM_HDR_IMMDT | P, LAST, true),
-	[0x24] = OP("UC SEND Only", P, ONLY, true),
-	[0x25] = OP("UC SEND Only with Immediate", HM_HDR_IMMDT | P, ONLY, true),
-	[0x26] = OP("UC RDMA WRITE First", HM_HDR_RETH | P, FIRST, true),
-	[0x27] = OP("UC RDMA WRITE Middle", P, MIDDLE, true),
-	[0x28] = OP("UC RDMA WRITE Last", P, LAST, true),
-	[0x29] = OP("UC RDMA WRITE Last with Immediate", HM_HDR_IMMDT | P, LAST, true),
-	[0x2a] = OP("UC RDMA WRITE Only", HM_HDR_RETH | P, ONLY, true),
-	[0x2b] = OP("UC RDMA WRITE Only with Immediate", HM_HDR_RETH | HM_HDR_IMMDT | P, ONLY,
-		    true),
+	[0x20] = OP("UC SEND First", P, FIRST, SEND),
+	[0x21] = OP("UC SEND Middle", P, MIDDLE, SEND),
+	[0x22] = OP("UC SEND Last", P, LAST, SEND),
+	[0x23] = OP("UC SEND Last with Immediate", HM_HDR_IMMDT | P, LAST, SEND),
+	[0x24] = OP("UC SEND Only", P, ONLY, SEND),
+	[0x25] = OP("UC SEND Only with Immediate", HM_HDR_IMMDT | P, ONLY, SEND),
+	[0x26] = OP("UC RDMA WRITE First", HM_HDR_RETH | P, FIRST, WRITE),
+	[0x27] = OP("UC RDMA WRITE Middle", P, MIDDLE, WRITE),
+	[0x28] = OP("UC RDMA WRITE Last", P, LAST, WRITE),
+	[0x29] = OP("UC RDMA WRITE Last with Immediate", HM_HDR_IMMDT | P, LAST, WRITE),
+	[0x2a] = OP("UC RDMA WRITE Only", HM_HDR_RETH | P, ONLY, WRITE),
+	[0x2b] = OP("UC RDMA WRITE Only with Immediate", HM_HDR_RETH | HM_HDR_IMMDT | P, ONLY, WRITE),
 	/* UD */
-	[0x64] = OP("UD SEND Only", HM_HDR_DETH | P, ONLY, true),
-	[0x65] = OP("UD SEND Only with Immediate", HM_HDR_DETH | HM_HDR_IMMDT | P, ONLY, true),
+	[0x64] = OP("UD SEND Only", HM_HDR_DETH | P, ONLY, SEND),
+	[0x65] = OP("UD SEND Only with Immediate", HM_HDR_DETH | HM_HDR_IMMDT | P, ONLY, SEND),
 };
 /* clang-format on */
 
@@ -67,6 +65,11 @@ static const struct hm_opcode_info opcodes[256] = {
 const struct hm_opcode_info *hm_opcode_info(uint8_t opcode)
 {
 	return opcodes[opcode].name ? &opcodes[opcode] : NULL;
+}
+
+uint8_t hm_opcode_class(uint8_t opcode)
+{
+	return opcodes[opcode].cls;
 }
 
 /* Extension headers in the order they follow the BTH (IBA 9.2: RDETH, DETH, RETH, AtomicETH,

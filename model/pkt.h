@@ -82,15 +82,30 @@ enum hm_opcode {
 	HM_OP_UD_SEND_ONLY_IMM = 0x65,
 };
 
+/* What an opcode is (rxe's opcode masks): one class bit each, tested as masks. */
+enum hm_op_class {
+	HM_OPC_SEND = 1u << 0,       /* SEND: a message into a receive WQE */
+	HM_OPC_WRITE = 1u << 1,      /* RDMA WRITE */
+	HM_OPC_READ_REQ = 1u << 2,   /* RDMA READ request */
+	HM_OPC_ATOMIC = 1u << 3,     /* CmpSwap, FetchAdd */
+	HM_OPC_READ_RSP = 1u << 4,   /* RDMA READ response */
+	HM_OPC_ACK = 1u << 5,        /* Acknowledge: an ACK or a NAK */
+	HM_OPC_ATOMIC_ACK = 1u << 6, /* ATOMIC Acknowledge */
+	HM_OPC_REQUEST = HM_OPC_SEND | HM_OPC_WRITE | HM_OPC_READ_REQ | HM_OPC_ATOMIC,
+	HM_OPC_RESPONSE = HM_OPC_READ_RSP | HM_OPC_ACK | HM_OPC_ATOMIC_ACK,
+};
+
 struct hm_opcode_info {
 	const char *name;   /* "RC RDMA WRITE First", NULL for an opcode we do not know */
 	uint32_t hdrs;      /* enum hm_hdr_mask */
 	uint8_t pos;        /* enum hm_op_pos */
-	bool is_request;    /* sent by a requester (else a response/ACK) */
+	uint8_t cls;        /* enum hm_op_class */
 };
 
 /* NULL when the opcode is reserved or not supported. */
 const struct hm_opcode_info *hm_opcode_info(uint8_t opcode);
+/* The opcode's class bits (enum hm_op_class), 0 for an unknown opcode. */
+uint8_t hm_opcode_class(uint8_t opcode);
 
 /* A packet, decoded (all fields in host order; GIDs and MACs as on the wire). */
 struct hm_pkt {

@@ -395,8 +395,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 
 static bool is_response(uint8_t op)
 {
-	return (op >= HM_OP_READ_RESPONSE_FIRST && op <= HM_OP_ATOMIC_ACKNOWLEDGE) &&
-	       !(op & 0xe0);
+	return (hm_opcode_class(op) & HM_OPC_RESPONSE) != 0;
 }
 
 static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,

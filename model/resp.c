@@ -315,18 +315,10 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	return t;
 }
 
-static bool is_send_op(uint8_t op)
-{
-	return op <= HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
-}
-
-static bool is_write_op(uint8_t op)
-{
-	return op >= HM_OP_WRITE_FIRST && op <= HM_OP_WRITE_ONLY_IMM;
-}
 
 /* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
-static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
+			    sim_time_t t)
 {
 	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
@@ -383,7 +375,8 @@ static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
 }
 
-static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
+static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
+			      sim_time_t t)
 {
 	uint64_t iova, orig, val;
 
@@ -461,6 +454,7 @@ struct resp_pkt {
 	const struct hm_pkt *p;
 	sim_time_t t;
 	uint8_t op;       /* opcode without its transport bits */
+	uint8_t cls;      /* its class (enum hm_op_class) */
 	bool first, last; /* FIRST or ONLY; LAST or ONLY */
 };
 
@@ -564,7 +558,7 @@ static enum resp_step chk_op_seq(struct resp_pkt *c)
 	const struct hm_qp *qp = c->qp;
 
 	if ((qp->in_msg && c->first) || (!qp->in_msg && !c->first) ||
-	    (qp->in_msg && ((qp->msg_kind == 0) != is_send_op(c->op)))) {
+	    (qp->in_msg && ((qp->msg_kind == 0) != !!(c->cls & HM_OPC_SEND)))) {
 		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
 		return RESP_DONE;
 	}
@@ -575,13 +569,13 @@ static enum resp_step classify(struct resp_pkt *c)
 {
 	bool rc = c->qp->type == HCA_QPT_RC;
 
-	if (rc && c->op == HM_OP_READ_REQUEST)
+	if (rc && (c->cls & HM_OPC_READ_REQ))
 		return RESP_READ;
-	if (rc && (c->op == HM_OP_COMPARE_SWAP || c->op == HM_OP_FETCH_ADD))
+	if (rc && (c->cls & HM_OPC_ATOMIC))
 		return RESP_ATOMIC;
-	if (is_send_op(c->op))
+	if (c->cls & HM_OPC_SEND)
 		return RESP_SEND;
-	if (is_write_op(c->op))
+	if (c->cls & HM_OPC_WRITE)
 		return RESP_WRITE;
 	resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
 	return RESP_DONE;
@@ -713,8 +707,8 @@ static enum resp_step complete(struct resp_pkt *c)
 
 		qp->msn++;
 		qp->in_msg = false;
-		if (is_send_op(c->op) || imm)
-			recv_complete(c->d, qp, p, imm, is_write_op(c->op), c->t);
+		if ((c->cls & HM_OPC_SEND) || imm)
+			recv_complete(c->d, qp, p, imm, (c->cls & HM_OPC_WRITE) != 0, c->t);
 	}
 	if (qp->type == HCA_QPT_RC && p->ackreq)
 		send_ack(c->d, qp, p, HM_AETH_ACK, p->psn, c->t);
@@ -737,6 +731,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			      .qp = qp,
 			      .p = p,
 			      .op = p->opcode & 0x1f,
+			      .cls = oi->cls,
 			      .first = oi->pos == HM_POS_FIRST || oi->pos == HM_POS_ONLY,
 			      .last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY };
 	enum resp_step step = RESP_CHK_TYPE;

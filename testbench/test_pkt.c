@@ -275,8 +275,23 @@ Test(pkt, opcode_table_holds_rc_uc_ud_and_nothing_else)
 	cr_expect_eq(hm_opcode_info(HM_OP_UC | HM_OP_WRITE_FIRST)->hdrs,
 		     hm_opcode_info(HM_OP_WRITE_FIRST)->hdrs);
 	cr_expect_eq(hm_opcode_info(HM_OP_SEND_LAST_INV)->pos, HM_POS_LAST);
-	cr_expect_not(hm_opcode_info(HM_OP_ACKNOWLEDGE)->is_request);
-	cr_expect(hm_opcode_info(HM_OP_READ_REQUEST)->is_request);
+	cr_expect_eq(hm_opcode_class(HM_OP_ACKNOWLEDGE), HM_OPC_ACK);
+	cr_expect(hm_opcode_class(HM_OP_ACKNOWLEDGE) & HM_OPC_RESPONSE);
+	cr_expect_eq(hm_opcode_class(HM_OP_READ_REQUEST), HM_OPC_READ_REQ);
+	cr_expect(hm_opcode_class(HM_OP_READ_REQUEST) & HM_OPC_REQUEST);
+	cr_expect_eq(hm_opcode_class(HM_OP_UC | HM_OP_SEND_ONLY_IMM), HM_OPC_SEND);
+	cr_expect_eq(hm_opcode_class(HM_OP_WRITE_LAST_IMM), HM_OPC_WRITE);
+	cr_expect_eq(hm_opcode_class(HM_OP_FETCH_ADD), HM_OPC_ATOMIC);
+	cr_expect_eq(hm_opcode_class(HM_OP_READ_RESPONSE_MIDDLE), HM_OPC_READ_RSP);
+	cr_expect_eq(hm_opcode_class(HM_OP_ATOMIC_ACKNOWLEDGE), HM_OPC_ATOMIC_ACK);
+	cr_expect_eq(hm_opcode_class(0x2c), 0, "UC has no READ");
+	/* Every known opcode has exactly one class; an unknown one none. */
+	for (unsigned op = 0; op < 256; op++) {
+		uint8_t c = hm_opcode_class((uint8_t)op);
+
+		cr_expect_eq(c != 0, hm_opcode_info((uint8_t)op) != NULL, "opcode 0x%02x", op);
+		cr_expect_eq(c & (c - 1), 0, "opcode 0x%02x has more than one class", op);
+	}
 	cr_expect_str_eq(hm_opcode_info(HM_OP_WRITE_FIRST)->name, "RC RDMA WRITE First");
 }
 
