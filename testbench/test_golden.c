@@ -1,0 +1,135 @@
+/* Golden traces: the default simulation (build/bin/hcasim-run) and every shipped scenario
+ * (build/bin/hcasim-scenario) run with every trace category and the links captured, and their
+ * trace and every capture are byte-identical to the files committed under testbench/golden/.
+ * A change that moves a trace line or a wire byte fails here; after an intended one,
+ * `make golden` rewrites the files and the commit says why (docs/user-guide.md#golden-traces). */
+#include "testbench/tb.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN_BIN HCASIM_BUILD_DIR "/bin/hcasim-run"
+#define SCENARIO_BIN HCASIM_BUILD_DIR "/bin/hcasim-scenario"
+#define SCENARIOS HCASIM_SRC_DIR "/sim/scenarios"
+#define GOLDEN HCASIM_SRC_DIR "/testbench/golden"
+
+static char tmpdir[] = "/tmp/hcasim-golden-XXXXXX";
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	tb_rm_tmpdir(tmpdir);
+}
+
+/* The sorted names of the files in dir that a golden holds: the trace and the captures. */
+static size_t golden_files(const char *dir, char names[][64], size_t max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t n = 0;
+
+	cr_assert_not_null(d, "%s: %m (make golden writes it)", dir);
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+
+		if (strcmp(e->d_name, "trace.txt") && (l < 5 || strcmp(e->d_name + l - 5, ".pcap")))
+			continue;
+		cr_assert_lt(n, max);
+		cr_assert_lt(l, 64);
+		memcpy(names[n++], e->d_name, l + 1);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+/* Run argv as tb_run_traced does (HCASIM_IMPL=all=model, HCASIM_TRACE='*', HCASIM_PCAP=cap)
+ * in tmpdir/name, then compare its trace and captures with testbench/golden/name/. */
+static void check(const char *name, char *const argv[])
+{
+	char dir[512], gdir[512], a[700], b[700];
+	char gnames[8][64], rnames[8][64];
+	size_t ng, nr;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	snprintf(gdir, sizeof(gdir), "%s/%s", GOLDEN, name);
+	cr_assert_eq(tb_run_traced(dir, argv, "all=model", "cap"), 0, "%s failed", name);
+	ng = golden_files(gdir, gnames, 8);
+	nr = golden_files(dir, rnames, 8);
+	cr_assert_gt(ng, 0, "%s: no golden files", gdir);
+	cr_assert_eq(nr, ng, "%s wrote %zu trace and capture files, the golden has %zu", name,
+		     nr, ng);
+	for (size_t i = 0; i < ng; i++) {
+		cr_assert_str_eq(rnames[i], gnames[i], "%s: files differ", name);
+		snprintf(a, sizeof(a), "%s/%s", gdir, gnames[i]);
+		snprintf(b, sizeof(b), "%s/%s", dir, rnames[i]);
+		tb_same_file(name, a, b, 1);
+	}
+}
+
+Test(golden, default_run_trace_and_capture, .init = setup, .fini = teardown)
+{
+	char *argv[] = { RUN_BIN, "cap", NULL };
+
+	check("run", argv);
+}
+
+static void scenario(const char *name)
+{
+	char path[512];
+	char *argv[] = { SCENARIO_BIN, path, NULL };
+
+	snprintf(path, sizeof(path), "%s/%s.ini", SCENARIOS, name);
+	check(name, argv);
+}
+
+/* One test per shipped scenario; every_shipped_scenario_has_a_golden keeps the list whole. */
+static const char *const scenarios[] = {
+	"duplicated_atomic", "lost_ack", "lost_read_response", "path_migration",
+	"rnr_exhaustion", "rnr_retry_infinite", "sqd_drain", "timeout_exhaustion",
+};
+
+#define SCENARIO_TEST(n)                                                                           \
+	Test(golden, n, .init = setup, .fini = teardown)                                           \
+	{                                                                                          \
+		scenario(#n);                                                                      \
+	}
+SCENARIO_TEST(duplicated_atomic)
+SCENARIO_TEST(lost_ack)
+SCENARIO_TEST(lost_read_response)
+SCENARIO_TEST(path_migration)
+SCENARIO_TEST(rnr_exhaustion)
+SCENARIO_TEST(rnr_retry_infinite)
+SCENARIO_TEST(sqd_drain)
+SCENARIO_TEST(timeout_exhaustion)
+
+Test(golden, every_shipped_scenario_has_a_golden)
+{
+	DIR *d = opendir(SCENARIOS);
+	struct dirent *e;
+	size_t n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		bool listed = false;
+
+		if (l < 5 || strcmp(e->d_name + l - 4, ".ini"))
+			continue;
+		for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+			listed |= strlen(scenarios[i]) == l - 4 &&
+				  !strncmp(scenarios[i], e->d_name, l - 4);
+		cr_expect(listed, "%s has no golden test (add it here and run make golden)",
+			  e->d_name);
+		n++;
+	}
+	closedir(d);
+	cr_assert_eq(n, sizeof(scenarios) / sizeof(scenarios[0]));
+}
