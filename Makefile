@@ -1,5 +1,7 @@
 # hcasim — build, test and run. Everything builds into build/.
 #   make            libraries and tools          make test      every Criterion suite
+#                                                make test T='suite/*'  one suite (JUnit XML:
+#                                                build/test/junit.xml, or JUNIT=path)
 #   make run        the default simulation       make deps      install missing packages
 #   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
@@ -232,8 +234,14 @@ ifneq ($(filter-out model rtl lockstep,$(IMPL)),)
 $(error IMPL=$(IMPL): expected model, rtl or lockstep)
 endif
 IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
+# T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.
+T       ?=
+JUNIT   ?= $(BUILD)/test/junit.xml
 test: deps all $(PERFBIN) $(TESTBIN)
-	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never
+	@mkdir -p $(dir $(JUNIT))
+	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never --xml=$(JUNIT) \
+		$(if $(T),--filter '$(T)'); rc=$$?; echo "make test: JUnit report in $(JUNIT)"; \
+		exit $$rc
 
 run: deps all
 	$(BIN)/hcasim-run $(BUILD)/run

@@ -128,13 +128,14 @@ Test(waves, default_run_dump_is_valid_and_leaves_trace_and_pcap_unchanged)
 	make_dir();
 	snprintf(vcd, sizeof(vcd), "%s/run.vcd", dir);
 	snprintf(cmd, sizeof(cmd),
-		 "cd %s && WAVES=%s HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s/with.trace "
-		 BIN "hcasim-run %s/with >%s/with.out 2>&1 && "
-		 "env -u WAVES HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s/without.trace "
-		 BIN "hcasim-run %s/without >%s/without.out 2>&1",
+		 "cd %s && { WAVES=%s HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s/with.trace "
+		 BIN "hcasim-run %s/with >%s/with.out 2>&1 || { cat with.out; exit 1; }; } && "
+		 "{ env -u WAVES HCASIM_TRACE='*' HCASIM_TRACE_FILE=%s/without.trace "
+		 BIN "hcasim-run %s/without >%s/without.out 2>&1 || { cat without.out; exit 2; }; }",
 		 dir, vcd, dir, dir, dir, dir, dir, dir);
 	out = tb_run_cmd(cmd, &st);
-	cr_assert_eq(st, 0, "hcasim-run failed: %s", out);
+	cr_assert_eq(st, 0, "hcasim-run %s waves failed (status %d); its output:\n%s",
+		     st == 1 ? "with" : "without", st, out);
 	free(out);
 	snprintf(a, sizeof(a), "%s/with.trace", dir);
 	snprintf(b, sizeof(b), "%s/without.trace", dir);
@@ -174,13 +175,15 @@ static void run_scenario(const char *ini, char *vcd, size_t len)
 	make_dir();
 	snprintf(vcd, len, "%s/scn.vcd", dir);
 	snprintf(cmd, sizeof(cmd),
-		 "cd %s && env -u HCASIM_CONFIG -u HCASIM_TRACE WAVES=%s " BIN
-		 "hcasim-scenario " SCENARIOS "%s >%s/with.out 2>&1 && "
-		 "env -u HCASIM_CONFIG -u HCASIM_TRACE -u WAVES " BIN
-		 "hcasim-scenario " SCENARIOS "%s >%s/without.out 2>&1",
+		 "cd %s && { env -u HCASIM_CONFIG -u HCASIM_TRACE WAVES=%s " BIN
+		 "hcasim-scenario " SCENARIOS "%s >%s/with.out 2>&1 || { cat with.out; exit 1; }; } && "
+		 "{ env -u HCASIM_CONFIG -u HCASIM_TRACE -u WAVES " BIN
+		 "hcasim-scenario " SCENARIOS "%s >%s/without.out 2>&1 || "
+		 "{ cat without.out; exit 2; }; }",
 		 dir, vcd, ini, dir, ini, dir);
 	out = tb_run_cmd(cmd, &st);
-	cr_assert_eq(st, 0, "hcasim-scenario %s failed: %s", ini, out);
+	cr_assert_eq(st, 0, "hcasim-scenario %s %s waves failed (status %d); its output:\n%s", ini,
+		     st == 1 ? "with" : "without", st, out);
 	free(out);
 	snprintf(a, sizeof(a), "%s/with.out", dir);
 	snprintf(b, sizeof(b), "%s/without.out", dir);
