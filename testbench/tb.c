@@ -2,6 +2,7 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -378,6 +379,31 @@ int tb_run_traced(const char *dir, char *const argv[], const char *impl, const c
 	cr_assert(WIFEXITED(status), "%s (%s) died (signal %d)", argv[0], impl,
 		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	return WEXITSTATUS(status);
+}
+
+void tb_check_scenario_list(const char *dir)
+{
+#define X(n) #n,
+	static const char *const listed[] = { TB_SCENARIOS(X) };
+#undef X
+	size_t nl = sizeof(listed) / sizeof(listed[0]), found = 0;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		bool in = false;
+
+		if (l < 5 || strcmp(e->d_name + l - 4, ".ini"))
+			continue;
+		for (size_t k = 0; k < nl; k++)
+			in |= strlen(listed[k]) == l - 4 && !strncmp(listed[k], e->d_name, l - 4);
+		cr_expect(in, "%s/%s is not in TB_SCENARIOS (testbench/tb.h)", dir, e->d_name);
+		found++;
+	}
+	closedir(d);
+	cr_assert_eq(found, nl, "%zu scenarios shipped in %s, %zu in TB_SCENARIOS", found, dir, nl);
 }
 
 void tb_rm_tmpdir(const char *dir)

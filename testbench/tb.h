@@ -81,6 +81,20 @@ size_t tb_same_file(const char *what, const char *a, const char *b, size_t min_l
  * named by HCASIM_PCAP=pcap; without HCASIM_CONFIG, HCASIM_RTL_BUG, WAVES or the runner's
  * descriptors. Returns the exit status; the test fails if the program dies. */
 int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap);
+/* The shipped scenarios (sim/scenarios/NAME.ini), one X(NAME) each: the suites that run every
+ * one of them (modes, golden) generate their tests from this list. */
+#define TB_SCENARIOS(X)                                                                            \
+	X(duplicated_atomic)                                                                       \
+	X(lost_ack)                                                                                \
+	X(lost_read_response)                                                                      \
+	X(path_migration)                                                                          \
+	X(rnr_exhaustion)                                                                          \
+	X(rnr_retry_infinite)                                                                      \
+	X(sqd_drain)                                                                               \
+	X(timeout_exhaustion)
+/* Every .ini in the directory of shipped scenarios is in TB_SCENARIOS and every entry has its
+ * .ini: the test fails naming the one missing. */
+void tb_check_scenario_list(const char *dir);
 /* Remove the directory mkdtemp made from template dir, with everything in it (nothing when
  * mkdtemp never ran on it: the template still ends in XXXXXX). */
 void tb_rm_tmpdir(const char *dir);

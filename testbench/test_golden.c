@@ -90,46 +90,15 @@ static void scenario(const char *name)
 	check(name, argv);
 }
 
-/* One test per shipped scenario; every_shipped_scenario_has_a_golden keeps the list whole. */
-static const char *const scenarios[] = {
-	"duplicated_atomic", "lost_ack", "lost_read_response", "path_migration",
-	"rnr_exhaustion", "rnr_retry_infinite", "sqd_drain", "timeout_exhaustion",
-};
-
+/* One test per shipped scenario (TB_SCENARIOS). */
 #define SCENARIO_TEST(n)                                                                           \
 	Test(golden, n, .init = setup, .fini = teardown)                                           \
 	{                                                                                          \
 		scenario(#n);                                                                      \
 	}
-SCENARIO_TEST(duplicated_atomic)
-SCENARIO_TEST(lost_ack)
-SCENARIO_TEST(lost_read_response)
-SCENARIO_TEST(path_migration)
-SCENARIO_TEST(rnr_exhaustion)
-SCENARIO_TEST(rnr_retry_infinite)
-SCENARIO_TEST(sqd_drain)
-SCENARIO_TEST(timeout_exhaustion)
+TB_SCENARIOS(SCENARIO_TEST)
 
 Test(golden, every_shipped_scenario_has_a_golden)
 {
-	DIR *d = opendir(SCENARIOS);
-	struct dirent *e;
-	size_t n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		size_t l = strlen(e->d_name);
-		bool listed = false;
-
-		if (l < 5 || strcmp(e->d_name + l - 4, ".ini"))
-			continue;
-		for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-			listed |= strlen(scenarios[i]) == l - 4 &&
-				  !strncmp(scenarios[i], e->d_name, l - 4);
-		cr_expect(listed, "%s has no golden test (add it here and run make golden)",
-			  e->d_name);
-		n++;
-	}
-	closedir(d);
-	cr_assert_eq(n, sizeof(scenarios) / sizeof(scenarios[0]));
+	tb_check_scenario_list(SCENARIOS);
 }

@@ -26,12 +26,6 @@
 static const char *const modes[] = { "model", "rtl", "lockstep" };
 #define NMODES 3
 
-/* The shipped scenarios; every_shipped_scenario_is_compared checks the list is complete. */
-static const char *const scenarios[] = {
-	"duplicated_atomic", "lost_ack", "lost_read_response", "path_migration",
-	"rnr_exhaustion", "rnr_retry_infinite", "sqd_drain", "timeout_exhaustion",
-};
-#define NSCEN (sizeof(scenarios) / sizeof(scenarios[0]))
 
 static char tmpdir[] = "/tmp/hcasim-modes-XXXXXX";
 
@@ -173,37 +167,10 @@ Test(modes, default_simulation_same_output_trace_and_pcaps)
 
 #define SCENARIO_TEST(name) \
 	Test(modes, name##_same_timeline_trace_and_pcaps) { scenario(#name); }
-SCENARIO_TEST(duplicated_atomic)
-SCENARIO_TEST(lost_ack)
-SCENARIO_TEST(lost_read_response)
-SCENARIO_TEST(path_migration)
-SCENARIO_TEST(rnr_exhaustion)
-SCENARIO_TEST(rnr_retry_infinite)
-SCENARIO_TEST(sqd_drain)
-SCENARIO_TEST(timeout_exhaustion)
+TB_SCENARIOS(SCENARIO_TEST)
 
 /* Every .ini in sim/scenarios has its test above. */
 Test(modes, every_shipped_scenario_is_compared)
 {
-	struct dirent **ents;
-	int n = scandir(SCENARIOS, &ents, NULL, alphasort), found = 0;
-
-	cr_assert_geq(n, 0, "%s: %s", SCENARIOS, strerror(errno));
-	for (int i = 0; i < n; i++) {
-		const char *d = ents[i]->d_name;
-		size_t l = strlen(d);
-		bool listed = false;
-
-		if (l > 4 && !strcmp(d + l - 4, ".ini")) {
-			for (size_t k = 0; k < NSCEN; k++)
-				listed |= strlen(scenarios[k]) == l - 4 &&
-					  !strncmp(scenarios[k], d, l - 4);
-			cr_expect(listed, "%s/%s has no test in testbench/test_modes.c "
-				  "(SCENARIO_TEST and scenarios[])", SCENARIOS, d);
-			found++;
-		}
-		free(ents[i]);
-	}
-	free(ents);
-	cr_assert_eq(found, (int)NSCEN, "%d scenarios shipped, %zu compared", found, NSCEN);
+	tb_check_scenario_list(SCENARIOS);
 }

@@ -189,13 +189,18 @@ enum hca_wqe_class {
 	HCA_WQE_CLASS_ATOMIC = 1u << 3, /* 8 bytes read, modified, written once, returned */
 };
 
-/* The QP types WQE opcode op may be posted on (HCA_QPTS_*; 0 for an unknown opcode). */
-static inline unsigned hca_wqe_op_qpts(unsigned op)
+/* What wqe.def says of WQE opcode op: the QP types it may be posted on (HCA_QPTS_*) and its
+ * class (HCA_WQE_CLASS_*); both 0 for an unknown opcode. */
+struct hca_wqe_op_info {
+	unsigned qpts, cls;
+};
+
+static inline struct hca_wqe_op_info hca_wqe_op_info(unsigned op)
 {
 	switch (op) {
-#define WQE_OP(name, val, qpts, cls, doc)                                                          \
+#define WQE_OP(name, val, qpts, cl, doc)                                                           \
 	case val:                                                                                  \
-		return HCA_QPTS_##qpts;
+		return (struct hca_wqe_op_info){ HCA_QPTS_##qpts, HCA_WQE_CLASS_##cl };
 #define CQE_OP(name, val, doc)
 #define WC(name, val, doc)
 #include "model/hw/wqe.def"
@@ -203,32 +208,19 @@ static inline unsigned hca_wqe_op_qpts(unsigned op)
 #undef CQE_OP
 #undef WC
 	default:
-		return 0;
+		return (struct hca_wqe_op_info){ 0, 0 };
 	}
 }
 
-/* Its class (HCA_WQE_CLASS_*; 0 for an unknown opcode). */
 static inline unsigned hca_wqe_op_class(unsigned op)
 {
-	switch (op) {
-#define WQE_OP(name, val, qpts, cls, doc)                                                          \
-	case val:                                                                                  \
-		return HCA_WQE_CLASS_##cls;
-#define CQE_OP(name, val, doc)
-#define WC(name, val, doc)
-#include "model/hw/wqe.def"
-#undef WQE_OP
-#undef CQE_OP
-#undef WC
-	default:
-		return 0;
-	}
+	return hca_wqe_op_info(op).cls;
 }
 
 /* May WQE opcode op be posted on a QP of type qpt (HCA_QPT_*)? */
 static inline bool hca_wqe_op_allowed(unsigned qpt, unsigned op)
 {
-	return qpt < 32 && ((hca_wqe_op_qpts(op) >> qpt) & 1u);
+	return qpt < 32 && ((hca_wqe_op_info(op).qpts >> qpt) & 1u);
 }
 
 /* An atomic; a READ or an atomic (they wait for responses that carry data and count
