@@ -7,6 +7,7 @@
  * Destroyed-handle tests pass a destroyed object on purpose: the driver's live-handle registry
  * refuses it with EINVAL without reading through it, so they run under ASan too. */
 #include "testbench/tb.h"
+#include "testbench/tb_expect.h"
 
 #include <criterion/criterion.h>
 #include <endian.h>
@@ -18,57 +19,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* ---- checks ---- */
-
-/* call returns NULL and sets errno to err. */
-#define EXPECT_NULL_ERR(call, err)                                                                 \
-	do {                                                                                       \
-		errno = 0;                                                                         \
-		const void *p_ = (const void *)(call);                                             \
-		int e_ = errno;                                                                    \
-		cr_assert_null(p_, "%s succeeded; expected errno %d", #call, (err));               \
-		cr_assert_eq(e_, (err), "%s: errno %d (%s), expected %d (%s); last error: %s",     \
-			     #call, e_, strerror(e_), (err), strerror(err), hcasim_last_error());  \
-	} while (0)
-
-/* call returns the errno value err (verbs that return an error number) and sets errno. */
-#define EXPECT_RC_ERR(call, err)                                                                   \
-	do {                                                                                       \
-		errno = 0;                                                                         \
-		int r_ = (int)(call);                                                              \
-		int e_ = errno;                                                                    \
-		cr_assert_eq(r_, (err), "%s returned %d (%s), expected %d (%s); last error: %s",   \
-			     #call, r_, strerror(r_ < 0 ? -r_ : r_), (err), strerror(err),         \
-			     hcasim_last_error());                                                 \
-		cr_assert_eq(e_, (err), "%s: errno %d (%s), expected %d; last error: %s", #call,   \
-			     e_, strerror(e_), (err), hcasim_last_error());                        \
-	} while (0)
-
-/* call returns -1 and sets errno to err (ibv_query_gid, ibv_query_pkey, ibv_close_device,
- * ibv_get_async_event). */
-#define EXPECT_M1_ERR(call, err)                                                                   \
-	do {                                                                                       \
-		errno = 0;                                                                         \
-		int r_ = (int)(call);                                                              \
-		int e_ = errno;                                                                    \
-		cr_assert_eq(r_, -1, "%s returned %d, expected -1", #call, r_);                    \
-		cr_assert_eq(e_, (err), "%s: errno %d (%s), expected %d (%s); last error: %s",     \
-			     #call, e_, strerror(e_), (err), strerror(err), hcasim_last_error());  \
-	} while (0)
-
-#define EXPECT_OK(call)                                                                            \
-	do {                                                                                       \
-		int r_ = (int)(call);                                                              \
-		cr_assert_eq(r_, 0, "%s returned %d; last error: %s", #call, r_,                   \
-			     hcasim_last_error());                                                 \
-	} while (0)
-
-/* hcasim_last_error() names the field or rule. */
-#define EXPECT_MSG(substr)                                                                         \
-	cr_assert_not_null(strstr(hcasim_last_error(), (substr)),                                  \
-			   "last error \"%s\" does not mention \"%s\"", hcasim_last_error(),       \
-			   (substr))
 
 /* NULL outputs for the verbs.h inline wrappers: opaque to the compiler, whose inlined legacy
  * path (never taken here: the driver provides the extended ops) would memset them. */
