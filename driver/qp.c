@@ -283,7 +283,12 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	h->rq_psn = attr->rq_psn;
 	h->sq_psn = attr->sq_psn;
 	h->dest_qpn = attr->dest_qp_num;
-	h->access_flags = (uint32_t)attr->qp_access_flags;
+	/* Access bits libibverbs defines that no QP right of this device uses (MW_BIND: no
+	 * memory windows yet; the MR-only flags) are ignored, as the kernel's providers ignore
+	 * them; bits no verbs header defines still reach the firmware's check (EINVAL). */
+	h->access_flags = (uint32_t)attr->qp_access_flags &
+			  ~(uint32_t)(IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+				      IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB);
 	h->pkey_index = attr->pkey_index;
 	h->alt_pkey_index = attr->alt_pkey_index;
 	h->path_mtu = (uint8_t)attr->path_mtu;

@@ -697,6 +697,31 @@ Test(abi, modify_qp_mask_bits_past_dest_qpn_are_eopnotsupp)
 	tb_close(&t);
 }
 
+Test(abi, qp_access_flags_of_a_missing_feature_are_ignored_as_by_the_kernel)
+{
+	struct tb_dev t;
+	struct ibv_qp *qp;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND };
+	struct ibv_qp_init_attr ia;
+	const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+
+	tb_open(&t, 0);
+	qp = tb_create_qp(&t, IBV_QPT_RC);
+	/* A bit no verbs header defines is still refused. */
+	a.qp_access_flags |= 1 << 10;
+	EXPECT_RC_ERR(ibv_modify_qp(qp, &a, mask), EINVAL);
+	cr_assert_eq(qp->state, IBV_QPS_RESET);
+	/* MW_BIND (memory windows: not supported yet) is accepted and has no effect. */
+	a.qp_access_flags &= ~(1 << 10);
+	EXPECT_OK(ibv_modify_qp(qp, &a, mask));
+	EXPECT_OK(ibv_query_qp(qp, &a, IBV_QP_ACCESS_FLAGS, &ia));
+	cr_assert_eq(a.qp_state, IBV_QPS_INIT);
+	cr_assert_eq(a.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	EXPECT_OK(ibv_destroy_qp(qp));
+	tb_close(&t);
+}
+
 /* ---- what the device does not have: rdma-core's answers for a provider without the op ---- */
 
 Test(abi, unsupported_features_answer_eopnotsupp_and_change_nothing)
