@@ -17,7 +17,7 @@
 
 /* ---- rates (IBA 9.7.4 static rate encodings) ---- */
 
-static const struct {
+static const struct rate_row {
 	enum ibv_rate rate;
 	int mult; /* multiple of 2.5 Gb/s, -1 if the rate is not one */
 	int mbps;
@@ -36,36 +36,47 @@ static const struct {
 };
 #define NRATES (sizeof(rates) / sizeof(rates[0]))
 
+enum rate_key { BY_RATE, BY_MULT, BY_MBPS };
+
+/* The row whose column k equals v, or NULL (every valid entry is positive). */
+static const struct rate_row *rate_find(enum rate_key k, int v)
+{
+	for (size_t i = 0; v > 0 && i < NRATES; i++) {
+		int x = k == BY_RATE ? (int)rates[i].rate : k == BY_MULT ? rates[i].mult
+									: rates[i].mbps;
+
+		if (x == v)
+			return &rates[i];
+	}
+	return NULL;
+}
+
 int ibv_rate_to_mult(enum ibv_rate rate)
 {
-	for (size_t i = 0; i < NRATES; i++)
-		if (rates[i].rate == rate)
-			return rates[i].mult;
-	return -1;
+	const struct rate_row *r = rate_find(BY_RATE, (int)rate);
+
+	return r ? r->mult : -1;
 }
 
 enum ibv_rate mult_to_ibv_rate(int mult)
 {
-	for (size_t i = 0; i < NRATES; i++)
-		if (rates[i].mult == mult && mult > 0)
-			return rates[i].rate;
-	return IBV_RATE_MAX;
+	const struct rate_row *r = rate_find(BY_MULT, mult);
+
+	return r ? r->rate : IBV_RATE_MAX;
 }
 
 int ibv_rate_to_mbps(enum ibv_rate rate)
 {
-	for (size_t i = 0; i < NRATES; i++)
-		if (rates[i].rate == rate)
-			return rates[i].mbps;
-	return -1;
+	const struct rate_row *r = rate_find(BY_RATE, (int)rate);
+
+	return r ? r->mbps : -1;
 }
 
 enum ibv_rate mbps_to_ibv_rate(int mbps)
 {
-	for (size_t i = 0; i < NRATES; i++)
-		if (rates[i].mbps == mbps)
-			return rates[i].rate;
-	return IBV_RATE_MAX;
+	const struct rate_row *r = rate_find(BY_MBPS, mbps);
+
+	return r ? r->rate : IBV_RATE_MAX;
 }
 
 /* ---- copies between the kernel ABI structs and the verbs structs (librdmacm uses them on
