@@ -152,7 +152,7 @@ static bool is_elf(const char *path)
 	return elf;
 }
 
-Test(abi, every_debian_rdma_binary_resolves_against_the_drop_in_library, .timeout = 300)
+Test(abi, every_debian_rdma_binary_resolves_against_the_drop_in_library)
 {
 	static const char *const pkgs[] = { "ibverbs-utils", "perftest", "rdmacm-utils" };
 	/* The libraries those binaries and Debian's Python bindings bring in. */
@@ -196,7 +196,7 @@ Test(abi, every_debian_rdma_binary_resolves_against_the_drop_in_library, .timeou
 }
 
 /* Debian's python3-pyverbs: imported by Debian's python3, and used, on the drop-in library. */
-Test(abi, debian_pyverbs_imports_and_drives_hcasim0, .timeout = 120)
+Test(abi, debian_pyverbs_imports_and_drives_hcasim0)
 {
 	static const char script[] =
 		"import pyverbs.device as d, pyverbs.qp as q, pyverbs.cq as c, pyverbs.mr as m\n"
@@ -276,7 +276,7 @@ Test(abi, mlx5dv_and_efadv_refuse_hcasim0)
 }
 
 /* No kernel connection manager: rping stops at once with librdmacm's message. */
-Test(abi, rping_fails_cleanly_without_a_connection_manager, .timeout = 120)
+Test(abi, rping_fails_cleanly_without_a_connection_manager)
 {
 	char cmd[1024], *out;
 	int st, code;
@@ -473,7 +473,7 @@ Test(abi, query_qp_data_in_order)
 			     e_, strerror(e_), (err), hcasim_last_error());                        \
 	} while (0)
 
-Test(abi, rereg_mr_moves_a_region_and_rejects_bad_input_unchanged, .timeout = 60)
+Test(abi, rereg_mr_moves_a_region_and_rejects_bad_input_unchanged)
 {
 	struct tb_pair p;
 	struct ibv_mr before;
@@ -622,12 +622,12 @@ static void ud_reply_from_wc(bool grh)
 	tb_pair_close(&p);
 }
 
-Test(abi, ud_reply_from_a_completion_without_grh, .timeout = 60)
+Test(abi, ud_reply_from_a_completion_without_grh)
 {
 	ud_reply_from_wc(false);
 }
 
-Test(abi, ud_reply_from_a_completion_and_its_grh, .timeout = 60)
+Test(abi, ud_reply_from_a_completion_and_its_grh)
 {
 	ud_reply_from_wc(true);
 }
