@@ -84,6 +84,10 @@ enum ibv_rate mbps_to_ibv_rate(int mbps)
 
 void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)
 {
+	if (!dst || !src) {
+		drv_fail(EINVAL, "ibv_copy_ah_attr_from_kern: NULL %s", !dst ? "dst" : "src");
+		return;
+	}
 	memcpy(dst->grh.dgid.raw, src->grh.dgid, sizeof(dst->grh.dgid));
 	dst->grh.flow_label = src->grh.flow_label;
 	dst->grh.sgid_index = src->grh.sgid_index;
@@ -99,6 +103,10 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 
 void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src)
 {
+	if (!dst || !src) {
+		drv_fail(EINVAL, "ibv_copy_qp_attr_from_kern: NULL %s", !dst ? "dst" : "src");
+		return;
+	}
 	dst->cur_qp_state = src->cur_qp_state;
 	dst->path_mtu = src->path_mtu;
 	dst->path_mig_state = src->path_mig_state;
@@ -131,6 +139,10 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_att
 
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src)
 {
+	if (!dst || !src) {
+		drv_fail(EINVAL, "ibv_copy_path_rec_from_kern: NULL %s", !dst ? "dst" : "src");
+		return;
+	}
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
 	dst->dlid = src->dlid;
@@ -154,6 +166,10 @@ void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_pat
 
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src)
 {
+	if (!dst || !src) {
+		drv_fail(EINVAL, "ibv_copy_path_rec_to_kern: NULL %s", !dst ? "dst" : "src");
+		return;
+	}
 	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
 	dst->dlid = src->dlid;

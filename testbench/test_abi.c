@@ -440,6 +440,14 @@ Test(abi, kernel_struct_copies_carry_every_field)
 	memset(&back, 0, sizeof(back));
 	ibv_copy_path_rec_from_kern(&back, &kr);
 	cr_assert_eq(memcmp(&back, &rec, sizeof(rec)), 0, "path record changed on the round trip");
+	/* NULL is refused, not dereferenced. */
+	errno = 0;
+	ibv_copy_qp_attr_from_kern(&a, NULL);
+	cr_assert_eq(errno, EINVAL);
+	EXPECT_MSG("ibv_copy_qp_attr_from_kern: NULL src");
+	errno = 0;
+	ibv_copy_path_rec_to_kern(NULL, &rec);
+	cr_assert_eq(errno, EINVAL);
 }
 
 Test(abi, query_qp_data_in_order)
