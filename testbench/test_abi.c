@@ -548,6 +548,33 @@ Test(abi, rereg_mr_moves_a_region_and_rejects_bad_input_unchanged)
 	tb_close(&p.b);
 }
 
+/* Only the rights, then only the PD: the same range is registered again beside the old one. */
+Test(abi, rereg_mr_changes_access_and_pd_in_place)
+{
+	struct tb_dev t;
+	static char buf[8192];
+	struct ibv_mr *mr;
+	struct ibv_pd *pd2;
+	uint32_t lkey;
+
+	tb_open(&t, 0);
+	mr = ibv_reg_mr(t.pd, buf, sizeof(buf), 0);
+	cr_assert_not_null(mr, "%s", hcasim_last_error());
+	lkey = mr->lkey;
+	EXPECT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ));
+	cr_assert_eq(mr->addr, buf);
+	cr_assert_eq(mr->length, sizeof(buf));
+	cr_assert_neq(mr->lkey, lkey, "a new MKEY has a new key");
+	pd2 = ibv_alloc_pd(t.ctx);
+	cr_assert_not_null(pd2);
+	EXPECT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0));
+	cr_assert_eq(mr->pd, pd2);
+	EXPECT_OK(ibv_dereg_mr(mr));
+	EXPECT_OK(ibv_dealloc_pd(pd2));
+	tb_close(&t);
+}
+
 /* A UD reply built from the received completion and its GRH reaches the sender. */
 static void ud_reply_from_wc(bool grh)
 {
