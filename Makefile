@@ -16,7 +16,8 @@ CC      ?= gcc
 JOBS    ?= 2
 
 DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
-            libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth verilator libsystemc-dev
+            libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth verilator libsystemc-dev \
+            libibverbs1 ibverbs-providers perftest rdmacm-utils python3-pyverbs binutils
 
 # -fno-semantic-interposition: calls inside libhcasim bind locally (no PLT), so the compiler may
 # inline them; nothing interposes the library's own functions. About 5 % on the speed benches.

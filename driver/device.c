@@ -64,6 +64,8 @@ static int probe_all(void)
 		if (!d)
 			return drv_fail(ENOMEM, "probe: out of memory");
 		d->fn = fns[i];
+		d->ops = &drv_device_ops;
+		d->refcount = 1;
 		d->bus_gen = sim_pcie_bus_generation();
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
@@ -117,12 +119,23 @@ void ibv_free_device_list(struct ibv_device **list)
 	free(list);
 }
 
+const struct drv_device_ops drv_device_ops = { .name = "hcasim" };
+
 static struct drv_dev *dev_of_ibdev(struct ibv_device *device)
 {
 	for (int i = 0; i < ndevs; i++)
 		if (&devs[i]->ibdev == device)
 			return devs[i];
 	return NULL;
+}
+
+int drv_dev_index(struct ibv_device *device)
+{
+	for (int i = 0; i < ndevs; i++)
+		if (&devs[i]->ibdev == device)
+			return i;
+	drv_fail(EINVAL, "ibv_get_device_index: not a device of this library");
+	return -1;
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
@@ -213,6 +226,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_rt_values = query_rt_values;
 	c->vctx.create_cq_ex = drv_create_cq_ex;
 	drv_ops_init(&c->vctx.context.ops);
+	drv_ctx_fill_unsupported(&c->vctx);
 	c->next = d->ctxs;
 	d->ctxs = c;
 	return &c->vctx.context;

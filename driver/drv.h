@@ -36,9 +36,24 @@ enum drv_kind { /* 0 = not a live handle */
 
 struct drv_ctx;
 
-/* One HCA as the driver knows it (a PCI function it has probed). */
+/* The device ops of hcasim's devices. Provider libraries (libmlx5, libefa) compare the ops
+ * pointer of a verbs_device with their own: ours is never theirs. name comes first, as in
+ * rdma-core's struct verbs_device_ops. */
+struct drv_device_ops {
+	const char *name;              /* "hcasim" */
+};
+extern const struct drv_device_ops drv_device_ops;
+
+/* One HCA as the driver knows it (a PCI function it has probed). Its first six members are
+ * laid out as rdma-core 44's struct verbs_device (libibverbs/driver.h, not installed), which
+ * providers reach with container_of from the ibv_device. */
 struct drv_dev {
 	struct ibv_device ibdev;       /* handed to the user */
+	const struct drv_device_ops *ops; /* verbs_device.ops: &drv_device_ops */
+	int refcount;                  /* verbs_device.refcount (atomic_int): unused, 1 */
+	void *entry_next, *entry_prev; /* verbs_device.entry (list_node): unused */
+	void *sysfs;                   /* verbs_device.sysfs: NULL, no kernel sysfs device */
+	uint64_t core_support;         /* verbs_device.core_support: 0 */
 	struct sim_pcie_fn *fn;        /* PCIe function */
 	uint64_t bus_gen;              /* bus generation it was probed in (re-probe on reboot) */
 	struct hca_hca_cap cap;        /* from QUERY_HCA_CAP at probe */
@@ -97,6 +112,8 @@ struct drv_pd {
 struct drv_mr {
 	struct ibv_mr mr;   /* user handle */
 	int64_t map;        /* IOMMU mapping of the region */
+	uint64_t iova;      /* the MR's I/O virtual address (what the verb was given) */
+	unsigned access;    /* access flags as registered (optional bits dropped) */
 };
 
 struct drv_cq;
@@ -157,10 +174,15 @@ struct drv_ah {
 
 /* device.c */
 struct drv_dev *drv_dev_of(struct ibv_context *ctx);
+/* Index of a device of this library in bus order, or -1 (errno EINVAL) if it is not one. */
+int drv_dev_index(struct ibv_device *device);
 struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if not ours */
 /* Charge the host cost of one verbs call and trace it (drv.verb). */
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
+/* rdma-core private (IBVERBS_PRIVATE_34): 0 = IB/RoCE v1, 1 = RoCE v2; 0 or -1 with errno. */
+int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port_num, unsigned int index,
+		       unsigned int *type);
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
 /* The device's free-running core cycle counter (CORE_CLOCK_LO then HI: two MMIO reads). */
 uint64_t drv_core_cycles(struct drv_dev *d);
@@ -210,6 +232,10 @@ void drv_map_cq(struct drv_dev *d, uint32_t cqn, struct drv_cq *cq);
 void drv_map_srq(struct drv_dev *d, uint32_t srqn, struct drv_srq *srq);
 /* An EQE that is not about commands or ports: completion and affiliated events. */
 void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e);
+
+/* private.c: fill the ops of a new context that hcasim does not implement with answers of
+ * rdma-core's dummy ops (EOPNOTSUPP, and a message naming the verb). */
+void drv_ctx_fill_unsupported(struct verbs_context *vctx);
 
 /* handles.c: live-handle registry. */
 void drv_handle_add(const void *ptr, uint32_t kind);

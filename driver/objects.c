@@ -87,17 +87,80 @@ static bool range_resident(const void *addr, size_t len)
 	return true;
 }
 
+/* Access flags as the kernel's uverbs checks them (ib_check_mr_access): unknown bits are
+ * EINVAL, on-demand paging (a capability this device lacks) EOPNOTSUPP, remote write or atomic
+ * need local write; MW_BIND, ZERO_BASED and HUGETLB are accepted and change nothing here, and
+ * the optional range (IBV_ACCESS_OPTIONAL_RANGE, e.g. RELAXED_ORDERING) is ignored. Returns 0
+ * with the rights the device is given in *rights, or a positive errno. */
+static int mr_access_check(const char *verb, unsigned access, unsigned *rights)
+{
+	const unsigned known = ((unsigned)IBV_ACCESS_HUGETLB << 1) - 1;
+
+	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~known)
+		return drv_fail(EINVAL, "%s: access flags 0x%x are unknown", verb, access & ~known);
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return drv_fail(EOPNOTSUPP, "%s: IBV_ACCESS_ON_DEMAND: this device has no "
+				"on-demand paging", verb);
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return drv_fail(EINVAL, "%s: IBV_ACCESS_REMOTE_WRITE/ATOMIC require "
+				"IBV_ACCESS_LOCAL_WRITE", verb);
+	*rights = access & VERBS_MR_ACCESS;
+	return 0;
+}
+
+/* Map [addr, addr+length) for the device and create an MKEY for it in PD pdn; on failure
+ * nothing is left behind. 0 or a positive errno (message names verb). */
+static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *addr,
+		       size_t length, uint64_t iova, unsigned access, int64_t *map,
+		       struct hca_mkey_out *out)
+{
+	struct hca_mkey_in in = { 0 };
+	unsigned perm = SIM_DMA_READ, rights = 0;
+	int rc = mr_access_check(verb, access, &rights);
+
+	if (rc)
+		return rc;
+	if (!length)
+		return drv_fail(EINVAL, "%s: length 0", verb);
+	if ((uintptr_t)addr + length < (uintptr_t)addr)
+		return drv_fail(EINVAL, "%s: range wraps the address space", verb);
+	if (!addr || !range_resident(addr, length))
+		return drv_fail(EFAULT, "%s: [%p, +%zu) is not mapped in this process", verb, addr,
+				length);
+	if (rights & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
+		perm |= SIM_DMA_WRITE;
+	*map = sim_pcie_map(d->fn, addr, length, perm, &in.start);
+	if (*map < 0)
+		return drv_fail((int)-*map, "%s: %s", verb, hcasim_last_error());
+	in.pdn = pdn;
+	in.access = rights;
+	in.length = length;
+	in.iova = iova;
+	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), out, sizeof(*out));
+	if (rc)
+		sim_pcie_unmap(d->fn, *map);
+	return rc;
+}
+
+static void mkey_destroy(struct drv_dev *d, uint32_t lkey, int64_t map)
+{
+	struct hca_handle_in h = { .handle = lkey };
+	struct hca_cmd_empty none;
+
+	drv_cmd(d, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
+	sim_pcie_unmap(d->fn, map);
+}
+
 static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 				    unsigned int access)
 {
 	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
-	struct hca_mkey_in in = { 0 };
 	struct hca_mkey_out out;
 	struct drv_dev *d;
 	struct drv_mr *mr;
-	unsigned perm = SIM_DMA_READ;
 	int64_t map;
-	int rc;
 
 	if (!pd) {
 		drv_fail(EINVAL, "ibv_reg_mr: not a live PD");
@@ -105,56 +168,11 @@ static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t leng
 	}
 	d = drv_dev_of(pd->pd.context);
 	drv_charge_verb(d);
-	/* Optional access flags (IBV_ACCESS_OPTIONAL_RANGE) may be ignored by a provider, as
-	 * libibverbs documents; every other unknown bit is an error. */
-	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
-	if (access & ~(unsigned)VERBS_MR_ACCESS) {
-		drv_fail(EINVAL, "ibv_reg_mr: access flags 0x%x not supported by this device",
-			 access & ~(unsigned)VERBS_MR_ACCESS);
+	if (mkey_create(d, "ibv_reg_mr", pd->pdn, addr, length, iova, access, &map, &out))
 		return NULL;
-	}
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		drv_fail(EINVAL, "ibv_reg_mr: IBV_ACCESS_REMOTE_WRITE/ATOMIC require "
-			 "IBV_ACCESS_LOCAL_WRITE");
-		return NULL;
-	}
-	if (!length) {
-		drv_fail(EINVAL, "ibv_reg_mr: length 0");
-		return NULL;
-	}
-	if ((uintptr_t)addr + length < (uintptr_t)addr) {
-		drv_fail(EINVAL, "ibv_reg_mr: range wraps the address space");
-		return NULL;
-	}
-	if (!addr || !range_resident(addr, length)) {
-		drv_fail(EFAULT, "ibv_reg_mr: [%p, +%zu) is not mapped in this process", addr,
-			 length);
-		return NULL;
-	}
-	if (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		perm |= SIM_DMA_WRITE;
-	map = sim_pcie_map(d->fn, addr, length, perm, &in.start);
-	if (map < 0) {
-		drv_fail((int)-map, "ibv_reg_mr: %s", hcasim_last_error());
-		return NULL;
-	}
-	in.pdn = pd->pdn;
-	in.access = access;
-	in.length = length;
-	in.iova = iova;
-	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), &out, sizeof(out));
-	if (rc) {
-		sim_pcie_unmap(d->fn, map);
-		return NULL;
-	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
-		struct hca_handle_in h = { .handle = out.lkey };
-		struct hca_cmd_empty none;
-
-		drv_cmd(d, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
-		sim_pcie_unmap(d->fn, map);
+		mkey_destroy(d, out.lkey, map);
 		drv_fail(ENOMEM, "ibv_reg_mr: out of memory");
 		return NULL;
 	}
@@ -167,7 +185,77 @@ static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t leng
 	mr->mr.rkey = out.rkey;
 	drv_handle_add(mr, DRV_KIND_MR);
 	mr->map = map;
+	mr->iova = iova;
+	mr->access = access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
 	return &mr->mr;
+}
+
+/* ibv_rereg_mr(3): the checks of libibverbs (IBV_REREG_MR_ERR_INPUT), then those of the kernel
+ * (IBV_REREG_MR_ERR_CMD). The region is re-registered as a new MKEY before the old one goes, so
+ * a failure leaves the MR as it was; lkey and rkey change, as the kernel allows. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length,
+		 int access)
+{
+	struct drv_mr *mr = DRV_OBJ(struct drv_mr, ibmr, DRV_KIND_MR);
+	struct drv_pd *pd;
+	struct hca_mkey_out out;
+	struct drv_dev *d;
+	unsigned new_access;
+	int64_t map;
+
+	if (!mr) {
+		drv_fail(EINVAL, "ibv_rereg_mr: not a live MR");
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((unsigned)flags & ~(unsigned)IBV_REREG_MR_FLAGS_SUPPORTED) {
+		drv_fail(EINVAL, "ibv_rereg_mr: unknown flags 0x%x",
+			 (unsigned)flags & ~(unsigned)IBV_REREG_MR_FLAGS_SUPPORTED);
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) {
+		drv_fail(EINVAL, "ibv_rereg_mr: IBV_REREG_MR_CHANGE_TRANSLATION needs addr and "
+			 "length");
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+		drv_fail(EINVAL, "ibv_rereg_mr: access given without IBV_REREG_MR_CHANGE_ACCESS");
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	d = drv_dev_of(mr->mr.context);
+	drv_charge_verb(d);
+	if (!flags) {
+		drv_fail(EINVAL, "ibv_rereg_mr: flags 0 (nothing to change)");
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	pd = DRV_OBJ(struct drv_pd, (flags & IBV_REREG_MR_CHANGE_PD) ? ibpd : mr->mr.pd,
+		     DRV_KIND_PD);
+	if (!pd || pd->pd.context != mr->mr.context) {
+		drv_fail(EINVAL, "ibv_rereg_mr: pd is not a live PD of the MR's context");
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		addr = mr->mr.addr;
+		length = mr->mr.length;
+	}
+	new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned)access : mr->access;
+	/* A new translation takes addr as its iova, as ibv_reg_mr does. */
+	if (mkey_create(d, "ibv_rereg_mr", pd->pdn, addr, length,
+			(flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? (uint64_t)(uintptr_t)addr
+								  : mr->iova,
+			new_access, &map, &out))
+		return IBV_REREG_MR_ERR_CMD;
+	mkey_destroy(d, mr->mr.lkey, mr->map);
+	mr->map = map;
+	mr->mr.pd = &pd->pd;
+	mr->mr.addr = addr;
+	mr->mr.length = length;
+	mr->mr.handle = out.lkey;
+	mr->mr.lkey = out.lkey;
+	mr->mr.rkey = out.rkey;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		mr->iova = (uint64_t)(uintptr_t)addr;
+	mr->access = new_access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+	return 0;
 }
 
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
@@ -495,11 +583,10 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	drv_charge_verb(d);
 	if (!attr)
 		return drv_fail(EINVAL, "ibv_modify_srq: NULL attr");
-	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
-		return drv_fail(EINVAL, "ibv_modify_srq: unknown mask bits 0x%x",
-				mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT));
 	in.srqn = srq->srqn;
-	in.attr_mask = (uint32_t)mask;
+	/* The kernel hands the mask to the provider, which acts on the bits it knows and
+	 * ignores the rest (docs/verbs-checks.md). */
+	in.attr_mask = (uint32_t)mask & (IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
 	in.max_wr = attr->max_wr;
 	in.srq_limit = attr->srq_limit;
 	rc = drv_cmd(d, HCA_CMD_MODIFY_SRQ, &in, sizeof(in), &out, sizeof(out));

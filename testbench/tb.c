@@ -417,6 +417,12 @@ void tb_rm_tmpdir(const char *dir)
 	cr_expect_eq(system(cmd), 0, "%s", cmd);
 }
 
+const char *tb_san_env(void)
+{
+	return HCASIM_SAN ? "LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+			  : "";
+}
+
 char *tb_run_cmd(const char *cmd, int *status)
 {
 	size_t cap = 1 << 16, len = 0;

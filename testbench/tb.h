@@ -68,6 +68,9 @@ struct tb_pair {
 void tb_pair_open(struct tb_pair *p, enum ibv_qp_type type, size_t bytes, unsigned fill);
 /* Destroy both QPs and buffers and close both hosts (asserting each step). */
 void tb_pair_close(struct tb_pair *p);
+/* Environment assignments a shell command needs to run a Debian binary on the drop-in library
+ * of this build (under SAN=1: the ASan runtime preloaded, leak checks off), or "". */
+const char *tb_san_env(void);
 /* Run a shell command; returns its standard output (malloc'd) and its exit status. */
 char *tb_run_cmd(const char *cmd, int *status);
 /* The whole file at path (malloc'd, NUL-terminated; the test fails if it cannot be read);

@@ -162,10 +162,7 @@ Test(system, debian_ibv_devinfo_lists_both_hcas)
 	char cmd[1024];
 	char *out;
 
-	snprintf(cmd, sizeof(cmd), "%s LD_LIBRARY_PATH=%s/lib ibv_devinfo -v 2>&1",
-		 HCASIM_SAN ? "LD_PRELOAD=$(gcc -print-file-name=libasan.so) "
-			      "ASAN_OPTIONS=detect_leaks=0"
-			    : "",
+	snprintf(cmd, sizeof(cmd), "%s LD_LIBRARY_PATH=%s/lib ibv_devinfo -v 2>&1", tb_san_env(),
 		 HCASIM_BUILD_DIR);
 	out = run_capture(cmd);
 	cr_assert(strstr(out, "hca_id:\thcasim0"), "%s", out);
