@@ -1,6 +1,7 @@
 /* Configuration table, parser and derived values. */
 #include "sim/config.h"
 #include "sim/error.h"
+#include "sim/textfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -167,6 +168,7 @@ int sim_config_get(const struct sim_config *c, const char *key, char *buf, size_
 struct load_ctx {
 	struct sim_config tmp; /* applied to the caller's copy only if the whole file is good */
 	const char *path;      /* for messages */
+	struct sim_textfile f; /* the file, read whole; f.line is the line being parsed */
 	int err;               /* first error */
 };
 
@@ -179,8 +181,8 @@ static int cfg_ini_line(void *user, const char *section, const char *name, const
 	if (lc->err)
 		return 0;
 	if (!*section) {
-		lc->err = sim_error(-EINVAL, "config file '%s': key '%s' outside any [section]",
-				    lc->path, name);
+		lc->err = sim_error(-EINVAL, "config file '%s':%u: key '%s' outside any [section]",
+				    lc->path, lc->f.line, name);
 		return 0;
 	}
 	snprintf(key, sizeof(key), "%s.%s", section, name);
@@ -189,7 +191,7 @@ static int cfg_ini_line(void *user, const char *section, const char *name, const
 		char msg[512];
 
 		snprintf(msg, sizeof(msg), "%s", sim_last_error());
-		lc->err = sim_error(rc, "config file '%s': %s", lc->path, msg);
+		lc->err = sim_error(rc, "config file '%s':%u: %s", lc->path, lc->f.line, msg);
 		return 0;
 	}
 	return 1;
@@ -198,17 +200,23 @@ static int cfg_ini_line(void *user, const char *section, const char *name, const
 int sim_config_load(struct sim_config *c, const char *path)
 {
 	struct load_ctx lc = { .tmp = *c, .path = path };
-	int line;
+	int line, rc;
 
-	if (!path)
-		return sim_error(-EINVAL, "config file: NULL path");
-	line = ini_parse(path, cfg_ini_line, &lc);
-	if (line == -1)
-		return sim_error(-ENOENT, "config file '%s': cannot open", path);
+	/* A regular file of bounded size, read whole (sim/textfile.h): /dev/zero, a FIFO or a
+	 * huge file is refused instead of read for ever. */
+	rc = sim_textfile_read(&lc.f, path, "config file");
+	if (rc)
+		return rc;
+	line = ini_parse_stream(sim_textfile_gets, &lc.f, cfg_ini_line, &lc);
+	if (!lc.err && lc.f.toolong && (!line || (unsigned)line >= lc.f.toolong))
+		lc.err = sim_error(-EINVAL, "config file '%s':%u: line longer than %zu characters",
+				   path, lc.f.toolong, lc.f.maxline - 1);
+	else if (!lc.err && line)
+		lc.err = sim_error(-EINVAL, "config file '%s':%d: syntax error (expected [section], "
+				   "key = value, or a comment)", path, line);
+	sim_textfile_free(&lc.f);
 	if (lc.err)
 		return lc.err;
-	if (line)
-		return sim_error(-EINVAL, "config file '%s': syntax error on line %d", path, line);
 	*c = lc.tmp;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void write_file(char *path, const char *text)
@@ -85,6 +86,97 @@ Test(config, bad_file_names_file_and_key_and_applies_nothing)
 	unlink(path);
 	cr_assert_eq(hcasim_config_load("/nonexistent/hcasim.ini"), -ENOENT);
 	cr_assert(strstr(hcasim_last_error(), "/nonexistent/hcasim.ini"));
+}
+
+/* Every error in a file says FILE:LINE. */
+Test(config, file_errors_name_the_line)
+{
+	char path[] = "/tmp/hcasim-cfg-XXXXXX", want[64];
+
+	write_file(path, "# comment\n[sim]\nseed = 7\n\n[hca]\nmax_qpz = 9\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "%s':6:", path);
+	cr_assert(strstr(hcasim_last_error(), want) && strstr(hcasim_last_error(), "hca.max_qpz"),
+		  "%s", hcasim_last_error());
+	unlink(path);
+	strcpy(path, "/tmp/hcasim-cfg-XXXXXX");
+	write_file(path, "[sim]\nseed = 7\nthis is not a key\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "%s':3: syntax error", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+}
+
+/* A file that is not a plain text file of bounded size is refused at once, naming the rule
+ * (issue: HCASIM_CONFIG=/dev/zero read for ever), and nothing is applied. */
+Test(config, only_bounded_regular_text_files_are_read)
+{
+	char path[] = "/tmp/hcasim-cfg-XXXXXX", dir[] = "/tmp/hcasim-fifo-XXXXXX", fifo[64];
+	char buf[32], want[64], *big;
+	FILE *f;
+
+	cr_assert_eq(hcasim_config_load("/dev/zero"), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "/dev/zero") &&
+		  strstr(hcasim_last_error(), "not a regular file"), "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_config_load("/tmp"), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "not a regular file"), "%s", hcasim_last_error());
+	/* A FIFO with no writer: refused without waiting for one. */
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(hcasim_config_load(fifo), -EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "not a regular file"), "%s", hcasim_last_error());
+	unlink(fifo);
+	rmdir(dir);
+	/* Larger than 1 MiB. */
+	write_file(path, "[sim]\nseed = 9\n");
+	f = fopen(path, "a");
+	big = calloc(1, (1u << 20) + 1);
+	cr_assert(f && big);
+	memset(big, '#', 1u << 20);
+	fputs(big, f);
+	fclose(f);
+	free(big);
+	cr_assert_eq(hcasim_config_load(path), -EFBIG);
+	cr_assert(strstr(hcasim_last_error(), "more than"), "%s", hcasim_last_error());
+	unlink(path);
+	/* A NUL byte. */
+	strcpy(path, "/tmp/hcasim-cfg-XXXXXX");
+	write_file(path, "[sim]\nseed = 9\n");
+	f = fopen(path, "a");
+	cr_assert_not_null(f);
+	fwrite("\n[sim]\0hosts = 3\n", 1, 18, f);
+	fclose(f);
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "%s':4: a NUL byte", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	/* A line longer than the parser takes. */
+	big = calloc(1, 1000);
+	cr_assert_not_null(big);
+	memset(big, 'x', 600);
+	strcpy(path, "/tmp/hcasim-cfg-XXXXXX");
+	write_file(path, "[sim]\nseed = 9\n");
+	f = fopen(path, "a");
+	cr_assert_not_null(f);
+	fprintf(f, "# %s\n[link]\nmtu = 1024\n", big);
+	fclose(f);
+	free(big);
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "%s':3: line longer than", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	hcasim_config_get("sim.seed", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1", "a refused file applied its seed");
+}
+
+/* The same at boot through HCASIM_CONFIG: the device list fails with the reason. */
+Test(config, environment_file_that_is_not_a_regular_file_fails_the_device_list)
+{
+	setenv("HCASIM_CONFIG", "/dev/zero", 1);
+	cr_assert_null(ibv_get_device_list(NULL));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert(strstr(hcasim_last_error(), "not a regular file"), "%s", hcasim_last_error());
 }
 
 Test(config, key_outside_a_section_is_an_error)

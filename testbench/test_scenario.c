@@ -400,6 +400,10 @@ Test(scenario, a_malformed_file_exits_2_naming_line_and_key_without_running)
 		cr_assert_eq(run_runner("/nonexistent/x.ini", false, &out), 2);
 		cr_assert_not_null(strstr(out, "/nonexistent/x.ini: cannot open"), "%s", out);
 		free(out);
+		/* Not a regular file: refused at once, never read for ever. */
+		cr_assert_eq(run_runner("/dev/zero", false, &out), 2);
+		cr_assert_not_null(strstr(out, "/dev/zero: not a regular file"), "%s", out);
+		free(out);
 	}
 }
 

@@ -4,6 +4,8 @@
  * format is docs/scenarios.md. */
 #include "sim/apps/scenario/scenario.h"
 #include "sim/apps/scenario/keys.h"
+#include "sim/error.h"
+#include "sim/textfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -204,7 +206,7 @@ static const unsigned expect_required[] = {
 
 struct pctx {
 	struct scn *s;
-	FILE *f;
+	struct sim_textfile tf; /* the file, read whole (a regular file of bounded size) */
 	int line;	 /* line last read */
 	int header_line; /* line of the last [section] header read */
 	struct {
@@ -261,18 +263,16 @@ int scn_fail(const struct scn *s, int line, const char *fmt, ...)
 static char *reader(char *str, int num, void *stream)
 {
 	struct pctx *c = stream;
-	char *r = fgets(str, num, c->f);
-	size_t n;
+	char *r = sim_textfile_gets(str, num, &c->tf);
 	const char *p;
 
 	if (!r)
 		return NULL;
-	n = strlen(r);
-	if (n && r[n - 1] != '\n' && !feof(c->f) && !c->toolong) {
-		c->toolong = true;
-		fail(c, c->line + 1, "line longer than %d characters", num - 3);
-	}
 	c->line++;
+	if (c->tf.toolong == (unsigned)c->line && !c->toolong) {
+		c->toolong = true;
+		fail(c, c->line, "line longer than %d characters", num - 3);
+	}
 	for (p = r; *p == ' ' || *p == '\t'; p++)
 		;
 	if (*p == '[' && c->nhdr < MAX_HEADERS) {
@@ -1318,9 +1318,10 @@ int scn_parse(struct scn *s, const char *path)
 	s->duration_ps = 10000000000000ull; /* 10 s */
 	s->settle_ps = 1000000000ull;	    /* 1 ms */
 	c->s = s;
-	c->f = fopen(path, "r");
-	if (!c->f) {
-		fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+	/* A regular file of bounded size without NUL bytes (sim/textfile.h): /dev/zero, a FIFO
+	 * or a huge file is refused at once. */
+	if (sim_textfile_read(&c->tf, path, NULL)) {
+		fprintf(stderr, "%s\n", sim_last_error());
 		free(c);
 		return -1;
 	}
@@ -1328,7 +1329,7 @@ int scn_parse(struct scn *s, const char *path)
 	 * value above it: a stray indent must not glue two keys together unnoticed. */
 	ini_allow_multiline = false;
 	rc = ini_parse_stream(reader, c, handler, c);
-	fclose(c->f);
+	sim_textfile_free(&c->tf);
 	if (!c->failed && rc > 0)
 		fail(c, rc, "syntax error (expected [section], key = value, or a comment)");
 	for (int i = 0; !c->failed && i < c->nhdr; i++)
