@@ -254,6 +254,11 @@ static void check_generated(const char *what, const char *file)
 	free(committed);
 }
 
+Test(system, generated_twins_page_matches_the_registry)
+{
+	check_generated("twins", "docs/twins.md");
+}
+
 Test(system, generated_regmap_matches_the_device_interface)
 {
 	check_generated("regmap", "docs/regmap.md");
