@@ -8,7 +8,7 @@
 #include "model/hw/hca_hw.h"
 #include "sim/config.h"
 #include "sim/kernel.h"
-#include "sim/pcie.h"
+#include "sim/pcie_dev.h"
 
 #include <stdbool.h>
 #include <stdint.h>
