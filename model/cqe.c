@@ -133,18 +133,8 @@ void hm_cq_doorbell(struct hm_dev *d, uint64_t val)
 	}
 }
 
-/* ---- the C twin of the CQE writer (rtl/cqe.sv) and its port (model/twin.h) ---- */
-
-static void *cqe_create(struct hm_dev *d, uint32_t nqps)
-{
-	(void)nqps;
-	return d; /* no state of its own: the CQ context is the caller's */
-}
-
-static void cqe_destroy(void *b)
-{
-	(void)b;
-}
+/* ---- the C twin of the CQE writer (rtl/cqe.sv) and its port (model/twin.h) ----
+ * It keeps no state of its own: the CQ context is the caller's. */
 
 static void cqe_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out)
 {
@@ -174,8 +164,9 @@ static void cqe_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out
 	}
 }
 
-const struct hm_cqe_ops hm_cqe_model = { { cqe_create, cqe_destroy, NULL, NULL, 0, NULL, NULL },
-					 cqe_post };
+const struct hm_cqe_ops hm_cqe_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL }, cqe_post
+};
 
 /* The CQE image is compared field by field, only when a CQE is written. */
 static const struct hca_field_desc *cqe_image(const void *out, size_t *off)

@@ -8,18 +8,7 @@
 
 #include <string.h>
 
-/* ---- the C twin ---- */
-
-static void *psn_create(struct hm_dev *d, uint32_t nqps)
-{
-	(void)nqps;
-	return d; /* no state of its own: the expected PSN is the QP's */
-}
-
-static void psn_destroy(void *b)
-{
-	(void)b;
-}
+/* ---- the C twin: no state of its own, the expected PSN is the QP's ---- */
 
 static void psn_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
 {
@@ -41,8 +30,10 @@ static void psn_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out 
 	}
 }
 
-const struct hm_psn_ops hm_psn_model = { { psn_create, psn_destroy, NULL, NULL, 0, NULL, NULL },
-					 psn_classify };
+const struct hm_psn_ops hm_psn_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL },
+	psn_classify
+};
 
 /* ---- the port ---- */
 

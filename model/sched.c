@@ -96,8 +96,9 @@ static void sched_pop(void *b, const struct hm_sched_pop_in *in, struct hm_sched
 	s->pending[out->qpn] = 0;
 }
 
-const struct hm_sched_ops hm_sched_model = { { sched_create, sched_destroy, NULL, NULL, 0, NULL, NULL },
-					     sched_doorbell, sched_push, sched_pop };
+const struct hm_sched_ops hm_sched_model = {
+	{ sched_create, sched_destroy, NULL, NULL, 0, NULL, NULL }, sched_doorbell, sched_push, sched_pop
+};
 
 /* ---- the port ---- */
 

@@ -102,6 +102,17 @@ void hm_twin_modes(const struct sim_config *c, unsigned mode[HM_TWIN_COUNT])
 		mode[b] = *(const unsigned *)((const char *)c + impl_offset((enum hm_twin)b));
 }
 
+void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	return d;
+}
+
+void hm_twin_stateless_destroy(void *b)
+{
+	(void)b;
+}
+
 /* The common part of an ops table (its first member). */
 static const struct hm_twin_base *base_of(const void *ops)
 {

@@ -51,6 +51,10 @@ struct hm_twin_base {
 	const char *rebuild; /* with max_nqps: how to build it for n QPNs: "...=" that n follows */
 };
 
+/* create and destroy of a C twin that keeps no state of its own (an instance is d). */
+void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps);
+void hm_twin_stateless_destroy(void *b);
+
 /* ---- sched: doorbell decode and the send arbiter --------------------------------------- */
 
 /* DOORBELL: a send-queue doorbell for a QP (its context read by the caller). */
