@@ -58,10 +58,15 @@ SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
 HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
 RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
+# The blocks with an RTL twin, read from the registry model/twin.def (one TWIN( line each, the
+# name first): rtl/<name>.sv, sim/vl/<name>.cpp. VL_FLAGS_<name>: its Verilator parameters.
+TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
+VL_FLAGS_sched := -GNQP=$(RTL_NQP)
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags: cqe_bug is cqe with the test-only HCA_RTL_BUG
-VL_MODELS  := sched:Vsched:-GNQP=$(RTL_NQP) cqe:Vcqe: psn:Vpsn: cqe_bug:Vcqe_bug:-DHCA_RTL_BUG
+# block name, Verilator prefix, extra flags: every twin, and cqe_bug, cqe with the test-only
+# HCA_RTL_BUG
+VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -70,8 +75,8 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS O
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,sched cqe psn cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
-              -DHCASIM_RTL_NQP=$(RTL_NQP)
+              $(foreach m,$(TWINS) cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              -DHCASIM_RTL_NQP=$(RTL_NQP) -DHCASIM_DEVICE_SIDE
 endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
@@ -98,6 +103,10 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(TEST_OBJS): Makefile
+# The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
+# driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
+DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
+$(OBJ)/sim/%.o $(OBJ)/model/%.o $(OBJ)/firmware/%.o $(OBJ)/testbench/%.o: CFLAGS += $(DEVICE_SIDE)
 # testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
 SC_STAMP := $(BUILD)/.systemc
 $(shell mkdir -p $(BUILD); echo '$(HAVE_SC)' | cmp -s - $(SC_STAMP) || echo '$(HAVE_SC)' > $(SC_STAMP))
@@ -167,10 +176,10 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LI
 # Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
 SC_BIN    := $(BIN)/hcasim-sc
 ifeq ($(HAVE_SC),1)
-SC_MODELS := sched:-GNQP=$(RTL_NQP) cqe: psn:
+SC_MODELS := $(foreach b,$(TWINS),$(b):$(VL_FLAGS_$(b)))
 SC_ARCH   := $(foreach m,$(SC_MODELS),$(VL)/sc_$(word 1,$(subst :, ,$(m)))/Vsc_$(word 1,$(subst :, ,$(m)))__ALL.a)
 SC_OBJS   := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/systemc/*.cpp))
-SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,sched cqe psn,-isystem $(VL)/sc_$(m)) \
+SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \
               $(shell pkg-config --cflags systemc)
 all: $(SC_BIN)
 
@@ -271,6 +280,7 @@ docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
+	$(BIN)/hcasim-gendoc twins > docs/twins.md
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

@@ -1,6 +1,7 @@
 /* Driver internals: the libibverbs provider for the simulated HCA. The driver reaches the
- * device only through sim/pcie.h's host API (MMIO, DMA mappings, MSI-X) and the formats of
- * model/hw/ — never model internals — so it is a driver that would run on silicon.
+ * device only through the host half of PCIe, sim/pcie_host.h (MMIO, DMA mappings, MSI-X), and
+ * the formats of model/hw/ — never model internals — so it is a driver that would run on
+ * silicon.
  *
  * Ownership: every object handed to the user embeds its ibv_* struct first, with ->context
  * set (the verbs.h inline functions dispatch through it), and is registered by kind in the
@@ -13,7 +14,7 @@
 
 #include "model/hw/hca_hw.h"
 #include "sim/hcasim.h"
-#include "sim/pcie.h"
+#include "sim/pcie_host.h"
 
 #include <stdbool.h>
 #include <stdint.h>

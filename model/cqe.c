@@ -6,7 +6,8 @@
  * or error CQE when armed for solicited only. */
 #include "model/dp.h"
 #include "model/hca.h"
-#include "model/ports.h"
+#include "model/twin.h"
+#include "model/waves.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -56,7 +57,7 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 	hm_ctr_cqe(d, cqe); /* the error happened, whether or not the CQ can take the CQE */
 	if (!cq || cq->error)
 		return false;
-	/* The CQE writer block (model/ports.h) decides; the CQ context and the DMA are here. */
+	/* The CQE writer block (model/twin.h) decides; the CQ context and the DMA are here. */
 	in = (struct hm_cqe_in){ .cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t)),
 				 .lat = (uint32_t)d->cfg.cqe_cycles,
 				 .cqn = cqn,
@@ -66,14 +67,14 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 				 .arm = cq->arm,
 				 .solicited = solicited,
 				 .cqe = *cqe };
-	hm_cqe_port_post(d, &in, &out);
+	hm_cqe_twin_post(d, &in, &out);
 	t = out.cycle * d->core.period_ps;
 	if (out.action == HM_CQE_NEED_CI) {
 		cq_read_ci(d, cq, &t);
 		in.cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t));
 		in.ci = cq->ci;
 		in.ci_fresh = true;
-		hm_cqe_port_post(d, &in, &out);
+		hm_cqe_twin_post(d, &in, &out);
 		t = out.cycle * d->core.period_ps;
 	}
 	if (out.action != HM_CQE_WRITE) {
@@ -130,4 +131,64 @@ void hm_cq_doorbell(struct hm_dev *d, uint64_t val)
 			hm_eq_post(d, HCA_EQE_COMP, 0, data);
 		}
 	}
+}
+
+/* ---- the C twin of the CQE writer (rtl/cqe.sv) and its port (model/twin.h) ----
+ * It keeps no state of its own: the CQ context is the caller's. */
+
+static void cqe_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out)
+{
+	uint32_t size = 1u << in->log_size;
+
+	(void)b;
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + (in->ci_fresh ? 0 : in->lat);
+	if (in->pi - in->ci >= size - 1) {
+		/* One slot stays free (hca_cq_ring_entries): a ring that looks full is checked
+		 * against the doorbell record first, and then it is an overrun. */
+		out->action = in->ci_fresh ? HM_CQE_OVERRUN : HM_CQE_NEED_CI;
+		return;
+	}
+	out->action = HM_CQE_WRITE;
+	out->slot = in->pi & (size - 1);
+	out->new_pi = in->pi + 1;
+	out->image = in->cqe;
+	out->image.owner = ((in->pi >> in->log_size) & 1) ? 0 : 1;
+	out->image.timestamp = out->cycle;
+	out->new_arm = in->arm;
+	if (in->arm == HCA_CQ_DB_ARM_NEXT ||
+	    (in->arm == HCA_CQ_DB_ARM_SOLICITED &&
+	     (in->solicited || in->cqe.status != HCA_WC_SUCCESS))) {
+		out->event = true;
+		out->new_arm = 0;
+	}
+}
+
+const struct hm_cqe_ops hm_cqe_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL }, cqe_post
+};
+
+/* The CQE image is compared field by field, only when a CQE is written. */
+static const struct hca_field_desc *cqe_image(const void *out, size_t *off)
+{
+	static const struct hca_field_desc *f;
+
+	if (((const struct hm_cqe_out *)out)->action != HM_CQE_WRITE)
+		return NULL;
+	if (!f)
+		f = hca_struct_find("hca_cqe")->fields;
+	*off = offsetof(struct hm_cqe_out, image);
+	return f;
+}
+
+HM_TWIN_OP(cqe, post, hm_cqe_in, hm_cqe_out, hm_waves_cqe, cqe_image,
+	   HM_TWIN_FIELD(struct hm_cqe_out, cycle), HM_TWIN_FIELD(struct hm_cqe_out, action),
+	   HM_TWIN_FIELD(struct hm_cqe_out, slot), HM_TWIN_FIELD(struct hm_cqe_out, new_pi),
+	   HM_TWIN_FIELD(struct hm_cqe_out, new_arm), HM_TWIN_FIELD(struct hm_cqe_out, event));
+
+void hm_cqe_twin_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cqe_out *out)
+{
+	struct hm_cqe_out rtl;
+
+	hm_twin_call(d, &cqe_post_op, in->cycle, in, out, &rtl);
 }

@@ -7,7 +7,7 @@
  * event (the hardware cannot return an error to a posted write). */
 #include "model/dp.h"
 #include "model/hca.h"
-#include "model/ports.h"
+#include "model/twin.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>

@@ -190,7 +190,7 @@ struct hm_dp {
 	uint32_t qpc_used;        /* entries in use */
 	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
-	/* send arbiter: the sched block (model/ports.h) holds the round-robin FIFO of QPs with
+	/* send arbiter: the sched block (model/twin.h) holds the round-robin FIFO of QPs with
 	 * work; this is set when a QP joins it and cleared when a pop finds it empty */
 	bool sched_maybe;
 	bool req_busy;            /* the requester engine has a step scheduled */

@@ -2,7 +2,7 @@
  * write-back → completion event), DMA fault reporting. */
 #include "model/dp.h"
 #include "model/hca.h"
-#include "model/ports.h"
+#include "model/twin.h"
 #include "sim/trace.h"
 
 #include <stdio.h>
@@ -244,11 +244,11 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	hm_port_init(d);
 	d->dp = hm_dp_create(d);
 	{
-		const unsigned mode[HM_NBLOCKS] = { (unsigned)cfg->impl_sched,
-						    (unsigned)cfg->impl_cqe,
-						    (unsigned)cfg->impl_psn };
+		unsigned mode[HM_TWIN_COUNT];
 
-		hm_blocks_create(d, mode); /* modes checked at boot (hm_impl_check) */
+		hm_twin_modes(cfg, mode);
+
+		hm_twins_create(d, mode); /* modes checked at boot (hm_twin_check) */
 	}
 	d->fw = fw_create(d);
 	return d;
@@ -260,7 +260,7 @@ void hm_dev_destroy(struct hm_dev *d)
 		return;
 	hm_port_loopback_pcap(d, NULL); /* closes the loopback capture */
 	fw_destroy(d->fw);
-	hm_blocks_destroy(d);
+	hm_twins_destroy(d);
 	hm_dp_destroy(d->dp);
 	sim_pcie_fn_destroy(d->fn);
 	free(d);

@@ -8,7 +8,7 @@
 #include "model/hw/hca_hw.h"
 #include "sim/config.h"
 #include "sim/kernel.h"
-#include "sim/pcie.h"
+#include "sim/pcie_dev.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,7 +79,7 @@ struct hm_dev {
 	struct hm_eq eqs[HCA_EQ_MAX];
 	struct fw_state *fw;         /* firmware state */
 	struct hm_dp *dp;            /* data path (model/dp.h) */
-	struct hm_blocks *blocks;    /* blocks with an RTL twin and their modes (model/ports.h) */
+	struct hm_blocks *blocks;    /* blocks with an RTL twin and their modes (model/twin.h) */
 	struct sim_link *links[HM_MAX_PORTS]; /* link of each port, NULL if unconnected */
 	int link_side[HM_MAX_PORTS]; /* this device's side of it */
 	/* internal loopback (docs/loopback.md): frames addressed to one of our own ports */

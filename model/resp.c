@@ -7,7 +7,7 @@
  * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
  * operational error, each moving the responder's QP to ERR. */
 #include "model/dp.h"
-#include "model/ports.h"
+#include "model/twin.h"
 #include "sim/trace.h"
 
 #include <endian.h>
@@ -499,7 +499,7 @@ static enum resp_step chk_psn_uc(struct resp_pkt *c)
 	return RESP_CHK_OP_SEQ;
 }
 
-/* RC: the PSN classifier block (model/ports.h). Out of sequence: one NAK, then silence until
+/* RC: the PSN classifier block (model/twin.h). Out of sequence: one NAK, then silence until
  * the expected PSN. */
 static enum resp_step chk_psn(struct resp_pkt *c)
 {

@@ -2,7 +2,7 @@
  * the libhcasim control API of sim/hcasim.h. */
 #include "model/dp.h"
 #include "model/hca.h"
-#include "model/ports.h"
+#include "model/twin.h"
 #include "model/waves.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
@@ -406,20 +406,19 @@ void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), v
 	time_hook_arg = arg;
 }
 
-/* HCASIM_IMPL = "block=mode[,block=mode...]" (block sched, cqe, psn or all; mode model, rtl
- * or lockstep) over the impl.* settings. Checked whole before any is applied. */
+/* HCASIM_IMPL = "block=mode[,block=mode...]" (block a name of model/twin.def or all; mode
+ * model, rtl or lockstep) over the impl.* settings. Checked whole before any is applied. */
 static int impl_from_env(const char *spec)
 {
-	static const char *const blocks[] = { "sched", "cqe", "psn", "all" };
 	static const char *const modes[] = { "model", "rtl", "lockstep" };
-	unsigned *field[] = { &sys.cfg.impl_sched, &sys.cfg.impl_cqe, &sys.cfg.impl_psn };
-	unsigned want[3] = { sys.cfg.impl_sched, sys.cfg.impl_cqe, sys.cfg.impl_psn };
-	char buf[256], *save = NULL;
+	unsigned want[HM_TWIN_COUNT];
+	char buf[256], names[128] = "", *save = NULL;
 
 	if (!spec || !*spec)
 		return 0;
 	if (strlen(spec) >= sizeof(buf))
 		return sim_error(-EINVAL, "HCASIM_IMPL: longer than %zu characters", sizeof(buf) - 1);
+	hm_twin_modes(&sys.cfg, want);
 	strcpy(buf, spec);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
@@ -427,23 +426,26 @@ static int impl_from_env(const char *spec)
 
 		if (eq) {
 			*eq = 0;
-			for (int i = 0; i < 4; i++)
-				if (!strcmp(tok, blocks[i]))
-					b = i;
+			b = strcmp(tok, "all") ? hm_twin_find(tok) : HM_TWIN_COUNT;
 			for (int i = 0; i < 3; i++)
 				if (!strcmp(eq + 1, modes[i]))
 					m = i;
 		}
-		if (b < 0 || m < 0)
+		if (b < 0 || m < 0) {
+			for (int i = 0; i < HM_TWIN_COUNT; i++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s, ",
+					 hm_twin_name((enum hm_twin)i));
+			names[strlen(names) - 2] = 0;
 			return sim_error(-EINVAL, "HCASIM_IMPL: '%s': expected BLOCK=MODE with BLOCK "
-					 "sched, cqe, psn or all and MODE model, rtl or lockstep",
-					 spec);
-		for (int i = 0; i < 3; i++)
-			if (b == 3 || b == i)
+					 "%s or all and MODE model, rtl or lockstep",
+					 spec, names);
+		}
+		for (int i = 0; i < HM_TWIN_COUNT; i++)
+			if (b == HM_TWIN_COUNT || b == i)
 				want[i] = (unsigned)m;
 	}
-	for (int i = 0; i < 3; i++)
-		*field[i] = want[i];
+	for (int i = 0; i < HM_TWIN_COUNT; i++)
+		*hm_twin_impl(&sys.cfg, (enum hm_twin)i) = want[i];
 	return 0;
 }
 
@@ -475,7 +477,7 @@ static int waves_begin(const char *path)
 		else
 			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 		for (int i = 0; i < sys.ndevs; i++)
-			hm_blocks_waves(sys.devs[i], dir);
+			hm_twins_waves(sys.devs[i], dir);
 	}
 	return 0;
 }
@@ -594,11 +596,10 @@ int hcasim_boot(void)
 	if (rc)
 		return rc;
 	{
-		const unsigned mode[HM_NBLOCKS] = { (unsigned)sys.cfg.impl_sched,
-						    (unsigned)sys.cfg.impl_cqe,
-						    (unsigned)sys.cfg.impl_psn };
+		unsigned mode[HM_TWIN_COUNT];
 
-		rc = hm_impl_check(mode, (uint32_t)sys.cfg.max_qp);
+		hm_twin_modes(&sys.cfg, mode);
+		rc = hm_twin_check(mode, (uint32_t)sys.cfg.max_qp);
 		if (rc)
 			return rc;
 	}

@@ -294,10 +294,10 @@ int hm_waves_start(struct hm_dev *const *devs, int n)
 		v->db_kind = sig(d, "db", "kind", 2);
 		v->db_strobe = sig(d, "db", "strobe", 1);
 		sim_waves_set(v->db_strobe, 0, 0);
-		for (int b = 0; b < HM_NBLOCKS; b++) {
+		for (int b = 0; b < HM_TWIN_COUNT; b++) {
 			char scope[32];
 
-			snprintf(scope, sizeof(scope), "%s.txn", hm_block_name((enum hm_block)b));
+			snprintf(scope, sizeof(scope), "%s.txn", hm_twin_name((enum hm_twin)b));
 			sim_waves_set(sig(d, scope, "req_valid", 1), 0, 0);
 			sim_waves_set(sig(d, scope, "resp_valid", 1), 0, 0);
 		}

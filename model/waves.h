@@ -1,12 +1,12 @@
 /* The model's signals in the wave dump (sim/waves.h, docs/waves.md): per QP, per CQ, the
  * doorbells and the QP context cache of each device, sampled after every kernel event and fed
- * from the trace, and the transactions of the blocks with an RTL twin (model/ports.h) under
+ * from the trace, and the transactions of the blocks with an RTL twin (model/twin.h) under
  * hca<dev>.<block>.txn.*, named like the RTL's pins. Reads only: the simulation is the same
  * with and without waves. */
 #ifndef MODEL_WAVES_H
 #define MODEL_WAVES_H
 
-#include "model/ports.h"
+#include "model/twin.h"
 #include "sim/waves.h"
 
 struct hm_dev;

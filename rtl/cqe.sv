@@ -1,4 +1,4 @@
-// cqe: the CQE writer (model/ports.h "cqe"). For one completion and its CQ's context it decides
+// cqe: the CQE writer (model/twin.h "cqe"). For one completion and its CQ's context it decides
 // WRITE / NEED_CI / OVERRUN (one ring slot stays free, as hca_cq_ring_entries), picks the slot,
 // flips the owner bit on each pass over the ring, stamps the output cycle, raises the completion
 // event by the CQ's arm state (IBA 11.4.2.2: next, or solicited and error completions), and

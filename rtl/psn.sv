@@ -1,4 +1,4 @@
-// psn: the responder's PSN classifier (model/ports.h "psn"; IBA 9.7.5.1 and C9-148..C9-150).
+// psn: the responder's PSN classifier (model/twin.h "psn"; IBA 9.7.5.1 and C9-148..C9-150).
 // A request's 24-bit PSN against the expected PSN, in serial-number arithmetic: EXPECTED,
 // DUPLICATE (behind, within 2^23) or AHEAD (a sequence error; the first one since the expected
 // PSN last arrived earns a NAK). Answered combinationally in the cycle the request is issued.

@@ -1,4 +1,4 @@
-// sched: send-queue doorbell decode and the round-robin send arbiter (model/ports.h "sched").
+// sched: send-queue doorbell decode and the round-robin send arbiter (model/twin.h "sched").
 // A doorbell's 16-bit producer index is extended next to the QP's 32-bit one and checked
 // against the ring (IBA o10-2.2-ish software misuse: ignored); a QP with new work becomes
 // pending at the tail of a FIFO of QPNs, each QP in it at most once (a pending bit per QPN).

@@ -1,5 +1,5 @@
 /* PCIe function model: BAR0 dispatch, IOMMU, DMA timing, MSI-X. */
-#include "sim/pcie.h"
+#include "sim/pcie_dev.h"
 #include "sim/error.h"
 #include "sim/link.h"
 #include "sim/trace.h"

@@ -4,7 +4,7 @@
 #include "model/hw/hca_hw.h"
 #include "model/pkt.h"
 #include "sim/pcap.h"
-#include "sim/pcie.h"
+#include "sim/pcie_dev.h"
 
 #include <criterion/criterion.h>
 #include <endian.h>

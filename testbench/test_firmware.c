@@ -6,7 +6,7 @@
 #include "testbench/tb.h"
 
 #include "model/hw/hca_hw.h"
-#include "sim/pcie.h"
+#include "sim/pcie_dev.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * all=rtl and all=lockstep, HCASIM_TRACE='*' and HCASIM_PCAP; each run's stdout, stderr, trace
  * and every pcap it wrote are byte-identical across the three, and lockstep found no
  * mismatch. */
-#include "model/ports.h"
+#include "model/twin.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -100,10 +100,10 @@ static void compare(const char *what, char *const argv[], size_t min_trace)
 	char *files, *err;
 	int pcaps = 0;
 
-	for (int b = 0; b < HM_NBLOCKS; b++)
-		if (!hm_port_rtl((enum hm_block)b))
+	for (int b = 0; b < HM_TWIN_COUNT; b++)
+		if (!hm_twin_rtl((enum hm_twin)b))
 			cr_skip_test("this build has no RTL twin of %s (no Verilator)",
-				     hm_block_name((enum hm_block)b));
+				     hm_twin_name((enum hm_twin)b));
 	for (int m = 0; m < NMODES; m++) {
 		int rc = run(modes[m], argv);
 

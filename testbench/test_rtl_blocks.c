@@ -1,10 +1,10 @@
-/* Block tests of the blocks with an RTL twin (model/ports.h): each suite drives the transaction
+/* Block tests of the blocks with an RTL twin (model/twin.h): each suite drives the transaction
  * port only, with directed cases and seeded random stimulus, on the C twin and on the RTL
  * (rtl/<block>.sv behind sim/vl), each against expected values, and on both compared transaction by
  * transaction. The last test injects the test-only RTL bug and shows that lockstep in the
  * running system halts with a report naming block, cycle and field. */
 #include "testbench/tb.h"
-#include "model/ports.h"
+#include "model/twin.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -30,14 +30,12 @@ static uint32_t rng(void)
 }
 
 /* The implementation under test: the C twin or the RTL (skipped in a build without it). */
-static const void *impl(enum hm_block b, bool rtl)
+static const void *impl(enum hm_twin b, bool rtl)
 {
-	static const void *const model[HM_NBLOCKS] = { &hm_sched_model, &hm_cqe_model,
-						       &hm_psn_model };
-	const void *ops = rtl ? hm_port_rtl(b) : model[b];
+	const void *ops = rtl ? hm_twin_rtl(b) : hm_twin_model(b);
 
 	if (!ops)
-		cr_skip_test("this build has no RTL twin of %s (no Verilator)", hm_block_name(b));
+		cr_skip_test("this build has no RTL twin of %s (no Verilator)", hm_twin_name(b));
 	return ops;
 }
 
@@ -93,8 +91,8 @@ static void psn_check(const char *who, uint64_t n, const struct hm_psn_out *want
 
 static void psn_directed(bool rtl)
 {
-	const struct hm_psn_ops *ops = impl(HM_BLOCK_PSN, rtl);
-	void *b = ops->create(NULL);
+	const struct hm_psn_ops *ops = impl(HM_TWIN_PSN, rtl);
+	void *b = ops->base.create(NULL, 0);
 
 	for (size_t i = 0; i < sizeof(psn_cases) / sizeof(psn_cases[0]); i++) {
 		const struct psn_case *c = &psn_cases[i];
@@ -104,7 +102,7 @@ static void psn_directed(bool rtl)
 		ops->classify(b, &in, &got);
 		psn_check(rtl ? "rtl" : "model", i, &want, &got);
 	}
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 /* Random PSNs near the expected one (and anywhere), with the flag carried as a responder
@@ -122,8 +120,8 @@ static void psn_random_in(struct hm_psn_in *in, uint64_t cycle, bool nak_sent)
 
 static void psn_random(bool rtl)
 {
-	const struct hm_psn_ops *ops = impl(HM_BLOCK_PSN, rtl);
-	void *b = ops->create(NULL);
+	const struct hm_psn_ops *ops = impl(HM_TWIN_PSN, rtl);
+	void *b = ops->base.create(NULL, 0);
 	bool flag = false;
 	uint64_t cycle = 5;
 
@@ -139,7 +137,7 @@ static void psn_random(bool rtl)
 		psn_check(rtl ? "rtl" : "model", n, &want, &got);
 		flag = got.nak_sent;
 	}
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 Test(rtl_psn, model_directed_classes_nak_and_24_bit_wrap) { psn_directed(false); }
@@ -149,8 +147,8 @@ Test(rtl_psn, rtl_random_against_the_serial_number_rule) { psn_random(true); }
 
 Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 {
-	const struct hm_psn_ops *m = impl(HM_BLOCK_PSN, false), *r = impl(HM_BLOCK_PSN, true);
-	void *bm = m->create(NULL), *br = r->create(NULL);
+	const struct hm_psn_ops *m = impl(HM_TWIN_PSN, false), *r = impl(HM_TWIN_PSN, true);
+	void *bm = m->base.create(NULL, 0), *br = r->base.create(NULL, 0);
 	bool flag = false;
 
 	rng_seed(2);
@@ -164,8 +162,8 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 		psn_check("lockstep", n, &a, &b);
 		flag = a.nak_sent;
 	}
-	m->destroy(bm);
-	r->destroy(br);
+	m->base.destroy(bm);
+	r->base.destroy(br);
 }
 
 /* waves_start (what WAVES=1 and hcasim_waves() call for every RTL instance at boot): the
@@ -173,15 +171,15 @@ Test(rtl_psn, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
  * port's waves() names it. */
 Test(rtl_psn, waves_write_an_fst_per_block_instance)
 {
-	const struct hm_psn_ops *r = impl(HM_BLOCK_PSN, true);
+	const struct hm_psn_ops *r = impl(HM_TWIN_PSN, true);
 	char dir[] = "/tmp/hcasim-waves-XXXXXX", path[256];
 	struct stat st;
 	void *b;
 
 	cr_assert_not_null(mkdtemp(dir));
-	b = r->create(NULL);
-	cr_assert_not_null(r->waves_start);
-	r->waves_start(b, dir);
+	b = r->base.create(NULL, 0);
+	cr_assert_not_null(r->base.waves_start);
+	r->base.waves_start(b, dir);
 	for (uint32_t i = 0; i < 10; i++) {
 		struct hm_psn_in in = { 100 + i, i, 3, false };
 		struct hm_psn_out out;
@@ -189,9 +187,9 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 		r->classify(b, &in, &out);
 	}
 	snprintf(path, sizeof(path), "%s/hca0.psn.fst", dir);
-	cr_assert_not_null(r->waves);
-	cr_assert_str_eq(r->waves(b), path);
-	r->destroy(b);
+	cr_assert_not_null(r->base.waves);
+	cr_assert_str_eq(r->base.waves(b), path);
+	r->base.destroy(b);
 	cr_assert_eq(stat(path, &st), 0, "no %s", path);
 	cr_assert_gt(st.st_size, 0);
 	unlink(path);
@@ -252,9 +250,9 @@ static void db_check(const char *who, uint64_t n, const struct hm_sched_db_out *
 
 static void sched_directed(bool rtl)
 {
-	const struct hm_sched_ops *ops = impl(HM_BLOCK_SCHED, rtl);
+	const struct hm_sched_ops *ops = impl(HM_TWIN_SCHED, rtl);
 	const char *who = rtl ? "rtl" : "model";
-	void *b = ops->create(NULL, 16);
+	void *b = ops->base.create(NULL, 16);
 	struct hm_sched_push_in pi;
 	struct hm_sched_push_out po;
 	struct hm_sched_pop_in qi;
@@ -325,7 +323,7 @@ static void sched_directed(bool rtl)
 		ops->push(b, &pi, &po);
 		cr_assert(po.queued, "%s: QP 3 requeued after it was served", who);
 	}
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 /* Random doorbells, pushes and pops over a small arbiter, against the reference. */
@@ -346,11 +344,11 @@ static void sched_random_in(struct hm_sched_db_in *in, uint64_t cycle, uint32_t 
 
 static void sched_random(bool rtl)
 {
-	const struct hm_sched_ops *ops = impl(HM_BLOCK_SCHED, rtl);
+	const struct hm_sched_ops *ops = impl(HM_TWIN_SCHED, rtl);
 	const char *who = rtl ? "rtl" : "model";
 	const uint32_t nqps = 40;
 	struct sched_ref ref = { .nqps = nqps };
-	void *b = ops->create(NULL, nqps);
+	void *b = ops->base.create(NULL, nqps);
 	uint64_t cycle = 10, pops = 0;
 
 	rng_seed(3);
@@ -393,7 +391,7 @@ static void sched_random(bool rtl)
 		}
 	}
 	cr_assert_gt(pops, 1000, "the stimulus exercises the arbiter");
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 Test(rtl_sched, model_directed_verdicts_pi_wrap_round_robin_and_dedup) { sched_directed(false); }
@@ -403,10 +401,10 @@ Test(rtl_sched, rtl_random_against_the_reference_arbiter) { sched_random(true); 
 
 Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 {
-	const struct hm_sched_ops *m = impl(HM_BLOCK_SCHED, false);
-	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
+	const struct hm_sched_ops *m = impl(HM_TWIN_SCHED, false);
+	const struct hm_sched_ops *r = impl(HM_TWIN_SCHED, true);
 	const uint32_t nqps = HCA_FIRST_QPN + 131072; /* the default hca.max_qp */
-	void *bm = m->create(NULL, nqps), *br = r->create(NULL, nqps);
+	void *bm = m->base.create(NULL, nqps), *br = r->base.create(NULL, nqps);
 	uint64_t cycle = 0;
 
 	rng_seed(4);
@@ -441,8 +439,8 @@ Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 				  a.qpn, a.valid, b.qpn, b.valid);
 		}
 	}
-	m->destroy(bm);
-	r->destroy(br);
+	m->base.destroy(bm);
+	r->base.destroy(br);
 }
 
 /* The RTL's arbiter is sized when it is built (make RTL_NQP): a configuration with more QPs
@@ -450,12 +448,12 @@ Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
  * is made; the same configuration boots with the C twin. The port states its capacity. */
 Test(rtl_sched, boot_refuses_more_qps_than_the_rtl_was_built_for)
 {
-	const struct hm_sched_ops *r = impl(HM_BLOCK_SCHED, true);
+	const struct hm_sched_ops *r = impl(HM_TWIN_SCHED, true);
 	static const char *const modes[] = { "sched=rtl", "all=lockstep" };
 	char want[160], max[32];
-	uint32_t over = r->max_nqps - HCA_FIRST_QPN + 1; /* one QP too many */
+	uint32_t over = r->base.max_nqps - HCA_FIRST_QPN + 1; /* one QP too many */
 
-	cr_assert_gt(r->max_nqps, HCA_FIRST_QPN, "the RTL arbiter states no capacity");
+	cr_assert_gt(r->base.max_nqps, HCA_FIRST_QPN, "the RTL arbiter states no capacity");
 	snprintf(max, sizeof(max), "%u", over);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		setenv("HCASIM_IMPL", modes[i], 1);
@@ -464,8 +462,8 @@ Test(rtl_sched, boot_refuses_more_qps_than_the_rtl_was_built_for)
 		cr_assert_eq(hcasim_booted(), 0);
 		snprintf(want, sizeof(want), "hca.max_qp = %u needs %u QPNs, but the RTL arbiter was "
 			 "built for NQP = %u (hca.max_qp <= %u); rebuild rtl/sched.sv with make "
-			 "RTL_NQP=%u", over, over + HCA_FIRST_QPN, r->max_nqps,
-			 r->max_nqps - HCA_FIRST_QPN, over + HCA_FIRST_QPN);
+			 "RTL_NQP=%u", over, over + HCA_FIRST_QPN, r->base.max_nqps,
+			 r->base.max_nqps - HCA_FIRST_QPN, over + HCA_FIRST_QPN);
 		cr_assert_not_null(strstr(hcasim_last_error(), want), "%s: the error is: %s",
 				   modes[i], hcasim_last_error());
 		cr_assert_not_null(strstr(hcasim_last_error(), "impl.sched = "), "%s",
@@ -554,9 +552,9 @@ static void cqe_check(const char *who, uint64_t n, const struct hm_cqe_out *w,
 
 static void cqe_directed(bool rtl)
 {
-	const struct hm_cqe_ops *ops = impl(HM_BLOCK_CQE, rtl);
+	const struct hm_cqe_ops *ops = impl(HM_TWIN_CQE, rtl);
 	const char *who = rtl ? "rtl" : "model";
-	void *b = ops->create(NULL);
+	void *b = ops->base.create(NULL, 0);
 	struct hm_cqe_in in = { .cycle = 1000, .lat = 4, .cqn = 3, .log_size = 2 };
 	struct hm_cqe_out w, g;
 	uint64_t n = 0;
@@ -631,7 +629,7 @@ static void cqe_directed(bool rtl)
 				  g.new_arm);
 		}
 	}
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 static void cqe_random_in(struct hm_cqe_in *in, uint64_t cycle)
@@ -653,8 +651,8 @@ static void cqe_random_in(struct hm_cqe_in *in, uint64_t cycle)
 
 static void cqe_random(bool rtl)
 {
-	const struct hm_cqe_ops *ops = impl(HM_BLOCK_CQE, rtl);
-	void *b = ops->create(NULL);
+	const struct hm_cqe_ops *ops = impl(HM_TWIN_CQE, rtl);
+	void *b = ops->base.create(NULL, 0);
 	unsigned seen[3] = { 0 };
 
 	rng_seed(5);
@@ -669,7 +667,7 @@ static void cqe_random(bool rtl)
 		seen[g.action]++;
 	}
 	cr_assert(seen[0] && seen[1] && seen[2], "every action seen");
-	ops->destroy(b);
+	ops->base.destroy(b);
 }
 
 Test(rtl_cqe, model_directed_passes_owner_full_overrun_wrap_and_arm) { cqe_directed(false); }
@@ -679,8 +677,8 @@ Test(rtl_cqe, rtl_random_against_the_contract) { cqe_random(true); }
 
 Test(rtl_cqe, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 {
-	const struct hm_cqe_ops *m = impl(HM_BLOCK_CQE, false), *r = impl(HM_BLOCK_CQE, true);
-	void *bm = m->create(NULL), *br = r->create(NULL);
+	const struct hm_cqe_ops *m = impl(HM_TWIN_CQE, false), *r = impl(HM_TWIN_CQE, true);
+	void *bm = m->base.create(NULL, 0), *br = r->base.create(NULL, 0);
 
 	rng_seed(6);
 	for (uint64_t n = 0; n < 10000; n++) {
@@ -692,8 +690,8 @@ Test(rtl_cqe, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 		r->post(br, &in, &b);
 		cqe_check("lockstep", n, &a, &b);
 	}
-	m->destroy(bm);
-	r->destroy(br);
+	m->base.destroy(bm);
+	r->base.destroy(br);
 }
 
 /* ============== lockstep in the running system catches an RTL bug ============== */
@@ -760,7 +758,7 @@ Test(rtl_lockstep, system_runs_clean_in_lockstep_over_a_ring_wrap)
 {
 	int done;
 
-	impl(HM_BLOCK_CQE, true);
+	impl(HM_TWIN_CQE, true);
 	setenv("HCASIM_IMPL", "all=lockstep", 1);
 	unsetenv("HCASIM_RTL_BUG");
 	done = write_until_wrap(300);
@@ -775,7 +773,7 @@ static const char *injected_cqe_bug(void)
 	const char *why;
 	int done;
 
-	impl(HM_BLOCK_CQE, true);
+	impl(HM_TWIN_CQE, true);
 	setenv("HCASIM_IMPL", "cqe=lockstep", 1);
 	setenv("HCASIM_RTL_BUG", "cqe", 1); /* the owner bit never flips (rtl/cqe.sv) */
 	done = write_until_wrap(300);

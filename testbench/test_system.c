@@ -3,6 +3,7 @@
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
@@ -251,6 +252,11 @@ static void check_generated(const char *what, const char *file)
 	free(committed);
 }
 
+Test(system, generated_twins_page_matches_the_registry)
+{
+	check_generated("twins", "docs/twins.md");
+}
+
 Test(system, generated_regmap_matches_the_device_interface)
 {
 	check_generated("regmap", "docs/regmap.md");
@@ -339,4 +345,86 @@ Test(system, time_hook_follows_simulated_time_forward)
 		cr_assert_eq(hook_calls, n, "called after removal");
 	}
 	tb_close(&a);
+}
+
+/* ---- the driver/device seam (docs/architecture.md, the layering rule) ---- */
+
+/* What driver/ may include of the project: its own files, the device interface (model/hw/),
+ * the host half of PCIe, the public API, errors and traces. */
+static bool driver_may_include(const char *path)
+{
+	static const char *const ok[] = { "driver/",	     "model/hw/",   "sim/pcie_host.h",
+					  "sim/hcasim.h", "sim/error.h", "sim/trace.h" };
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strncmp(path, ok[i], strlen(ok[i])))
+			return true;
+	return false;
+}
+
+Test(system, driver_includes_nothing_of_the_device_but_model_hw_and_the_host_half_of_pcie)
+{
+	char dir[512];
+	DIR *d;
+	struct dirent *e;
+	int files = 0;
+
+	snprintf(dir, sizeof(dir), "%s/driver", HCASIM_SRC_DIR);
+	d = opendir(dir);
+	cr_assert_not_null(d, "%s", dir);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char path[1024], line[512], inc[256];
+		FILE *f;
+
+		if (len < 3 || (strcmp(e->d_name + len - 2, ".c") && strcmp(e->d_name + len - 2, ".h")))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		f = fopen(path, "r");
+		cr_assert_not_null(f, "%s", path);
+		for (int n = 1; fgets(line, sizeof(line), f); n++)
+			if (sscanf(line, " # include \"%255[^\"]\"", inc) == 1)
+				cr_expect(driver_may_include(inc), "driver/%s:%d includes %s", e->d_name,
+					  n, inc);
+		fclose(f);
+		files++;
+	}
+	closedir(d);
+	cr_assert_gt(files, 5, "no driver sources in %s", dir);
+}
+
+/* Compile `#include "header"` alone with the flags given; returns the compiler's status and
+ * its messages in msg. */
+static int compile_include(const char *header, const char *flags, char *msg, size_t len)
+{
+	char cmd[1024];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd),
+		 "printf '#include \"%s\"\\n' | cc -std=c11 -D_GNU_SOURCE -fsyntax-only -Wall "
+		 "-Werror -I'%s' %s -x c - 2>&1",
+		 header, HCASIM_SRC_DIR, flags);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p, "%s", cmd);
+	n = fread(msg, 1, len - 1, p);
+	msg[n] = 0;
+	return pclose(p);
+}
+
+Test(system, the_device_half_of_pcie_is_a_compile_error_outside_the_device_side)
+{
+	char msg[4096];
+
+	/* as driver/ is compiled: no HCASIM_DEVICE_SIDE */
+	cr_assert_neq(compile_include("sim/pcie_dev.h", "", msg, sizeof(msg)), 0,
+		      "sim/pcie_dev.h compiled without HCASIM_DEVICE_SIDE");
+	cr_assert(strstr(msg, "device side of PCIe"), "%s", msg);
+	cr_assert_neq(compile_include("model/hca.h", "", msg, sizeof(msg)), 0,
+		      "model/hca.h compiled without HCASIM_DEVICE_SIDE");
+	cr_assert_eq(compile_include("sim/pcie_host.h", "", msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(compile_include("driver/drv.h", "", msg, sizeof(msg)), 0, "%s", msg);
+	/* as model/, firmware/ and sim/ are compiled */
+	cr_assert_eq(compile_include("sim/pcie_dev.h", "-DHCASIM_DEVICE_SIDE", msg, sizeof(msg)), 0,
+		     "%s", msg);
 }

@@ -8,7 +8,7 @@
 #include "Vsc_psn.h"
 #include "Vsc_sched.h"
 
-#include "sim/vl/vl.h" /* the C headers (model/ports.h, SIM_ASSERT) as C++ sees them */
+#include "sim/vl/vl.h" /* the C headers (model/twin.h, SIM_ASSERT) as C++ sees them */
 
 #include <cstring>
 #include <string>
@@ -214,8 +214,8 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 
 void *sched_create(hm_dev *d, uint32_t nqps)
 {
-	/* sized when the RTL is built; the boot refuses more (hm_impl_check) */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_impl_check refuses this",
+	/* sized when the RTL is built; the boot refuses more (hm_twin_check) */
+	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
 		   nqps, (unsigned)HCASIM_RTL_NQP);
 	sched_block *s = instance(g_blocks->sched, d);
 
@@ -289,13 +289,14 @@ void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_sched_ops sched_ops = { sched_create, sched_destroy, sched_doorbell, sched_push,
-				 sched_pop, nullptr, nullptr, HCASIM_RTL_NQP,
-				 "rebuild rtl/sched.sv with make RTL_NQP=" };
+const hm_sched_ops sched_ops = { { sched_create, sched_destroy, nullptr, nullptr, HCASIM_RTL_NQP,
+				   "RTL arbiter", "rebuild rtl/sched.sv with make RTL_NQP=" },
+				 sched_doorbell, sched_push, sched_pop };
 
 /* cqe (sim/vl/cqe.cpp) */
-void *cqe_create(hm_dev *d)
+void *cqe_create(hm_dev *d, uint32_t nqps)
 {
+	(void)nqps;
 	const char *bug = getenv("HCASIM_RTL_BUG");
 
 	SIM_ASSERT(!bug || !*bug || !std::strcmp(bug, "none"),
@@ -362,11 +363,13 @@ void cqe_post(void *b, const hm_cqe_in *in, hm_cqe_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_cqe_ops cqe_ops = { cqe_create, cqe_destroy, cqe_post, nullptr, nullptr };
+const hm_cqe_ops cqe_ops = { { cqe_create, cqe_destroy, nullptr, nullptr, 0, nullptr, nullptr },
+			     cqe_post };
 
 /* psn (sim/vl/psn.cpp) */
-void *psn_create(hm_dev *d)
+void *psn_create(hm_dev *d, uint32_t nqps)
 {
+	(void)nqps;
 	psn_block *p = instance(g_blocks->psn, d);
 
 	p->reset(2, [] { return false; }, 0);
@@ -395,17 +398,21 @@ void psn_classify(void *b, const hm_psn_in *in, hm_psn_out *out)
 	out->cycle = in->cycle + k;
 }
 
-const hm_psn_ops psn_ops = { psn_create, psn_destroy, psn_classify, nullptr,
-			     nullptr };
+const hm_psn_ops psn_ops = { { psn_create, psn_destroy, nullptr, nullptr, 0, nullptr, nullptr },
+			     psn_classify };
 
 } // namespace
+
+/* A block added to model/twin.def needs its SystemC wrapper here (and in sc_rtl_blocks). */
+static_assert(HM_TWIN_COUNT == 3, "sim/systemc: model/twin.def has a block without a SystemC "
+				  "wrapper in sc_blocks.cpp");
 
 void sc_rtl_register(sc_rtl_blocks *blocks)
 {
 	g_blocks = blocks;
-	hm_port_register(HM_BLOCK_SCHED, &sched_ops);
-	hm_port_register(HM_BLOCK_CQE, &cqe_ops);
-	hm_port_register(HM_BLOCK_PSN, &psn_ops);
+	hm_twin_register(HM_TWIN_SCHED, &sched_ops);
+	hm_twin_register(HM_TWIN_CQE, &cqe_ops);
+	hm_twin_register(HM_TWIN_PSN, &psn_ops);
 }
 
 } // namespace hcasim_sc

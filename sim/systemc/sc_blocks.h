@@ -2,7 +2,7 @@
  *
  * rtl/sched.sv, cqe.sv and psn.sv are Verilated with --sc (prefix Vsc_<block>) and each
  * instance is wrapped in a module that owns its pin signals and a clock signal. The transactor
- * of the wrapper implements the block's port (model/ports.h) with the pin protocol of
+ * of the wrapper implements the block's port (model/twin.h) with the pin protocol of
  * sim/vl/vl.h and docs/rtl.md, edge for edge, but every evaluation is a delta cycle
  * (settle(): wait(SC_ZERO_TIME)) of the calling SC_THREAD: a transaction costs no SystemC
  * time, the model accounts the block's latency in cycles (out.cycle). It must therefore be
@@ -11,7 +11,7 @@
  * SystemC modules cannot be created once the simulation runs, so the instances (one of each
  * block per device) are elaborated up front by sc_rtl_blocks; the port's create(d) takes those
  * of d->devno and resets them. sc_rtl_register() puts the three ops tables in place of the
- * --cc transactors of libhcasim (hm_port_register), so impl.<block> = rtl | lockstep runs them. */
+ * --cc transactors of libhcasim (hm_twin_register), so impl.<block> = rtl | lockstep runs them. */
 #ifndef SIM_SYSTEMC_SC_BLOCKS_H
 #define SIM_SYSTEMC_SC_BLOCKS_H
 

@@ -1,4 +1,4 @@
-/* Transactor of rtl/cqe.sv: the cqe port (model/ports.h) as pin activity. POST is one request:
+/* Transactor of rtl/cqe.sv: the cqe port (model/twin.h) as pin activity. POST is one request:
  * the CQ's context and the completion's fields go in as pins, the 512-bit image comes back
  * and is unpacked into struct hca_cqe (byte i of the CQE is bits 8i+7:8i, as written to host
  * memory). HCASIM_RTL_BUG=cqe selects a variant Verilated with HCA_RTL_BUG (a deliberate bug
@@ -76,8 +76,9 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 	}
 };
 
-void *create(hm_dev *d)
+void *create(hm_dev *d, uint32_t nqps)
 {
+	(void)nqps;
 	const char *bug = getenv("HCASIM_RTL_BUG");
 
 	if (bug && !std::strcmp(bug, "cqe"))
@@ -107,13 +108,13 @@ void waves_start(void *b, const char *dir)
 	static_cast<cqe_rtl_base *>(b)->waves_start(dir);
 }
 
-const hm_cqe_ops ops = { create, destroy, post, waves, waves_start };
+const hm_cqe_ops ops = { { create, destroy, waves, waves_start, 0, nullptr, nullptr }, post };
 
 } // namespace
 
 extern "C" {
 __attribute__((constructor)) static void vl_cqe_register(void)
 {
-	hm_port_register(HM_BLOCK_CQE, &ops);
+	hm_twin_register(HM_TWIN_CQE, &ops);
 }
 }

@@ -1,4 +1,4 @@
-/* Transactor of rtl/psn.sv: the psn port (model/ports.h) as pin activity. CLASSIFY is one
+/* Transactor of rtl/psn.sv: the psn port (model/twin.h) as pin activity. CLASSIFY is one
  * request, answered in its cycle. */
 #include "sim/vl/vl.h"
 
@@ -6,8 +6,9 @@
 
 namespace {
 
-void *create(hm_dev *d)
+void *create(hm_dev *d, uint32_t nqps)
 {
+	(void)nqps;
 	vl_block<Vpsn> *v = new vl_block<Vpsn>(d, "psn");
 
 	v->reset(2, [](Vpsn *) { return false; }, 0);
@@ -47,13 +48,13 @@ void waves_start(void *b, const char *dir)
 	static_cast<vl_block<Vpsn> *>(b)->waves_in(dir);
 }
 
-const hm_psn_ops ops = { create, destroy, classify, waves, waves_start };
+const hm_psn_ops ops = { { create, destroy, waves, waves_start, 0, nullptr, nullptr }, classify };
 
 } // namespace
 
 extern "C" {
 __attribute__((constructor)) static void vl_psn_register(void)
 {
-	hm_port_register(HM_BLOCK_PSN, &ops);
+	hm_twin_register(HM_TWIN_PSN, &ops);
 }
 }

@@ -1,4 +1,4 @@
-/* Transactor of rtl/sched.sv: the sched port (model/ports.h) as pin activity. DOORBELL, PUSH
+/* Transactor of rtl/sched.sv: the sched port (model/twin.h) as pin activity. DOORBELL, PUSH
  * and POP are one request each (req_op 0, 1, 2); the doorbell's verdict comes req_lat cycles
  * after it is accepted, PUSH and POP answer in their cycle. */
 #include "sim/vl/vl.h"
@@ -22,8 +22,8 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 void *create(hm_dev *d, uint32_t nqps)
 {
 	/* The FIFO and the pending bits are sized when the RTL is built (max_nqps: the boot
-	 * refuses a larger hca.max_qp before any device is made, hm_impl_check). */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_impl_check refuses this",
+	 * refuses a larger hca.max_qp before any device is made, hm_twin_check). */
+	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
 		   nqps, (unsigned)HCASIM_RTL_NQP);
 	sched_rtl *s = new sched_rtl(d, nqps);
 
@@ -108,14 +108,15 @@ void waves_start(void *b, const char *dir)
 	static_cast<sched_rtl *>(b)->vl.waves_in(dir);
 }
 
-const hm_sched_ops ops = { create, destroy, doorbell, push, pop, waves, waves_start,
-			   HCASIM_RTL_NQP, "rebuild rtl/sched.sv with make RTL_NQP=" };
+const hm_sched_ops ops = { { create, destroy, waves, waves_start, HCASIM_RTL_NQP, "RTL arbiter",
+			     "rebuild rtl/sched.sv with make RTL_NQP=" },
+			   doorbell, push, pop };
 
 } // namespace
 
 extern "C" {
 __attribute__((constructor)) static void vl_sched_register(void)
 {
-	hm_port_register(HM_BLOCK_SCHED, &ops);
+	hm_twin_register(HM_TWIN_SCHED, &ops);
 }
 }

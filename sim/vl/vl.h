@@ -1,5 +1,5 @@
 /* Transactors (sim/vl): the shared clocking of one Verilated block behind a transaction port
- * (model/ports.h). A transactor drives a request at the cycle of the transaction, clocks the
+ * (model/twin.h). A transactor drives a request at the cycle of the transaction, clocks the
  * block only until its response is valid, then clocks the edge that commits it; while idle
  * the block is not clocked, so simulated time still jumps. Pin protocol (docs/rtl.md):
  *   cycle c (time c * period): inputs and req_valid = 1 applied with clk low, evaluated; the
@@ -16,7 +16,7 @@
 #define _Noreturn [[noreturn]]
 extern "C" {
 #include "model/hca.h"
-#include "model/ports.h"
+#include "model/twin.h"
 #include "sim/kernel.h"
 }
 #undef _Static_assert

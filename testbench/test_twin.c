@@ -1,16 +1,19 @@
-/* Block ports (model/ports.h): choosing an implementation per block (impl.*, HCASIM_IMPL) and
+/* Block ports (model/twin.h): choosing an implementation per block (impl.*, HCASIM_IMPL) and
  * the lockstep comparator. These tests plug implementations of their own into the RTL slot —
  * the C twin itself, and a twin with a planted fault — so the comparator is proved on its own,
  * whatever RTL this build carries (each Criterion test runs in its own process). */
 #include "testbench/tb.h"
 
-#include "model/ports.h"
+#include "model/twin.h"
+#include "sim/trace.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* These tests choose the modes themselves: a whole-suite HCASIM_IMPL (make test IMPL=...) must
  * not override them. */
@@ -107,17 +110,18 @@ static int traffic(struct tb_dev *a, struct tb_dev *b, int n)
 	return done;
 }
 
-Test(ports, lockstep_of_the_c_twin_against_itself_never_halts)
+Test(twin, lockstep_of_the_c_twin_against_itself_never_halts)
 {
 	struct tb_dev a, b;
 
 	own_modes();
-	hm_port_register(HM_BLOCK_SCHED, &hm_sched_model);
-	hm_port_register(HM_BLOCK_CQE, &hm_cqe_model);
-	hm_port_register(HM_BLOCK_PSN, &hm_psn_model);
-	tb_config("impl.sched", "lockstep");
-	tb_config("impl.cqe", "lockstep");
-	tb_config("impl.psn", "lockstep");
+	for (int t = 0; t < HM_TWIN_COUNT; t++) {
+		char key[64];
+
+		hm_twin_register((enum hm_twin)t, hm_twin_model((enum hm_twin)t));
+		snprintf(key, sizeof(key), "impl.%s", hm_twin_name((enum hm_twin)t));
+		tb_config(key, "lockstep");
+	}
 	tb_open(&a, 0);
 	tb_open(&b, 1);
 	cr_assert_eq(traffic(&a, &b, 20), 20);
@@ -126,7 +130,7 @@ Test(ports, lockstep_of_the_c_twin_against_itself_never_halts)
 	tb_close(&b);
 }
 
-Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
+Test(twin, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
 {
 	static struct hm_cqe_ops ops;
 	struct tb_dev a, b;
@@ -134,7 +138,7 @@ Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
 
 	own_modes();
 	ops = cqe_with(bad_post);
-	hm_port_register(HM_BLOCK_CQE, &ops);
+	hm_twin_register(HM_TWIN_CQE, &ops);
 	tb_config("impl.cqe", "lockstep");
 	tb_open(&a, 0);
 	tb_open(&b, 1);
@@ -156,13 +160,13 @@ Test(ports, lockstep_halts_on_a_wrong_field_naming_block_cycle_and_field)
 	tb_close(&b);
 }
 
-Test(ports, lockstep_compares_cycles_too)
+Test(twin, lockstep_compares_cycles_too)
 {
 	struct tb_dev a, b;
 	const char *why;
 
 	own_modes();
-	hm_port_register(HM_BLOCK_PSN, late());
+	hm_twin_register(HM_TWIN_PSN, late());
 	tb_config("impl.psn", "lockstep");
 	tb_open(&a, 0);
 	tb_open(&b, 1);
@@ -174,12 +178,12 @@ Test(ports, lockstep_compares_cycles_too)
 	tb_close(&b);
 }
 
-Test(ports, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
+Test(twin, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
 {
 	struct tb_dev a, b;
 
 	own_modes();
-	hm_port_register(HM_BLOCK_PSN, late());
+	hm_twin_register(HM_TWIN_PSN, late());
 	tb_config("impl.psn", "rtl");
 	tb_open(&a, 0);
 	tb_open(&b, 1);
@@ -190,7 +194,7 @@ Test(ports, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
 	tb_close(&b);
 }
 
-Test(ports, bad_hcasim_impl_is_refused_naming_it)
+Test(twin, bad_hcasim_impl_is_refused_naming_it)
 {
 	static const char *const bad[] = { "cqe", "cqe=fast", "bogus=rtl", "sched=model,,x" };
 
@@ -204,4 +208,99 @@ Test(ports, bad_hcasim_impl_is_refused_naming_it)
 	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
 	hcasim_shutdown();
 	unsetenv("HCASIM_IMPL");
+}
+
+/* ---- the registry (model/twin.def, docs/rtl.md "Adding a block with a twin") ---- */
+
+/* The files every block with a twin has, by its name. */
+static const char *const block_files[] = { "model/%s.c",        "rtl/%s.sv", "sim/vl/%s.cpp",
+					   "docs/blocks/%s.md", "waves/%s.gtkw" };
+
+/* The lines of model/twin.def that start with TWIN( (as the Makefile reads them). */
+static int registry_lines(char names[][32], int max)
+{
+	FILE *f = fopen(HCASIM_SRC_DIR "/model/twin.def", "r");
+	char line[512];
+	int n = 0;
+
+	cr_assert_not_null(f, "model/twin.def");
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "TWIN(", 5) && n < max &&
+		    sscanf(line + 5, "%31[a-z0-9_]", names[n]) == 1)
+			n++;
+	fclose(f);
+	return n;
+}
+
+Test(twin, every_registered_block_has_its_files_twin_key_and_trace_category)
+{
+	char names[16][32];
+	int n = registry_lines(names, 16);
+
+	cr_assert_eq(n, HM_TWIN_COUNT, "model/twin.def has %d TWIN( lines the Makefile reads, the "
+		     "C registry %d blocks", n, HM_TWIN_COUNT);
+	for (int b = 0; b < HM_TWIN_COUNT; b++) {
+		const char *name = hm_twin_name((enum hm_twin)b);
+		const struct hm_twin_base *model = hm_twin_model((enum hm_twin)b);
+		bool cat = false;
+		char key[64];
+
+		cr_assert_str_eq(name, names[b], "registry order");
+		cr_assert_eq(hm_twin_find(name), b);
+		for (size_t i = 0; i < sizeof(block_files) / sizeof(block_files[0]); i++) {
+			char rel[128], path[512];
+
+			snprintf(rel, sizeof(rel), block_files[i], name);
+			snprintf(path, sizeof(path), "%s/%s", HCASIM_SRC_DIR, rel);
+			cr_expect_eq(access(path, R_OK), 0, "block %s has no %s", name, rel);
+		}
+		cr_assert(model && model->create && model->destroy, "block %s has no C twin", name);
+		for (int c = 0; c < SIM_TCAT_COUNT; c++)
+			cat |= !strcmp(sim_trace_cat_name(c), hm_twin_trace_cat((enum hm_twin)b));
+		cr_expect(cat, "block %s traces as '%s', no category of sim/trace.def", name,
+			  hm_twin_trace_cat((enum hm_twin)b));
+		snprintf(key, sizeof(key), "impl.%s", name);
+		cr_expect_eq(hcasim_config_set(key, "lockstep"), 0, "%s: %s", key,
+			     hcasim_last_error());
+		cr_expect_eq(hcasim_config_set(key, "model"), 0, "%s: %s", key,
+			     hcasim_last_error());
+	}
+	/* A build with Verilator has a transactor for every block, or for none. */
+	for (int b = 1; b < HM_TWIN_COUNT; b++)
+		cr_expect_eq(hm_twin_rtl((enum hm_twin)b) != NULL, hm_twin_rtl(0) != NULL,
+			     "RTL of %s registered: %d, of %s: %d", hm_twin_name((enum hm_twin)b),
+			     hm_twin_rtl((enum hm_twin)b) != NULL, hm_twin_name(0),
+			     hm_twin_rtl(0) != NULL);
+}
+
+/* The other way round: every RTL block and transactor in the tree is in the registry. */
+Test(twin, every_rtl_block_and_transactor_is_registered)
+{
+	static const char *const dirs[][2] = { { "rtl", ".sv" }, { "sim/vl", ".cpp" } };
+
+	for (size_t i = 0; i < 2; i++) {
+		char path[512];
+		DIR *dir;
+		struct dirent *e;
+		int seen = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", HCASIM_SRC_DIR, dirs[i][0]);
+		dir = opendir(path);
+		cr_assert_not_null(dir, "%s", path);
+		while ((e = readdir(dir))) {
+			size_t len = strlen(e->d_name), ext = strlen(dirs[i][1]);
+			char name[64];
+
+			if (len <= ext || strcmp(e->d_name + len - ext, dirs[i][1]) ||
+			    !strcmp(e->d_name, "hca_pkg.sv") || len - ext >= sizeof(name))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(len - ext), e->d_name);
+			cr_expect_geq(hm_twin_find(name), 0, "%s/%s is not in model/twin.def",
+				      dirs[i][0], e->d_name);
+			seen++;
+		}
+		closedir(dir);
+		cr_expect_eq(seen, HM_TWIN_COUNT, "%s: %d files for %d blocks", dirs[i][0], seen,
+			     HM_TWIN_COUNT);
+	}
 }

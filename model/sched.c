@@ -1,0 +1,142 @@
+/* sched: the C twin of the send arbiter (rtl/sched.sv, docs/blocks/sched.md) — the doorbell
+ * decode's verdict and the round robin of QPs with work — and its port's entry points
+ * (model/twin.h). The doorbell glue and the scheduling loop that call it are model/doorbell.c. */
+#include "model/dp.h"
+#include "model/twin.h"
+#include "model/waves.h"
+#include "sim/kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the C twin ---- */
+
+struct sched_twin {
+	uint32_t nqps;    /* QPNs 0 .. nqps-1 */
+	uint8_t *pending; /* one byte per QPN: in the FIFO */
+	uint32_t *fifo;   /* ring of nqps entries: each QP is in it at most once */
+	uint32_t head, len;
+};
+
+static void *sched_create(struct hm_dev *d, uint32_t nqps)
+{
+	struct sched_twin *s = calloc(1, sizeof(*s));
+
+	(void)d;
+	SIM_ASSERT(s != NULL, "out of memory");
+	s->nqps = nqps;
+	s->pending = calloc(nqps, 1);
+	s->fifo = calloc(nqps, sizeof(*s->fifo));
+	SIM_ASSERT(s->pending && s->fifo, "out of memory for the arbiter of %u QPs", nqps);
+	return s;
+}
+
+static void sched_destroy(void *b)
+{
+	struct sched_twin *s = b;
+
+	if (!s)
+		return;
+	free(s->pending);
+	free(s->fifo);
+	free(s);
+}
+
+static bool sched_enqueue(struct sched_twin *s, uint32_t qpn)
+{
+	if (qpn >= s->nqps || s->pending[qpn])
+		return false;
+	s->fifo[(s->head + s->len++) % s->nqps] = qpn;
+	s->pending[qpn] = 1;
+	return true;
+}
+
+static void sched_doorbell(void *b, const struct hm_sched_db_in *in, struct hm_sched_db_out *out)
+{
+	struct sched_twin *s = b;
+
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + in->lat;
+	if (in->state == HCA_QPS_RESET || in->state == HCA_QPS_INIT || in->state == HCA_QPS_RTR) {
+		out->verdict = HM_SCHED_BAD_STATE;
+		return;
+	}
+	out->new_pi = hm_extend16(in->sq_pi, in->pi16);
+	if (out->new_pi - in->sq_done > in->sq_entries) {
+		out->verdict = HM_SCHED_BAD_INDEX;
+		out->new_pi = 0;
+		return;
+	}
+	if (in->state == HCA_QPS_ERR || in->state == HCA_QPS_SQE) {
+		out->verdict = HM_SCHED_FLUSH;
+		return;
+	}
+	out->verdict = HM_SCHED_QUEUED;
+	sched_enqueue(s, in->qpn);
+}
+
+static void sched_push(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out)
+{
+	out->cycle = in->cycle;
+	out->queued = sched_enqueue(b, in->qpn);
+}
+
+static void sched_pop(void *b, const struct hm_sched_pop_in *in, struct hm_sched_pop_out *out)
+{
+	struct sched_twin *s = b;
+
+	out->cycle = in->cycle;
+	out->valid = s->len > 0;
+	out->qpn = 0;
+	if (!out->valid)
+		return;
+	out->qpn = s->fifo[s->head];
+	s->head = (s->head + 1) % s->nqps;
+	s->len--;
+	s->pending[out->qpn] = 0;
+}
+
+const struct hm_sched_ops hm_sched_model = {
+	{ sched_create, sched_destroy, NULL, NULL, 0, NULL, NULL }, sched_doorbell, sched_push, sched_pop
+};
+
+/* ---- the port ---- */
+
+HM_TWIN_OP(sched, doorbell, hm_sched_db_in, hm_sched_db_out, hm_waves_sched_db, NULL,
+	   HM_TWIN_FIELD(struct hm_sched_db_out, cycle),
+	   HM_TWIN_FIELD(struct hm_sched_db_out, verdict),
+	   HM_TWIN_FIELD(struct hm_sched_db_out, new_pi));
+HM_TWIN_OP(sched, push, hm_sched_push_in, hm_sched_push_out, hm_waves_sched_push, NULL,
+	   HM_TWIN_FIELD(struct hm_sched_push_out, cycle),
+	   HM_TWIN_FIELD(struct hm_sched_push_out, queued));
+HM_TWIN_OP(sched, pop, hm_sched_pop_in, hm_sched_pop_out, hm_waves_sched_pop, NULL,
+	   HM_TWIN_FIELD(struct hm_sched_pop_out, cycle),
+	   HM_TWIN_FIELD(struct hm_sched_pop_out, valid),
+	   HM_TWIN_FIELD(struct hm_sched_pop_out, qpn));
+
+void hm_sched_doorbell(struct hm_dev *d, const struct hm_sched_db_in *in,
+		       struct hm_sched_db_out *out)
+{
+	struct hm_sched_db_out rtl;
+
+	hm_twin_call(d, &sched_doorbell_op, in->cycle, in, out, &rtl);
+}
+
+bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle)
+{
+	struct hm_sched_push_in in = { cycle, qpn };
+	struct hm_sched_push_out out, rtl;
+
+	hm_twin_call(d, &sched_push_op, cycle, &in, &out, &rtl);
+	return out.queued;
+}
+
+bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn)
+{
+	struct hm_sched_pop_in in = { cycle };
+	struct hm_sched_pop_out out, rtl;
+
+	hm_twin_call(d, &sched_pop_op, cycle, &in, &out, &rtl);
+	*qpn = out.qpn;
+	return out.valid;
+}

@@ -1,0 +1,292 @@
+/* Block ports (model/twin.h): which implementation each block of a device runs, the RTL
+ * implementations registered by sim/vl, and the one port call — dispatch, lockstep (both twins
+ * on the same inputs, every output field and its cycle compared, the first difference halting
+ * the simulation) and waves. */
+#include "model/dp.h"
+#include "model/hca.h"
+#include "model/twin.h"
+#include "model/waves.h"
+#include "sim/error.h"
+#include "sim/kernel.h"
+#include "sim/trace.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The registry (model/twin.def). */
+static const struct {
+	const char *name, *trace_cat, *doc;
+	const void *model;
+} twins[HM_TWIN_COUNT] = {
+#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = { #name, #cat, doc, &hm_##name##_model },
+#include "model/twin.def"
+#undef TWIN
+};
+/* Every block's trace category is one of sim/trace.def: a misspelt one does not compile. */
+#define TWIN(name, NAME, cat, doc)                                                                 \
+	_Static_assert(SIM_TCAT_##cat < SIM_TCAT_COUNT, "model/twin.def: " #name " traces as " #cat);
+#include "model/twin.def"
+#undef TWIN
+static const void *rtl_ops[HM_TWIN_COUNT];
+static const char *const impl_names[] = { "model", "rtl", "lockstep" };
+
+struct hm_blocks {
+	enum hm_impl mode[HM_TWIN_COUNT];
+	void *model[HM_TWIN_COUNT]; /* the C twin's instance (model and lockstep) */
+	void *rtl[HM_TWIN_COUNT];   /* the RTL's instance (rtl and lockstep) */
+};
+
+void hm_twin_register(enum hm_twin b, const void *ops)
+{
+	SIM_ASSERT(b < HM_TWIN_COUNT, "no block %d", (int)b);
+	rtl_ops[b] = ops;
+}
+
+const void *hm_twin_rtl(enum hm_twin b)
+{
+	return b < HM_TWIN_COUNT ? rtl_ops[b] : NULL;
+}
+
+const void *hm_twin_model(enum hm_twin b)
+{
+	return b < HM_TWIN_COUNT ? twins[b].model : NULL;
+}
+
+const char *hm_twin_name(enum hm_twin b)
+{
+	return b < HM_TWIN_COUNT ? twins[b].name : "?";
+}
+
+const char *hm_twin_trace_cat(enum hm_twin b)
+{
+	return b < HM_TWIN_COUNT ? twins[b].trace_cat : "?";
+}
+
+const char *hm_twin_doc(enum hm_twin b)
+{
+	return b < HM_TWIN_COUNT ? twins[b].doc : "?";
+}
+
+int hm_twin_find(const char *name)
+{
+	for (int b = 0; b < HM_TWIN_COUNT; b++)
+		if (!strcmp(name, twins[b].name))
+			return b;
+	return -1;
+}
+
+/* Where impl.<block> of block b is in struct sim_config. */
+static size_t impl_offset(enum hm_twin b)
+{
+	static const size_t off[HM_TWIN_COUNT] = {
+#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = offsetof(struct sim_config, impl_##name),
+#include "model/twin.def"
+#undef TWIN
+	};
+
+	SIM_ASSERT(b < HM_TWIN_COUNT, "no block %d", (int)b);
+	return off[b];
+}
+
+unsigned *hm_twin_impl(struct sim_config *c, enum hm_twin b)
+{
+	return (unsigned *)((char *)c + impl_offset(b));
+}
+
+void hm_twin_modes(const struct sim_config *c, unsigned mode[HM_TWIN_COUNT])
+{
+	for (int b = 0; b < HM_TWIN_COUNT; b++)
+		mode[b] = *(const unsigned *)((const char *)c + impl_offset((enum hm_twin)b));
+}
+
+void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	return d;
+}
+
+void hm_twin_stateless_destroy(void *b)
+{
+	(void)b;
+}
+
+/* The common part of an ops table (its first member). */
+static const struct hm_twin_base *base_of(const void *ops)
+{
+	return ops;
+}
+
+int hm_twin_check(const unsigned mode[HM_TWIN_COUNT], uint32_t max_qp)
+{
+	uint64_t nqps = (uint64_t)HCA_FIRST_QPN + max_qp;
+
+	for (int b = 0; b < HM_TWIN_COUNT; b++)
+		if (mode[b] != HM_IMPL_MODEL && !rtl_ops[b])
+			return sim_error(-ENOTSUP, "impl.%s = %s: this build has no RTL twin of %s "
+					 "(Verilator was not found when it was built)",
+					 twins[b].name, impl_names[mode[b]], twins[b].name);
+	/* Some RTL (the arbiter's FIFO and pending bits) is sized when it is built. */
+	for (int b = 0; b < HM_TWIN_COUNT; b++) {
+		const struct hm_twin_base *r = rtl_ops[b] ? base_of(rtl_ops[b]) : NULL;
+		char fix[128] = "";
+
+		if (mode[b] == HM_IMPL_MODEL || !r->max_nqps || nqps <= r->max_nqps)
+			continue;
+		if (r->rebuild)
+			snprintf(fix, sizeof(fix), "; %s%llu", r->rebuild, (unsigned long long)nqps);
+		return sim_error(-EINVAL, "impl.%s = %s: hca.max_qp = %u needs %llu QPNs, but the "
+				 "%s was built for NQP = %u (hca.max_qp <= %u)%s",
+				 twins[b].name, impl_names[mode[b]], max_qp,
+				 (unsigned long long)nqps, r->sized ? r->sized : "RTL", r->max_nqps,
+				 r->max_nqps > HCA_FIRST_QPN ? r->max_nqps - HCA_FIRST_QPN : 0, fix);
+	}
+	return 0;
+}
+
+void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT])
+{
+	struct hm_blocks *k = calloc(1, sizeof(*k));
+	uint32_t nqps = HCA_FIRST_QPN + (uint32_t)d->cfg.max_qp;
+
+	SIM_ASSERT(k != NULL, "out of memory");
+	for (int b = 0; b < HM_TWIN_COUNT; b++) {
+		k->mode[b] = (enum hm_impl)mode[b];
+		SIM_ASSERT(k->mode[b] == HM_IMPL_MODEL || rtl_ops[b], "impl.%s without an RTL twin",
+			   twins[b].name);
+	}
+	for (int b = 0; b < HM_TWIN_COUNT; b++) {
+		if (k->mode[b] != HM_IMPL_RTL)
+			k->model[b] = base_of(twins[b].model)->create(d, nqps);
+		if (k->mode[b] != HM_IMPL_MODEL)
+			k->rtl[b] = base_of(rtl_ops[b])->create(d, nqps);
+	}
+	d->blocks = k;
+}
+
+void hm_twins_destroy(struct hm_dev *d)
+{
+	struct hm_blocks *k = d->blocks;
+
+	if (!k)
+		return;
+	for (int b = 0; b < HM_TWIN_COUNT; b++) {
+		if (k->model[b])
+			base_of(twins[b].model)->destroy(k->model[b]);
+		if (k->rtl[b])
+			base_of(rtl_ops[b])->destroy(k->rtl[b]);
+	}
+	free(k);
+	d->blocks = NULL;
+}
+
+void hm_twins_waves(struct hm_dev *d, const char *dir)
+{
+	struct hm_blocks *k = d->blocks;
+
+	if (!k)
+		return;
+	for (int b = 0; b < HM_TWIN_COUNT; b++)
+		if (k->rtl[b] && base_of(rtl_ops[b])->waves_start)
+			base_of(rtl_ops[b])->waves_start(k->rtl[b], dir);
+}
+
+/* ---- lockstep comparison ---- */
+
+static uint64_t read_field(const void *base, size_t off, size_t size)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, (const uint8_t *)base + off, size < sizeof(v) ? size : sizeof(v));
+	return v;
+}
+
+/* The wave file to open for the RTL instance of block b on device d, as the end of a mismatch
+ * report: its path (HM_TWIN_WAVES; the file is finished), or how to get one. */
+static void waves_of(struct hm_dev *d, enum hm_twin b, char *buf, size_t len)
+{
+	const char *(*fn)(void *) = base_of(rtl_ops[b])->waves;
+	const char *path = fn ? fn(d->blocks->rtl[b]) : NULL;
+
+	if (path)
+		snprintf(buf, len, "waves: %s (scope hca%d.%s)", path, d->devno, twins[b].name);
+	else if (!fn)
+		snprintf(buf, len, "no waves: this RTL implementation of %s writes none",
+			 twins[b].name);
+	else
+		snprintf(buf, len, "no waves: rerun with WAVES=1 for %s/hca%d.%s.fst",
+			 hm_waves_env_dir(), d->devno, twins[b].name);
+}
+
+/* Compare the model's and the RTL's output; on the first difference, halt the simulation
+ * with a report naming block, cycle, field, expected (model) and got (RTL). */
+static bool differ(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
+		   const void *want, const void *got)
+{
+	const struct hca_field_desc *image = NULL;
+	size_t image_off = 0;
+	char field[64];
+	uint64_t w = 0, g = 0;
+	bool bad = false;
+
+	for (size_t i = 0; i < op->nfields && !bad; i++) {
+		w = read_field(want, op->fields[i].off, op->fields[i].size);
+		g = read_field(got, op->fields[i].off, op->fields[i].size);
+		if (w != g) {
+			snprintf(field, sizeof(field), "%s", op->fields[i].name);
+			bad = true;
+		}
+	}
+	if (op->image)
+		image = op->image(want, &image_off);
+	for (const struct hca_field_desc *f = image; f && f->name && !bad; f++) {
+		w = read_field(want, image_off + f->offset, f->size);
+		g = read_field(got, image_off + f->offset, f->size);
+		if (w != g) {
+			snprintf(field, sizeof(field), "image.%s", f->name);
+			bad = true;
+		}
+	}
+	if (!bad)
+		return false;
+	{
+		char msg[1024], where[640];
+
+		waves_of(d, op->block, where, sizeof(where));
+		snprintf(msg, sizeof(msg),
+			 "lockstep mismatch: device %d block %s (%s) at cycle %llu: field %s "
+			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
+			 d->devno, twins[op->block].name, op->name, (unsigned long long)in_cycle,
+			 field, (unsigned long long)w, (unsigned long long)g, where);
+		SIM_TRACE(warn, lockstep, d->devno, "%s", msg);
+		fprintf(stderr, "hcasim: %s\n", msg);
+		sim_halt(sim_kernel(), msg);
+	}
+	return true;
+}
+
+/* ---- the port call ---- */
+
+void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
+		  const void *in, void *out, void *scratch)
+{
+	struct hm_blocks *k = d->blocks;
+	enum hm_twin b = op->block;
+
+	switch (k->mode[b]) {
+	case HM_IMPL_MODEL:
+		op->call(twins[b].model, k->model[b], in, out);
+		break;
+	case HM_IMPL_RTL:
+		op->call(rtl_ops[b], k->rtl[b], in, out);
+		break;
+	case HM_IMPL_LOCKSTEP:
+		op->call(twins[b].model, k->model[b], in, out);
+		op->call(rtl_ops[b], k->rtl[b], in, scratch);
+		differ(d, op, in_cycle, out, scratch);
+	}
+	if (sim_waves_on)
+		op->waves(d, in, out);
+}
