@@ -381,6 +381,41 @@ int tb_run_traced(const char *dir, char *const argv[], const char *impl, const c
 	return WEXITSTATUS(status);
 }
 
+static int saved_stderr = -1;
+static FILE *capture;
+
+void tb_stderr_capture(void)
+{
+	cr_assert_eq(saved_stderr, -1, "stderr is already captured");
+	fflush(stderr);
+	capture = tmpfile();
+	cr_assert_not_null(capture);
+	saved_stderr = dup(2);
+	cr_assert_geq(saved_stderr, 0);
+	cr_assert_geq(dup2(fileno(capture), 2), 0);
+}
+
+char *tb_stderr_captured(void)
+{
+	long len;
+	char *text;
+
+	cr_assert_geq(saved_stderr, 0, "stderr is not captured");
+	fflush(stderr);
+	cr_assert_geq(dup2(saved_stderr, 2), 0);
+	close(saved_stderr);
+	saved_stderr = -1;
+	len = ftell(capture);
+	text = calloc(1, (size_t)(len > 0 ? len : 0) + 1);
+	cr_assert_not_null(text);
+	rewind(capture);
+	if (len > 0)
+		cr_assert_eq(fread(text, 1, (size_t)len, capture), (size_t)len);
+	fclose(capture);
+	capture = NULL;
+	return text;
+}
+
 void tb_check_scenario_list(const char *dir)
 {
 #define X(n) #n,

@@ -84,6 +84,12 @@ size_t tb_same_file(const char *what, const char *a, const char *b, size_t min_l
  * named by HCASIM_PCAP=pcap; without HCASIM_CONFIG, HCASIM_RTL_BUG, WAVES or the runner's
  * descriptors. Returns the exit status; the test fails if the program dies. */
 int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap);
+/* Output a test provokes on purpose (a lockstep mismatch report) is captured, not printed: a
+ * green run shows none of it. tb_stderr_capture() sends stderr to a temporary file until
+ * tb_stderr_captured() restores it and returns what was written (malloc'd), for the test to
+ * check and to show in its failure messages. */
+void tb_stderr_capture(void);
+char *tb_stderr_captured(void);
 /* The shipped scenarios (sim/scenarios/NAME.ini), one X(NAME) each: the suites that run every
  * one of them (modes, golden) generate their tests from this list. */
 #define TB_SCENARIOS(X)                                                                            \
