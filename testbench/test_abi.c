@@ -780,9 +780,9 @@ Test(abi, unsupported_features_answer_eopnotsupp_and_change_nothing)
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	qa.pd = t.pd;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
 	EXPECT_NULL_ERR(ibv_create_qp_ex(t.ctx, &qa), EOPNOTSUPP);
-	EXPECT_MSG("extended QPs");
+	EXPECT_MSG("memory windows");
 	EXPECT_RC_ERR(ibv_attach_mcast(qp, &gid, 0xc001), EOPNOTSUPP);
 	EXPECT_MSG("multicast");
 	EXPECT_RC_ERR(ibv_detach_mcast(qp, &gid, 0xc001), EOPNOTSUPP);
