@@ -483,6 +483,11 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	if (c.is_send && qp) {
 		uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
 
+		/* A WQE posted by hand (hcasimdv.h) has no wr_id; its count is taken over. */
+		if (idx - qp->sq_ci >= qp->sq_pi - qp->sq_ci) {
+			qp->sq_pi = idx + 1;
+			qp->sq_wrid[idx % qp->sq_entries] = 0;
+		}
 		w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
 		qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
 	} else if (c.srqn) {
@@ -499,6 +504,10 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	} else if (qp) {
 		uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
 
+		if (qp->rq_entries && idx - qp->rq_ci >= qp->rq_pi - qp->rq_ci) {
+			qp->rq_pi = idx + 1; /* posted by hand (hcasimdv.h) */
+			qp->rq_wrid[idx % qp->rq_entries] = 0;
+		}
 		w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
 		qp->rq_ci = idx + 1;
 	}
