@@ -1,12 +1,14 @@
 /* Driver: extended QPs — ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, and the
  * ibv_wr_* work-request builders verbs.h calls through struct ibv_qp_ex. A batch
- * (wr_start … wr_complete) writes its WQEs straight into the send ring with data.c's
+ * (wr_start ... wr_complete) writes its WQEs straight into the send ring with data.c's
  * builders, the ones ibv_post_send uses, and rings one doorbell on wr_complete (BlueFlame for
  * a lone small WQE). The first error of a batch is kept: wr_complete then returns it and
  * posts nothing of the batch, as rdma-core's providers do. */
 #include "driver/drv.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 /* IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode for the seven opcodes the device has. */
@@ -28,19 +30,36 @@ static struct drv_qp *qp_of(struct ibv_qp_ex *qpx)
 	return (struct drv_qp *)(void *)qpx; /* qpx is the first member of struct drv_qp */
 }
 
-/* Keep the batch's first error (message already recorded by drv_fail). */
+/* Keep the batch's first error (its message already recorded by the builder that failed). */
 static void batch_fail(struct drv_qp *qp, int err)
 {
 	if (!qp->batch_err)
 		qp->batch_err = err;
 }
 
-/* A builder or setter outside wr_start … wr_complete touches nothing. */
+/* The same with a message, recorded only if it is the batch's first error: wr_complete's
+ * errno and hcasim_last_error() then tell of the same failure. */
+static void batch_failf(struct drv_qp *qp, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void batch_failf(struct drv_qp *qp, int err, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (qp->batch_err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	qp->batch_err = drv_fail(err, "%s", msg);
+}
+
+/* A builder or setter outside wr_start ... wr_complete touches nothing. */
 static bool in_batch(struct drv_qp *qp, const char *verb)
 {
 	if (qp->batch_open)
 		return true;
-	drv_fail(EINVAL, "%s: called outside ibv_wr_start … ibv_wr_complete; ignored", verb);
+	drv_fail(EINVAL, "%s: called outside ibv_wr_start ... ibv_wr_complete; ignored", verb);
 	return false;
 }
 
@@ -50,8 +69,8 @@ static uint8_t *cur_wqe(struct drv_qp *qp, const char *verb)
 	if (!in_batch(qp, verb) || qp->batch_err)
 		return NULL;
 	if (!qp->cur)
-		batch_fail(qp, drv_fail(EINVAL, "%s: no work request to set (call a builder such "
-					"as ibv_wr_send first)", verb));
+		batch_failf(qp, EINVAL, "%s: no work request to set (call a builder such as "
+			    "ibv_wr_send first)", verb);
 	return qp->cur;
 }
 
@@ -59,9 +78,9 @@ static uint8_t *cur_wqe(struct drv_qp *qp, const char *verb)
  * address. */
 static void close_cur(struct drv_qp *qp, const char *verb)
 {
-	if (qp->cur && qp->cur_needs_ud && !qp->batch_err)
-		batch_fail(qp, drv_fail(EINVAL, "%s: the UD work request before has no "
-					"ibv_wr_set_ud_addr", verb));
+	if (qp->cur && qp->cur_needs_ud)
+		batch_failf(qp, EINVAL, "%s: the UD work request before has no ibv_wr_set_ud_addr",
+			    verb);
 	qp->cur = NULL;
 	qp->cur_needs_ud = false;
 }
@@ -152,7 +171,7 @@ static void unsupported(struct ibv_qp_ex *qpx, const char *verb, const char *why
 	if (!in_batch(qp, verb))
 		return;
 	close_cur(qp, verb);
-	batch_fail(qp, drv_fail(EOPNOTSUPP, "%s: %s; the batch will not be posted", verb, why));
+	batch_failf(qp, EOPNOTSUPP, "%s: %s; the batch will not be posted", verb, why);
 }
 
 #define NO_MW "memory windows are not supported yet"
@@ -206,7 +225,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 	if (!w)
 		return;
 	if (qpx->qp_base.qp_type != IBV_QPT_UD) {
-		batch_fail(qp, drv_fail(EINVAL, "%s: the QP is not UD", verb));
+		batch_failf(qp, EINVAL, "%s: the QP is not UD", verb);
 		return;
 	}
 	rc = drv_sq_set_ud(qp, verb, w, ah, remote_qpn, remote_qkey);
@@ -257,7 +276,7 @@ static void wr_start(struct ibv_qp_ex *qpx)
 
 	if (qp->batch_open) {
 		/* rdma-core would deadlock on the QP's lock; here the open batch fails. */
-		batch_fail(qp, drv_fail(EINVAL, "ibv_wr_start: a batch is already open"));
+		batch_failf(qp, EINVAL, "ibv_wr_start: a batch is already open");
 		return;
 	}
 	drv_charge_verb_(drv_dev_of(qpx->qp_base.context), "ibv_wr_start");

@@ -30,13 +30,11 @@
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define BUF 8192
 
-/* hcasim0's extended QP qa (x its ibv_qp_ex) and hcasim1's plain QP qb, connected; MRs la on
- * a (patterned) and lb on b (zeroed); for UD an AH from a to b. */
+/* hcasim0's extended QP t.qa (x its ibv_qp_ex) and hcasim1's plain QP t.qb, connected; MRs
+t.src on a (patterned) and t.dst on b (zeroed); for UD an AH from a to b. */
 struct xp {
-	struct tb_dev a, b;
-	struct ibv_qp *qa, *qb;
+	struct tb_pair t;
 	struct ibv_qp_ex *x;
-	struct ibv_mr *la, *lb;
 	struct ibv_ah *ah;
 };
 
@@ -66,65 +64,54 @@ static void xp_open(struct xp *p, enum ibv_qp_type type, uint64_t ops)
 						.max_send_sge = 4, .max_recv_sge = 4 } };
 
 	memset(p, 0, sizeof(*p));
-	tb_open(&p->a, 0);
-	tb_open(&p->b, 1);
-	p->qa = create_ex(&p->a, type, ops, &qa);
+	tb_open(&p->t.a, 0);
+	tb_open(&p->t.b, 1);
+	p->t.qa = create_ex(&p->t.a, type, ops, &qa);
 	cr_assert_geq(qa.cap.max_send_sge, 4u, "caps handed back: max_send_sge %u",
 		      qa.cap.max_send_sge);
-	qb.send_cq = qb.recv_cq = p->b.cq;
-	p->qb = ibv_create_qp(p->b.pd, &qb);
-	cr_assert_not_null(p->qb, "%s", hcasim_last_error());
-	tb_connect(&p->a, p->qa, &p->b, p->qb->qp_num, IBV_MTU_1024);
-	tb_connect(&p->b, p->qb, &p->a, p->qa->qp_num, IBV_MTU_1024);
-	p->x = ibv_qp_to_qp_ex(p->qa);
+	qb.send_cq = qb.recv_cq = p->t.b.cq;
+	p->t.qb = ibv_create_qp(p->t.b.pd, &qb);
+	cr_assert_not_null(p->t.qb, "%s", hcasim_last_error());
+	tb_connect(&p->t.a, p->t.qa, &p->t.b, p->t.qb->qp_num, IBV_MTU_1024);
+	tb_connect(&p->t.b, p->t.qb, &p->t.a, p->t.qa->qp_num, IBV_MTU_1024);
+	p->x = ibv_qp_to_qp_ex(p->t.qa);
 	cr_assert_not_null(p->x, "ibv_qp_to_qp_ex: %s", hcasim_last_error());
-	cr_assert_eq((void *)&p->x->qp_base, (void *)p->qa, "qp_ex->qp_base is the QP");
-	p->la = tb_mr(&p->a, BUF);
-	p->lb = tb_mr(&p->b, BUF);
+	cr_assert_eq((void *)&p->x->qp_base, (void *)p->t.qa, "qp_ex->qp_base is the QP");
+	p->t.src = tb_mr(&p->t.a, BUF);
+	p->t.dst = tb_mr(&p->t.b, BUF);
 	for (size_t i = 0; i < BUF; i++)
-		((uint8_t *)p->la->addr)[i] = (uint8_t)(i * 7 + 3);
+		((uint8_t *)p->t.src->addr)[i] = (uint8_t)(i * 7 + 3);
 	if (type == IBV_QPT_UD) {
-		struct ibv_ah_attr at = { .dlid = p->b.port.lid, .port_num = 1 };
+		struct ibv_ah_attr at = { .dlid = p->t.b.port.lid, .port_num = 1 };
 
-		p->ah = ibv_create_ah(p->a.pd, &at);
+		p->ah = ibv_create_ah(p->t.a.pd, &at);
 		cr_assert_not_null(p->ah, "%s", hcasim_last_error());
 	}
 }
 
 static void xp_close(struct xp *p)
 {
-	struct ibv_mr *mrs[] = { p->la, p->lb };
-
 	if (p->ah)
 		cr_assert_eq(ibv_destroy_ah(p->ah), 0);
-	cr_assert_eq(ibv_destroy_qp(p->qa), 0, "%s", hcasim_last_error());
-	cr_assert_eq(ibv_destroy_qp(p->qb), 0, "%s", hcasim_last_error());
-	for (int i = 0; i < 2; i++) {
-		void *buf = mrs[i]->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mrs[i]), 0);
-		free(buf);
-	}
-	tb_close(&p->a);
-	tb_close(&p->b);
+	tb_pair_close(&p->t);
 }
 
 static uint8_t *la(struct xp *p, size_t off)
 {
-	return (uint8_t *)p->la->addr + off;
+	return (uint8_t *)p->t.src->addr + off;
 }
 
 static uint8_t *lb(struct xp *p, size_t off)
 {
-	return (uint8_t *)p->lb->addr + off;
+	return (uint8_t *)p->t.dst->addr + off;
 }
 
 static void post_recv(struct xp *p, size_t off, uint32_t len, uint64_t wr_id)
 {
-	struct ibv_sge s = { (uintptr_t)lb(p, off), len, p->lb->lkey };
+	struct ibv_sge s = { (uintptr_t)lb(p, off), len, p->t.dst->lkey };
 	struct ibv_recv_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
 
-	cr_assert_eq(ibv_post_recv(p->qb, &w, &bad), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_post_recv(p->t.qb, &w, &bad), 0, "%s", hcasim_last_error());
 }
 
 /* Every field of a completion ibv_poll_cq fills. */
@@ -169,9 +156,9 @@ static void expect_send(struct xp *p, uint64_t wr_id, enum ibv_wc_opcode op, uin
 {
 	struct ibv_wc wc;
 
-	tb_poll(p->a.cq, &wc, 1);
+	tb_poll(p->t.a.cq, &wc, 1);
 	expect_wc(&wc, &(struct want){ .wr_id = wr_id, .opcode = op, .byte_len = len,
-				       .qp_num = p->qa->qp_num },
+				       .qp_num = p->t.qa->qp_num },
 		  what);
 }
 
@@ -181,11 +168,11 @@ static void expect_recv(struct xp *p, uint64_t wr_id, enum ibv_wc_opcode op, uin
 {
 	struct ibv_wc wc;
 
-	tb_poll(p->b.cq, &wc, 1);
+	tb_poll(p->t.b.cq, &wc, 1);
 	expect_wc(&wc, &(struct want){ .wr_id = wr_id, .opcode = op, .byte_len = len,
-				       .qp_num = p->qb->qp_num, .src_qp = p->qa->qp_num,
+				       .qp_num = p->t.qb->qp_num, .src_qp = p->t.qa->qp_num,
 				       .wc_flags = imm ? IBV_WC_WITH_IMM : 0, .imm = imm_val,
-				       .slid = p->a.port.lid },
+				       .slid = p->t.a.port.lid },
 		  what);
 }
 
@@ -202,8 +189,8 @@ static void expect_quiet(struct xp *p, const char *what)
 	struct ibv_wc wc;
 
 	hcasim_run_for_ps(100000000ull);
-	cr_assert_eq(ibv_poll_cq(p->a.cq, 1, &wc), 0, "%s: a completion on a", what);
-	cr_assert_eq(ibv_poll_cq(p->b.cq, 1, &wc), 0, "%s: a completion on b", what);
+	cr_assert_eq(ibv_poll_cq(p->t.a.cq, 1, &wc), 0, "%s: a completion on a", what);
+	cr_assert_eq(ibv_poll_cq(p->t.b.cq, 1, &wc), 0, "%s: a completion on b", what);
 }
 
 static void begin(struct xp *p, uint64_t wr_id)
@@ -212,7 +199,71 @@ static void begin(struct xp *p, uint64_t wr_id)
 	p->x->wr_flags = IBV_SEND_SIGNALED;
 }
 
+/* One work request of a table: op's builder (RDMA ops at t.dst + roff), then one SGE of len
+ * bytes at t.src + loff. */
+struct wr_row {
+	enum ibv_wr_opcode op;
+	size_t loff;
+	uint32_t len;
+	size_t roff;
+	uint64_t cmp_add, swap; /* atomics */
+	uint32_t imm;           /* host order */
+};
+
+static void add_wr(struct xp *p, uint64_t wr_id, const struct wr_row *r)
+{
+	uint32_t rkey = p->t.dst->rkey;
+	uint64_t raddr = (uintptr_t)lb(p, r->roff);
+
+	begin(p, wr_id);
+	switch (r->op) {
+	case IBV_WR_SEND:
+		ibv_wr_send(p->x);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		ibv_wr_send_imm(p->x, htobe32(r->imm));
+		break;
+	case IBV_WR_RDMA_WRITE:
+		ibv_wr_rdma_write(p->x, rkey, raddr);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ibv_wr_rdma_write_imm(p->x, rkey, raddr, htobe32(r->imm));
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(p->x, rkey, raddr);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		ibv_wr_atomic_cmp_swp(p->x, rkey, raddr, r->cmp_add, r->swap);
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ibv_wr_atomic_fetch_add(p->x, rkey, raddr, r->cmp_add);
+		break;
+	default:
+		cr_assert_fail("no builder for opcode %d", r->op);
+	}
+	ibv_wr_set_sge(p->x, p->t.src->lkey, (uintptr_t)la(p, r->loff), r->len);
+}
+
 /* ---------------------------------------------------------------------------------------- */
+
+/* One atomic alone in a batch: its completion (byte_len 8), the original value it returned at
+ * t.src + loff, and the value it left at t.dst + roff. */
+static void atomic_case(struct xp *p, uint64_t wr_id, const struct wr_row *r,
+			enum ibv_wc_opcode op, uint64_t old, uint64_t now)
+{
+	uint64_t v;
+
+	ibv_wr_start(p->x);
+	add_wr(p, wr_id, r);
+	EXPECT_OK(ibv_wr_complete(p->x));
+	expect_send(p, wr_id, op, 8, "atomic");
+	memcpy(&v, la(p, r->loff), 8);
+	cr_assert_eq(v, old, "atomic %d returned %llu, expected %llu", r->op,
+		     (unsigned long long)v, (unsigned long long)old);
+	memcpy(&v, lb(p, r->roff), 8);
+	cr_assert_eq(v, now, "atomic %d left %llu, expected %llu", r->op, (unsigned long long)v,
+		     (unsigned long long)now);
+}
 
 Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 {
@@ -226,8 +277,8 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 
 	/* SEND, gathered from two SGEs (ibv_wr_set_sge_list). */
 	post_recv(&p, 0, 512, 101);
-	two[0] = (struct ibv_sge){ (uintptr_t)la(&p, 0), 100, p.la->lkey };
-	two[1] = (struct ibv_sge){ (uintptr_t)la(&p, 200), 150, p.la->lkey };
+	two[0] = (struct ibv_sge){ (uintptr_t)la(&p, 0), 100, p.t.src->lkey };
+	two[1] = (struct ibv_sge){ (uintptr_t)la(&p, 200), 150, p.t.src->lkey };
 	ibv_wr_start(p.x);
 	begin(&p, 1);
 	ibv_wr_send(p.x);
@@ -254,9 +305,7 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 
 	/* RDMA WRITE (ibv_wr_set_sge). */
 	ibv_wr_start(p.x);
-	begin(&p, 3);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 1024));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 1024), 1500);
+	add_wr(&p, 3, &(struct wr_row){ IBV_WR_RDMA_WRITE, 1024, 1500, 1024, 0, 0, 0 });
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 3, IBV_WC_RDMA_WRITE, 0, "RDMA_WRITE");
 	same(lb(&p, 1024), la(&p, 1024), 1500, "RDMA_WRITE");
@@ -267,7 +316,7 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 	list[1] = (struct ibv_data_buf){ la(&p, 3100), 20 };
 	ibv_wr_start(p.x);
 	begin(&p, 4);
-	ibv_wr_rdma_write_imm(p.x, p.lb->rkey, (uintptr_t)lb(&p, 3000), htobe32(0x1234));
+	ibv_wr_rdma_write_imm(p.x, p.t.dst->rkey, (uintptr_t)lb(&p, 3000), htobe32(0x1234));
 	ibv_wr_set_inline_data_list(p.x, 2, list);
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_recv(&p, 104, IBV_WC_RECV_RDMA_WITH_IMM, 30, true, 0x1234, "WRITE_IMM: receive");
@@ -279,44 +328,31 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 	for (int i = 0; i < 500; i++)
 		*lb(&p, 4096 + i) = (uint8_t)(i * 11 + 5);
 	ibv_wr_start(p.x);
-	begin(&p, 5);
-	ibv_wr_rdma_read(p.x, p.lb->rkey, (uintptr_t)lb(&p, 4096));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 5000), 500);
+	add_wr(&p, 5, &(struct wr_row){ IBV_WR_RDMA_READ, 5000, 500, 4096, 0, 0, 0 });
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 5, IBV_WC_RDMA_READ, 500, "RDMA_READ");
 	same(la(&p, 5000), lb(&p, 4096), 500, "RDMA_READ");
 
-	/* Compare and swap: 5 == 5, so 9 is written; the original comes back. */
+	/* Compare and swap: 5 == 5, so 9 is written; the original comes back. Then fetch and
+	 * add 3 to 9. */
 	v = 5;
 	memcpy(lb(&p, 6000), &v, 8);
-	ibv_wr_start(p.x);
-	begin(&p, 6);
-	ibv_wr_atomic_cmp_swp(p.x, p.lb->rkey, (uintptr_t)lb(&p, 6000), 5, 9);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 6000), 8);
-	EXPECT_OK(ibv_wr_complete(p.x));
-	expect_send(&p, 6, IBV_WC_COMP_SWAP, 8, "CMP_AND_SWP");
-	memcpy(&v, la(&p, 6000), 8);
-	cr_assert_eq(v, 5u, "CMP_AND_SWP returned %llu", (unsigned long long)v);
-	memcpy(&v, lb(&p, 6000), 8);
-	cr_assert_eq(v, 9u, "CMP_AND_SWP left %llu", (unsigned long long)v);
-
-	/* Fetch and add 3 to 9. */
-	ibv_wr_start(p.x);
-	begin(&p, 7);
-	ibv_wr_atomic_fetch_add(p.x, p.lb->rkey, (uintptr_t)lb(&p, 6000), 3);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 6008), 8);
-	EXPECT_OK(ibv_wr_complete(p.x));
-	expect_send(&p, 7, IBV_WC_FETCH_ADD, 8, "FETCH_AND_ADD");
-	memcpy(&v, la(&p, 6008), 8);
-	cr_assert_eq(v, 9u, "FETCH_AND_ADD returned %llu", (unsigned long long)v);
-	memcpy(&v, lb(&p, 6000), 8);
-	cr_assert_eq(v, 12u, "FETCH_AND_ADD left %llu", (unsigned long long)v);
+	atomic_case(&p, 6, &(struct wr_row){ IBV_WR_ATOMIC_CMP_AND_SWP, 6000, 8, 6000, 5, 9, 0 },
+		    IBV_WC_COMP_SWAP, 5, 9);
+	atomic_case(&p, 7, &(struct wr_row){ IBV_WR_ATOMIC_FETCH_AND_ADD, 6008, 8, 6000, 3, 0, 0 },
+		    IBV_WC_FETCH_ADD, 9, 12);
 	expect_quiet(&p, "after the seven opcodes");
 	xp_close(&p);
 }
 
 Test(qp_ex, uc_send_send_imm_write_write_imm_through_ibv_wr)
 {
+	static const struct wr_row uc[4] = {
+		{ IBV_WR_SEND, 0, 200, 0, 0, 0, 0 },
+		{ IBV_WR_SEND_WITH_IMM, 300, 100, 0, 0, 0, 77 },
+		{ IBV_WR_RDMA_WRITE, 2048, 2000, 2048, 0, 0, 0 },
+		{ IBV_WR_RDMA_WRITE_WITH_IMM, 5000, 64, 5000, 0, 0, 78 },
+	};
 	struct xp p;
 
 	xp_open(&p, IBV_QPT_UC, UC_OPS);
@@ -324,18 +360,8 @@ Test(qp_ex, uc_send_send_imm_write_write_imm_through_ibv_wr)
 	post_recv(&p, 256, 256, 202);
 	post_recv(&p, 512, 16, 204);
 	ibv_wr_start(p.x);
-	begin(&p, 11);
-	ibv_wr_send(p.x);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 200);
-	begin(&p, 12);
-	ibv_wr_send_imm(p.x, htobe32(77));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 300), 100);
-	begin(&p, 13);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 2048));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 2048), 2000);
-	begin(&p, 14);
-	ibv_wr_rdma_write_imm(p.x, p.lb->rkey, (uintptr_t)lb(&p, 5000), htobe32(78));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 5000), 64);
+	for (int i = 0; i < 4; i++)
+		add_wr(&p, 11 + (uint64_t)i, &uc[i]);
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 11, IBV_WC_SEND, 0, "UC SEND");
 	expect_send(&p, 12, IBV_WC_SEND, 0, "UC SEND_IMM");
@@ -363,26 +389,26 @@ Test(qp_ex, ud_send_and_send_imm_with_set_ud_addr)
 	ibv_wr_start(p.x);
 	begin(&p, 21);
 	ibv_wr_send(p.x);
-	ibv_wr_set_ud_addr(p.x, p.ah, p.qb->qp_num, TB_QKEY);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 300);
+	ibv_wr_set_ud_addr(p.x, p.ah, p.t.qb->qp_num, TB_QKEY);
+	ibv_wr_set_sge(p.x, p.t.src->lkey, (uintptr_t)la(&p, 0), 300);
 	begin(&p, 22);
 	ibv_wr_send_imm(p.x, htobe32(0xabcdef));
 	ibv_wr_set_inline_data(p.x, la(&p, 500), 60);
-	ibv_wr_set_ud_addr(p.x, p.ah, p.qb->qp_num, TB_QKEY); /* setters in any order */
+	ibv_wr_set_ud_addr(p.x, p.ah, p.t.qb->qp_num, TB_QKEY); /* setters in any order */
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 21, IBV_WC_SEND, 0, "UD SEND");
 	expect_send(&p, 22, IBV_WC_SEND, 0, "UD SEND_IMM");
 	/* UD receives: 40 bytes of GRH space first, the sender's QPN in src_qp. */
-	tb_poll(p.b.cq, &wc, 1);
+	tb_poll(p.t.b.cq, &wc, 1);
 	expect_wc(&wc, &(struct want){ .wr_id = 301, .opcode = IBV_WC_RECV, .byte_len = 340,
-				       .qp_num = p.qb->qp_num, .src_qp = p.qa->qp_num,
-				       .slid = p.a.port.lid },
+				       .qp_num = p.t.qb->qp_num, .src_qp = p.t.qa->qp_num,
+				       .slid = p.t.a.port.lid },
 		  "UD SEND: receive");
-	tb_poll(p.b.cq, &wc, 1);
+	tb_poll(p.t.b.cq, &wc, 1);
 	expect_wc(&wc, &(struct want){ .wr_id = 302, .opcode = IBV_WC_RECV, .byte_len = 100,
-				       .qp_num = p.qb->qp_num, .src_qp = p.qa->qp_num,
+				       .qp_num = p.t.qb->qp_num, .src_qp = p.t.qa->qp_num,
 				       .wc_flags = IBV_WC_WITH_IMM, .imm = 0xabcdef,
-				       .slid = p.a.port.lid },
+				       .slid = p.t.a.port.lid },
 		  "UD SEND_IMM: receive");
 	same(lb(&p, 40), la(&p, 0), 300, "UD SEND");
 	same(lb(&p, 1024 + 40), la(&p, 500), 60, "UD SEND_IMM inline");
@@ -415,41 +441,31 @@ Test(qp_ex, a_batch_of_seven_wrs_rings_one_doorbell_and_completes_in_order)
 						   IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
 						   IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD };
 	static const uint32_t lens[7] = { 0, 0, 0, 0, 64, 8, 8 };
+	static const struct wr_row batch[7] = {
+		{ IBV_WR_SEND, 0, 64, 0, 0, 0, 0 },
+		{ IBV_WR_SEND_WITH_IMM, 64, 64, 0, 0, 0, 1 },
+		{ IBV_WR_RDMA_WRITE, 1024, 1024, 1024, 0, 0, 0 },
+		{ IBV_WR_RDMA_WRITE_WITH_IMM, 2048, 100, 2048, 0, 0, 2 },
+		{ IBV_WR_RDMA_READ, 4096, 64, 1024, 0, 0, 0 }, /* what the WRITE above wrote */
+		{ IBV_WR_ATOMIC_CMP_AND_SWP, 6000, 8, 6000, 0, 42, 0 },
+		{ IBV_WR_ATOMIC_FETCH_AND_ADD, 6008, 8, 6000, 8, 0, 0 },
+	};
 
 	xp_open(&p, IBV_QPT_RC, ALL_OPS);
-	c = (struct db_count){ .qpn = p.qa->qp_num };
+	c = (struct db_count){ .qpn = p.t.qa->qp_num };
 	cr_assert_eq(hcasim_trace_observe("db", count_sq_db, &c), 0, "%s", hcasim_last_error());
 	post_recv(&p, 0, 64, 1);
 	post_recv(&p, 64, 64, 2);
 	post_recv(&p, 128, 64, 3);
 	ibv_wr_start(p.x);
-	begin(&p, 1000);
-	ibv_wr_send(p.x);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 64);
-	begin(&p, 1001);
-	ibv_wr_send_imm(p.x, htobe32(1));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 64), 64);
-	begin(&p, 1002);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 1024));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 1024), 1024);
-	begin(&p, 1003);
-	ibv_wr_rdma_write_imm(p.x, p.lb->rkey, (uintptr_t)lb(&p, 2048), htobe32(2));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 2048), 100);
-	begin(&p, 1004);
-	ibv_wr_rdma_read(p.x, p.lb->rkey, (uintptr_t)lb(&p, 1024));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 4096), 64);
-	begin(&p, 1005);
-	ibv_wr_atomic_cmp_swp(p.x, p.lb->rkey, (uintptr_t)lb(&p, 6000), 0, 42);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 6000), 8);
-	begin(&p, 1006);
-	ibv_wr_atomic_fetch_add(p.x, p.lb->rkey, (uintptr_t)lb(&p, 6000), 8);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 6008), 8);
+	for (int i = 0; i < 7; i++)
+		add_wr(&p, 1000 + (uint64_t)i, &batch[i]);
 	cr_assert_eq(c.n, 0u, "no doorbell before ibv_wr_complete");
 	EXPECT_OK(ibv_wr_complete(p.x));
-	tb_poll(p.a.cq, wc, 7);
+	tb_poll(p.t.a.cq, wc, 7);
 	for (int i = 0; i < 7; i++)
 		expect_wc(&wc[i], &(struct want){ .wr_id = 1000 + (uint64_t)i, .opcode = ops[i],
-						  .byte_len = lens[i], .qp_num = p.qa->qp_num },
+						  .byte_len = lens[i], .qp_num = p.t.qa->qp_num },
 			  "batch");
 	cr_assert_eq(c.n, 1u, "%u send doorbells for one batch of seven", c.n);
 	hcasim_trace_observe("db", NULL, NULL);
@@ -460,7 +476,7 @@ Test(qp_ex, a_batch_of_seven_wrs_rings_one_doorbell_and_completes_in_order)
 		memcpy(&v, lb(&p, 6000), 8);
 		cr_assert_eq(v, 50u, "CAS then FETCH_ADD left %llu", (unsigned long long)v);
 	}
-	tb_poll(p.b.cq, wc, 3);
+	tb_poll(p.t.b.cq, wc, 3);
 	xp_close(&p);
 }
 
@@ -485,16 +501,15 @@ Test(qp_ex, a_batch_with_an_error_posts_nothing_and_wr_complete_returns_it)
 
 	xp_open(&p, IBV_QPT_RC, ALL_OPS);
 	for (int i = 0; i < 5; i++)
-		five[i] = (struct ibv_sge){ (uintptr_t)la(&p, 0), 8, p.la->lkey };
+		five[i] = (struct ibv_sge){ (uintptr_t)la(&p, 0), 8, p.t.src->lkey };
 
 	/* A good WR, then one with more SGEs than max_send_sge. */
 	ibv_wr_start(p.x);
-	begin(&p, 1);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 64);
+	add_wr(&p, 1, &(struct wr_row){ IBV_WR_RDMA_WRITE, 0, 64, 0, 0, 0, 0 });
 	begin(&p, 2);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
+	ibv_wr_rdma_write(p.x, p.t.dst->rkey, (uintptr_t)lb(&p, 0));
 	ibv_wr_set_sge_list(p.x, 5, five);
+	ibv_wr_local_inv(p.x, 1); /* a second error: the first one is the batch's */
 	expect_batch_fails(&p, EINVAL, "max_send_sge", "5 SGEs");
 	cr_assert_eq(*lb(&p, 0), 0, "the good WR of the failed batch was not posted");
 
@@ -506,7 +521,7 @@ Test(qp_ex, a_batch_with_an_error_posts_nothing_and_wr_complete_returns_it)
 	expect_batch_fails(&p, EINVAL, "inline", "4096 inline bytes");
 	ibv_wr_start(p.x);
 	begin(&p, 4);
-	ibv_wr_rdma_read(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
+	ibv_wr_rdma_read(p.x, p.t.dst->rkey, (uintptr_t)lb(&p, 0));
 	ibv_wr_set_inline_data(p.x, la(&p, 0), 8);
 	expect_batch_fails(&p, EINVAL, "READ/atomic", "inline READ");
 
@@ -519,7 +534,7 @@ Test(qp_ex, a_batch_with_an_error_posts_nothing_and_wr_complete_returns_it)
 
 	/* A setter with no WR begun, and a UD setter on RC. */
 	ibv_wr_start(p.x);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 8);
+	ibv_wr_set_sge(p.x, p.t.src->lkey, (uintptr_t)la(&p, 0), 8);
 	expect_batch_fails(&p, EINVAL, "no work request", "setter first");
 	ibv_wr_start(p.x);
 	begin(&p, 6);
@@ -531,8 +546,8 @@ Test(qp_ex, a_batch_with_an_error_posts_nothing_and_wr_complete_returns_it)
 	ibv_wr_start(p.x);
 	for (unsigned i = 0; i <= 16; i++) {
 		begin(&p, 100 + i);
-		ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
-		ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 8);
+		ibv_wr_rdma_write(p.x, p.t.dst->rkey, (uintptr_t)lb(&p, 0));
+		ibv_wr_set_sge(p.x, p.t.src->lkey, (uintptr_t)la(&p, 0), 8);
 	}
 	expect_batch_fails(&p, ENOMEM, "send queue full", "17 WRs in 16 slots");
 
@@ -545,9 +560,7 @@ Test(qp_ex, a_batch_with_an_error_posts_nothing_and_wr_complete_returns_it)
 
 	/* After all that the queue is whole: a batch posts and its wr_id is its own. */
 	ibv_wr_start(p.x);
-	begin(&p, 8);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 64);
+	add_wr(&p, 8, &(struct wr_row){ IBV_WR_RDMA_WRITE, 0, 64, 0, 0, 0, 0 });
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 8, IBV_WC_RDMA_WRITE, 0, "after the failed batches");
 	same(lb(&p, 0), la(&p, 0), 64, "after the failed batches");
@@ -562,17 +575,17 @@ Test(qp_ex, ud_wr_without_set_ud_addr_or_with_a_bad_ah_fails_the_batch)
 	ibv_wr_start(p.x);
 	begin(&p, 1);
 	ibv_wr_send(p.x);
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 8);
+	ibv_wr_set_sge(p.x, p.t.src->lkey, (uintptr_t)la(&p, 0), 8);
 	expect_batch_fails(&p, EINVAL, "ibv_wr_set_ud_addr", "UD without an address");
 	ibv_wr_start(p.x);
 	begin(&p, 2);
 	ibv_wr_send(p.x);
-	ibv_wr_set_ud_addr(p.x, (struct ibv_ah *)p.la, p.qb->qp_num, TB_QKEY);
+	ibv_wr_set_ud_addr(p.x, (struct ibv_ah *)p.t.src, p.t.qb->qp_num, TB_QKEY);
 	expect_batch_fails(&p, EINVAL, "wr.ud.ah", "UD with an MR for an AH");
 	/* Opcodes UD lacks are refused by the builder (the pointer is there all the same). */
 	ibv_wr_start(p.x);
 	begin(&p, 3);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
+	ibv_wr_rdma_write(p.x, p.t.dst->rkey, (uintptr_t)lb(&p, 0));
 	expect_batch_fails(&p, EINVAL, "not valid on this QP type", "WRITE on UD");
 	xp_close(&p);
 }
@@ -583,9 +596,7 @@ Test(qp_ex, wr_abort_discards_the_batch)
 
 	xp_open(&p, IBV_QPT_RC, ALL_OPS);
 	ibv_wr_start(p.x);
-	begin(&p, 1);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 0));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 0), 64);
+	add_wr(&p, 1, &(struct wr_row){ IBV_WR_RDMA_WRITE, 0, 64, 0, 0, 0, 0 });
 	ibv_wr_abort(p.x);
 	expect_quiet(&p, "aborted batch");
 	cr_assert_eq(*lb(&p, 0), 0, "an aborted WRITE reached memory");
@@ -597,9 +608,7 @@ Test(qp_ex, wr_abort_discards_the_batch)
 	EXPECT_MSG("outside");
 	expect_quiet(&p, "builder outside a batch");
 	ibv_wr_start(p.x);
-	begin(&p, 3);
-	ibv_wr_rdma_write(p.x, p.lb->rkey, (uintptr_t)lb(&p, 64));
-	ibv_wr_set_sge(p.x, p.la->lkey, (uintptr_t)la(&p, 64), 64);
+	add_wr(&p, 3, &(struct wr_row){ IBV_WR_RDMA_WRITE, 64, 64, 64, 0, 0, 0 });
 	EXPECT_OK(ibv_wr_complete(p.x));
 	expect_send(&p, 3, IBV_WC_RDMA_WRITE, 0, "after abort");
 	same(lb(&p, 64), la(&p, 64), 64, "after abort");
