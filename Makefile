@@ -88,7 +88,7 @@ SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
 BENCHBIN   := $(BIN)/hcasim-bench
 PERFBIN    := $(BIN)/hcasim-perf
-HEADER     := $(BUILD)/include/hcasim.h
+HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasimdv.h
 
 .PHONY: all run test bench deps docs check-docs clean waves golden
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
@@ -209,7 +209,12 @@ sc-skipped:
 	@echo "make: SystemC top $(SC_BIN) skipped: needs verilator and libsystemc-dev (make deps)"
 endif
 
-$(HEADER): sim/hcasim.h
+# The public headers, installed side by side: hcasim.h and the direct verbs of the driver.
+$(BUILD)/include/hcasim.h: sim/hcasim.h
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(BUILD)/include/hcasimdv.h: driver/hcasimdv.h
 	@mkdir -p $(@D)
 	cp $< $@
 

@@ -112,22 +112,199 @@ static void uar_db(struct drv_dev *d, uint32_t reg, uint64_t val)
 	sim_pcie_mmio_write64(d->fn, HCA_REGION_UAR + reg, val);
 }
 
-/* ---- post send ---- */
+/* ---- send WQEs: built alike by ibv_post_send and by the ibv_wr_* API (qp_ex.c) ---- */
 
-/* The WQE posted last. */
-static const uint8_t *last_wqe(const struct drv_qp *qp)
+uint8_t *drv_sq_wqe(const struct drv_qp *qp, uint32_t idx)
 {
-	return (const uint8_t *)qp->sq + (size_t)((qp->sq_pi - 1) % qp->sq_entries) * qp->sq_stride;
+	return (uint8_t *)qp->sq + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
 }
 
-/* The bytes of the last WQE that carry something: the base segments, then the inline data or
- * the data segments. */
-static unsigned bf_size(const struct drv_qp *qp)
+int drv_sq_begin(struct drv_qp *qp, const char *verb, unsigned opcode, unsigned send_flags,
+		 uint32_t imm_data, uint8_t **wqe)
 {
-	const struct hca_wqe_ctrl *c = (const void *)last_wqe(qp);
+	const struct ibv_qp *ibqp = &qp->qpx.qp_base;
+	struct hca_wqe_ctrl *c;
+	uint8_t *w;
+
+	/* IBA 10.3.1 state table: posting sends needs RTS, SQD, SQE or ERR (flushed). */
+	if (ibqp->state == IBV_QPS_RESET || ibqp->state == IBV_QPS_INIT ||
+	    ibqp->state == IBV_QPS_RTR)
+		return drv_fail(EINVAL, "%s: QP 0x%x is in a state that takes no sends", verb,
+				ibqp->qp_num);
+	/* The opcodes each QP type takes come from model/hw/wqe.def, as the device checks
+	 * them. */
+	if (!hca_wqe_op_allowed((unsigned)ibqp->qp_type, opcode))
+		return drv_fail(EINVAL, "%s: opcode %u not valid on this QP type", verb, opcode);
+	if (send_flags & ~(unsigned)(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+				     IBV_SEND_INLINE))
+		return drv_fail(EINVAL, "%s: send_flags 0x%x not supported", verb, send_flags);
+	if (qp->sq_pi - qp->sq_ci >= qp->cap.max_send_wr)
+		return drv_fail(ENOMEM, "%s: send queue full (%u WRs)", verb, qp->cap.max_send_wr);
+	w = drv_sq_wqe(qp, qp->sq_pi);
+	memset(w, 0, HCA_WQE_BASE_BYTES);
+	c = (void *)w;
+	c->opcode = (uint8_t)opcode;
+	c->flags = (send_flags & IBV_SEND_SIGNALED || qp->sq_sig_all ? HCA_WQE_F_SIGNALED : 0) |
+		   (send_flags & IBV_SEND_SOLICITED ? HCA_WQE_F_SOLICITED : 0) |
+		   (send_flags & IBV_SEND_FENCE ? HCA_WQE_F_FENCE : 0);
+	c->wqe_index = (uint16_t)qp->sq_pi;
+	c->imm_data = imm_data;
+	*wqe = w;
+	return 0;
+}
+
+void drv_sq_commit(struct drv_qp *qp, uint64_t wr_id)
+{
+	qp->sq_wrid[qp->sq_pi % qp->sq_entries] = wr_id;
+	qp->sq_pi++;
+}
+
+void drv_sq_set_rdma(uint8_t *w, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
+		     uint64_t swap)
+{
+	struct hca_wqe_rdma *r = (void *)(w + sizeof(struct hca_wqe_ctrl));
+
+	r->remote_addr = remote_addr;
+	r->rkey = rkey;
+	r->compare_add = compare_add;
+	r->swap = swap;
+}
+
+int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct ibv_ah *ibah,
+		  uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct drv_ah *ah = DRV_OBJ(struct drv_ah, ibah, DRV_KIND_AH);
+	struct hca_wqe_ud *u = (void *)(w + sizeof(struct hca_wqe_ctrl));
+
+	if (!ah || ah->ah.pd != qp->qpx.qp_base.pd)
+		return drv_fail(EINVAL, "%s: wr.ud.ah is not a live AH of the QP's PD", verb);
+	memset(u, 0, sizeof(*u));
+	u->remote_qpn = remote_qpn & HCA_QPN_MASK;
+	u->remote_qkey = remote_qkey;
+	u->av.dlid = ah->attr.dlid;
+	u->av.sl = ah->attr.sl;
+	u->av.src_path_bits = ah->attr.src_path_bits;
+	u->av.static_rate = ah->attr.static_rate;
+	u->av.is_global = ah->attr.is_global ? 1 : 0;
+	u->av.port_num = ah->attr.port_num;
+	u->av.sgid_index = ah->attr.grh.sgid_index;
+	u->av.flow_label = ah->attr.grh.flow_label;
+	u->av.hop_limit = ah->attr.grh.hop_limit;
+	u->av.traffic_class = ah->attr.grh.traffic_class;
+	memcpy(u->av.dgid, ah->attr.grh.dgid.raw, 16);
+	return 0;
+}
+
+int drv_sq_set_sge(const struct drv_qp *qp, const char *verb, uint8_t *w,
+		   const struct ibv_sge *sg, size_t n)
+{
+	struct hca_wqe_ctrl *c = (void *)w;
+	struct hca_wqe_data *d = (void *)(w + HCA_WQE_BASE_BYTES);
+
+	if (n > qp->cap.max_send_sge)
+		return drv_fail(EINVAL, "%s: num_sge %zu above max_send_sge %u", verb, n,
+				qp->cap.max_send_sge);
+	if (n && !sg)
+		return drv_fail(EINVAL, "%s: NULL sg_list", verb);
+	for (size_t i = 0; i < n; i++)
+		d[i] = (struct hca_wqe_data){ .addr = sg[i].addr, .lkey = sg[i].lkey,
+					      .length = sg[i].length };
+	c->flags &= (uint8_t)~HCA_WQE_F_INLINE;
+	c->inline_len = 0;
+	c->num_sge = (uint8_t)n;
+	return 0;
+}
+
+int drv_sq_set_inline(const struct drv_qp *qp, const char *verb, uint8_t *w,
+		      const struct ibv_sge *sg, const struct ibv_data_buf *buf, size_t n)
+{
+	struct hca_wqe_ctrl *c = (void *)w;
+	uint8_t *dst = w + HCA_WQE_BASE_BYTES;
+	uint64_t len = 0;
+
+	if (n && !sg && !buf)
+		return drv_fail(EINVAL, "%s: NULL inline buffer list", verb);
+	for (size_t i = 0; i < n; i++)
+		len += sg ? sg[i].length : buf[i].length;
+	if (len > qp->cap.max_inline_data || hca_wqe_rd_atomic(c->opcode))
+		return drv_fail(EINVAL, "%s: inline data of %llu bytes (max %u) or on a "
+				"READ/atomic", verb, (unsigned long long)len,
+				qp->cap.max_inline_data);
+	/* Inline data is copied now: the buffers may be reused on return. */
+	for (size_t i = 0; i < n; i++) {
+		size_t l = sg ? sg[i].length : buf[i].length;
+
+		if (l)
+			memcpy(dst, sg ? (void *)(uintptr_t)sg[i].addr : buf[i].addr, l);
+		dst += l;
+	}
+	c->flags |= HCA_WQE_F_INLINE;
+	c->num_sge = 0;
+	c->inline_len = (uint32_t)len;
+	return 0;
+}
+
+/* The bytes of WQE w that carry something: the base segments, then the inline data or the
+ * data segments. */
+static unsigned wqe_used_bytes(const uint8_t *w)
+{
+	const struct hca_wqe_ctrl *c = (const void *)w;
 
 	return HCA_WQE_BASE_BYTES + ((c->flags & HCA_WQE_F_INLINE) ? (c->inline_len + 15) / 16 * 16
 								    : c->num_sge * HCA_SGE_BYTES);
+}
+
+void drv_sq_ring(struct drv_dev *d, struct drv_qp *qp, uint32_t posted)
+{
+	uint32_t qpn = qp->qpx.qp_base.qp_num;
+	const uint8_t *last = drv_sq_wqe(qp, qp->sq_pi - 1);
+	unsigned used;
+
+	if (posted == 1 && (used = wqe_used_bytes(last)) <= HCA_UAR_BF_WQE_BYTES) {
+		/* BlueFlame (as mlx5 does for a single small WQE): the doorbell word and the WQE
+		 * in one write-combined burst of 64-byte chunks, so the device need not read the
+		 * WQE back. */
+		uint8_t bf[HCA_UAR_BF_BYTES] = { 0 };
+		uint64_t db = HCA_UAR_DB(qpn, qp->sq_pi & 0xffff);
+
+		memcpy(bf, &db, sizeof(db));
+		memcpy(bf + 16, last, used);
+		sim_pcie_mmio_write_block(d->fn, HCA_REGION_UAR + HCA_UAR_BF, bf,
+					  (16 + used + 63) / 64 * 64);
+	} else if (posted) {
+		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(qpn, qp->sq_pi & 0xffff));
+	}
+}
+
+static int post_one(struct drv_qp *qp, const struct ibv_send_wr *wr)
+{
+	static const char verb[] = "ibv_post_send";
+	uint8_t *w;
+	int rc;
+
+	if (wr->num_sge < 0)
+		return drv_fail(EINVAL, "%s: num_sge %d is negative", verb, wr->num_sge);
+	rc = drv_sq_begin(qp, verb, (unsigned)wr->opcode, wr->send_flags, wr->imm_data, &w);
+	if (rc)
+		return rc;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+		rc = drv_sq_set_ud(qp, verb, w, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+				   wr->wr.ud.remote_qkey);
+	else if (hca_wqe_atomic(wr->opcode))
+		drv_sq_set_rdma(w, wr->wr.atomic.remote_addr, wr->wr.atomic.rkey,
+				wr->wr.atomic.compare_add, wr->wr.atomic.swap);
+	else
+		drv_sq_set_rdma(w, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, 0, 0);
+	if (rc)
+		return rc;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		rc = drv_sq_set_inline(qp, verb, w, wr->sg_list, NULL, (size_t)wr->num_sge);
+	else
+		rc = drv_sq_set_sge(qp, verb, w, wr->sg_list, (size_t)wr->num_sge);
+	if (rc)
+		return rc;
+	drv_sq_commit(qp, wr->wr_id);
+	return 0;
 }
 
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -135,7 +312,6 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	struct drv_qp *qp = DRV_OBJ(struct drv_qp, ibqp, DRV_KIND_QP);
 	struct drv_dev *d;
 	uint32_t posted = 0;
-	unsigned used;
 	int rc = 0;
 
 	if (!qp) {
@@ -146,139 +322,14 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	d = drv_dev_of(ibqp->context);
 	drv_charge_verb(d);
 	for (; wr; wr = wr->next) {
-		uint8_t *w = (uint8_t *)qp->sq + (size_t)(qp->sq_pi % qp->sq_entries) * qp->sq_stride;
-		struct hca_wqe_ctrl *c = (void *)w;
-		bool inl = wr->send_flags & IBV_SEND_INLINE;
-		uint64_t len = 0;
-
-		/* IBA 10.3.1 state table: posting sends needs RTS, SQD, SQE or ERR (flushed). */
-		if (ibqp->state == IBV_QPS_RESET || ibqp->state == IBV_QPS_INIT ||
-		    ibqp->state == IBV_QPS_RTR) {
-			rc = drv_fail(EINVAL, "ibv_post_send: QP 0x%x is in a state that takes no "
-				      "sends", ibqp->qp_num);
+		rc = post_one(qp, wr);
+		if (rc)
 			break;
-		}
-		/* The opcodes each QP type takes come from model/hw/wqe.def, as the device
-		 * checks them. */
-		if (!hca_wqe_op_allowed((unsigned)ibqp->qp_type, (unsigned)wr->opcode)) {
-			rc = drv_fail(EINVAL, "ibv_post_send: opcode %d not valid on this QP type",
-				      wr->opcode);
-			break;
-		}
-		if (wr->send_flags & ~(unsigned)(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
-						 IBV_SEND_SOLICITED | IBV_SEND_INLINE)) {
-			rc = drv_fail(EINVAL, "ibv_post_send: send_flags 0x%x not supported",
-				      wr->send_flags);
-			break;
-		}
-		if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->cap.max_send_sge)) {
-			rc = drv_fail(EINVAL, "ibv_post_send: num_sge %d above max_send_sge %u",
-				      wr->num_sge, qp->cap.max_send_sge);
-			break;
-		}
-		if (wr->num_sge && !wr->sg_list) {
-			rc = drv_fail(EINVAL, "ibv_post_send: NULL sg_list");
-			break;
-		}
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (inl && (len > qp->cap.max_inline_data || hca_wqe_rd_atomic(wr->opcode))) {
-			rc = drv_fail(EINVAL, "ibv_post_send: inline data of %llu bytes (max %u) or "
-				      "on a READ/atomic", (unsigned long long)len,
-				      qp->cap.max_inline_data);
-			break;
-		}
-		if (qp->sq_pi - qp->sq_ci >= qp->cap.max_send_wr) {
-			rc = drv_fail(ENOMEM, "ibv_post_send: send queue full (%u WRs)",
-				      qp->cap.max_send_wr);
-			break;
-		}
-		if (ibqp->qp_type == IBV_QPT_UD) {
-			struct drv_ah *ah = DRV_OBJ(struct drv_ah, wr->wr.ud.ah, DRV_KIND_AH);
-			struct hca_wqe_ud *u = (void *)(w + sizeof(*c));
-
-			if (!ah || ah->ah.pd != ibqp->pd) {
-				rc = drv_fail(EINVAL, "ibv_post_send: wr.ud.ah is not a live AH of "
-					      "the QP's PD");
-				break;
-			}
-			memset(u, 0, sizeof(*u));
-			u->remote_qpn = wr->wr.ud.remote_qpn & HCA_QPN_MASK;
-			u->remote_qkey = wr->wr.ud.remote_qkey;
-			u->av.dlid = ah->attr.dlid;
-			u->av.sl = ah->attr.sl;
-			u->av.src_path_bits = ah->attr.src_path_bits;
-			u->av.static_rate = ah->attr.static_rate;
-			u->av.is_global = ah->attr.is_global ? 1 : 0;
-			u->av.port_num = ah->attr.port_num;
-			u->av.sgid_index = ah->attr.grh.sgid_index;
-			u->av.flow_label = ah->attr.grh.flow_label;
-			u->av.hop_limit = ah->attr.grh.hop_limit;
-			u->av.traffic_class = ah->attr.grh.traffic_class;
-			memcpy(u->av.dgid, ah->attr.grh.dgid.raw, 16);
-		} else {
-			struct hca_wqe_rdma *r = (void *)(w + sizeof(*c));
-
-			memset(r, 0, sizeof(*r));
-			if (hca_wqe_atomic(wr->opcode)) {
-				r->remote_addr = wr->wr.atomic.remote_addr;
-				r->rkey = wr->wr.atomic.rkey;
-				r->compare_add = wr->wr.atomic.compare_add;
-				r->swap = wr->wr.atomic.swap;
-			} else {
-				r->remote_addr = wr->wr.rdma.remote_addr;
-				r->rkey = wr->wr.rdma.rkey;
-			}
-		}
-		memset(c, 0, sizeof(*c));
-		c->opcode = (uint8_t)wr->opcode;
-		c->flags = (wr->send_flags & IBV_SEND_SIGNALED || qp->sq_sig_all ? HCA_WQE_F_SIGNALED
-										: 0) |
-			   (wr->send_flags & IBV_SEND_SOLICITED ? HCA_WQE_F_SOLICITED : 0) |
-			   (wr->send_flags & IBV_SEND_FENCE ? HCA_WQE_F_FENCE : 0) |
-			   (inl ? HCA_WQE_F_INLINE : 0);
-		c->wqe_index = (uint16_t)qp->sq_pi;
-		c->imm_data = wr->imm_data;
-		if (inl) {
-			uint8_t *dst = w + HCA_WQE_BASE_BYTES;
-
-			/* Inline data is copied now: the buffers may be reused on return. */
-			for (int i = 0; i < wr->num_sge; i++) {
-				memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
-				       wr->sg_list[i].length);
-				dst += wr->sg_list[i].length;
-			}
-			c->inline_len = (uint32_t)len;
-		} else {
-			struct hca_wqe_data *sg = (void *)(w + HCA_WQE_BASE_BYTES);
-
-			c->num_sge = (uint8_t)wr->num_sge;
-			for (int i = 0; i < wr->num_sge; i++) {
-				sg[i].addr = wr->sg_list[i].addr;
-				sg[i].lkey = wr->sg_list[i].lkey;
-				sg[i].length = wr->sg_list[i].length;
-			}
-		}
-		qp->sq_wrid[qp->sq_pi % qp->sq_entries] = wr->wr_id;
-		qp->sq_pi++;
 		posted++;
 	}
 	if (rc && bad)
 		*bad = wr;
-	if (posted == 1 && (used = bf_size(qp)) <= HCA_UAR_BF_WQE_BYTES) {
-		/* BlueFlame (as mlx5 does for a single small WQE): the doorbell word and the WQE
-		 * in one write-combined burst of 64-byte chunks, so the device need not read the
-		 * WQE back. */
-		uint8_t bf[HCA_UAR_BF_BYTES] = { 0 };
-		uint64_t db = HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff);
-
-		memcpy(bf, &db, sizeof(db));
-		memcpy(bf + 16, last_wqe(qp), used);
-		sim_pcie_mmio_write_block(d->fn, HCA_REGION_UAR + HCA_UAR_BF, bf,
-					  (16 + used + 63) / 64 * 64);
-	} else if (posted) {
-		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->sq_pi & 0xffff));
-	}
+	drv_sq_ring(d, qp, posted);
 	return rc;
 }
 
@@ -432,6 +483,11 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	if (c.is_send && qp) {
 		uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
 
+		/* A WQE posted by hand (hcasimdv.h) has no wr_id; its count is taken over. */
+		if (idx - qp->sq_ci >= qp->sq_pi - qp->sq_ci) {
+			qp->sq_pi = idx + 1;
+			qp->sq_wrid[idx % qp->sq_entries] = 0;
+		}
 		w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
 		qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
 	} else if (c.srqn) {
@@ -448,6 +504,10 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	} else if (qp) {
 		uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
 
+		if (qp->rq_entries && idx - qp->rq_ci >= qp->rq_pi - qp->rq_ci) {
+			qp->rq_pi = idx + 1; /* posted by hand (hcasimdv.h) */
+			qp->rq_wrid[idx % qp->rq_entries] = 0;
+		}
 		w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
 		qp->rq_ci = idx + 1;
 	}
@@ -752,7 +812,12 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	struct drv_qp *q = DRV_OBJ(struct drv_qp, qp, DRV_KIND_QP);
 
-	/* The extended work-request API (ibv_wr_*) is not offered: wr_start etc. stay NULL,
-	 * and no QP is created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS. */
-	return q ? &q->qpx : NULL;
+	/* As rdma-core: only a QP created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS has the
+	 * ibv_wr_* API (qp_ex.c); for any other, NULL. */
+	if (!q || !q->ex) {
+		drv_fail(EINVAL, "ibv_qp_to_qp_ex: %s", !q ? "not a live QP"
+				 : "the QP was not created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS");
+		return NULL;
+	}
+	return &q->qpx;
 }

@@ -225,6 +225,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.get_srq_num = drv_get_srq_num;
 	c->vctx.query_rt_values = query_rt_values;
 	c->vctx.create_cq_ex = drv_create_cq_ex;
+	c->vctx.create_qp_ex = drv_create_qp_ex;
 	drv_ops_init(&c->vctx.context.ops);
 	drv_ctx_fill_unsupported(&c->vctx);
 	c->next = d->ctxs;

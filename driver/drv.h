@@ -166,6 +166,14 @@ struct drv_qp {
 	uint32_t sq_entries, sq_stride, sq_pi, sq_ci; /* send ring: posted, completed */
 	uint32_t rq_entries, rq_stride, rq_pi, rq_ci; /* receive ring */
 	uint64_t *sq_wrid, *rq_wrid; /* wr_id per slot */
+	/* extended QP (qp_ex.c): ibv_wr_* batches */
+	uint64_t send_ops;     /* IBV_QP_EX_WITH_* asked at create; ex: created with them */
+	bool ex;               /* created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	bool batch_open;       /* between wr_start and wr_complete/wr_abort */
+	int batch_err;         /* first error of the open batch (positive errno), 0 if none */
+	uint32_t batch_pi;     /* sq_pi at wr_start: where a failed batch rolls back to */
+	uint8_t *cur;          /* the WQE the last builder began (setters fill it), or NULL */
+	bool cur_needs_ud;     /* UD: the current WQE has no ibv_wr_set_ud_addr yet */
 };
 
 struct drv_ah {
@@ -226,6 +234,33 @@ struct ibv_cq_ex *drv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_a
 bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *wc, uint64_t *cycle);
 /* After a batch of drv_cq_take: publish the consumer index in the doorbell record. */
 void drv_cq_publish_ci(struct drv_cq *cq);
+
+/* data.c: send WQEs, built alike by ibv_post_send and the ibv_wr_* API (qp_ex.c). verb
+ * prefixes messages; each returns 0 or a positive errno with the message recorded.
+ * drv_sq_begin checks the QP's state, the opcode for its type, the flags and the room left,
+ * and writes the control segment of WQE sq_pi (not yet posted); drv_sq_commit posts it
+ * (sq_pi + 1); drv_sq_ring rings the doorbell for the last `posted` WQEs (BlueFlame for one
+ * small WQE). The setters fill the second segment and the data of WQE w. */
+uint8_t *drv_sq_wqe(const struct drv_qp *qp, uint32_t idx);
+int drv_sq_begin(struct drv_qp *qp, const char *verb, unsigned opcode, unsigned send_flags,
+		 uint32_t imm_data, uint8_t **wqe);
+void drv_sq_commit(struct drv_qp *qp, uint64_t wr_id);
+void drv_sq_ring(struct drv_dev *d, struct drv_qp *qp, uint32_t posted);
+void drv_sq_set_rdma(uint8_t *w, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
+		     uint64_t swap);
+int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct ibv_ah *ah,
+		  uint32_t remote_qpn, uint32_t remote_qkey);
+int drv_sq_set_sge(const struct drv_qp *qp, const char *verb, uint8_t *w,
+		   const struct ibv_sge *sg, size_t n);
+/* Inline data from sg (addr, length) or from buf: n entries. */
+int drv_sq_set_inline(const struct drv_qp *qp, const char *verb, uint8_t *w,
+		      const struct ibv_sge *sg, const struct ibv_data_buf *buf, size_t n);
+
+/* qp.c: create a QP (validated; the verb's name prefixes messages). NULL with errno. */
+struct drv_qp *drv_qp_create(struct ibv_pd *pd, const char *verb, struct ibv_qp_init_attr *init);
+/* qp_ex.c: the verbs_context op behind ibv_create_qp_ex, and the ibv_wr_* ops of a QP. */
+struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+void drv_qp_ex_init(struct drv_qp *qp);
 
 /* data.c: number -> object maps for CQEs and events (NULL unregisters). */
 void drv_map_qp(struct drv_dev *d, uint32_t qpn, struct drv_qp *qp);

@@ -55,7 +55,7 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 	free(qp);
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
+struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_qp_init_attr *init)
 {
 	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_qp_create_in in = { 0 };
@@ -69,14 +69,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	struct ibv_qp *q;
 
 	if (!pd) {
-		drv_fail(EINVAL, "ibv_create_qp: not a live PD");
+		drv_fail(EINVAL, "%s: not a live PD", verb);
 		return NULL;
 	}
 	ctx = pd->pd.context;
 	d = drv_dev_of(ctx);
-	drv_charge_verb(d);
+	drv_charge_verb_(d, verb);
 	if (!init) {
-		drv_fail(EINVAL, "ibv_create_qp: NULL init_attr");
+		drv_fail(EINVAL, "%s: NULL init_attr", verb);
 		return NULL;
 	}
 	switch (init->qp_type) {
@@ -88,24 +88,24 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
 	case IBV_QPT_DRIVER:
-		drv_fail(EOPNOTSUPP, "ibv_create_qp: qp_type %d is not supported by this device",
+		drv_fail(EOPNOTSUPP, "%s: qp_type %d is not supported by this device", verb,
 			 init->qp_type);
 		return NULL;
 	default:
-		drv_fail(EINVAL, "ibv_create_qp: unknown qp_type %d", init->qp_type);
+		drv_fail(EINVAL, "%s: unknown qp_type %d", verb, init->qp_type);
 		return NULL;
 	}
 	scq = cq_of(init->send_cq, ctx);
 	rcq = cq_of(init->recv_cq, ctx);
 	if (!scq || !rcq) {
-		drv_fail(EINVAL, "ibv_create_qp: %s is not a live CQ of this context",
+		drv_fail(EINVAL, "%s: %s is not a live CQ of this context", verb,
 			 !scq ? "send_cq" : "recv_cq");
 		return NULL;
 	}
 	if (init->srq) {
 		srq = DRV_OBJ(struct drv_srq, init->srq, DRV_KIND_SRQ);
 		if (!srq || srq->srq.context != ctx) {
-			drv_fail(EINVAL, "ibv_create_qp: srq is not a live SRQ of this context");
+			drv_fail(EINVAL, "%s: srq is not a live SRQ of this context", verb);
 			return NULL;
 		}
 	}
@@ -116,7 +116,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	in.caps.max_recv_wr = srq ? 0 : init->cap.max_recv_wr;
 	in.caps.max_recv_sge = srq ? 0 : init->cap.max_recv_sge;
 	if (in.caps.max_send_wr > d->cap.max_qp_wr || in.caps.max_recv_wr > d->cap.max_qp_wr) {
-		drv_fail(EINVAL, "ibv_create_qp: cap.max_%s_wr %u above the device's %u",
+		drv_fail(EINVAL, "%s: cap.max_%s_wr %u above the device's %u", verb,
 			 in.caps.max_send_wr > d->cap.max_qp_wr ? "send" : "recv",
 			 in.caps.max_send_wr > d->cap.max_qp_wr ? in.caps.max_send_wr
 								: in.caps.max_recv_wr,
@@ -124,18 +124,18 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 		return NULL;
 	}
 	if (in.caps.max_send_sge > d->cap.max_sge || in.caps.max_recv_sge > d->cap.max_sge) {
-		drv_fail(EINVAL, "ibv_create_qp: cap.max_%s_sge above the device's %u",
+		drv_fail(EINVAL, "%s: cap.max_%s_sge above the device's %u", verb,
 			 in.caps.max_send_sge > d->cap.max_sge ? "send" : "recv", d->cap.max_sge);
 		return NULL;
 	}
 	if (in.caps.max_inline > d->cap.max_inline) {
-		drv_fail(EINVAL, "ibv_create_qp: cap.max_inline_data %u above the device's %u",
+		drv_fail(EINVAL, "%s: cap.max_inline_data %u above the device's %u", verb,
 			 in.caps.max_inline, d->cap.max_inline);
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
-		drv_fail(ENOMEM, "ibv_create_qp: out of memory");
+		drv_fail(ENOMEM, "%s: out of memory", verb);
 		return NULL;
 	}
 	sq_entries = hca_wq_entries(in.caps.max_send_wr);
@@ -148,7 +148,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	qp->rq_wrid = calloc(rq_entries, sizeof(*qp->rq_wrid));
 	if (!qp->sq_wrid || !qp->rq_wrid) {
 		qp_free(d, qp);
-		drv_fail(ENOMEM, "ibv_create_qp: out of memory");
+		drv_fail(ENOMEM, "%s: out of memory", verb);
 		return NULL;
 	}
 	/* One buffer: the send queue, then the receive queue (mlx5 keeps both in one buffer
@@ -201,7 +201,15 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	qp->cap.max_inline_data = out.caps.max_inline;
 	init->cap = qp->cap;
 	drv_map_qp(d, out.qpn, qp);
-	return q;
+	drv_qp_ex_init(qp);
+	return qp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	struct drv_qp *qp = drv_qp_create(pd, "ibv_create_qp", init);
+
+	return qp ? &qp->qpx.qp_base : NULL;
 }
 
 static void av_to_hw(const struct ibv_ah_attr *a, struct hca_av *h)
