@@ -88,6 +88,16 @@ void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		fetch_window(d, qp, qp->sq_next, t);
 }
 
+/* The address vector of a UD WQE, as software wrote it: every field within what the headers
+ * can carry (IBA 7.7, 8.3, 9.3) and the device has, before any packet is built from it. */
+static bool ud_av_ok(const struct hm_dev *d, const struct hca_wqe_ud *ud)
+{
+	const struct hca_av *av = &ud->av;
+
+	return ud->remote_qpn <= HCA_QPN_MASK && av->sl < 16 && av->flow_label < (1u << 20) &&
+	       (!av->port_num || av->port_num <= d->nports);
+}
+
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
 		      uint64_t *len)
 {
@@ -97,6 +107,8 @@ uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8
 
 	*len = 0;
 	if (!hca_wqe_op_allowed(qp->type, c->opcode))
+		return HCA_WC_LOC_QP_OP_ERR;
+	if (qp->type == HCA_QPT_UD && !ud_av_ok(d, (const void *)(c + 1)))
 		return HCA_WC_LOC_QP_OP_ERR;
 	if (c->flags & HCA_WQE_F_INLINE) {
 		if (c->inline_len > room)
