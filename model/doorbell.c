@@ -127,10 +127,12 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	/* The WQE goes straight into the QP's WQE buffer when it is the next one after every
 	 * WQE already there or being read (the fetcher has nothing to read for it): alone, or
 	 * appended to the window of WQEs fetched ahead. Otherwise (earlier WQEs are still only
-	 * in host memory) the write is an ordinary doorbell: the WQE is in host memory too. */
+	 * in host memory) the write is an ordinary doorbell: the WQE is in host memory too.
+	 * Nothing is stored unless the WQE fits the ring: past a full send queue its slot is the
+	 * oldest WQE's, which may still be being sent (the doorbell is then refused, below). */
 	if (qp && qp->sq_entries && wlen <= qp->sq_stride && len <= HCA_UAR_BF_BYTES &&
 	    qp->state == HCA_QPS_RTS && ((qp->sq_pi + 1) & 0xffffu) == pi16 &&
-	    qp->sq_fetched == qp->sq_pi) {
+	    qp->sq_fetched == qp->sq_pi && qp->sq_pi + 1 - qp->sq_done <= qp->sq_entries) {
 		uint32_t slot = qp->sq_pi % qp->sq_entries;
 
 		memcpy(qp->wqe_buf + (size_t)slot * qp->sq_stride, data + 16, wlen);

@@ -416,3 +416,63 @@ Test(hcasimdv, ud_address_vectors_the_headers_cannot_carry_end_in_error_completi
 	ud_av(AV_FLOW_LABEL_2_20, "flow label 2^20");
 	ud_av(AV_QPN_2_24, "remote QPN 2^24");
 }
+
+/* A BlueFlame write that rings a WQE past a full send queue (hostile-input issue: it
+ * overwrote the oldest WQE while the requester was still sending it, which then gathered past
+ * the end of a heap buffer): the device takes nothing from it, refuses the doorbell and counts
+ * it, and the WQEs already in the ring complete with their own data. The oldest is a 64 KiB
+ * SEND, 64 packets; the BlueFlame WQE, an inline SEND of 16 bytes, comes while it is sent. */
+Test(hcasimdv, blueflame_past_a_full_send_queue_is_refused_and_changes_nothing)
+{
+	struct tb_pair p;
+	struct hcasimdv_qp q;
+	struct hcasim_dev_counters before, after;
+	struct ibv_wc wc;
+	uint8_t bf[128] = { 0 }, *src;
+	uint32_t n, big = 65536, len = 1500, slot = 65536;
+
+	tb_pair_open(&p, IBV_QPT_RC, (size_t)slot * 4, 5);
+	src = p.src->addr;
+	q = dv_qp(p.qa);
+	n = q.sq.wqe_cnt;
+	cr_assert_leq(n, 4, "the test's receive ring holds 4");
+	for (uint32_t i = 0; i < n; i++) {
+		post_recv(&p, (size_t)i * slot, slot, 100 + i);
+		hand_send(&q, q.sq.head + i, (uintptr_t)src + (size_t)i * slot, p.src->lkey,
+			  i ? len : big);
+	}
+	EXPECT_OK(hcasimdv_uar_write64(&q.uar, HCA_UAR_SQ_DB,
+				       HCA_UAR_DB(q.qpn, (q.sq.head + n) & 0xffff)));
+	hcasim_run_for_ps(1500000); /* 1.5 us: the first SEND is being sent */
+	cr_assert_eq(hcasim_dev_counters(0, &before), 0);
+	{
+		uint64_t db = HCA_UAR_DB(q.qpn, (q.sq.head + n + 1) & 0xffff);
+		struct hca_wqe_ctrl *c = (void *)(bf + 16);
+
+		memcpy(bf, &db, 8);
+		c->opcode = HCA_WQE_OP_SEND;
+		c->flags = HCA_WQE_F_SIGNALED | HCA_WQE_F_INLINE;
+		c->inline_len = 16;
+		memset(bf + 16 + HCA_WQE_BASE_BYTES, 0xee, 16);
+		EXPECT_OK(hcasimdv_uar_write_bf(&q.uar, bf, sizeof(bf)));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t l = i ? len : big;
+
+		tb_poll(p.a.cq, &wc, 1);
+		expect_ok_wc(&wc, 0, IBV_WC_SEND, q.qpn, 0, "a SEND of the full ring");
+		tb_poll(p.b.cq, &wc, 1);
+		expect_ok_wc(&wc, 100 + i, IBV_WC_RECV, p.qb->qp_num, l, "its receive");
+		cr_assert_eq(memcmp((uint8_t *)p.dst->addr + (size_t)i * slot,
+				    src + (size_t)i * slot, l),
+			     0, "SEND %u arrived with other bytes", i);
+	}
+	cr_assert_eq(hcasim_dev_counters(0, &after), 0);
+	cr_assert_eq(after.bad_doorbells, before.bad_doorbells + 1, "bad doorbells %llu -> %llu",
+		     (unsigned long long)before.bad_doorbells,
+		     (unsigned long long)after.bad_doorbells);
+	hcasim_run_for_ps(100000000ull);
+	cr_assert_eq(ibv_poll_cq(p.a.cq, 1, &wc), 0, "the refused WQE completed");
+	cr_assert_null(hcasim_halted());
+	tb_pair_close(&p);
+}
