@@ -45,7 +45,8 @@ void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
 /* A 64-bit posted write (one TLP, arrives whole): doorbells. */
 void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val);
 /* A write-combined burst of len bytes (8..4096, a multiple of 8) to a 64-byte aligned offset:
- * one posted TLP that arrives whole (BlueFlame doorbells). */
+ * one posted TLP that arrives whole (BlueFlame doorbells). Another length is refused at once
+ * (warn.mmio); an access outside BAR0, whatever its offset, is refused where it arrives. */
 void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void *data,
 			       unsigned len);
 /* Non-posted read: simulated time advances by the round trip. */
