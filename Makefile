@@ -262,6 +262,7 @@ docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
+	$(BIN)/hcasim-gendoc trace > docs/trace-events.md
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

@@ -231,7 +231,7 @@ static bool differ(struct hm_dev *d, enum hm_block b, const char *op, uint64_t i
 			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
 			 d->devno, block_names[b], op, (unsigned long long)in_cycle, field,
 			 (unsigned long long)w, (unsigned long long)g, where);
-		SIM_TRACE(warn, lockstep, d->devno, "%s", msg);
+		trace_warn_lockstep(d->devno, block_names[b], op, in_cycle, field, w, g);
 		fprintf(stderr, "hcasim: %s\n", msg);
 		sim_halt(sim_kernel(), msg);
 	}

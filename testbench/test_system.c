@@ -269,6 +269,11 @@ Test(system, generated_rtl_package_matches_the_device_interface)
 	check_generated("sv", "rtl/hca_pkg.sv");
 }
 
+Test(system, generated_trace_event_table_matches_the_trace_declarations)
+{
+	check_generated("trace", "docs/trace-events.md");
+}
+
 Test(system, trace_lines_carry_time_device_and_cycle)
 {
 	char path[] = "/tmp/hcasim-trace-XXXXXX", line[512];
