@@ -9,10 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The event table. Only testbench/test_kernel.c names another one, to show that a declared
+ * format that does not match its argument types does not build. */
+#ifndef SIM_TRACE_DEF
+#define SIM_TRACE_DEF "sim/trace.def"
+#endif
+
 enum sim_trace_cat {
 #define TRACE_CAT(c, doc) SIM_TCAT_##c,
 #define TRACE_EV(c, n, doc, params, args, fmt)
-#include "sim/trace.def"
+#include SIM_TRACE_DEF
 #undef TRACE_CAT
 #undef TRACE_EV
 	SIM_TCAT_COUNT
@@ -21,7 +27,7 @@ enum sim_trace_cat {
 enum sim_trace_ev {
 #define TRACE_CAT(c, doc)
 #define TRACE_EV(c, n, doc, params, args, fmt) SIM_TEV_##c##_##n,
-#include "sim/trace.def"
+#include SIM_TRACE_DEF
 #undef TRACE_CAT
 #undef TRACE_EV
 	SIM_TEV_COUNT
@@ -62,7 +68,7 @@ void sim_trace_emit(int ev, int dev, const char *fmt, ...) __attribute__((format
 		if (sim_trace_mask & (1ull << SIM_TCAT_##c))                                       \
 			sim_trace_emit(SIM_TEV_##c##_##n, dev, fmt, SIM_TRACE_UNPAREN_ args);      \
 	}
-#include "sim/trace.def"
+#include SIM_TRACE_DEF
 #undef TRACE_CAT
 #undef TRACE_EV
 
