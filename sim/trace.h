@@ -63,7 +63,7 @@ void sim_trace_emit(int ev, int dev, const char *fmt, ...) __attribute__((format
 #define SIM_TRACE_UNPAREN_(...) __VA_ARGS__
 #define TRACE_CAT(c, doc)
 #define TRACE_EV(c, n, doc, params, args, fmt)                                                     \
-	static inline void trace_##c##_##n(int dev, SIM_TRACE_UNPAREN_ params)                      \
+	static inline void trace_##c##_##n(int dev, SIM_TRACE_UNPAREN_ params)                     \
 	{                                                                                          \
 		if (sim_trace_mask & (1ull << SIM_TCAT_##c))                                       \
 			sim_trace_emit(SIM_TEV_##c##_##n, dev, fmt, SIM_TRACE_UNPAREN_ args);      \

@@ -242,10 +242,10 @@ Test(link, each_send_is_a_link_tx_raw_trace_line_without_a_classifier)
 	f = fopen(path, "r");
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		const char *want = n == 0
-				       ? "t=0 link.tx_raw link=ib0 side=0 bytes=64 start=0 end=5120\n"
-				       : "t=0 link.tx_raw link=ib0 side=0 bytes=100 start=5120 "
-					 "end=13120\n";
+		const char *want =
+		    n == 0 ? "t=0 link.tx_raw link=ib0 side=0 bytes=64 start=0 end=5120\n"
+			   : "t=0 link.tx_raw link=ib0 side=0 bytes=100 start=5120 "
+			     "end=13120\n";
 
 		cr_expect_str_eq(line, want);
 		n++;

@@ -316,7 +316,7 @@ struct obs {
 	int nrx;
 	uint64_t tx; /* pkt.tx lines (frames handed to a link) */
 	uint64_t drops;
-	unsigned drop_port; /* port= of the last pkt.drop_* that has one */
+	unsigned drop_port;  /* port= of the last pkt.drop_* that has one */
 	uint64_t send_cqe_t; /* last cqe.write of a send completion */
 };
 

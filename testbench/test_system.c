@@ -288,20 +288,22 @@ static int build_emitter(const char *decl, const char *args, char **out)
 	fprintf(d, "TRACE_CAT(t, \"test\")\n%s\n", decl);
 	fclose(d);
 	c = fdopen(fd_src, "w");
-	fprintf(c, "#include \"sim/trace.h\"\nuint64_t sim_trace_mask;\n"
-		   "void sim_trace_emit(int ev, int dev, const char *fmt, ...) { (void)ev; (void)dev; "
-		   "(void)fmt; }\nint main(void) { trace_t_ev(0, %s); return 0; }\n",
+	fprintf(c,
+		"#include \"sim/trace.h\"\nuint64_t sim_trace_mask;\n"
+		"void sim_trace_emit(int ev, int dev, const char *fmt, ...) { (void)ev; (void)dev; "
+		"(void)fmt; }\nint main(void) { trace_t_ev(0, %s); return 0; }\n",
 		args);
 	fclose(c);
-	snprintf(cmd, sizeof(cmd),
-		 "gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I %s '-DSIM_TRACE_DEF=\"%s\"' %s "
-		 "2>&1; echo \"exit=$?\"",
-		 HCASIM_SRC_DIR, def, src);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I %s '-DSIM_TRACE_DEF=\"%s\"' %s "
+	    "2>&1; echo \"exit=$?\"",
+	    HCASIM_SRC_DIR, def, src);
 	*out = run_capture(cmd);
 	unlink(def);
 	unlink(src);
-	cr_assert(sscanf(strstr(*out, "exit=") ? strstr(*out, "exit=") : "exit=-1", "exit=%d",
-			 &st) == 1);
+	cr_assert(
+	    sscanf(strstr(*out, "exit=") ? strstr(*out, "exit=") : "exit=-1", "exit=%d", &st) == 1);
 	return st;
 }
 

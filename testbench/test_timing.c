@@ -476,7 +476,8 @@ static int count_events(const char *path, const char *ev, const char *key, uint6
 		const char *fields = trace_line(line, &e, name, sizeof(name));
 		uint64_t v;
 
-		n += !strcmp(name, ev) && (!key || (hcasim_trace_field(fields, key, &v) && v == val));
+		n += !strcmp(name, ev) &&
+		     (!key || (hcasim_trace_field(fields, key, &v) && v == val));
 	}
 	fclose(f);
 	return n;

@@ -232,8 +232,7 @@ static void trace_fields(const char *fmt, const char *params)
 		size_t len = strcspn(p, ",)");
 		int end = (int)len;
 
-		while (end > 0 && (p[end - 1] == '_' ||
-				   (p[end - 1] >= 'a' && p[end - 1] <= 'z') ||
+		while (end > 0 && (p[end - 1] == '_' || (p[end - 1] >= 'a' && p[end - 1] <= 'z') ||
 				   (p[end - 1] >= '0' && p[end - 1] <= '9')))
 			end--; /* drop the argument's name */
 		while (end > 0 && p[end - 1] == ' ')
@@ -252,7 +251,7 @@ static void trace_fields(const char *fmt, const char *params)
 			continue;
 		}
 		p += strspn(p + 1, "0123456789-+ #.lhzjt"); /* flags, width, length */
-		p++;                                        /* the conversion */
+		p++;					    /* the conversion */
 		printf("<%s>", k < n ? types[k] : "?");
 		k++;
 	}
@@ -283,7 +282,7 @@ static void trace_events(void)
 	       "replaced by its type. Select categories with\n`HCASIM_TRACE=cat,cat` (or `*`); "
 	       "see [user-guide.md](user-guide.md#9-reading-traces).\n");
 #define TRACE_CAT(c, doc)                                                                          \
-	printf("\n## `%s`: %s\n\n| event | fields | meaning |\n|---|---|---|\n", #c, doc);          \
+	printf("\n## `%s`: %s\n\n| event | fields | meaning |\n|---|---|---|\n", #c, doc);         \
 	trace_cat_events(#c);
 #define TRACE_EV(c, n, doc, params, args, fmt)
 #include "sim/trace.def"

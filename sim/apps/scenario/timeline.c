@@ -474,9 +474,9 @@ static void on_eqe(int dev, uint64_t t, const char *f)
 /* The link.* events that inject a fault into a frame. */
 static bool is_link_fault(const char *ev)
 {
-	static const char *const names[] = { "link.fault_drop",	     "link.fault_corrupt",
-					     "link.fault_delay",     "link.fault_duplicate",
-					     "link.fault_reorder",   "link.fault_down" };
+	static const char *const names[] = {"link.fault_drop",	  "link.fault_corrupt",
+					    "link.fault_delay",	  "link.fault_duplicate",
+					    "link.fault_reorder", "link.fault_down"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(ev, names[i]))
