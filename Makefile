@@ -286,6 +286,7 @@ docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
 	$(BIN)/hcasim-gendoc twins > docs/twins.md
+	$(BIN)/hcasim-gendoc trace > docs/trace-events.md
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

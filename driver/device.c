@@ -162,7 +162,7 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
 void drv_charge_verb_(struct drv_dev *d, const char *verb)
 {
-	SIM_TRACE(drv, verb, sim_pcie_fn_devno(d->fn), "verb=%s", verb);
+	trace_drv_verb(sim_pcie_fn_devno(d->fn), verb);
 	sim_host_advance(d->verb_ps);
 }
 

@@ -173,15 +173,13 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 	if (sim_dma_read_timed(d->fn, d->cmdq_addr, &e, sizeof(e), &t)) {
 		/* The entry itself is unreachable: nothing can be written back. The fault was
 		 * reported by the IOMMU callback; CMD_STATUS shows BAD_ADDR. */
-		SIM_TRACE(warn, cmd, d->devno, "command entry at 0x%llx unreadable",
-			  (unsigned long long)d->cmdq_addr);
+		trace_warn_cmd_fetch(d->devno, d->cmdq_addr);
 		d->cmd_busy = false;
 		d->last_status = HCA_STATUS_BAD_ADDR;
 		return t;
 	}
 	r = check_entry(&e, token, &cmd);
-	SIM_TRACE(cmd, exec, d->devno, "op=%s(0x%x) token=%u", cmd ? cmd->name : "?", e.opcode,
-		  e.token);
+	trace_cmd_exec(d->devno, cmd ? cmd->name : "?", e.opcode, e.token);
 	if (r.status == HCA_STATUS_OK && !d->initialized && e.opcode != HCA_CMD_QUERY_HCA_CAP &&
 	    e.opcode != HCA_CMD_INIT_HCA)
 		r = FW_FAIL(NOT_INITIALIZED, NONE, 0);
@@ -202,8 +200,7 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 		t = sim_clock_after(&d->core, t, 50); /* decode and reject */
 	}
 	if (r.status != HCA_STATUS_OK)
-		SIM_TRACE(warn, cmd, d->devno, "op=0x%x status=%s syndrome=0x%08x", e.opcode,
-			  hca_status_name(r.status), r.syndrome);
+		trace_warn_cmd_fail(d->devno, e.opcode, hca_status_name(r.status), r.syndrome);
 	e.status = r.status;
 	e.syndrome = r.syndrome;
 	e.start_cycle = start_cycle;

@@ -154,8 +154,7 @@ struct fw_result fw_cmd_CREATE_EQ(struct fw_state *fw, const void *in_, void *ou
 					  .vector = in->vector,
 					  .event_mask = in->event_mask };
 	o->handle = n;
-	SIM_TRACE(fw, obj, fw->dev->devno, "create eq=%u log_size=%u vector=%u mask=0x%llx", n,
-		  in->log_size, in->vector, (unsigned long long)in->event_mask);
+	trace_fw_eq_create(fw->dev->devno, n, in->log_size, in->vector, in->event_mask);
 	return FW_OK;
 }
 
@@ -177,6 +176,6 @@ struct fw_result fw_cmd_DESTROY_EQ(struct fw_state *fw, const void *in_, void *o
 	if (users)
 		return FW_FAIL(BUSY, BUSY, users);
 	fw->dev->eqs[in->handle].live = false;
-	SIM_TRACE(fw, obj, fw->dev->devno, "destroy eq=%u", in->handle);
+	trace_fw_eq_destroy(fw->dev->devno, in->handle);
 	return FW_OK;
 }

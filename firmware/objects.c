@@ -19,7 +19,7 @@ struct fw_result fw_cmd_ALLOC_PD(struct fw_state *fw, const void *in_, void *out
 	if (pdn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	o->handle = (uint32_t)pdn;
-	SIM_TRACE(fw, obj, DEV(fw), "alloc pd=%u", o->handle);
+	trace_fw_pd_alloc(DEV(fw), o->handle);
 	return FW_OK;
 }
 
@@ -35,7 +35,7 @@ struct fw_result fw_cmd_DEALLOC_PD(struct fw_state *fw, const void *in_, void *o
 	if (pd->refs)
 		return FW_FAIL(BUSY, BUSY, pd->refs);
 	fw_obj_free(&fw->pds, in->handle);
-	SIM_TRACE(fw, obj, DEV(fw), "dealloc pd=%u", in->handle);
+	trace_fw_pd_dealloc(DEV(fw), in->handle);
 	return FW_OK;
 }
 
@@ -84,9 +84,7 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 		      &(struct hm_mkey){ .valid = true, .variant = mk->variant, .pdn = in->pdn,
 					 .access = in->access, .va = in->iova, .len = in->length,
 					 .iova = in->start });
-	SIM_TRACE(fw, obj, DEV(fw), "create mkey=0x%x pd=%u start=0x%llx len=%llu access=0x%x",
-		  o->lkey, in->pdn, (unsigned long long)in->start, (unsigned long long)in->length,
-		  in->access);
+	trace_fw_mkey_create(DEV(fw), o->lkey, in->pdn, in->start, in->length, in->access);
 	return FW_OK;
 }
 
@@ -103,7 +101,7 @@ struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void 
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
 	fw_obj_free(&fw->mkeys, in->handle >> 8);
 	hm_mkey_write(fw->dev, in->handle >> 8, &(struct hm_mkey){ .variant = mk->variant });
-	SIM_TRACE(fw, obj, DEV(fw), "destroy mkey=0x%x", in->handle);
+	trace_fw_mkey_destroy(DEV(fw), in->handle);
 	return FW_OK;
 }
 
@@ -159,7 +157,7 @@ struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *ou
 	hm_cq_write(fw->dev, o->cqn,
 		    &(struct hm_cq){ .valid = true, .ring = in->ring_addr, .db = in->db_addr,
 				     .log_size = in->log_size, .eqn = in->eqn });
-	SIM_TRACE(fw, obj, DEV(fw), "create cq=%u cqe=%u eq=%u", o->cqn, o->cqe, in->eqn);
+	trace_fw_cq_create(DEV(fw), o->cqn, o->cqe, in->eqn);
 	return FW_OK;
 }
 
@@ -214,7 +212,7 @@ struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *ou
 	cq->ring_addr = in->ring_addr;
 	o->cqn = in->cqn;
 	o->cqe = cq->cqe;
-	SIM_TRACE(fw, obj, DEV(fw), "resize cq=%u cqe=%u", in->cqn, cq->cqe);
+	trace_fw_cq_resize(DEV(fw), in->cqn, cq->cqe);
 	return FW_OK;
 }
 
@@ -231,7 +229,7 @@ struct fw_result fw_cmd_DESTROY_CQ(struct fw_state *fw, const void *in_, void *o
 		return FW_FAIL(BUSY, BUSY, cq->refs);
 	fw_obj_free(&fw->cqs, in->handle);
 	hm_cq_write(fw->dev, in->handle, &(struct hm_cq){ .valid = false });
-	SIM_TRACE(fw, obj, DEV(fw), "destroy cq=%u", in->handle);
+	trace_fw_cq_destroy(DEV(fw), in->handle);
 	return FW_OK;
 }
 
@@ -286,8 +284,7 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 		     &(struct hm_srq){ .valid = true, .pdn = in->pdn, .ring = in->ring_addr,
 				       .entries = entries, .stride = stride });
 	srq_out((uint32_t)srqn, s, out_);
-	SIM_TRACE(fw, obj, DEV(fw), "create srq=%lld pd=%u max_wr=%u max_sge=%u", (long long)srqn,
-		  in->pdn, s->max_wr, s->max_sge);
+	trace_fw_srq_create(DEV(fw), (long long)srqn, in->pdn, s->max_wr, s->max_sge);
 	return FW_OK;
 }
 
@@ -342,6 +339,6 @@ struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *
 	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;
 	fw_obj_free(&fw->srqs, in->handle);
 	hm_srq_write(fw->dev, in->handle, &(struct hm_srq){ .valid = false });
-	SIM_TRACE(fw, obj, DEV(fw), "destroy srq=%u", in->handle);
+	trace_fw_srq_destroy(DEV(fw), in->handle);
 	return FW_OK;
 }

@@ -133,9 +133,8 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 				      .sq_stride = sq_stride, .rq = qp->rq_addr,
 				      .rq_entries = rq_entries, .rq_stride = rq_stride },
 		     *t);
-	SIM_TRACE(fw, obj, DEV(fw), "create qp=0x%x type=%u pd=%u scq=%u rcq=%u srq=%u sq_wr=%u "
-		  "rq_wr=%u", o->qpn, in->type, in->pdn, in->send_cqn, in->recv_cqn, qp->srqn,
-		  caps.max_send_wr, caps.max_recv_wr);
+	trace_fw_qp_create(DEV(fw), o->qpn, in->type, in->pdn, in->send_cqn, in->recv_cqn, qp->srqn,
+			   caps.max_send_wr, caps.max_recv_wr);
 	return FW_OK;
 }
 
@@ -361,16 +360,14 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 	} else {
 		apply_attrs(&qp->attr, &in->attr, m);
 	}
-	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s mask=0x%x", in->qpn, hca_qps_name(qp->state),
-		  hca_qps_name(next), m);
+	trace_qp_modify(DEV(fw), in->qpn, hca_qps_name(qp->state), hca_qps_name(next), m);
 	qp->state = (uint8_t)next;
 	hm_qp_modify(fw->dev, in->qpn, &qp->attr, m, next, *t);
 	o->state = next;
 	return FW_OK;
 reject:
-	SIM_TRACE(qp, reject, DEV(fw), "qpn=0x%x cur=%s next=%s mask=0x%x status=%s syndrome=0x%x",
-		  in->qpn, hca_qps_name(cur), hca_qps_name(next), m, hca_status_name(r.status),
-		  r.syndrome);
+	trace_qp_reject(DEV(fw), in->qpn, hca_qps_name(cur), hca_qps_name(next), m,
+			hca_status_name(r.status), r.syndrome);
 	return r;
 }
 
@@ -423,7 +420,7 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 		((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
 	fw_obj_free(&fw->qps, in->handle);
 	hm_qp_destroy(fw->dev, in->handle);
-	SIM_TRACE(fw, obj, DEV(fw), "destroy qp=0x%x", in->handle);
+	trace_fw_qp_destroy(DEV(fw), in->handle);
 	return FW_OK;
 }
 
@@ -439,8 +436,7 @@ struct fw_result fw_cmd_DEBUG_FORCE_QP_STATE(struct fw_state *fw, const void *in
 		return FW_HANDLE(hca_qp_force_in, qpn);
 	if (in->state >= HCA_QPS_COUNT)
 		return FW_FIELD(BAD_PARAM, hca_qp_force_in, state);
-	SIM_TRACE(qp, modify, DEV(fw), "qpn=0x%x %s->%s forced", in->qpn, hca_qps_name(qp->state),
-		  hca_qps_name(in->state));
+	trace_qp_force(DEV(fw), in->qpn, hca_qps_name(qp->state), hca_qps_name(in->state));
 	qp->state = (uint8_t)in->state;
 	((struct hm_qp *)hm_qp_peek(fw->dev, in->qpn))->state = (uint8_t)in->state;
 	return FW_OK;

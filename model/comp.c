@@ -78,7 +78,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 			cqe.byte_len = 8;
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
-	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=%u", qp->qpn, f->wqe, status);
+	trace_comp_done(d->devno, qp->qpn, f->wqe, status);
 	qp->sq_done++;
 	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS)
@@ -113,7 +113,7 @@ static void rnr_resume(void *arg)
 	struct hm_qp *qp = r->qpn < r->d->dp->nqps ? r->d->dp->qps[r->qpn] : NULL;
 
 	if (qp && qp->rnr_wait) {
-		SIM_TRACE(comp, rnr_resume, r->d->devno, "qpn=0x%x", qp->qpn);
+		trace_comp_rnr_resume(r->d->devno, qp->qpn);
 		qp->rnr_wait = false;
 		hm_sched_add(r->d, qp);
 		hm_req_kick(r->d, sim_now(sim_kernel()));
@@ -192,8 +192,7 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const char *cause,
 		       sim_time_t t)
 {
-	SIM_TRACE(comp, retry, d->devno, "qpn=0x%x psn=%u cause=%s retries_left=%u%s", qp->qpn,
-		  psn, cause, qp->retry_left, qp->retry_left ? "" : " exhausted");
+	trace_comp_retry(d->devno, qp->qpn, psn, cause, qp->retry_left, !qp->retry_left);
 	if (!qp->retry_left) {
 		hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		return;
@@ -356,10 +355,8 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 	uint64_t wait_ps = rnr_delay_ps[c->syn & 0x1f];
 	struct rnr_resume *r;
 
-	SIM_TRACE(comp, rnr_wait, d->devno, "qpn=0x%x psn=%u start=%llu wait_ps=%llu rnr_left=%u%s",
-		  qp->qpn, c->p->psn, (unsigned long long)c->t, (unsigned long long)wait_ps,
-		  qp->rnr_left,
-		  qp->attr.rnr_retry == 7 ? " (infinite)" : !qp->rnr_left ? " exhausted" : "");
+	trace_comp_rnr_wait(d->devno, qp->qpn, c->p->psn, c->t, wait_ps, qp->rnr_left,
+			    qp->attr.rnr_retry == 7, qp->attr.rnr_retry != 7 && !qp->rnr_left);
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->rnr_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, c->t);
@@ -480,12 +477,10 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	c.t = t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);
 	c.upto = (c.op == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(c.syn) ? p->psn - 1 : p->psn) &
 		 HCA_PSN_MASK;
-	SIM_TRACE(comp, ack, d->devno, "qpn=0x%x psn=%u op=0x%02x syndrome=0x%02x", qp->qpn,
-		  p->psn, c.op, c.syn);
+	trace_comp_ack(d->devno, qp->qpn, p->psn, c.op, c.syn);
 	hm_ctr_ack_rcvd(d, qp, c.op, c.syn);
 	while (step != COMP_DONE) {
-		SIM_TRACE(step, comp, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, p->psn,
-			  comp_step_names[step]);
+		trace_step_comp(d->devno, qp->qpn, p->psn, comp_step_names[step]);
 		step = comp_steps[step](&c);
 	}
 	return t;

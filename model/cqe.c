@@ -35,7 +35,7 @@ static void cq_overrun(struct hm_dev *d, uint32_t cqn, struct hm_cq *cq, sim_tim
 
 	cq->error = true;
 	hm_ctr_inc(d, 0, HM_CTR_NUM_CQOVF);
-	SIM_TRACE(warn, eq, d->devno, "cq=%u overrun: CQ in error", cqn);
+	trace_warn_cq_overrun(d->devno, cqn);
 	hm_eq_post(d, HCA_EQE_CQ_ERROR, 0, data);
 	/* Every QP reporting to the CQ can no longer complete work: to ERR. */
 	for (uint32_t i = 0; i < d->dp->nqps; i++) {
@@ -85,8 +85,8 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 	 * it (PCIe ordering), so software never sees a CQE before its data. */
 	hm_dma_write_at(d, cq->ring + (uint64_t)out.slot * HCA_CQE_BYTES, &out.image,
 			sizeof(out.image), t);
-	SIM_TRACE(cqe, write, d->devno, "cq=%u pi=%u qpn=0x%x op=%u status=%u len=%u wqe=%u",
-		  cqn, cq->pi, cqe->qpn, cqe->opcode, cqe->status, cqe->byte_len, cqe->wqe_index);
+	trace_cqe_write(d->devno, cqn, cq->pi, cqe->qpn, cqe->opcode, cqe->status, cqe->byte_len,
+			cqe->wqe_index);
 	cq->pi = out.new_pi;
 	cq->cqes++;
 	cq->arm = out.new_arm;
@@ -106,7 +106,7 @@ void hm_cq_doorbell(struct hm_dev *d, uint64_t val)
 
 	if (!cq || cmd > HCA_CQ_DB_ARM_SOLICITED) {
 		d->dp->bad_doorbells++;
-		SIM_TRACE(warn, mmio, d->devno, "CQ doorbell for cq=%u cmd=%u ignored", cqn, cmd);
+		trace_warn_doorbell(d->devno, "cq", cqn, ci, cq ? "bad_cmd" : "no_queue");
 		return;
 	}
 	ci = (cq->pi & ~0xffffffu) | ci;
@@ -114,8 +114,7 @@ void hm_cq_doorbell(struct hm_dev *d, uint64_t val)
 		ci -= 0x1000000u;
 	if (cq->pi - ci > (1u << cq->log_size)) {
 		d->dp->bad_doorbells++;
-		SIM_TRACE(warn, mmio, d->devno, "CQ doorbell cq=%u ci beyond the ring: ignored",
-			  cqn);
+		trace_warn_doorbell(d->devno, "cq", cqn, ci, "beyond_ring");
 		return;
 	}
 	cq->ci = ci;

@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool bad_db(struct hm_dev *d, const char *what, uint32_t obj, uint32_t pi)
+/* A doorbell refused: counted and traced (queue: sq, rq or srq; reason as warn.doorbell). */
+static bool bad_db(struct hm_dev *d, const char *queue, const char *reason, uint32_t obj,
+		   uint32_t pi)
 {
 	d->dp->bad_doorbells++;
-	SIM_TRACE(warn, mmio, d->devno, "%s doorbell obj=0x%x pi=%u ignored", what, obj, pi);
+	trace_warn_doorbell(d->devno, queue, obj, pi, reason);
 	return false;
 }
 
@@ -38,7 +40,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		 * checks the index and queues the QP (pipe.doorbell_cycles). */
 		qp = hm_qpc_get(d, obj, &t0);
 		if (!qp) {
-			bad_db(d, "SQ", obj, pi16);
+			bad_db(d, "sq", "no_queue", obj, pi16);
 			return;
 		}
 		in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core,
@@ -53,15 +55,15 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		hm_sched_doorbell(d, &in, &out);
 		t = out.cycle * d->core.period_ps;
 		if (out.verdict == HM_SCHED_BAD_STATE) {
-			bad_db(d, "SQ", obj, pi16);
+			bad_db(d, "sq", "bad_state", obj, pi16);
 			return;
 		}
 		if (out.verdict == HM_SCHED_BAD_INDEX) {
-			bad_db(d, "SQ (beyond the ring)", obj, pi16);
+			bad_db(d, "sq", "beyond_ring", obj, pi16);
 			return;
 		}
 		qp->sq_pi = out.new_pi;
-		SIM_TRACE(db, ring, d->devno, "sq qpn=0x%x pi=%u", obj, out.new_pi);
+		trace_db_sq(d->devno, obj, out.new_pi);
 		if (out.verdict == HM_SCHED_FLUSH) {
 			/* Posts to a QP in ERR or SQE complete flushed (IBA 10.3.1). */
 			hm_qp_flush(d, qp, t);
@@ -75,16 +77,16 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 	case HCA_UAR_RQ_DB:
 		qp = hm_qpc_get(d, obj, &t);
 		if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
-			bad_db(d, "RQ", obj, pi16);
+			bad_db(d, "rq", qp ? "bad_state" : "no_queue", obj, pi16);
 			return;
 		}
 		pi = hm_extend16(qp->rq_pi, pi16);
 		if (pi - qp->rq_ci > qp->rq_entries) {
-			bad_db(d, "RQ (beyond the ring)", obj, pi16);
+			bad_db(d, "rq", "beyond_ring", obj, pi16);
 			return;
 		}
 		qp->rq_pi = pi;
-		SIM_TRACE(db, ring, d->devno, "rq qpn=0x%x pi=%u", obj, pi);
+		trace_db_rq(d->devno, obj, pi);
 		if (qp->state == HCA_QPS_ERR)
 			hm_qp_flush(d, qp, t);
 		else
@@ -93,23 +95,23 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 	case HCA_UAR_SRQ_DB:
 		srq = hm_srq_get(d, obj);
 		if (!srq) {
-			bad_db(d, "SRQ", obj, pi16);
+			bad_db(d, "srq", "no_queue", obj, pi16);
 			return;
 		}
 		pi = hm_extend16(srq->pi, pi16);
 		if (pi - srq->ci > srq->entries) {
-			bad_db(d, "SRQ (beyond the ring)", obj, pi16);
+			bad_db(d, "srq", "beyond_ring", obj, pi16);
 			return;
 		}
 		srq->pi = pi;
-		SIM_TRACE(db, ring, d->devno, "srq=%u pi=%u", obj, pi);
+		trace_db_srq(d->devno, obj, pi);
 		return;
 	case HCA_UAR_CQ_DB:
 		hm_cq_doorbell(d, val);
 		return;
 	default:
 		d->dp->bad_doorbells++;
-		SIM_TRACE(warn, mmio, d->devno, "UAR write to unknown offset 0x%x ignored", off);
+		trace_warn_mmio_wr(d->devno, off, val, 8, "uar_offset");
 	}
 }
 
@@ -146,8 +148,7 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 			qp->sq_fetch_lo = qp->sq_pi + 1 - qp->sq_entries;
 		}
 		qp->sq_fetched = qp->sq_pi + 1;
-		SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u by BlueFlame (%u bytes)", qpn,
-			  qp->sq_pi, wlen);
+		trace_req_bf(d->devno, qpn, qp->sq_pi, wlen);
 	}
 	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);
 }

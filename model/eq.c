@@ -20,13 +20,13 @@ bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t 
 			continue;
 		size = 1u << eq->log_size;
 		if (eq->broken) {
-			SIM_TRACE(warn, eq, d->devno, "eq=%u broken: type=0x%x dropped", n, type);
+			trace_warn_eq_broken(d->devno, n, type);
 			return false;
 		}
 		if (eq->pi - eq->ci >= size) {
 			/* Ring full: the event is lost; counted and traced (IBA: EQ overrun). */
 			eq->overruns++;
-			SIM_TRACE(warn, eq, d->devno, "eq=%u overrun type=0x%x dropped", n, type);
+			trace_warn_eq_overrun(d->devno, n, type);
 			return false;
 		}
 		slot = eq->ring_addr + (uint64_t)(eq->pi & (size - 1)) * HCA_EQE_BYTES;
@@ -44,8 +44,7 @@ bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t 
 		sim_dma_write(d->fn, slot, &e, sizeof(e), NULL, NULL);
 		if (eq->broken)
 			return false;
-		SIM_TRACE(eq, eqe, d->devno, "eq=%u pi=%u type=0x%x sub=%u data0=0x%x armed=%d", n,
-			  eq->pi, type, subtype, data[0], eq->armed);
+		trace_eq_eqe(d->devno, n, eq->pi, type, subtype, data[0], eq->armed);
 		eq->pi++;
 		if (eq->armed) {
 			eq->armed = false;
@@ -64,7 +63,7 @@ void hm_eq_doorbell(struct hm_dev *d, uint32_t val)
 
 	if (!eq || !eq->live) {
 		d->bad_doorbells++;
-		SIM_TRACE(warn, mmio, d->devno, "EQ doorbell for eq=%u that does not exist", n);
+		trace_warn_doorbell(d->devno, "eq", n, ci, "no_queue");
 		return;
 	}
 	/* The doorbell carries the low 23 bits of the consumer index; it may not pass the
@@ -74,8 +73,7 @@ void hm_eq_doorbell(struct hm_dev *d, uint32_t val)
 		ci += 0x800000u;
 	if (ci - eq->ci > eq->pi - eq->ci) {
 		d->bad_doorbells++;
-		SIM_TRACE(warn, mmio, d->devno, "EQ doorbell eq=%u ci=%u beyond pi=%u: ignored", n,
-			  ci, eq->pi);
+		trace_warn_doorbell(d->devno, "eq", n, ci, "beyond_pi");
 		return;
 	}
 	eq->ci = ci;

@@ -58,7 +58,7 @@ static uint32_t dev_mmio_read32(void *p, uint32_t off)
 	case HCA_REG_CORE_CLOCK_HI:
 		return d->clock_hi_latch;
 	default:
-		SIM_TRACE(warn, mmio, d->devno, "read of unknown register off=0x%x", off);
+		trace_warn_mmio_rd(d->devno, off, "unknown");
 		return 0;
 	}
 }
@@ -81,20 +81,17 @@ static void cmd_doorbell(struct hm_dev *d, uint32_t token)
 {
 	struct cmd_start *cs;
 
-	SIM_TRACE(cmd, doorbell, d->devno, "token=%u addr=0x%llx", token,
-		  (unsigned long long)d->cmdq_addr);
+	trace_cmd_doorbell(d->devno, token, d->cmdq_addr);
 	if (d->cmdq_addr & 63) {
 		/* The entry must be 64-byte aligned (CMDQ_ADDR): refused, nothing is read. */
 		d->bad_doorbells++;
 		d->last_status = HCA_STATUS_BAD_ADDR;
-		SIM_TRACE(warn, cmd, d->devno, "CMDQ_ADDR 0x%llx is not 64-byte aligned",
-			  (unsigned long long)d->cmdq_addr);
+		trace_warn_cmd_addr(d->devno, d->cmdq_addr);
 		return;
 	}
 	if (d->cmd_busy) {
 		d->bad_doorbells++;
-		SIM_TRACE(warn, cmd, d->devno, "doorbell token=%u while a command runs: ignored",
-			  token);
+		trace_warn_cmd_busy(d->devno, token);
 		return;
 	}
 	d->cmd_busy = true;
@@ -114,8 +111,7 @@ static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
 	case HCA_REG_CMDQ_ADDR_LO:
 	case HCA_REG_CMDQ_ADDR_HI:
 		if (d->cmd_busy) {
-			SIM_TRACE(warn, mmio, d->devno,
-				  "CMDQ_ADDR written while a command runs: ignored");
+			trace_warn_mmio_wr(d->devno, off, val, 4, "cmd_running");
 			return;
 		}
 		if (off == HCA_REG_CMDQ_ADDR_LO)
@@ -130,8 +126,7 @@ static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
 		hm_eq_doorbell(d, val);
 		return;
 	default:
-		SIM_TRACE(warn, mmio, d->devno, "write to unknown or read-only register off=0x%x "
-			  "val=0x%x: ignored", off, val);
+		trace_warn_mmio_wr(d->devno, off, val, 4, "unknown");
 	}
 }
 
@@ -143,7 +138,7 @@ static void dev_mmio_write64(void *p, uint32_t off, uint64_t val)
 		hm_doorbell_write64(d, (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES, val);
 		return;
 	}
-	SIM_TRACE(warn, mmio, d->devno, "64-bit write to off=0x%x outside the UAR: ignored", off);
+	trace_warn_mmio_wr(d->devno, off, val, 8, "outside_uar");
 }
 
 static void dev_mmio_block(void *p, uint32_t off, const uint8_t *data, unsigned len)
@@ -156,8 +151,7 @@ static void dev_mmio_block(void *p, uint32_t off, const uint8_t *data, unsigned 
 		return;
 	}
 	d->dp->bad_doorbells++;
-	SIM_TRACE(warn, mmio, d->devno, "block write to off=0x%x (not a BlueFlame buffer): ignored",
-		  off);
+	trace_warn_mmio_wr(d->devno, off, 0, len, "not_blueflame");
 }
 
 static const struct sim_pcie_dev_ops dev_ops = {
@@ -182,10 +176,8 @@ static void cmd_landed(void *p, int status)
 	d->last_status = status ? HCA_STATUS_BAD_ADDR : cf->tail.status;
 	d->cmds_executed++;
 	data[1] = d->last_status;
-	SIM_TRACE(cmd, done, d->devno, "op=0x%x token=%u status=%s syndrome=0x%08x cycles=%llu",
-		  cf->tail.opcode, cf->tail.token, hca_status_name(d->last_status),
-		  cf->tail.syndrome,
-		  (unsigned long long)(cf->tail.done_cycle - cf->tail.start_cycle));
+	trace_cmd_done(d->devno, cf->tail.opcode, cf->tail.token, hca_status_name(d->last_status),
+		       cf->tail.syndrome, cf->tail.done_cycle - cf->tail.start_cycle);
 	hm_eq_post(d, HCA_EQE_CMD, 0, data);
 	free(cf);
 }
@@ -219,8 +211,7 @@ static void dev_dma_fault(void *p, const struct sim_dma_fault *f)
 	uint32_t data[6] = { (uint32_t)f->addr, (uint32_t)(f->addr >> 32), (uint32_t)f->len,
 			     f->perm, 0, 0 };
 
-	SIM_TRACE(warn, dma, d->devno, "addr=0x%llx len=%llu dir=%s", (unsigned long long)f->addr,
-		  (unsigned long long)f->len, f->perm == SIM_DMA_READ ? "read" : "write");
+	trace_warn_dma(d->devno, f->addr, f->len, f->perm == SIM_DMA_READ ? "read" : "write");
 	hm_eq_post(d, HCA_EQE_DMA_FAULT, 0, data);
 }
 

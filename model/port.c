@@ -26,8 +26,7 @@ static void set_state(struct hm_port *p, uint8_t state)
 	if (p->state == state)
 		return;
 	p->state = state;
-	SIM_TRACE(port, state, p->dev->devno, "port=%u state=%s lid=%u", p->num,
-		  state_names[state], p->lid);
+	trace_port_state(p->dev->devno, p->num, state_names[state], p->lid);
 	hm_eq_post(p->dev, HCA_EQE_PORT_CHANGE, state, data);
 }
 
@@ -40,7 +39,7 @@ static void sma_set_port(void *arg, uint16_t lid, uint16_t sm_lid, uint64_t pref
 	if (p->state == PORT_ACTIVE && state == PORT_ACTIVE && lid != p->lid) {
 		uint32_t data[6] = { p->num, lid, p->lid, 0, 0, 0 };
 
-		SIM_TRACE(port, state, p->dev->devno, "port=%u lid %u -> %u", p->num, p->lid, lid);
+		trace_port_lid(p->dev->devno, p->num, p->lid, lid);
 		p->lid = lid;
 		hm_eq_post(p->dev, HCA_EQE_PORT_INFO, HCA_PORT_INFO_LID, data);
 	}
@@ -344,10 +343,8 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	}
 	if (d->lb_pcap)
 		sim_pcap_write(d->lb_pcap, start, buf, len);
-	SIM_TRACE(port, loopback, d->devno,
-		  "port=%u to=%u op=0x%02x dqpn=0x%x psn=%u len=%zu start=%llu arrive=%llu", p->num,
-		  to->num, pkt->opcode, pkt->dqpn, pkt->psn, len, (unsigned long long)start,
-		  (unsigned long long)arrive);
+	trace_port_loopback(d->devno, p->num, to->num, pkt->opcode, pkt->dqpn, pkt->psn, len, start,
+			    arrive);
 	return d->lb_busy_ps;
 }
 
@@ -369,8 +366,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	if (to && to->state == PORT_ACTIVE)
 		return port_loopback(d, p, to, pkt, buf, len, t, need);
 	if (to || !d->links[port - 1] || p->state != PORT_ACTIVE) {
-		SIM_TRACE(pkt, drop, d->devno, "port=%u tx op=0x%02x psn=%u: port not active",
-			  port, pkt->opcode, pkt->psn);
+		trace_pkt_drop_down(d->devno, port, pkt->opcode, pkt->psn);
 		hm_ctr_inc(d, port, HM_CTR_XMIT_DISCARDS);
 		return t;
 	}
@@ -388,8 +384,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	memcpy(f->buf, buf, len);
 	sim_schedule_owned_at(sim_kernel(), start, tx_start, f);
 	hm_ctr_xmit(d, port, len);
-	SIM_TRACE(pkt, tx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%zu start=%llu", port,
-		  pkt->opcode, pkt->dqpn, pkt->psn, len, (unsigned long long)start);
+	trace_pkt_tx(d->devno, port, pkt->opcode, pkt->dqpn, pkt->psn, len, start);
 	return p->tx_busy_ps;
 }
 
@@ -436,7 +431,7 @@ static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool
 		dp->rx_crc_errors++;
 		dp->rx_dropped++;
 		hm_ctr_rcv(p->dev, p->num, len, false);
-		SIM_TRACE(pkt, drop, p->dev->devno, "port=%u len=%zu bad FCS", p->num, len);
+		trace_pkt_drop_bad(p->dev->devno, p->num, len, "fcs");
 		return;
 	}
 	/* One frame per pipe.port_cycles through the receive pipeline; the frame is handled at
@@ -475,7 +470,7 @@ static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, 
 		qp->c_naks_rcvd++;
 	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
 	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)
-		hm_qp_migrate(d, qp, "peer migrated");
+		hm_qp_migrate(d, qp, "peer_migrated");
 	if (is_response(pkt->opcode))
 		qp->rx_busy_ps = hm_comp_rx(d, qp, pkt, t);
 	else
@@ -556,12 +551,10 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		dp->rx_dropped++;
 		if (!loopback)
 			hm_ctr_rcv(d, p->num, len, false);
-		SIM_TRACE(pkt, drop, d->devno, "port=%u len=%zu %s", p->num, len,
-			  rc == -EBADMSG ? "bad CRC" : "malformed");
+		trace_pkt_drop_bad(d->devno, p->num, len, rc == -EBADMSG ? "crc" : "malformed");
 		return;
 	}
-	SIM_TRACE(pkt, rx, d->devno, "port=%u op=0x%02x dqpn=0x%x psn=%u len=%u", p->num,
-		  pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 	if (!loopback) /* the port counters count the link's frames only */
 		hm_ctr_rcv(d, p->num, len, true);
 	qp = hm_qpc_get(d, pkt.dqpn, &t);
@@ -575,8 +568,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		/* IBA 10.3.1: RESET, INIT and ERR drop incoming packets; so does a packet for a QP
 		 * of another transport or partition. */
 		dp->rx_dropped++;
-		SIM_TRACE(pkt, drop, d->devno, "dqpn=0x%x op=0x%02x: no QP in a receiving state",
-			  pkt.dqpn, pkt.opcode);
+		trace_pkt_drop_no_qp(d->devno, pkt.dqpn, pkt.opcode);
 		return;
 	}
 	/* A QP's packets are handled in order: one that arrives while an earlier one is still

@@ -120,7 +120,7 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	qp->rpf_valid = false;
 	if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, qp,
 				QPC_CTX_BYTES, &t))
-		SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
+		trace_warn_qpc_fault(d->devno, qpn, "write");
 }
 
 static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
@@ -184,8 +184,7 @@ static void qpc_evict(struct hm_dev *d, sim_time_t *t)
 		dp->qpc_writebacks++;
 		if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)victim->qpn * HM_QPC_BYTES,
 					victim, QPC_CTX_BYTES, t))
-			SIM_TRACE(warn, dma, d->devno, "QPC write-back of qpn=0x%x faulted",
-				  victim->qpn);
+			trace_warn_qpc_fault(d->devno, victim->qpn, "write");
 	}
 	victim->cached = false;
 	victim->dirty = false;
@@ -216,7 +215,7 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 		 * sizes and indexes from it. */
 		if (sim_dma_read_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, slot,
 				       QPC_CTX_BYTES, t))
-			SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qpn);
+			trace_warn_qpc_fault(d->devno, qpn, "read");
 		qp->cached = true;
 		lru_append(dp, qp);
 		dp->qpc_used++;
@@ -320,8 +319,7 @@ void hm_qp_check_drained(struct hm_dev *d, struct hm_qp *qp)
 
 void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t)
 {
-	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x %s->%s (error)", qp->qpn,
-		  hca_qps_name(qp->state), hca_qps_name(state));
+	trace_qp_error(d->devno, qp->qpn, hca_qps_name(qp->state), hca_qps_name(state));
 	qp->state = (uint8_t)state;
 	if (state == HCA_QPS_ERR || state == HCA_QPS_SQE)
 		hm_qp_flush(d, qp, t);
@@ -336,8 +334,7 @@ static bool dma_inject_hit(struct hm_dev *d, enum hm_dma_client client, uint32_t
 
 		if (j->left && j->client == client && j->num == num) {
 			j->left--;
-			SIM_TRACE(pcie, dma_rd, d->devno, "client=%u num=0x%x injected read error "
-				  "(UR completion), %u more", client, num, j->left);
+			trace_pcie_dma_rd_inject(d->devno, client, num, j->left);
 			return true;
 		}
 	}
@@ -356,7 +353,7 @@ void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 
 	if (qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return;
-	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x catastrophic work queue error", qp->qpn);
+	trace_qp_fatal(d->devno, qp->qpn);
 	hm_qp_error(d, qp, HCA_QPS_ERR, t);
 	hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_FATAL, data);
 }
@@ -369,7 +366,7 @@ void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t)
 	if (!srq || srq->error)
 		return;
 	srq->error = true;
-	SIM_TRACE(qp, modify, d->devno, "srqn=0x%x catastrophic error", srqn);
+	trace_qp_srq_fatal(d->devno, srqn);
 	hm_eq_post(d, HCA_EQE_SRQ_ERROR, 0, data);
 	for (uint32_t n = 0; n < d->dp->nqps; n++) {
 		const struct hm_qp *q = d->dp->qps[n];
@@ -390,8 +387,7 @@ bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why)
 
 	if (!alt || alt > d->nports || d->ports[alt - 1].state != 4 /* ACTIVE */) {
 		/* IBA 17.2.8: the alternate path cannot be used; the QP stays where it is. */
-		SIM_TRACE(qp, modify, d->devno, "qpn=0x%x path migration failed (%s): alternate "
-			  "port %u not active", qp->qpn, why, alt);
+		trace_qp_migrate_fail(d->devno, qp->qpn, alt, why);
 		hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_PATH_MIG_ERR, data);
 		return false;
 	}
@@ -402,8 +398,7 @@ bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why)
 	qp->attr.timeout = qp->attr.alt_timeout;
 	qp->attr.path_mig_state = HCA_MIG_MIGRATED;
 	qp->dirty = true;
-	SIM_TRACE(qp, modify, d->devno, "qpn=0x%x migrated to port %u dlid 0x%x (%s)", qp->qpn,
-		  qp->attr.port_num, qp->attr.av.dlid, why);
+	trace_qp_migrate(d->devno, qp->qpn, qp->attr.port_num, qp->attr.av.dlid, why);
 	hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_PATH_MIG, data);
 	return true;
 }

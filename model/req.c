@@ -39,8 +39,7 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 {
 	struct hca_cqe cqe = { 0 };
 
-	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u failed status=%u", qp->qpn, qp->sq_next,
-		  status);
+	trace_req_fail(d->devno, qp->qpn, qp->sq_next, status);
 	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
 	while (qp->sq_done != qp->sq_next) {
 		cqe = (struct hca_cqe){ .qpn = qp->qpn, .wqe_index = (uint16_t)qp->sq_done,
@@ -107,8 +106,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 				 .len = (uint32_t)len };
 	qp->cur_started = true;
 	qp->cur_off = 0;
-	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x wqe=%u op=%u len=%llu psn=%u", qp->qpn,
-		  qp->sq_next, c->opcode, (unsigned long long)len, qp->sq_psn);
+	trace_req_wqe(d->devno, qp->qpn, qp->sq_next, c->opcode, len, qp->sq_psn);
 	return true;
 }
 
@@ -184,7 +182,7 @@ static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct 
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
 	qp->sq_done = f->wqe + 1;
-	SIM_TRACE(comp, done, d->devno, "qpn=0x%x wqe=%u status=0", qp->qpn, f->wqe);
+	trace_comp_done(d->devno, qp->qpn, f->wqe, 0);
 	hm_qp_check_drained(d, qp);
 }
 
@@ -388,8 +386,7 @@ static enum req_step xmit(struct req_pkt *r)
 	r->end = hm_port_send(r->d, hm_qp_port(qp), &r->p, r->issue, r->ct.need);
 	qp->c_tx_pkts++;
 	qp->c_tx_bytes += r->paylen;
-	SIM_TRACE(req, pkt, r->d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, r->p.psn,
-		  r->p.opcode, r->paylen);
+	trace_req_pkt(r->d->devno, qp->qpn, r->p.psn, r->p.opcode, r->paylen);
 	return r->last ? REQ_ADVANCE : REQ_ARM_TIMER;
 }
 
@@ -441,8 +438,7 @@ static bool req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	r.qp = qp;
 	r.t = *t;
 	while (step != REQ_SKIP && step != REQ_FAILED && step != REQ_SENT) {
-		SIM_TRACE(step, req, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, qp->sq_psn,
-			  req_step_names[step]);
+		trace_step_req(d->devno, qp->qpn, qp->sq_psn, req_step_names[step]);
 		step = req_steps[step](&r);
 	}
 	*t = r.t;
@@ -511,8 +507,7 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 			qp->sq_psn = psn;
 		}
 	}
-	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x rewind to psn=%u wqe=%u", qp->qpn, qp->sq_psn,
-		  qp->sq_next);
+	trace_req_rewind(d->devno, qp->qpn, qp->sq_psn, qp->sq_next);
 	hm_sched_add(d, qp);
 	hm_req_kick(d, t);
 }
@@ -559,10 +554,9 @@ static void req_timeout(void *arg)
 		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
 
 		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
-		SIM_TRACE(req, timeout, d->devno, "qpn=0x%x psn=%u retries_left=%u%s", qp->qpn,
-			  psn, qp->retry_left, qp->retry_left ? "" : " exhausted");
+		trace_req_timeout(d->devno, qp->qpn, psn, qp->retry_left, !qp->retry_left);
 		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
-		    hm_qp_migrate(d, qp, "retries exhausted")) {
+		    hm_qp_migrate(d, qp, "retries_exhausted")) {
 			/* The path is presumed broken: carry on over the alternate one with the
 			 * retries reloaded. */
 			qp->retry_left = qp->attr.retry_cnt;

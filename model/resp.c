@@ -50,7 +50,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	if (syn != HM_AETH_ACK) {
 		qp->c_naks_sent++;
 		hm_ctr_ack_sent(d, qp, syn);
-		SIM_TRACE(resp, nak, d->devno, "qpn=0x%x psn=%u syndrome=0x%02x", qp->qpn, psn, syn);
+		trace_resp_nak(d->devno, qp->qpn, psn, syn);
 	}
 	qp->c_tx_pkts++;
 	hm_port_send(d, hm_qp_port(qp), &a, t, 0);
@@ -106,7 +106,7 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 static void uc_no_rwqe(struct hm_dev *d, struct hm_qp *qp)
 {
 	d->dp->rx_dropped++;
-	SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x UC: no receive WQE", qp->qpn);
+	trace_pkt_drop_no_rwqe(d->devno, qp->qpn);
 	qp->uc_drop = true;
 }
 
@@ -126,8 +126,7 @@ static void prefetch_idx(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 	qp->rpf_err = hm_wqe_read(d, HM_DMA_RQ_WQE, qp->qpn,
 				  qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride,
 				  qp->rpf_buf, stride, &qp->rpf_ready);
-	SIM_TRACE(resp, pkt, d->devno, "qpn=0x%x prefetch receive wqe=%u ready=%llu%s", qp->qpn,
-		  idx, (unsigned long long)qp->rpf_ready, qp->rpf_err ? " (read failed)" : "");
+	trace_resp_prefetch(d->devno, qp->qpn, idx, qp->rpf_ready, qp->rpf_err);
 }
 
 void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
@@ -252,13 +251,12 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	/* IBA 10.2.5 (C10-15): a Q_Key mismatch drops the packet silently (and counts). */
 	if (p->deth_qkey != qp->attr.qkey) {
 		d->dp->rx_dropped++;
-		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x qkey 0x%x != 0x%x", qp->qpn, p->deth_qkey,
-			  qp->attr.qkey);
+		trace_pkt_drop_qkey(d->devno, qp->qpn, p->deth_qkey, qp->attr.qkey);
 		return t;
 	}
 	if (!take_rwqe(d, qp, &t)) {
 		d->dp->rx_dropped++; /* UD: no receive WQE (or it failed), the datagram is lost */
-		SIM_TRACE(pkt, drop, d->devno, "qpn=0x%x no receive WQE", qp->qpn);
+		trace_pkt_drop_no_rwqe(d->devno, qp->qpn);
 		return t;
 	}
 	/* The first 40 bytes of the buffer take the GRH (undefined without one, IBA 11.4.1.1);
@@ -415,8 +413,7 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 static void out_of_seq(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, bool ahead)
 {
 	hm_ctr_qp(d, qp, ahead ? HM_CTR_RQ_OOS : HM_CTR_RQ_DUP);
-	SIM_TRACE(resp, seq, d->devno, "qpn=0x%x psn=%u epsn=%u class=%s", qp->qpn, psn, qp->epsn,
-		  ahead ? "ahead" : "duplicate");
+	trace_resp_seq(d->devno, qp->qpn, psn, qp->epsn, ahead ? "ahead" : "duplicate");
 }
 
 /* ---- the responder's engine: small steps, each returning the next (rxe's resp_states) ---- */
@@ -492,7 +489,7 @@ static enum resp_step chk_psn_uc(struct resp_pkt *c)
 	qp->epsn = (c->p->psn + 1) & HCA_PSN_MASK;
 	if (qp->uc_drop && !c->first) {
 		c->d->dp->rx_dropped++; /* the rest of a message already lost */
-		SIM_TRACE(pkt, drop, c->d->devno, "qpn=0x%x UC message lost", qp->qpn);
+		trace_pkt_drop_uc_lost(c->d->devno, qp->qpn);
 		return RESP_DONE;
 	}
 	qp->uc_drop = false;
@@ -712,8 +709,7 @@ static enum resp_step complete(struct resp_pkt *c)
 	}
 	if (qp->type == HCA_QPT_RC && p->ackreq)
 		send_ack(c->d, qp, p, HM_AETH_ACK, p->psn, c->t);
-	SIM_TRACE(resp, pkt, c->d->devno, "qpn=0x%x psn=%u op=0x%02x len=%u", qp->qpn, p->psn,
-		  p->opcode, p->paylen);
+	trace_resp_pkt(c->d->devno, qp->qpn, p->psn, p->opcode, p->paylen);
 	return RESP_DONE;
 }
 
@@ -738,8 +734,7 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 
 	c.t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
 	while (step != RESP_DONE) {
-		SIM_TRACE(step, resp, d->devno, "qpn=0x%x psn=%u step=%s", qp->qpn, p->psn,
-			  resp_step_names[step]);
+		trace_step_resp(d->devno, qp->qpn, p->psn, resp_step_names[step]);
 		step = resp_steps[step](&c);
 	}
 	return c.t;

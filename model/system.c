@@ -634,10 +634,8 @@ int hcasim_boot(void)
 	rc = waves_at_boot();
 	if (rc)
 		return rc;
-	SIM_TRACE(kernel, boot, -1, "hosts=%llu ports=%llu link_layer=%s seed=%llu",
-		  (unsigned long long)sys.cfg.hosts, (unsigned long long)sys.cfg.ports,
-		  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib",
-		  (unsigned long long)sys.cfg.seed);
+	trace_kernel_boot(-1, sys.cfg.hosts, sys.cfg.ports,
+			  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib", sys.cfg.seed);
 	return 0;
 }
 
@@ -650,8 +648,7 @@ void hcasim_shutdown(void)
 {
 	if (!sys.booted)
 		return;
-	SIM_TRACE(kernel, shutdown, -1, "events=%llu",
-		  (unsigned long long)sim_events_executed(sys.k));
+	trace_kernel_shutdown(-1, sim_events_executed(sys.k));
 	{
 		const char *dir = getenv("HCASIM_COUNTERS_DIR");
 

@@ -260,7 +260,7 @@ static bool differ(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cy
 			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
 			 d->devno, twins[op->block].name, op->name, (unsigned long long)in_cycle,
 			 field, (unsigned long long)w, (unsigned long long)g, where);
-		SIM_TRACE(warn, lockstep, d->devno, "%s", msg);
+		trace_warn_lockstep(d->devno, twins[op->block].name, op->name, in_cycle, field, w, g);
 		fprintf(stderr, "hcasim: %s\n", msg);
 		sim_halt(sim_kernel(), msg);
 	}

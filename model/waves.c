@@ -239,8 +239,10 @@ static void on_trace(void *arg, uint64_t t, int dev, int ev, const char *fields)
 		return;
 	v = &mw.devs[dev];
 	switch (ev) {
-	case SIM_TEV_db_ring: {
-		int kind = !strncmp(fields, "sq ", 3) ? 0 : !strncmp(fields, "rq ", 3) ? 1 : 2;
+	case SIM_TEV_db_sq:
+	case SIM_TEV_db_rq:
+	case SIM_TEV_db_srq: {
+		int kind = ev == SIM_TEV_db_sq ? 0 : ev == SIM_TEV_db_rq ? 1 : 2;
 
 		if (!hcasim_trace_field(fields, kind == 2 ? "srq" : "qpn", &qpn) ||
 		    !hcasim_trace_field(fields, "pi", &pi))

@@ -29,9 +29,7 @@ static void fetch_window(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 				       (size_t)n * qp->sq_stride, &qp->sq_fetch_ready);
 	qp->sq_fetch_lo = idx;
 	qp->sq_fetched = idx + n;
-	SIM_TRACE(req, wqe, d->devno, "qpn=0x%x fetched wqe=%u..%u ready=%llu%s", qp->qpn, idx,
-		  idx + n - 1, (unsigned long long)qp->sq_fetch_ready,
-		  qp->sq_fetch_err ? " (read failed)" : "");
+	trace_req_fetch(d->devno, qp->qpn, idx, idx + n - 1, qp->sq_fetch_ready, qp->sq_fetch_err);
 }
 
 struct fetch_wake {

@@ -52,7 +52,9 @@ int hcasim_trace(const char *categories, const char *path);
  * name on a trace line, up to 2047 bytes; "" if none). The categories are independent of
  * hcasim_trace()'s. One observer at a time: a new call replaces it, fn NULL removes it. The
  * observer stays across hcasim_shutdown() and boot. fn must not call back into the
- * simulator. -EINVAL names an unknown category, changing nothing. */
+ * simulator. -EINVAL names an unknown category, changing nothing. Every event and its fields
+ * are declared once in sim/trace.def (docs/trace-events.md); a variant is an event or a field
+ * of its own, so an observer dispatches on the name and reads fields, never words. */
 typedef void (*hcasim_trace_observer)(void *arg, uint64_t t_ps, int dev, const char *event,
 				      const char *fields);
 int hcasim_trace_observe(const char *categories, hcasim_trace_observer fn, void *arg);

@@ -143,8 +143,7 @@ static void deliver(void *arg)
 	if (l && (l->down || d->epoch != l->epoch)) {
 		/* In flight when the link went down: lost with the signal. */
 		l->side[!d->to].lost_down++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=down lost in flight bytes=%zu",
-			  l->name, !d->to, d->len);
+		trace_link_fault_down(-1, l->name, !d->to, d->len, 1);
 	} else if (l && l->side[d->to].rx) {
 		bool ok = l->kind != SIM_LINK_ETH ||
 			  crc32(0, d->frame, (uInt)d->len) == d->fcs; /* the receiving MAC's check */
@@ -276,7 +275,7 @@ static void flip_bit(struct link_side *s, struct delivery *d, const char *link, 
 
 	d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	s->injected[1]++;
-	SIM_TRACE(link, fault, -1, "link=%s side=%d fault=corrupt bit=%zu", link, side, bit);
+	trace_link_fault_corrupt(-1, link, side, bit);
 }
 
 /* A copy of d arrives 1 ps after d (due at t). */
@@ -303,8 +302,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 	if (tg) {
 		static const char *const what[] = { "drop", "corrupt", "duplicate", "delay" };
 
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=%s target qpn=0x%x psn=%u", l->name,
-			  side, what[tg->fault], qpn, psn);
+		trace_link_fault_target(-1, l->name, side, what[tg->fault], qpn, psn);
 		switch (tg->fault) {
 		case SIM_FAULT_DROP:
 			s->injected[0]++;
@@ -328,8 +326,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 
 	if ((f->drop_every && s->frames % f->drop_every == 0) || chance(s, f->drop_ppm)) {
 		s->injected[0]++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=drop bytes=%zu", l->name, side,
-			  d->len);
+		trace_link_fault_drop(-1, l->name, side, d->len);
 		free(d);
 		return;
 	}
@@ -338,11 +335,10 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 	if (chance(s, f->delay_ppm)) {
 		t += f->delay_ps;
 		s->injected[4]++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=delay ps=%llu", l->name, side,
-			  (unsigned long long)f->delay_ps);
+		trace_link_fault_delay(-1, l->name, side, f->delay_ps);
 	}
 	if (chance(s, f->dup_ppm)) {
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=duplicate", l->name, side);
+		trace_link_fault_duplicate(-1, l->name, side);
 		duplicate(s, d, t);
 	}
 	if (s->held) {
@@ -354,7 +350,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 	}
 	if (chance(s, f->reorder_ppm)) {
 		s->injected[3]++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=reorder", l->name, side);
+		trace_link_fault_reorder(-1, l->name, side);
 		s->held = d;
 		return;
 	}
@@ -377,8 +373,7 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	if (l->down) {
 		/* No signal: the frame goes nowhere, not even on the wire (or in the pcap). */
 		s->lost_down++;
-		SIM_TRACE(link, fault, -1, "link=%s side=%d fault=down bytes=%zu", l->name, side,
-			  len);
+		trace_link_fault_down(-1, l->name, side, len, 0);
 		return now;
 	}
 	start = s->busy_until_ps > now ? s->busy_until_ps : now; /* behind earlier frames */
@@ -405,15 +400,9 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 		/* With the BTH's destination QP, PSN and opcode when the classifier finds one, so
 		 * that an observer can tell which packet went when. */
 		if (l->classify && l->classify(frame, len, &qpn, &psn, &op, &first))
-			SIM_TRACE(link, tx, -1,
-				  "link=%s side=%d bytes=%zu start=%llu end=%llu dqpn=0x%x psn=%u "
-				  "op=0x%02x",
-				  l->name, side, len, (unsigned long long)start,
-				  (unsigned long long)end, qpn, psn, op);
+			trace_link_tx(-1, l->name, side, len, start, end, qpn, psn, op);
 		else
-			SIM_TRACE(link, tx, -1, "link=%s side=%d bytes=%zu start=%llu end=%llu",
-				  l->name, side, len, (unsigned long long)start,
-				  (unsigned long long)end);
+			trace_link_tx_raw(-1, l->name, side, len, start, end);
 	}
 	if (l->pcap)
 		tap(l, now, start, frame, len);
@@ -475,7 +464,7 @@ void sim_link_set_up(struct sim_link *l, bool up)
 	if (l->down == !up)
 		return;
 	l->down = !up;
-	SIM_TRACE(link, state, -1, "link=%s %s", l->name, up ? "up" : "down");
+	trace_link_state(-1, l->name, up ? "up" : "down");
 	if (!up) {
 		l->epoch++; /* every frame in flight is lost */
 		for (int s = 0; s < 2; s++) {

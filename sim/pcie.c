@@ -164,12 +164,10 @@ static void mmio_write_arrive(void *arg)
 {
 	struct mmio_wr *w = arg;
 
-	SIM_TRACE(pcie, mmio_wr, w->fn->devno, "off=0x%x val=0x%llx bytes=%u", w->off,
-		  (unsigned long long)w->val, w->bytes);
+	trace_pcie_mmio_wr(w->fn->devno, w->off, w->val, w->bytes);
 	if (w->block) {
 		if (!in_bar0(w->fn, w->off, w->bytes) || (w->off & 63) || !w->fn->ops->mmio_block)
-			SIM_TRACE(warn, mmio, w->fn->devno, "block write off=0x%x len=%u refused",
-				  w->off, w->bytes);
+			trace_warn_mmio_wr(w->fn->devno, w->off, 0, w->bytes, "block_refused");
 		else
 			w->fn->ops->mmio_block(w->fn->dev, w->off, w->block, w->bytes);
 		free(w->block);
@@ -177,14 +175,13 @@ static void mmio_write_arrive(void *arg)
 		return;
 	}
 	if (!in_bar0(w->fn, w->off, w->bytes) || (w->off & (w->bytes - 1)))
-		SIM_TRACE(warn, mmio, w->fn->devno, "write off=0x%x outside BAR0 or unaligned",
-			  w->off);
+		trace_warn_mmio_wr(w->fn->devno, w->off, w->val, w->bytes, "outside_bar");
 	else if (w->bytes == 4)
 		w->fn->ops->mmio_write32(w->fn->dev, w->off, (uint32_t)w->val);
 	else if (w->fn->ops->mmio_write64)
 		w->fn->ops->mmio_write64(w->fn->dev, w->off, w->val);
 	else
-		SIM_TRACE(warn, mmio, w->fn->devno, "64-bit write off=0x%x not supported", w->off);
+		trace_warn_mmio_wr(w->fn->devno, w->off, w->val, w->bytes, "no_64bit");
 	free(w);
 }
 
@@ -230,8 +227,7 @@ void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void 
 	 * leaves the host (the root complex would not form such a TLP). Host input, so refused
 	 * and traced, never asserted. */
 	if (!data || len < 8 || len > 4096 || len % 8) {
-		SIM_TRACE(warn, mmio, fn->devno, "block write off=0x%x len=%u refused: not whole "
-			  "8-byte words of at most 4096 bytes", off, len);
+		trace_warn_mmio_wr(fn->devno, off, 0, len, "block_length");
 		return;
 	}
 	mmio_post(fn, off, 0, len, data);
@@ -249,12 +245,12 @@ uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
 		at = fn->last_mmio_arrival_ps;
 	sim_run_until(k, at);
 	if (!in_bar0(fn, off, 4) || (off & 3)) {
-		SIM_TRACE(warn, mmio, fn->devno, "read off=0x%x outside BAR0 or unaligned", off);
+		trace_warn_mmio_rd(fn->devno, off, "outside_bar");
 		v = 0xffffffffu; /* unsupported request: all ones, as on a real bus */
 	} else {
 		v = fn->ops->mmio_read32(fn->dev, off);
 	}
-	SIM_TRACE(pcie, mmio_rd, fn->devno, "off=0x%x val=0x%x", off, v);
+	trace_pcie_mmio_rd(fn->devno, off, v);
 	sim_run_until(k, at + (fn->mmio_rd_ps - fn->mmio_rd_ps / 2));
 	return v;
 }
@@ -287,8 +283,7 @@ int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsig
 	*m = (struct iommu_map){ fn->next_iova + off, len, (char *)addr, perm, fn->next_map_id++ };
 	/* Keep the page offset (DMA alignment is the buffer's own) and leave a guard page. */
 	fn->next_iova += (off + len + 4095) / 4096 * 4096 + 4096;
-	SIM_TRACE(iommu, map, fn->devno, "id=%lld iova=0x%llx len=%zu perm=%u", (long long)m->id,
-		  (unsigned long long)m->iova, len, perm);
+	trace_iommu_map(fn->devno, (long long)m->id, m->iova, len, perm);
 	if (iova)
 		*iova = m->iova;
 	return m->id;
@@ -298,7 +293,7 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 {
 	for (size_t i = 0; i < fn->nmaps; i++) {
 		if (fn->maps[i].id == id) {
-			SIM_TRACE(iommu, unmap, fn->devno, "id=%lld", (long long)id);
+			trace_iommu_unmap(fn->devno, (long long)id);
 			memmove(&fn->maps[i], &fn->maps[i + 1],
 				(fn->nmaps - i - 1) * sizeof(fn->maps[0]));
 			fn->nmaps--;
@@ -352,8 +347,7 @@ static int iommu_check(struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsign
 		return 0;
 	fn->faults++;
 	fn->last_fault = (struct sim_dma_fault){ addr, len, perm, sim_now(sim_kernel()) };
-	SIM_TRACE(iommu, fault, fn->devno, "addr=0x%llx len=%zu dir=%s", (unsigned long long)addr,
-		  len, perm == SIM_DMA_READ ? "read" : "write");
+	trace_iommu_fault(fn->devno, addr, len, perm == SIM_DMA_READ ? "read" : "write");
 	if (fn->fault_cb)
 		fn->fault_cb(fn->dev, &fn->last_fault);
 	return -EFAULT;
@@ -488,12 +482,9 @@ static int read_timed(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t l
 	memcpy(dst, iommu_host(fn, addr, len, SIM_DMA_READ), len);
 	*t_ps = read_timing_ct(fn, *t_ps, len, ct);
 	if (ct)
-		SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu cut-through=%llu",
-			  (unsigned long long)addr, len, (unsigned long long)*t_ps,
-			  (unsigned long long)ct->ref);
+		trace_pcie_dma_rd_ct(fn->devno, addr, len, *t_ps, ct->ref);
 	else
-		SIM_TRACE(pcie, dma_rd, fn->devno, "addr=0x%llx len=%zu done=%llu",
-			  (unsigned long long)addr, len, (unsigned long long)*t_ps);
+		trace_pcie_dma_rd(fn->devno, addr, len, *t_ps);
 	return 0;
 }
 
@@ -525,8 +516,7 @@ int sim_dma_write_timed(struct sim_pcie_fn *fn, uint64_t addr, const void *src, 
 		return rc;
 	memcpy(iommu_host(fn, addr, len, SIM_DMA_WRITE), src, len);
 	*t_ps = write_timing(fn, *t_ps, len);
-	SIM_TRACE(pcie, dma_wr, fn->devno, "addr=0x%llx len=%zu done=%llu",
-		  (unsigned long long)addr, len, (unsigned long long)*t_ps);
+	trace_pcie_dma_wr(fn->devno, addr, len, *t_ps);
 	return 0;
 }
 
@@ -556,8 +546,7 @@ static void dma_read_complete(void *p)
 			       op->len);
 		}
 	}
-	SIM_TRACE(pcie, dma_rd, op->fn->devno, "addr=0x%llx len=%zu status=%d",
-		  (unsigned long long)op->addr, op->len, op->status);
+	trace_pcie_dma_rd_cpl(op->fn->devno, op->addr, op->len, op->status);
 	if (op->done)
 		op->done(op->arg, op->status);
 	free(op);
@@ -594,8 +583,7 @@ static void dma_write_complete(void *p)
 		}
 	}
 	if (op->applied) {
-		SIM_TRACE(pcie, dma_wr, fn->devno, "addr=0x%llx len=%zu status=0 (forwarded)",
-			  (unsigned long long)op->addr, op->len);
+		trace_pcie_dma_wr_cpl(fn->devno, op->addr, op->len, 0, 1);
 		if (op->done)
 			op->done(op->arg, 0);
 		free(op);
@@ -607,8 +595,7 @@ static void dma_write_complete(void *p)
 			memcpy(iommu_host(op->fn, op->addr, op->len, SIM_DMA_WRITE), op->buf,
 			       op->len);
 	}
-	SIM_TRACE(pcie, dma_wr, op->fn->devno, "addr=0x%llx len=%zu status=%d",
-		  (unsigned long long)op->addr, op->len, op->status);
+	trace_pcie_dma_wr_cpl(op->fn->devno, op->addr, op->len, op->status, 0);
 	if (op->done)
 		op->done(op->arg, op->status);
 	free(op);
@@ -685,7 +672,7 @@ static void msix_arrive(void *p)
 	struct msix_msg *m = p;
 	struct irq_slot *s = &m->fn->irq[m->vector];
 
-	SIM_TRACE(pcie, msix, m->fn->devno, "vector=%u", m->vector);
+	trace_pcie_msix(m->fn->devno, m->vector);
 	if (s->fn)
 		s->fn(s->arg, m->vector);
 	free(m);

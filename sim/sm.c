@@ -42,8 +42,7 @@ static void sm_sweep(void *arg)
 	 * them if its link went down meanwhile. */
 	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ARMED);
 	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
-	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u sm_lid=%u", (int)(p - ports), p->lid,
-		  sm_lid);
+	trace_port_sm(-1, (int)(p - ports), p->lid, sm_lid);
 	if (!p->active)
 		nactive++;
 	p->active = true;
@@ -73,7 +72,7 @@ static void sm_reassign(void *arg)
 	if (!p->active)
 		return;
 	p->ops->set_port(p->port, p->lid, ports[0].lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
-	SIM_TRACE(port, sm, -1, "port_handle=%d lid=%u (reassigned)", (int)(p - ports), p->lid);
+	trace_port_sm_reassign(-1, (int)(p - ports), p->lid);
 }
 
 int sim_sm_set_lid(int handle, uint16_t lid)

@@ -12,7 +12,7 @@
 
 #define SIM_TRACE_MAX_DEVS 64
 
-uint64_t sim_trace_mask;   /* file_mask | observer_mask: what SIM_TRACE tests */
+uint64_t sim_trace_mask;   /* file_mask | observer_mask | internal_mask: what emitters test */
 static uint64_t file_mask; /* categories written to the trace file */
 static uint64_t observer_mask;          /* categories handed to the observer */
 static hcasim_trace_observer observer; /* NULL: none */
@@ -25,7 +25,7 @@ static uint64_t dev_period_ps[SIM_TRACE_MAX_DEVS];
 
 static const char *const cat_names[] = {
 #define TRACE_CAT(c, doc) #c,
-#define TRACE_EV(c, n, doc)
+#define TRACE_EV(c, n, doc, params, args, fmt)
 #include "sim/trace.def"
 #undef TRACE_CAT
 #undef TRACE_EV
@@ -33,7 +33,7 @@ static const char *const cat_names[] = {
 
 static const uint8_t ev_cats[] = {
 #define TRACE_CAT(c, doc)
-#define TRACE_EV(c, n, doc) SIM_TCAT_##c,
+#define TRACE_EV(c, n, doc, params, args, fmt) SIM_TCAT_##c,
 #include "sim/trace.def"
 #undef TRACE_CAT
 #undef TRACE_EV
@@ -41,7 +41,7 @@ static const uint8_t ev_cats[] = {
 
 static const char *const ev_names[] = {
 #define TRACE_CAT(c, doc)
-#define TRACE_EV(c, n, doc) #c "." #n,
+#define TRACE_EV(c, n, doc, params, args, fmt) #c "." #n,
 #include "sim/trace.def"
 #undef TRACE_CAT
 #undef TRACE_EV

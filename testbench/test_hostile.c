@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned refused; /* warn.mmio events seen */
+static unsigned refused; /* warn.mmio_wr and warn.mmio_rd events seen */
 
 static void count_warn(void *arg, uint64_t t, int dev, const char *ev, const char *fields)
 {
@@ -19,7 +19,7 @@ static void count_warn(void *arg, uint64_t t, int dev, const char *ev, const cha
 	(void)t;
 	(void)dev;
 	(void)fields;
-	refused += !strcmp(ev, "warn.mmio");
+	refused += !strcmp(ev, "warn.mmio_wr") || !strcmp(ev, "warn.mmio_rd");
 }
 
 /* A SEND on p (opened by the caller) still completes, byte-exact. */

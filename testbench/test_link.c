@@ -225,7 +225,7 @@ Test(link, frames_in_flight_neither_leak_nor_land_after_teardown)
 	sim_link_destroy(l);
 }
 
-Test(link, each_send_is_a_link_tx_trace_line)
+Test(link, each_send_is_a_link_tx_raw_trace_line_without_a_classifier)
 {
 	char path[128], line[256];
 	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 0, 0);
@@ -242,10 +242,10 @@ Test(link, each_send_is_a_link_tx_trace_line)
 	f = fopen(path, "r");
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		const char *want = n == 0
-				       ? "t=0 link.tx link=ib0 side=0 bytes=64 start=0 end=5120\n"
-				       : "t=0 link.tx link=ib0 side=0 bytes=100 start=5120 "
-					 "end=13120\n";
+		const char *want =
+		    n == 0 ? "t=0 link.tx_raw link=ib0 side=0 bytes=64 start=0 end=5120\n"
+			   : "t=0 link.tx_raw link=ib0 side=0 bytes=100 start=5120 "
+			     "end=13120\n";
 
 		cr_expect_str_eq(line, want);
 		n++;

@@ -316,7 +316,7 @@ struct obs {
 	int nrx;
 	uint64_t tx; /* pkt.tx lines (frames handed to a link) */
 	uint64_t drops;
-	unsigned drop_port; /* port= of the last pkt.drop */
+	unsigned drop_port;  /* port= of the last pkt.drop_* that has one */
 	uint64_t send_cqe_t; /* last cqe.write of a send completion */
 };
 
@@ -344,7 +344,7 @@ static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *
 		o->rx_t[o->nrx++] = t;
 	} else if (!strcmp(ev, "pkt.tx")) {
 		o->tx++;
-	} else if (!strcmp(ev, "pkt.drop")) {
+	} else if (!strncmp(ev, "pkt.drop_", 9)) { /* every pkt.drop_* event */
 		o->drops++;
 		if (hcasim_trace_field(fields, "port", &v))
 			o->drop_port = (unsigned)v;

@@ -427,8 +427,8 @@ static void count_sq_db(void *arg, uint64_t t_ps, int dev, const char *event, co
 	uint64_t qpn;
 
 	(void)t_ps;
-	if (dev == 0 && !strcmp(event, "db.ring") && !strncmp(f, "sq ", 3) &&
-	    hcasim_trace_field(f, "qpn", &qpn) && qpn == c->qpn)
+	if (dev == 0 && !strcmp(event, "db.sq") && hcasim_trace_field(f, "qpn", &qpn) &&
+	    qpn == c->qpn)
 		c->n++;
 }
 

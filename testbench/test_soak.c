@@ -187,7 +187,7 @@ static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *
 	if (!strcmp(ev, "req.wqe")) {
 		struct ow *w;
 
-		/* A WQE's start (op=, len=, psn=); rewinds and fetches carry no op. */
+		/* A WQE's start. */
 		if (!hcasim_trace_field(f, "op", &op) || !hcasim_trace_field(f, "len", &len) ||
 		    !hcasim_trace_field(f, "psn", &psn) || !hcasim_trace_field(f, "wqe", &wqe))
 			return;

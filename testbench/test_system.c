@@ -272,6 +272,68 @@ Test(system, generated_rtl_package_matches_the_device_interface)
 	check_generated("sv", "rtl/hca_pkg.sv");
 }
 
+Test(system, generated_trace_event_table_matches_the_trace_declarations)
+{
+	check_generated("trace", "docs/trace-events.md");
+}
+
+/* Compile a program that calls the emitter of one event declared as decl (sim/trace.h reading
+ * that table instead of sim/trace.def) with args; its exit status and compiler output. */
+static int build_emitter(const char *decl, const char *args, char **out)
+{
+	char def[] = "/tmp/hcasim-tdef-XXXXXX.def", src[] = "/tmp/hcasim-tsrc-XXXXXX.c";
+	char cmd[1024];
+	int fd_def = mkstemps(def, 4), fd_src = mkstemps(src, 2), st;
+	FILE *d, *c;
+
+	cr_assert(fd_def >= 0 && fd_src >= 0);
+	d = fdopen(fd_def, "w");
+	fprintf(d, "TRACE_CAT(t, \"test\")\n%s\n", decl);
+	fclose(d);
+	c = fdopen(fd_src, "w");
+	fprintf(c,
+		"#include \"sim/trace.h\"\nuint64_t sim_trace_mask;\n"
+		"void sim_trace_emit(int ev, int dev, const char *fmt, ...) { (void)ev; (void)dev; "
+		"(void)fmt; }\nint main(void) { trace_t_ev(0, %s); return 0; }\n",
+		args);
+	fclose(c);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I %s '-DSIM_TRACE_DEF=\"%s\"' %s "
+	    "2>&1; echo \"exit=$?\"",
+	    HCASIM_SRC_DIR, def, src);
+	*out = run_capture(cmd);
+	unlink(def);
+	unlink(src);
+	cr_assert(
+	    sscanf(strstr(*out, "exit=") ? strstr(*out, "exit=") : "exit=-1", "exit=%d", &st) == 1);
+	return st;
+}
+
+/* The emitters are generated with the declared format, and the compiler checks it against the
+ * declared types: a mismatch, or a call with the wrong arguments, does not build. */
+Test(system, trace_declarations_are_type_checked_against_their_format)
+{
+	char *out;
+
+	cr_assert_eq(build_emitter("TRACE_EV(t, ev, \"doc\", (uint32_t qpn, const char *why), "
+				   "(qpn, why), \"qpn=0x%x why=%s\")",
+				   "2, \"lost\"", &out),
+		     0, "a matching declaration does not build:\n%s", out);
+	free(out);
+	cr_assert_neq(build_emitter("TRACE_EV(t, ev, \"doc\", (uint32_t qpn, const char *why), "
+				    "(qpn, why), \"qpn=%s why=%s\")",
+				    "2, \"lost\"", &out),
+		      0, "a format that does not match its types builds:\n%s", out);
+	cr_assert_not_null(strstr(out, "format"), "%s", out);
+	free(out);
+	cr_assert_neq(build_emitter("TRACE_EV(t, ev, \"doc\", (uint32_t qpn, const char *why), "
+				    "(qpn, why), \"qpn=0x%x why=%s\")",
+				    "2", &out),
+		      0, "an emitter called without its arguments builds:\n%s", out);
+	free(out);
+}
+
 Test(system, trace_lines_carry_time_device_and_cycle)
 {
 	char path[] = "/tmp/hcasim-trace-XXXXXX", line[512];

@@ -59,42 +59,63 @@ static void add(struct ev *a, int *n, struct ev e)
 	a[(*n)++] = e;
 }
 
-static unsigned long long field(const char *line, const char *key)
+/* A field's value in an event's key=value text (it must be there). */
+static unsigned long long field(const char *fields, const char *key)
 {
-	const char *p = strstr(line, key);
+	uint64_t v;
 
-	cr_assert_not_null(p, "no %s in '%s'", key, line);
-	return strtoull(p + strlen(key), NULL, 0);
+	cr_assert(hcasim_trace_field(fields, key, &v), "no %s in '%s'", key, fields);
+	return v;
 }
 
+/* One `t=<ps> [dev=<n> cyc=<c>] <event> <fields>` trace line: its time and device into e, its
+ * event's name into name; returns its fields. */
+static const char *trace_line(char *line, struct ev *e, char *name, size_t len)
+{
+	const char *p = strchr(line, ' ');
+
+	line[strcspn(line, "\n")] = 0;
+	cr_assert(p && hcasim_trace_field(line, "t", &e->t), "'%s'", line);
+	e->dev = -1;
+	if (!strncmp(p + 1, "dev=", 4)) {
+		e->dev = (int)field(p + 1, "dev");
+		p = strchr(p + 1, ' '); /* cyc= */
+		p = p && !strncmp(p + 1, "cyc=", 4) ? strchr(p + 1, ' ') : p;
+	}
+	cr_assert_not_null(p, "'%s'", line);
+	snprintf(name, len, "%.*s", (int)strcspn(p + 1, " "), p + 1);
+	return p + 1 + strlen(name);
+}
+
+/* Read a trace file, dispatching on each event's name and reading its fields. */
 static void read_trace(const char *path, struct trace *tr)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
+	char line[512], name[64];
 
 	cr_assert_not_null(f, "%s", path);
 	memset(tr, 0, sizeof(*tr));
 	while (fgets(line, sizeof(line), f)) {
 		struct ev e = { 0 };
+		const char *fields = trace_line(line, &e, name, sizeof(name));
+		uint64_t v;
 
-		e.t = strtoull(line + 2, NULL, 10);
-		e.dev = strstr(line, " dev=") ? (int)field(line, " dev=") : -1;
-		e.exhausted = strstr(line, "exhausted") != NULL;
-		if (strstr(line, " link.tx ")) {
-			e.side = (int)field(line, " side=");
-			e.start = field(line, " start=");
-			e.end = field(line, " end=");
+		e.exhausted = hcasim_trace_field(fields, "exhausted", &v) && v;
+		if (!strcmp(name, "link.tx") || !strcmp(name, "link.tx_raw")) {
+			e.side = (int)field(fields, "side");
+			e.start = field(fields, "start");
+			e.end = field(fields, "end");
 			add(tr->tx[e.side], &tr->ntx[e.side], e);
-		} else if (strstr(line, " req.timeout ")) {
+		} else if (!strcmp(name, "req.timeout")) {
 			add(tr->timeout, &tr->nto, e);
-		} else if (strstr(line, " comp.rnr_wait ")) {
-			e.wait = field(line, " wait_ps=");
-			e.start = field(line, " start=");
+		} else if (!strcmp(name, "comp.rnr_wait")) {
+			e.wait = field(fields, "wait_ps");
+			e.start = field(fields, "start");
 			add(tr->rnr_wait, &tr->nwait, e);
-		} else if (strstr(line, " comp.rnr_resume ")) {
+		} else if (!strcmp(name, "comp.rnr_resume")) {
 			add(tr->rnr_resume, &tr->nresume, e);
-		} else if (strstr(line, " comp.done ")) {
-			tr->done_status[tr->ndone] = (unsigned)field(line, " status=");
+		} else if (!strcmp(name, "comp.done")) {
+			tr->done_status[tr->ndone] = (unsigned)field(fields, "status");
 			add(tr->done, &tr->ndone, e);
 		}
 	}
@@ -442,15 +463,22 @@ Test(timing, rnr_retry_7_retries_until_a_receive_is_posted)
 
 /* BlueFlame: a single small WQE travels with its doorbell in one write-combined burst and is
  * not read back from the ring; two WQEs posted in one call are one doorbell and one read. */
-static int count_lines(const char *path, const char *what)
+/* Lines of event ev in a trace file; with key, only those whose key= field is val. */
+static int count_events(const char *path, const char *ev, const char *key, uint64_t val)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
+	char line[512], name[64];
 	int n = 0;
 
 	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, what) != NULL;
+	while (fgets(line, sizeof(line), f)) {
+		struct ev e;
+		const char *fields = trace_line(line, &e, name, sizeof(name));
+		uint64_t v;
+
+		n += !strcmp(name, ev) &&
+		     (!key || (hcasim_trace_field(fields, key, &v) && v == val));
+	}
 	fclose(f);
 	return n;
 }
@@ -470,8 +498,8 @@ Test(timing, a_single_small_wqe_comes_by_blueflame_and_is_not_read)
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	tb_poll(r.b.cq, &wc, 1);
 	cr_assert_eq(hcasim_trace("", NULL), 0);
-	cr_assert_eq(count_lines(r.trace, "by BlueFlame"), 1);
-	cr_assert_eq(count_lines(r.trace, "fetched wqe="), 0, "the WQE was read anyway");
+	cr_assert_eq(count_events(r.trace, "req.bf", NULL, 0), 1);
+	cr_assert_eq(count_events(r.trace, "req.fetch", NULL, 0), 0, "the WQE was read anyway");
 	/* Two in one call: an ordinary doorbell, and the fetcher reads both at once. */
 	cr_assert_eq(hcasim_trace("req", r.trace), 0);
 	post_recv(&r);
@@ -485,8 +513,10 @@ Test(timing, a_single_small_wqe_comes_by_blueflame_and_is_not_read)
 	wait_wc(&r, &wc, MS);
 	wait_wc(&r, &wc, MS);
 	cr_assert_eq(hcasim_trace("", NULL), 0);
-	cr_assert_eq(count_lines(r.trace, "by BlueFlame"), 0);
-	cr_assert_eq(count_lines(r.trace, "fetched wqe=1..2"), 1, "one read for both WQEs");
+	cr_assert_eq(count_events(r.trace, "req.bf", NULL, 0), 0);
+	cr_assert_eq(count_events(r.trace, "req.fetch", NULL, 0), 1, "one read for both WQEs");
+	cr_assert_eq(count_events(r.trace, "req.fetch", "last", 2), 1, "WQEs 1 and 2 in one read");
+	cr_assert_eq(count_events(r.trace, "req.fetch", "wqe", 1), 1, "WQEs 1 and 2 in one read");
 	{
 		static struct trace tr;
 		static struct pframe pf[MAXE];

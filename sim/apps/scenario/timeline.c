@@ -146,78 +146,109 @@ static uint32_t mtu_bytes(enum ibv_mtu m)
 
 /* ---- the observer ---- */
 
-static void on_modify(int dev, uint64_t t, const char *f)
+/* The scenario QP a device-side event names (its qpn= field), or -1. */
+static int qp_of(int dev, const char *f)
 {
 	uint64_t qpn;
-	int qp;
-	char tr[48];
-	const char *sp = strchr(f, ' ');
 
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0 || !sp)
-		return;
-	if (strstr(f, " migrated to port ")) {
-		/* Path migration: its packets now leave by the alternate port. */
-		uint64_t port = strtoull(strstr(f, " migrated to port ") + 18, NULL, 10);
-
-		tl.q[qp].port = (int)port;
-		snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text),
-			 "migrated to port %d", (int)port);
-		return;
-	}
-	snprintf(tr, sizeof(tr), "%s", sp + 1);
-	tr[strcspn(tr, " ")] = 0;
-	snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "%s%s", tr,
-		 strstr(f, "(error)")  ? " (error)"
-		 : strstr(f, "forced") ? " (forced)"
-				       : "");
+	return fld(f, "qpn", &qpn) ? qp_by_qpn(dev, qpn) : -1;
 }
 
-/* req.timeout: the local ACK timer expired ("retries_left=N", "exhausted" at the end). */
+/* qp.modify, qp.error, qp.force: a state change, shown as FROM->TO with its cause. */
+static void on_state(int dev, uint64_t t, const char *f, const char *cause)
+{
+	char from[16], to[16];
+	int qp = qp_of(dev, f);
+
+	if (qp < 0 || !fld_str(f, "from", from, sizeof(from)) || !fld_str(f, "to", to, sizeof(to)))
+		return;
+	snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "%s->%s%s", from, to,
+		 cause);
+}
+
+/* qp.migrate: path migration; its packets now leave by the alternate port. */
+static void on_migrate(int dev, uint64_t t, const char *f)
+{
+	uint64_t port;
+	int qp = qp_of(dev, f);
+
+	if (qp < 0 || !fld(f, "port", &port))
+		return;
+	tl.q[qp].port = (int)port;
+	snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "migrated to port %d",
+		 (int)port);
+}
+
+/* qp.fatal, qp.migrate_fail: a QP-level fact without a state change of its own. */
+static void on_qp_note(int dev, uint64_t t, const char *f, const char *what)
+{
+	int qp = qp_of(dev, f);
+
+	if (qp >= 0)
+		snprintf(add(t, qp, SCN_TL_STATE)->text, sizeof(tl.ev[0].text), "%s", what);
+}
+
+/* req.timeout: the local ACK timer expired (retries left, exhausted at the end). */
 static void on_req_timeout(int dev, uint64_t t, const char *f)
 {
-	uint64_t qpn;
-	int qp;
+	uint64_t left = 0, exh = 0;
+	int qp = qp_of(dev, f);
 	struct tl_qp *q;
 	struct scn_tl *e;
-	const char *r = strstr(f, "retries_left");
 
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0)
+	if (qp < 0)
 		return;
 	q = &tl.q[qp];
 	e = add(t, qp, SCN_TL_TIMEOUT);
-	snprintf(e->text, sizeof(e->text), "%s", r ? r : "");
+	fld(f, "retries_left", &left);
+	fld(f, "exhausted", &exh);
+	snprintf(e->text, sizeof(e->text), "retries_left=%llu%s", (unsigned long long)left,
+		 exh ? " exhausted" : "");
 	q->st.timeouts++;
 	if (q->arm_open && q->nto < MAX_WAITS)
 		q->to_waits[q->nto++] = t - q->arm_end_ps;
 	q->arm_open = false;
 }
 
-static void on_req_wqe(int dev, uint64_t t, const char *f)
+/* req.rewind: go-back-N from psn. */
+static void on_req_rewind(int dev, uint64_t t, const char *f)
 {
-	uint64_t qpn, wqe, op, len, psn;
-	int qp;
-	struct tl_qp *q;
+	uint64_t psn = 0;
+	int qp = qp_of(dev, f);
 	struct scn_tl *e;
 
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0)
+	if (qp < 0)
+		return;
+	e = add(t, qp, SCN_TL_REWIND);
+	fld(f, "psn", &psn);
+	e->psn = (uint32_t)psn;
+	snprintf(e->text, sizeof(e->text), "go back to psn %llu", (unsigned long long)psn);
+	tl.q[qp].st.rewinds++;
+}
+
+/* req.fail: the requester failed a WQE. */
+static void on_req_fail(int dev, uint64_t t, const char *f)
+{
+	uint64_t wqe, status;
+	int qp = qp_of(dev, f);
+
+	if (qp >= 0 && fld(f, "wqe", &wqe) && fld(f, "status", &status))
+		snprintf(add(t, qp, SCN_TL_ACTION)->text, sizeof(tl.ev[0].text),
+			 "WQE wqe=%llu failed status=%llu", (unsigned long long)wqe,
+			 (unsigned long long)status);
+}
+
+/* req.wqe: a WQE started; its first PSN (and a READ's PSN range). */
+static void on_req_wqe(int dev, const char *f)
+{
+	uint64_t wqe, op, len, psn;
+	int qp = qp_of(dev, f);
+	struct tl_qp *q;
+
+	if (qp < 0 || !fld(f, "wqe", &wqe) || !fld(f, "op", &op) || !fld(f, "len", &len) ||
+	    !fld(f, "psn", &psn))
 		return;
 	q = &tl.q[qp];
-	if (strstr(f, "rewind to")) {
-		e = add(t, qp, SCN_TL_REWIND);
-		if (fld(f, "psn", &psn))
-			e->psn = (uint32_t)psn;
-		snprintf(e->text, sizeof(e->text), "go back to psn %llu", (unsigned long long)psn);
-		q->st.rewinds++;
-		return;
-	}
-	if (strstr(f, "failed")) {
-		snprintf(add(t, qp, SCN_TL_ACTION)->text, sizeof(e->text), "WQE %s",
-			 strstr(f, "wqe=") ? strstr(f, "wqe=") : f);
-		return;
-	}
-	if (!fld(f, "wqe", &wqe) || !fld(f, "op", &op) || !fld(f, "len", &len) ||
-	    !fld(f, "psn", &psn))
-		return; /* "fetched" lines */
 	if (wqe < q->nsq) {
 		struct scn_wr *w = &tl.s->tr[q->sq[wqe].traffic].wr[q->sq[wqe].n];
 
@@ -241,6 +272,27 @@ static bool is_response(unsigned op)
 	return !(op & 0xe0) && op >= 0x0d && op <= 0x12;
 }
 
+/* A fault traced for this link side belongs to the next frame it sends: its text, taken. */
+static void take_fault(const char *link, int side, char *fault, size_t len)
+{
+	for (int i = 0; i < tl.npf; i++)
+		if (!strcmp(tl.pf[i].link, link) && tl.pf[i].side == side) {
+			snprintf(fault, len, "%s", tl.pf[i].what);
+			tl.pf[i] = tl.pf[--tl.npf];
+			return;
+		}
+}
+
+/* link.tx_raw: a frame without a BTH; it takes its fault, and shows nowhere. */
+static void on_link_tx_raw(const char *f)
+{
+	char link[16] = "", fault[48];
+	uint64_t side;
+
+	if (fld_str(f, "link", link, sizeof(link)) && fld(f, "side", &side))
+		take_fault(link, (int)side, fault, sizeof(fault));
+}
+
 static void on_link_tx(uint64_t t, const char *f)
 {
 	char link[16] = "";
@@ -254,13 +306,7 @@ static void on_link_tx(uint64_t t, const char *f)
 	if (!fld_str(f, "link", link, sizeof(link)) || !fld(f, "side", &side) ||
 	    !fld(f, "start", &start) || !fld(f, "end", &end))
 		return;
-	/* A fault traced for this link side belongs to this frame. */
-	for (int i = 0; i < tl.npf; i++)
-		if (!strcmp(tl.pf[i].link, link) && tl.pf[i].side == (int)side) {
-			snprintf(fault, sizeof(fault), "%s", tl.pf[i].what);
-			tl.pf[i] = tl.pf[--tl.npf];
-			break;
-		}
+	take_fault(link, (int)side, fault, sizeof(fault));
 	if (!fld(f, "dqpn", &dqpn) || !fld(f, "psn", &psn) || !fld(f, "op", &op) ||
 	    sscanf(link, "link%u.%u", &k, &port) != 2)
 		return;
@@ -308,7 +354,9 @@ static void on_link_tx(uint64_t t, const char *f)
 	}
 }
 
-static void on_link_fault(const char *f)
+/* link.fault_*: a fault injected into the next frame link.tx shows for that link side; a
+ * targeted one (link.fault_target) says so. */
+static void on_link_fault(const char *f, bool targeted)
 {
 	char link[16] = "", what[24] = "";
 	uint64_t side;
@@ -319,7 +367,7 @@ static void on_link_fault(const char *f)
 	snprintf(tl.pf[tl.npf].link, sizeof(tl.pf[0].link), "%s", link);
 	tl.pf[tl.npf].side = (int)side;
 	snprintf(tl.pf[tl.npf].what, sizeof(tl.pf[0].what), "link fault: %s%s", what,
-		 strstr(f, "target") ? " (targeted)" : "");
+		 targeted ? " (targeted)" : "");
 	tl.npf++;
 }
 
@@ -423,19 +471,50 @@ static void on_eqe(int dev, uint64_t t, const char *f)
 	}
 }
 
+/* The link.* events that inject a fault into a frame. */
+static bool is_link_fault(const char *ev)
+{
+	static const char *const names[] = {"link.fault_drop",	  "link.fault_corrupt",
+					    "link.fault_delay",	  "link.fault_duplicate",
+					    "link.fault_reorder", "link.fault_down"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(ev, names[i]))
+			return true;
+	return false;
+}
+
 static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *f)
 {
 	(void)arg;
 	if (!strcmp(ev, "qp.modify"))
-		on_modify(dev, t, f);
+		on_state(dev, t, f, "");
+	else if (!strcmp(ev, "qp.error"))
+		on_state(dev, t, f, " (error)");
+	else if (!strcmp(ev, "qp.force"))
+		on_state(dev, t, f, " (forced)");
+	else if (!strcmp(ev, "qp.migrate"))
+		on_migrate(dev, t, f);
+	else if (!strcmp(ev, "qp.migrate_fail"))
+		on_qp_note(dev, t, f, "path migration failed");
+	else if (!strcmp(ev, "qp.fatal"))
+		on_qp_note(dev, t, f, "catastrophic error");
 	else if (!strcmp(ev, "req.wqe"))
-		on_req_wqe(dev, t, f);
+		on_req_wqe(dev, f);
+	else if (!strcmp(ev, "req.rewind"))
+		on_req_rewind(dev, t, f);
+	else if (!strcmp(ev, "req.fail"))
+		on_req_fail(dev, t, f);
 	else if (!strcmp(ev, "req.timeout"))
 		on_req_timeout(dev, t, f);
 	else if (!strcmp(ev, "link.tx"))
 		on_link_tx(t, f);
-	else if (!strcmp(ev, "link.fault"))
-		on_link_fault(f);
+	else if (!strcmp(ev, "link.tx_raw"))
+		on_link_tx_raw(f);
+	else if (!strcmp(ev, "link.fault_target"))
+		on_link_fault(f, true);
+	else if (is_link_fault(ev))
+		on_link_fault(f, false);
 	else if (!strcmp(ev, "comp.ack"))
 		on_comp_ack(dev, t, f);
 	else if (!strcmp(ev, "resp.nak"))
