@@ -218,6 +218,8 @@ struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_con
 			     int64_t comp_vector);
 /* cq_ex.c: the verbs_context op behind ibv_create_cq_ex. */
 struct ibv_cq_ex *drv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+/* qp.c: ibv_create_qp_ex with IBV_QP_INIT_ATTR_CREATE_FLAGS (BLOCK_SELF_MCAST_LB) */
+struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 
 /* data.c: take the CQE at cq's consumer index if the device has written it: fill *wc as
  * ibv_poll_cq(3) reports it (wr_id resolved, queue slots freed) and its timestamp in *cycle,

@@ -83,9 +83,6 @@ UNSUP_PTR(struct ibv_wq, create_wq, NO_WQ, struct ibv_context *ctx, struct ibv_w
 UNSUP_INT(destroy_flow, NO_FLOW, struct ibv_flow *flow)
 UNSUP_PTR(struct ibv_flow, create_flow, NO_FLOW, struct ibv_qp *qp, struct ibv_flow_attr *attr)
 UNSUP_PTR(struct ibv_qp, open_qp, NO_XRC, struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
-UNSUP_PTR(struct ibv_qp, create_qp_ex,
-	  "extended QPs (comp_mask beyond IBV_QP_INIT_ATTR_PD, ibv_wr_* send ops) are not "
-	  "supported yet", struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 UNSUP_PTR(struct ibv_srq, create_srq_ex,
 	  "extended SRQs (comp_mask beyond IBV_SRQ_INIT_ATTR_PD, XRC SRQs) are not supported yet",
 	  struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
@@ -155,7 +152,6 @@ void drv_ctx_fill_unsupported(struct verbs_context *v)
 	if (!v->ibv_create_flow)
 		v->ibv_create_flow = unsup_create_flow;
 	FILL(v, open_qp);
-	FILL(v, create_qp_ex);
 	FILL(v, create_srq_ex);
 	FILL(v, open_xrcd);
 	FILL(v, close_xrcd);

@@ -55,7 +55,9 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 	free(qp);
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
+/* ibv_create_qp with the device's creation flags (HCA_QP_CREATE_*, from ibv_create_qp_ex). */
+static struct ibv_qp *qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, uint8_t flags,
+				const char *verb)
 {
 	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_qp_create_in in = { 0 };
@@ -74,7 +76,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	}
 	ctx = pd->pd.context;
 	d = drv_dev_of(ctx);
-	drv_charge_verb(d);
+	drv_charge_verb_(d, verb);
 	if (!init) {
 		drv_fail(EINVAL, "ibv_create_qp: NULL init_attr");
 		return NULL;
@@ -175,6 +177,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	in.send_cqn = scq->cqn;
 	in.recv_cqn = rcq->cqn;
 	in.srqn = srq ? srq->srqn : 0;
+	in.flags = flags;
 	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
 		qp_free(d, qp);
 		return NULL;
@@ -202,6 +205,104 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 	init->cap = qp->cap;
 	drv_map_qp(d, out.qpn, qp);
 	return q;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
+{
+	return qp_create(ibpd, init, 0, "ibv_create_qp");
+}
+
+/* ibv_create_qp_ex(3): what ibv_create_qp takes, plus create_flags. The one flag the device
+ * has is IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, for UD QPs (docs/multicast.md). rdma-core calls
+ * this only when comp_mask has more than IBV_QP_INIT_ATTR_PD. */
+struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp *q;
+
+	if (!a) {
+		drv_fail(EINVAL, "ibv_create_qp_ex: NULL qp_init_attr_ex");
+		return NULL;
+	}
+	if (a->comp_mask & ~known) {
+		drv_fail(EOPNOTSUPP, "ibv_create_qp_ex: extended QPs with comp_mask bits 0x%x are "
+			 "not supported (only IBV_QP_INIT_ATTR_PD and IBV_QP_INIT_ATTR_CREATE_FLAGS)",
+			 a->comp_mask & ~known);
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
+		drv_fail(EINVAL, "ibv_create_qp_ex: pd (IBV_QP_INIT_ATTR_PD) must name a PD of this "
+			 "context");
+		return NULL;
+	}
+	if (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
+		if (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) {
+			drv_fail(EINVAL, "ibv_create_qp_ex: create_flags 0x%x are not supported "
+				 "(only IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)",
+				 a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+			return NULL;
+		}
+		if (a->create_flags && a->qp_type != IBV_QPT_UD) {
+			drv_fail(EINVAL, "ibv_create_qp_ex: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB needs "
+				 "qp_type IBV_QPT_UD");
+			return NULL;
+		}
+	}
+	init = (struct ibv_qp_init_attr){ .qp_context = a->qp_context, .send_cq = a->send_cq,
+					  .recv_cq = a->recv_cq, .srq = a->srq, .cap = a->cap,
+					  .qp_type = a->qp_type, .sq_sig_all = a->sq_sig_all };
+	q = qp_create(a->pd, &init,
+		      (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags
+			      ? HCA_QP_CREATE_BLOCK_SELF_MCAST_LB
+			      : 0,
+		      "ibv_create_qp_ex");
+	if (q)
+		a->cap = init.cap;
+	return q;
+}
+
+/* ibv_attach_mcast(3) and ibv_detach_mcast(3): checked as ib_attach_mcast checks (a UD QP, a
+ * multicast GID, on InfiniBand a multicast LID), then ATTACH_MCG or DETACH_MCG. The device
+ * answers an attach of a QP already in the group with success and changes nothing, and a
+ * detach of a QP not in the group with EINVAL, as ib_uverbs does. */
+static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, uint16_t opcode,
+		   const char *verb)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_mcg_in in = { 0 };
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+
+	if (!qp)
+		return drv_fail(EINVAL, "%s: not a live QP", verb);
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb_(d, verb);
+	if (!gid)
+		return drv_fail(EINVAL, "%s: NULL gid", verb);
+	if (ibqp->qp_type != IBV_QPT_UD)
+		return drv_fail(EINVAL, "%s: QP 0x%x is not UD: only UD QPs join multicast groups",
+				verb, ibqp->qp_num);
+	if (gid->raw[0] != 0xff)
+		return drv_fail(EINVAL, "%s: gid is not a multicast GID (its first byte is 0x%02x, "
+				"not 0xff)", verb, gid->raw[0]);
+	if (lid < HCA_MCAST_LID_MIN || lid > HCA_MCAST_LID_MAX)
+		return drv_fail(EINVAL, "%s: lid 0x%x is not a multicast LID (0xc000..0xfffe)", verb,
+				lid);
+	in.qpn = ibqp->qp_num;
+	in.lid = lid;
+	memcpy(in.gid, gid->raw, 16);
+	return drv_cmd(d, opcode, &in, sizeof(in), &none, sizeof(none));
+}
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcg_cmd(qp, gid, lid, HCA_CMD_ATTACH_MCG, "ibv_attach_mcast");
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcg_cmd(qp, gid, lid, HCA_CMD_DETACH_MCG, "ibv_detach_mcast");
 }
 
 static void av_to_hw(const struct ibv_ah_attr *a, struct hca_av *h)
