@@ -37,44 +37,45 @@ static void trace_mcg(struct fw_state *fw, const char *what, const struct hca_mc
 		  g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
 }
 
+/* ATTACH_MCG (attach true) or DETACH_MCG, once check_mcg has passed. */
+static struct fw_result mcg_apply(struct fw_state *fw, const struct hca_mcg_in *in, bool attach)
+{
+	const struct hm_mcg *g = hm_mcg_find(fw->dev, in->gid, in->lid);
+	bool member = g && hm_mcg_has_qp(g, in->qpn);
+
+	if (!attach) {
+		if (!member) /* not attached (ib_uverbs: EINVAL) */
+			return FW_FIELD(BAD_PARAM, hca_mcg_in, gid);
+		hm_mcg_detach(fw->dev, in->gid, in->lid, in->qpn);
+	} else {
+		if (member)
+			return FW_OK; /* attached already: once per QP (ib_uverbs answers 0) */
+		if (!g && hm_mcg_count(fw->dev) >= HM_MCG_MAX)
+			return FW_FAIL(NO_RESOURCES, LIMIT, 0); /* max_mcast_grp */
+		if (g && g->nqps >= HM_MCG_QPS)
+			return FW_FAIL(NO_RESOURCES, LIMIT, 0); /* max_mcast_qp_attach */
+		hm_mcg_attach(fw->dev, in->gid, in->lid, in->qpn);
+	}
+	trace_mcg(fw, attach ? "attach" : "detach", in);
+	return FW_OK;
+}
+
 struct fw_result fw_cmd_ATTACH_MCG(struct fw_state *fw, const void *in_, void *out_,
 				   sim_time_t *t)
 {
-	const struct hca_mcg_in *in = in_;
-	struct fw_result r = check_mcg(fw, in);
-	const struct hm_mcg *g;
+	struct fw_result r = check_mcg(fw, in_);
 
 	(void)out_;
 	(void)t;
-	if (r.status)
-		return r;
-	g = hm_mcg_find(fw->dev, in->gid, in->lid);
-	if (g && hm_mcg_has_qp(g, in->qpn))
-		return FW_OK; /* attached already: once per QP (ib_uverbs answers 0) */
-	if (!g && hm_mcg_count(fw->dev) >= HM_MCG_MAX)
-		return FW_FAIL(NO_RESOURCES, LIMIT, 0); /* max_mcast_grp */
-	if (g && g->nqps >= HM_MCG_QPS)
-		return FW_FAIL(NO_RESOURCES, LIMIT, 0); /* max_mcast_qp_attach */
-	hm_mcg_attach(fw->dev, in->gid, in->lid, in->qpn);
-	trace_mcg(fw, "attach", in);
-	return FW_OK;
+	return r.status ? r : mcg_apply(fw, in_, true);
 }
 
 struct fw_result fw_cmd_DETACH_MCG(struct fw_state *fw, const void *in_, void *out_,
 				   sim_time_t *t)
 {
-	const struct hca_mcg_in *in = in_;
-	struct fw_result r = check_mcg(fw, in);
-	const struct hm_mcg *g;
+	struct fw_result r = check_mcg(fw, in_);
 
 	(void)out_;
 	(void)t;
-	if (r.status)
-		return r;
-	g = hm_mcg_find(fw->dev, in->gid, in->lid);
-	if (!g || !hm_mcg_has_qp(g, in->qpn))
-		return FW_FIELD(BAD_PARAM, hca_mcg_in, gid); /* not attached (ib_uverbs: EINVAL) */
-	hm_mcg_detach(fw->dev, in->gid, in->lid, in->qpn);
-	trace_mcg(fw, "detach", in);
-	return FW_OK;
+	return r.status ? r : mcg_apply(fw, in_, false);
 }
