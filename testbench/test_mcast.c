@@ -9,7 +9,9 @@
 #include "testbench/tb_expect.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MLID 0xc001
 #define NMEMBERS 4
@@ -457,6 +459,51 @@ Test(mcast, a_datagram_without_a_grh_is_dropped_by_every_member)
 	mc_send(&c, 32, 0, 0);
 	cr_assert_eq(ctr(1, "multicast_rcv_packets"), 1);
 	cr_assert_eq(dropped(1), 1);
+}
+
+/* tshark's "dlid destqp dgid" for each frame of a capture, and hcasim-pcapcheck's verdict. */
+static void check_capture(const char *path, int frames)
+{
+	char cmd[1024], *out, *line, *save = NULL;
+	int st, n = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r '%s' -T fields -E separator=' ' -e infiniband.lrh.dlid "
+		 "-e infiniband.bth.destqp -e infiniband.grh.dgid 2>/dev/null",
+		 path);
+	out = tb_run_cmd(cmd, &st);
+	cr_assert_eq(st, 0, "%s: %s", cmd, out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++)
+		cr_assert_str_eq(line, "49153 0xffffff ff12:401b:ffff::1", "%s frame %d", path, n);
+	cr_assert_eq(n, frames, "%s: %d frames, expected %d", path, n, frames);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck '%s' 2>&1", HCASIM_BUILD_DIR, path);
+	out = tb_run_cmd(cmd, &st);
+	cr_assert_eq(st, 0, "pcapcheck: %s", out);
+	free(out);
+}
+
+Test(mcast, captures_show_the_multicast_frames_on_the_link_and_the_loopback_path)
+{
+	char dir[] = "/tmp/hcasim-mcast-XXXXXX", prefix[64], path[96];
+	struct mc c;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(prefix, sizeof(prefix), "%s/cap", dir);
+	mc_open(&c, 0);
+	for (int i = 0; i < NMEMBERS; i++)
+		attach(&c, i);
+	cr_assert_eq(hcasim_pcap(prefix), 0, "%s", hcasim_last_error());
+	mc_send(&c, 200, 0, 0xf);
+	mc_send(&c, 20, 0, 0xf);
+	cr_assert_eq(hcasim_pcap(NULL), 0, "%s", hcasim_last_error());
+	snprintf(path, sizeof(path), "%s.link0.pcap", prefix);
+	check_capture(path, 2);
+	snprintf(path, sizeof(path), "%s.hca0.loopback.pcap", prefix);
+	check_capture(path, 2);
+	snprintf(path, sizeof(path), "%s.hca1.loopback.pcap", prefix);
+	cr_assert_neq(access(path, F_OK), 0, "hcasim1 sent nothing, looped nothing back");
+	tb_rm_tmpdir(dir);
 }
 
 /* ---- limits and bad arguments ---- */
