@@ -301,17 +301,25 @@ static uint32_t create_cq(struct fwt *f, uint32_t eqn)
 	return out.cqn;
 }
 
-static uint32_t create_qp(struct fwt *f, uint32_t pdn, uint32_t cqn)
+/* CREATE_QP input for a QP of type with one-entry queues on fresh rings. */
+static struct hca_qp_create_in qp_in(struct fwt *f, uint8_t type, uint32_t pdn, uint32_t cqn)
 {
-	struct hca_qp_create_in in = { .type = HCA_QPT_RC, .pdn = pdn, .send_cqn = cqn,
+	struct hca_qp_create_in in = { .type = type, .pdn = pdn, .send_cqn = cqn,
 				       .recv_cqn = cqn,
 				       .caps = { .max_send_wr = 1, .max_recv_wr = 1,
 						 .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct hca_qp_create_out out;
 
 	in.sq_addr = fwt_dma(f, hca_wq_entries(1) * hca_sq_stride(1, 0));
 	in.rq_addr = fwt_dma(f, hca_wq_entries(1) * hca_rq_stride(1));
 	in.db_addr = fwt_dma(f, 8);
+	return in;
+}
+
+static uint32_t create_qp(struct fwt *f, uint32_t pdn, uint32_t cqn)
+{
+	struct hca_qp_create_in in = qp_in(f, HCA_QPT_RC, pdn, cqn);
+	struct hca_qp_create_out out;
+
 	EXPECT_OK(f, HCA_CMD_CREATE_QP, &in, &out);
 	cr_assert_geq(out.qpn, HCA_FIRST_QPN);
 	return out.qpn;
@@ -1451,15 +1459,10 @@ Test(firmware, eq_ring_that_faults_breaks_the_eq_without_recursion)
 static uint32_t create_ud_qp(struct fwt *f, uint32_t pdn, uint32_t cqn, uint8_t flags,
 			     uint8_t status, const char *field)
 {
-	struct hca_qp_create_in in = { .type = HCA_QPT_UD, .flags = flags, .pdn = pdn,
-				       .send_cqn = cqn, .recv_cqn = cqn,
-				       .caps = { .max_send_wr = 1, .max_recv_wr = 1,
-						 .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct hca_qp_create_in in = qp_in(f, HCA_QPT_UD, pdn, cqn);
 	struct hca_qp_create_out out;
 
-	in.sq_addr = fwt_dma(f, hca_wq_entries(1) * hca_sq_stride(1, 0));
-	in.rq_addr = fwt_dma(f, hca_wq_entries(1) * hca_rq_stride(1));
-	in.db_addr = fwt_dma(f, 8);
+	in.flags = flags;
 	if (field) {
 		expect_field(f, HCA_CMD_CREATE_QP, &in, sizeof(in), status, field);
 		in.type = HCA_QPT_RC; /* the same flags on RC */
