@@ -453,22 +453,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *att
 
 /* ---- features the device does not have (answers of rdma-core's dummy ops) ---- */
 
-int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return drv_fail(EOPNOTSUPP, "ibv_attach_mcast: multicast is not supported yet");
-}
-
-int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return drv_fail(EOPNOTSUPP, "ibv_detach_mcast: multicast is not supported yet");
-}
-
 struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct stat st;

@@ -301,6 +301,11 @@ static int fill_device_attr(struct drv_dev *d, struct ibv_device_attr *a)
 	a->max_pkeys = (uint16_t)cap.pkey_table_len;
 	a->local_ca_ack_delay = (uint8_t)cap.local_ca_ack_delay;
 	a->phys_port_cnt = (uint8_t)cap.num_ports;
+	if (cap.cap_flags & HCA_CAP_UD_MCAST) {
+		a->max_mcast_grp = HCA_MCAST_GROUPS;
+		a->max_mcast_qp_attach = HCA_MCAST_QPS_PER_GROUP;
+		a->max_total_mcast_qp_attach = HCA_MCAST_ATTACH_TOTAL;
+	}
 	d->cap = cap;
 	return 0;
 }

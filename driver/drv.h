@@ -257,7 +257,8 @@ int drv_sq_set_inline(const struct drv_qp *qp, const char *verb, uint8_t *w,
 		      const struct ibv_sge *sg, const struct ibv_data_buf *buf, size_t n);
 
 /* qp.c: create a QP (validated; the verb's name prefixes messages). NULL with errno. */
-struct drv_qp *drv_qp_create(struct ibv_pd *pd, const char *verb, struct ibv_qp_init_attr *init);
+struct drv_qp *drv_qp_create(struct ibv_pd *pd, const char *verb, struct ibv_qp_init_attr *init,
+			     uint8_t flags);
 /* qp_ex.c: the verbs_context op behind ibv_create_qp_ex, and the ibv_wr_* ops of a QP. */
 struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 void drv_qp_ex_init(struct drv_qp *qp);

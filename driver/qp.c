@@ -55,7 +55,9 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 	free(qp);
 }
 
-struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_qp_init_attr *init)
+/* ibv_create_qp with the device's creation flags (HCA_QP_CREATE_*, from ibv_create_qp_ex). */
+struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_qp_init_attr *init,
+			     uint8_t flags)
 {
 	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
 	struct hca_qp_create_in in = { 0 };
@@ -175,6 +177,7 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	in.send_cqn = scq->cqn;
 	in.recv_cqn = rcq->cqn;
 	in.srqn = srq ? srq->srqn : 0;
+	in.flags = flags;
 	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
 		qp_free(d, qp);
 		return NULL;
@@ -207,9 +210,52 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
-	struct drv_qp *qp = drv_qp_create(pd, "ibv_create_qp", init);
+	struct drv_qp *qp = drv_qp_create(pd, "ibv_create_qp", init, 0);
 
 	return qp ? &qp->qpx.qp_base : NULL;
+}
+
+/* ibv_attach_mcast(3) and ibv_detach_mcast(3): checked as ib_attach_mcast checks (a UD QP, a
+ * multicast GID, on InfiniBand a multicast LID), then ATTACH_MCG or DETACH_MCG. The device
+ * answers an attach of a QP already in the group with success and changes nothing, and a
+ * detach of a QP not in the group with EINVAL, as ib_uverbs does. */
+static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, uint16_t opcode,
+		   const char *verb)
+{
+	struct drv_qp *qp = qp_of(ibqp);
+	struct hca_mcg_in in = { 0 };
+	struct hca_cmd_empty none;
+	struct drv_dev *d;
+
+	if (!qp)
+		return drv_fail(EINVAL, "%s: not a live QP", verb);
+	d = drv_dev_of(ibqp->context);
+	drv_charge_verb_(d, verb);
+	if (!gid)
+		return drv_fail(EINVAL, "%s: NULL gid", verb);
+	if (ibqp->qp_type != IBV_QPT_UD)
+		return drv_fail(EINVAL, "%s: QP 0x%x is not UD: only UD QPs join multicast groups",
+				verb, ibqp->qp_num);
+	if (gid->raw[0] != 0xff)
+		return drv_fail(EINVAL, "%s: gid is not a multicast GID (its first byte is 0x%02x, "
+				"not 0xff)", verb, gid->raw[0]);
+	if (lid < HCA_MCAST_LID_MIN || lid > HCA_MCAST_LID_MAX)
+		return drv_fail(EINVAL, "%s: lid 0x%x is not a multicast LID (0xc000..0xfffe)", verb,
+				lid);
+	in.qpn = ibqp->qp_num;
+	in.lid = lid;
+	memcpy(in.gid, gid->raw, 16);
+	return drv_cmd(d, opcode, &in, sizeof(in), &none, sizeof(none));
+}
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcg_cmd(qp, gid, lid, HCA_CMD_ATTACH_MCG, "ibv_attach_mcast");
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcg_cmd(qp, gid, lid, HCA_CMD_DETACH_MCG, "ibv_detach_mcast");
 }
 
 static void av_to_hw(const struct ibv_ah_attr *a, struct hca_av *h)

@@ -365,7 +365,8 @@ static uint64_t ops_refused(enum ibv_qp_type type, uint64_t ops)
 struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	static const char verb[] = "ibv_create_qp_ex";
-	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	struct ibv_qp_init_attr init;
 	struct drv_qp *qp;
 	uint64_t bad;
@@ -380,7 +381,7 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	}
 	if (attr->comp_mask & ~known) {
 		drv_fail(EOPNOTSUPP, "%s: comp_mask bits 0x%x are not supported by this device "
-			 "(create_flags, XRC, RSS, TSO, ...)", verb, attr->comp_mask & ~known);
+			 "(XRC, RSS, TSO, ...)", verb, attr->comp_mask & ~known);
 		return NULL;
 	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
@@ -397,9 +398,27 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 			 (unsigned long long)bad, attr->qp_type);
 		return NULL;
 	}
+	/* The one creation flag the device has is IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, for UD QPs
+	 * (docs/multicast.md). */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
+		if (attr->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) {
+			drv_fail(EINVAL, "%s: create_flags 0x%x are not supported (only "
+				 "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)", verb,
+				 attr->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+			return NULL;
+		}
+		if (attr->create_flags && attr->qp_type != IBV_QPT_UD) {
+			drv_fail(EINVAL, "%s: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB needs qp_type "
+				 "IBV_QPT_UD", verb);
+			return NULL;
+		}
+	}
 	/* struct ibv_qp_init_attr is the prefix of struct ibv_qp_init_attr_ex. */
 	memcpy(&init, attr, sizeof(init));
-	qp = drv_qp_create(attr->pd, verb, &init);
+	qp = drv_qp_create(attr->pd, verb, &init,
+			   (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags
+				   ? HCA_QP_CREATE_BLOCK_SELF_MCAST_LB
+				   : 0);
 	if (!qp)
 		return NULL;
 	attr->cap = init.cap;

@@ -41,7 +41,8 @@ struct fw_result fw_cmd_QUERY_HCA_CAP(struct fw_state *fw, const void *in_, void
 	o->num_ports = fw->dev->nports;
 	o->pkey_table_len = (uint32_t)c->pkey_table;
 	o->gid_table_len = HM_GID_TABLE;
-	o->cap_flags = HCA_CAP_CURR_QP_STATE_MOD | HCA_CAP_SYS_IMAGE_GUID | HCA_CAP_AUTO_PATH_MIG;
+	o->cap_flags = HCA_CAP_CURR_QP_STATE_MOD | HCA_CAP_SYS_IMAGE_GUID | HCA_CAP_AUTO_PATH_MIG |
+		       HCA_CAP_UD_MCAST;
 	o->atomic_cap = 1; /* atomic with respect to this HCA (the responder's read-modify-write) */
 	o->core_clock_khz = (uint32_t)(c->core_mhz * 1000);
 	o->local_ca_ack_delay = 15;
@@ -75,6 +76,7 @@ struct fw_result fw_cmd_TEARDOWN_HCA(struct fw_state *fw, const void *in_, void 
 	(void)out_;
 	(void)t;
 	hm_port_stop(fw->dev);
+	hm_mcg_reset(fw->dev); /* every QP goes, and with them every group */
 	fw_reset_objects(fw);
 	fw->dev->initialized = false;
 	return FW_OK;

@@ -53,6 +53,10 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
 	if (in->has_srq > 1)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
+	/* Blocking the loopback of its own multicast is a UD QP's option (IBA 10.5). */
+	if ((in->flags & ~(unsigned)HCA_QP_CREATE_BLOCK_SELF_MCAST_LB) ||
+	    (in->flags && in->type != HCA_QPT_UD))
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, flags);
 	if (!pd)
 		return FW_HANDLE(hca_qp_create_in, pdn);
 	scq = fw_obj(&fw->cqs, in->send_cqn);
@@ -128,6 +132,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	hm_qp_create(fw->dev, o->qpn,
 		     &(struct hm_qp){ .type = in->type, .sq_sig_all = in->sq_sig_all,
 				      .has_srq = in->has_srq, .pdn = in->pdn,
+				      .mcast_lb_block = in->flags & HCA_QP_CREATE_BLOCK_SELF_MCAST_LB,
 				      .scqn = in->send_cqn, .rcqn = in->recv_cqn, .srqn = qp->srqn,
 				      .sq = in->sq_addr, .sq_entries = sq_entries,
 				      .sq_stride = sq_stride, .rq = qp->rq_addr,
@@ -413,6 +418,9 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 	(void)t;
 	if (!qp)
 		return FW_HANDLE(hca_handle_in, handle);
+	/* A QP still attached to multicast groups stays (as ib_uverbs refuses to destroy it). */
+	if (hm_mcg_of_qp(fw->dev, in->handle))
+		return FW_FAIL(BUSY, BUSY, hm_mcg_of_qp(fw->dev, in->handle));
 	((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;

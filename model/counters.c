@@ -88,9 +88,9 @@ static const struct ctr_view views[] = {
 	EXT("unicast_rcv_packets", "PortUnicastRcvPkts", HM_CTR_RCV_UCAST, false,
 	    "unicast packets received without error"),
 	EXT("multicast_xmit_packets", "PortMulticastXmitPkts", HM_CTR_XMIT_MCAST, false,
-	    "multicast packets sent (no multicast in the model)"),
+	    "multicast packets sent (multicast DLID)"),
 	EXT("multicast_rcv_packets", "PortMulticastRcvPkts", HM_CTR_RCV_MCAST, false,
-	    "multicast packets received (no multicast in the model)"),
+	    "multicast packets received without error (multicast DLID)"),
 	HW("rq_num_lle", HM_CTR_RQ_LLE, "responder: local length errors (receive completions)"),
 	HW("rq_num_lqpoe", HM_CTR_RQ_LQPOE, "responder: local QP operation errors"),
 	HW("rq_num_lpe", HM_CTR_RQ_LPE, "responder: local protection errors"),
@@ -102,7 +102,7 @@ static const struct ctr_view views[] = {
 	HW("rq_num_rnr", HM_CTR_RQ_RNR, "responder: RNR NAKs sent"),
 	HW("rq_num_oos", HM_CTR_RQ_OOS, "responder: out of sequence requests received"),
 	HW("rq_num_dup", HM_CTR_RQ_DUP, "responder: duplicate requests received"),
-	HW("rq_num_mce", HM_CTR_RQ_MCE, "responder: bad multicast packets (no cause)"),
+	HW("rq_num_mce", HM_CTR_RQ_MCE, "responder: multicast datagrams a member QP dropped (Q_Key mismatch)"),
 	HW("sq_num_lle", HM_CTR_SQ_LLE, "requester: local length errors"),
 	HW("sq_num_lqpoe", HM_CTR_SQ_LQPOE, "requester: local QP operation errors"),
 	HW("sq_num_lpe", HM_CTR_SQ_LPE, "requester: local protection errors"),
@@ -141,17 +141,17 @@ void hm_ctr_qp(struct hm_dev *d, const struct hm_qp *qp, enum hm_ctr c)
 	hm_ctr_inc(d, port <= d->nports ? port : 1, c);
 }
 
-void hm_ctr_xmit(struct hm_dev *d, unsigned port, uint64_t len)
+void hm_ctr_xmit(struct hm_dev *d, unsigned port, uint64_t len, bool mcast)
 {
 	uint64_t *c = d->ctr[port];
 
 	SIM_ASSERT(port >= 1 && port <= d->nports, "xmit on port %u", port);
 	hm_ctr_add(&c[HM_CTR_XMIT_BYTES], len);
 	hm_ctr_add(&c[HM_CTR_XMIT_PKTS], 1);
-	hm_ctr_add(&c[HM_CTR_XMIT_UCAST], 1); /* every destination is a unicast LID or MAC */
+	hm_ctr_add(&c[mcast ? HM_CTR_XMIT_MCAST : HM_CTR_XMIT_UCAST], 1); /* by the DLID */
 }
 
-void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok)
+void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok, bool mcast)
 {
 	uint64_t *c = d->ctr[port];
 
@@ -159,7 +159,7 @@ void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok)
 	/* IBA 16.1.3.5: PortRcvPkts and PortRcvData include packets containing errors. */
 	hm_ctr_add(&c[HM_CTR_RCV_BYTES], len);
 	hm_ctr_add(&c[HM_CTR_RCV_PKTS], 1);
-	hm_ctr_add(&c[ok ? HM_CTR_RCV_UCAST : HM_CTR_RCV_ERRORS], 1);
+	hm_ctr_add(&c[!ok ? HM_CTR_RCV_ERRORS : mcast ? HM_CTR_RCV_MCAST : HM_CTR_RCV_UCAST], 1);
 }
 
 void hm_ctr_ack_sent(struct hm_dev *d, const struct hm_qp *qp, uint8_t syn)

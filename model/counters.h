@@ -25,8 +25,8 @@ enum hm_ctr {
 	HM_CTR_RCV_PKTS,            /* frames received, errored frames included */
 	HM_CTR_XMIT_UCAST,          /* unicast frames sent */
 	HM_CTR_RCV_UCAST,           /* unicast frames received without error */
-	HM_CTR_XMIT_MCAST,          /* multicast frames sent (no multicast in the model) */
-	HM_CTR_RCV_MCAST,           /* multicast frames received (no multicast in the model) */
+	HM_CTR_XMIT_MCAST,          /* multicast frames sent */
+	HM_CTR_RCV_MCAST,           /* multicast frames received */
 	HM_CTR_RCV_ERRORS,          /* received frames dropped: bad ICRC/VCRC/FCS, malformed */
 	HM_CTR_XMIT_DISCARDS,       /* frames discarded because the port is not ACTIVE */
 	HM_CTR_SYMBOL_ERRORS,       /* no cause in the model (the link flips bits, not symbols) */
@@ -52,7 +52,7 @@ enum hm_ctr {
 	HM_CTR_RQ_RNR,              /* RNR NAKs sent */
 	HM_CTR_RQ_OOS,              /* requests received ahead of the expected PSN */
 	HM_CTR_RQ_DUP,              /* duplicate requests received (behind the expected PSN) */
-	HM_CTR_RQ_MCE,              /* no cause: no multicast */
+	HM_CTR_RQ_MCE,              /* multicast datagrams a member QP dropped (Q_Key) */
 	/* requester (per port: the port of the QP) */
 	HM_CTR_SQ_LLE,              /* send completions with LOC_LEN_ERR */
 	HM_CTR_SQ_LQPOE,            /* send completions with LOC_QP_OP_ERR */
@@ -84,9 +84,9 @@ void hm_ctr_inc(struct hm_dev *d, unsigned port, enum hm_ctr c);
 /* Count one event of slot c on qp's port. */
 void hm_ctr_qp(struct hm_dev *d, const struct hm_qp *qp, enum hm_ctr c);
 /* A frame of len bytes left port (1-based) for its link. */
-void hm_ctr_xmit(struct hm_dev *d, unsigned port, uint64_t len);
+void hm_ctr_xmit(struct hm_dev *d, unsigned port, uint64_t len, bool mcast);
 /* A frame of len bytes arrived at port; ok false: it is dropped as a receive error. */
-void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok);
+void hm_ctr_rcv(struct hm_dev *d, unsigned port, uint64_t len, bool ok, bool mcast);
 /* The responder of qp sends an ACK with this AETH syndrome (NAKs are counted by class). */
 void hm_ctr_ack_sent(struct hm_dev *d, const struct hm_qp *qp, uint8_t syndrome);
 /* The completer of qp received a response with this opcode and AETH syndrome. */

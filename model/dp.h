@@ -80,6 +80,7 @@ struct hm_qp {
 	uint8_t state;         /* HCA_QPS_* */
 	bool sq_sig_all;       /* every WQE signaled */
 	bool has_srq;          /* receives from srqn */
+	bool mcast_lb_block;   /* UD: created with HCA_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	uint32_t qpn, pdn, scqn, rcqn, srqn;
 	struct hca_qp_attr attr; /* as last modified */
 	/* send queue */
@@ -267,6 +268,30 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 		  unsigned next, sim_time_t t);
 /* Current attributes as the data path has them (PSNs move with traffic). */
 const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
+
+/* ---- mcast: multicast groups (model/mcast.c, docs/multicast.md) ---- */
+#define HM_MCG_MAX HCA_MCAST_GROUPS       /* groups per device */
+#define HM_MCG_QPS HCA_MCAST_QPS_PER_GROUP /* QPs per group */
+struct hm_mcg {
+	bool live;                  /* in use */
+	uint16_t lid;               /* multicast LID */
+	uint8_t gid[16];            /* multicast GID */
+	uint32_t nqps;              /* QPs attached */
+	uint32_t qpns[HM_MCG_QPS];  /* in attach order */
+};
+/* The live group (gid, lid), or NULL. */
+struct hm_mcg *hm_mcg_find(struct hm_dev *d, const uint8_t gid[16], uint16_t lid);
+/* True if qpn is attached to g. */
+bool hm_mcg_has_qp(const struct hm_mcg *g, uint32_t qpn);
+/* Groups in use; groups qpn is attached to. */
+unsigned hm_mcg_count(struct hm_dev *d);
+unsigned hm_mcg_of_qp(struct hm_dev *d, uint32_t qpn);
+/* Apply a validated ATTACH_MCG / DETACH_MCG. The first QP of a group makes the subnet manager
+ * add the device's ports to the group; the last one out removes them. */
+void hm_mcg_attach(struct hm_dev *d, const uint8_t gid[16], uint16_t lid, uint32_t qpn);
+void hm_mcg_detach(struct hm_dev *d, const uint8_t gid[16], uint16_t lid, uint32_t qpn);
+/* TEARDOWN_HCA and device destruction: every group goes, and the SM forgets the ports. */
+void hm_mcg_reset(struct hm_dev *d);
 
 /* ---- qpc: context cache ---- */
 /* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */

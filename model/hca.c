@@ -250,6 +250,7 @@ void hm_dev_destroy(struct hm_dev *d)
 	if (!d)
 		return;
 	hm_port_loopback_pcap(d, NULL); /* closes the loopback capture */
+	hm_mcg_reset(d);
 	fw_destroy(d->fw);
 	hm_twins_destroy(d);
 	hm_dp_destroy(d->dp);

@@ -86,6 +86,7 @@ struct hm_dev {
 	sim_time_t lb_busy_ps;       /* the loopback path is reserved until */
 	struct sim_pcap *lb_pcap;    /* its capture, opened at its first frame, or NULL */
 	char *lb_pcap_path;          /* where that capture goes (NULL: no capture) */
+	struct hm_mcg *mcg;          /* multicast groups, HM_MCG_MAX, at the first attach (mcast.c) */
 	/* counters */
 	uint64_t cmds_executed;      /* commands completed */
 	uint64_t bad_doorbells;      /* doorbells ignored */

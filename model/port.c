@@ -348,19 +348,64 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	return d->lb_busy_ps;
 }
 
+static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast);
+
+/* IBA 7.11.1: LIDs 0xC000..0xFFFE are multicast (0xFFFF is the permissive LID). */
+static bool is_mcast_lid(uint16_t lid)
+{
+	return lid >= HCA_MCAST_LID_MIN && lid <= HCA_MCAST_LID_MAX;
+}
+
+/* How many of the QPs attached to g receive on port `port` (their port_num). */
+static uint32_t mcg_qps_on(struct hm_dev *d, const struct hm_mcg *g, unsigned port,
+			   uint32_t qpns[HM_MCG_QPS])
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->nqps; i++) {
+		const struct hm_qp *qp = hm_qp_peek(d, g->qpns[i]);
+
+		if (qp && hm_qp_port(qp) == port)
+			qpns[n++] = g->qpns[i];
+	}
+	return n;
+}
+
+/* A multicast datagram (docs/multicast.md). It goes on the link, whether or not a port at the
+ * other end joined (without a switch, that port filters); and, unless the sending QP blocks
+ * it, through the loopback path once to each ACTIVE port of this HCA that has QPs of the
+ * group, which hands a copy to each of them. Returns the later end of the frame's slots. */
+static sim_time_t mcast_send(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+			     const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need)
+{
+	const struct hm_qp *src = hm_qp_peek(d, pkt->deth_sqpn);
+	const struct hm_mcg *g = pkt->has_grh ? hm_mcg_find(d, pkt->dgid, pkt->dlid) : NULL;
+	uint32_t qpns[HM_MCG_QPS];
+	sim_time_t end = t, w;
+
+	for (unsigned i = 0; g && !(src && src->mcast_lb_block) && i < d->nports; i++)
+		if (d->ports[i].state == PORT_ACTIVE && mcg_qps_on(d, g, d->ports[i].num, qpns))
+			end = port_loopback(d, p, &d->ports[i], pkt, buf, len, t, need);
+	if (!d->links[p->num - 1])
+		return end; /* no cable: only this HCA's members get it */
+	w = to_wire(d, p, pkt, buf, len, t, need, true);
+	return w > end ? w : end;
+}
+
 sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t,
 			sim_time_t need)
 {
 	struct hm_port *p = &d->ports[port - 1], *to;
 	uint8_t buf[HM_PKT_MAX_BYTES];
-	struct tx_frame *f;
-	sim_time_t start;
 	size_t len;
 
 	SIM_ASSERT(port >= 1 && port <= d->nports, "send on port %u", port);
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
 	len = hm_pkt_build(hm_port_ll(p), pkt, buf, sizeof(buf));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
+	if (hm_port_ll(p) == HM_LL_IB && is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
+		return mcast_send(d, p, pkt, buf, len, t, need);
 	/* A frame for one of our own ports never reaches the wire (docs/loopback.md). */
 	to = p->state == PORT_ACTIVE ? own_port_for(d, pkt) : NULL;
 	if (to && to->state == PORT_ACTIVE)
@@ -370,8 +415,19 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 		hm_ctr_inc(d, port, HM_CTR_XMIT_DISCARDS);
 		return t;
 	}
-	/* The port hands frames to the link in the order they were sent to it; the link
-	 * serializes them (the same arithmetic gives the slot here, for pacing). */
+	return to_wire(d, p, pkt, buf, len, t, need, false);
+}
+
+/* The port hands frames to the link in the order they were sent to it; the link serializes
+ * them (the same arithmetic gives the slot here, for pacing). Returns the time the frame's
+ * last bit leaves. */
+static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast)
+{
+	unsigned port = p->num;
+	struct tx_frame *f;
+	sim_time_t start;
+
 	t = cut_through(d, p, pkt, len, t, need, sim_config_link_mbps(&d->cfg), true);
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
@@ -383,7 +439,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	f->len = len;
 	memcpy(f->buf, buf, len);
 	sim_schedule_owned_at(sim_kernel(), start, tx_start, f);
-	hm_ctr_xmit(d, port, len);
+	hm_ctr_xmit(d, port, len, mcast);
 	trace_pkt_tx(d->devno, port, pkt->opcode, pkt->dqpn, pkt->psn, len, start);
 	return p->tx_busy_ps;
 }
@@ -395,6 +451,10 @@ static bool is_response(uint8_t op)
 
 static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
 			  bool loopback, sim_time_t t);
+static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+		     const uint8_t *frame, size_t len, sim_time_t t);
+static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
+		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t);
 
 struct rx_later {
 	struct hm_dev *d; /* device */
@@ -430,7 +490,7 @@ static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool
 		/* The Ethernet MAC drops a frame whose FCS fails before the port sees it. */
 		dp->rx_crc_errors++;
 		dp->rx_dropped++;
-		hm_ctr_rcv(p->dev, p->num, len, false);
+		hm_ctr_rcv(p->dev, p->num, len, false, false);
 		trace_pkt_drop_bad(p->dev->devno, p->num, len, "fcs");
 		return;
 	}
@@ -518,9 +578,9 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 			  bool loopback, sim_time_t t)
 {
 	struct hm_dp *dp = d->dp;
-	uint8_t qpt;
 	struct hm_pkt pkt;
 	struct hm_qp *qp;
+	bool mcast;
 	int rc;
 
 	dp->rx_pkts++;
@@ -550,25 +610,67 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		dp->rx_crc_errors += rc == -EBADMSG;
 		dp->rx_dropped++;
 		if (!loopback)
-			hm_ctr_rcv(d, p->num, len, false);
+			hm_ctr_rcv(d, p->num, len, false, false);
 		trace_pkt_drop_bad(d->devno, p->num, len, rc == -EBADMSG ? "crc" : "malformed");
 		return;
 	}
 	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+	mcast = hm_port_ll(p) == HM_LL_IB && is_mcast_lid(pkt.dlid);
 	if (!loopback) /* the port counters count the link's frames only */
-		hm_ctr_rcv(d, p->num, len, true);
-	qp = hm_qpc_get(d, pkt.dqpn, &t);
-	qpt = pkt.opcode >> 5; /* 0 RC, 1 UC, 3 UD */
+		hm_ctr_rcv(d, p->num, len, true, mcast);
+	if (mcast) {
+		mcast_rx(d, p, &pkt, frame, len, t);
+		return;
+	}
+	qp = hm_qpc_get(d, pkt.dqpn, &t); /* t moves on by the lookup's latency */
+	rx_to_qp(d, p, qp, &pkt, frame, len, t);
+}
+
+/* A multicast datagram arrived at port p (IBA 10.5.2): it must be UD, carry a GRH (IBA
+ * 8.3.1: the MGID names the group) and the multicast QPN, and name a group with QPs that
+ * receive on this port. Each of them gets it, with its own checks, once. */
+static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+		     const uint8_t *frame, size_t len, sim_time_t t)
+{
+	const struct hm_mcg *g = pkt->has_grh ? hm_mcg_find(d, pkt->dgid, pkt->dlid) : NULL;
+	const char *why = !pkt->has_grh		    ? "no_grh"
+			  : pkt->dqpn != HCA_MCAST_QPN ? "not_mcast_qpn"
+			  : (pkt->opcode >> 5) != 3	    ? "not_ud"
+			  : !g			    ? "no_group"
+						    : NULL;
+	uint32_t qpns[HM_MCG_QPS], n = why ? 0 : mcg_qps_on(d, g, p->num, qpns);
+
+	if (!n) {
+		d->dp->rx_dropped++;
+		trace_pkt_drop_mcast(d->devno, p->num, pkt->dlid, pkt->dqpn, pkt->opcode,
+				     why ? why : "no_qp_on_port");
+		return;
+	}
+	trace_pkt_mcast(d->devno, p->num, pkt->dlid, n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct hm_qp *qp = hm_qpc_get(d, qpns[i], &t); /* one lookup after the other */
+
+		rx_to_qp(d, p, qp, pkt, frame, len, t);
+	}
+}
+
+/* Hand a checked frame (pkt, parsed from frame) to qp at t, or drop it if qp cannot take it. */
+static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
+		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	uint8_t qpt = pkt->opcode >> 5; /* 0 RC, 1 UC, 3 UD */
+
 	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
 	    qp->state == HCA_QPS_ERR || (qpt == 0 && qp->type != HCA_QPT_RC) ||
 	    (qpt == 1 && qp->type != HCA_QPT_UC) || (qpt == 3 && qp->type != HCA_QPT_UD) ||
-	    (pkt.pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
-				    0x7fff) ||
-	    !(pkt.pkey & 0x7fff)) {
+	    (pkt->pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
+				     0x7fff) ||
+	    !(pkt->pkey & 0x7fff)) {
 		/* IBA 10.3.1: RESET, INIT and ERR drop incoming packets; so does a packet for a QP
 		 * of another transport or partition. */
 		dp->rx_dropped++;
-		trace_pkt_drop_no_qp(d->devno, pkt.dqpn, pkt.opcode);
+		trace_pkt_drop_no_qp(d->devno, pkt->dqpn, pkt->opcode);
 		return;
 	}
 	/* A QP's packets are handled in order: one that arrives while an earlier one is still
@@ -597,7 +699,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		}
 		return;
 	}
-	qp_rx(d, qp, &pkt, t);
+	qp_rx(d, qp, pkt, t);
 }
 
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)

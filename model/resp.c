@@ -251,6 +251,8 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	/* IBA 10.2.5 (C10-15): a Q_Key mismatch drops the packet silently (and counts). */
 	if (p->deth_qkey != qp->attr.qkey) {
 		d->dp->rx_dropped++;
+		if (p->dqpn == HCA_MCAST_QPN) /* a member of a multicast group refused it */
+			hm_ctr_qp(d, qp, HM_CTR_RQ_MCE);
 		trace_pkt_drop_qkey(d->devno, qp->qpn, p->deth_qkey, qp->attr.qkey);
 		return t;
 	}

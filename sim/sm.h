@@ -7,6 +7,7 @@
 
 #include "sim/kernel.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SIM_SM_MAX_PORTS 64
@@ -28,6 +29,19 @@ void sim_sm_link_up(int handle);
  * reprogrammed after the sweep delay, others get it at their next sweep. 0, -ENODEV, -EINVAL
  * or -EADDRINUSE. */
 int sim_sm_set_lid(int handle, uint16_t lid);
+/* Multicast (docs/multicast.md). There is no subnet administrator to join through: an HCA's
+ * first QP attached to a group makes its ports join (the SM adds them to the group's
+ * forwarding: what a switch's multicast forwarding table holds), the last one detached makes
+ * them leave. Without a switch (hosts back to back) the table forwards nothing: a port puts a
+ * multicast frame on its link and the port at the other end filters by its attach table. */
+/* Room for every group of every device: 16 hosts (sim.hosts' limit) of HCA_MCAST_GROUPS (64)
+ * each, so no attach a device accepts can find the SM's table full (model/mcast.c checks). */
+#define SIM_SM_MAX_MCGS 1024
+void sim_sm_mcast_join(int handle, uint16_t mlid, const uint8_t mgid[16]);
+void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16]);
+/* Ports in the group's forwarding (0: no such group); whether port `handle` is one of them. */
+int sim_sm_mcast_ports(uint16_t mlid, const uint8_t mgid[16]);
+bool sim_sm_mcast_member(int handle, uint16_t mlid, const uint8_t mgid[16]);
 /* Number of ports the SM has brought to ACTIVE. */
 int sim_sm_active_ports(void);
 int sim_sm_registered_ports(void);

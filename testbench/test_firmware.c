@@ -7,6 +7,7 @@
 
 #include "model/hw/hca_hw.h"
 #include "sim/pcie_dev.h"
+#include "sim/sm.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -300,17 +301,25 @@ static uint32_t create_cq(struct fwt *f, uint32_t eqn)
 	return out.cqn;
 }
 
-static uint32_t create_qp(struct fwt *f, uint32_t pdn, uint32_t cqn)
+/* CREATE_QP input for a QP of type with one-entry queues on fresh rings. */
+static struct hca_qp_create_in qp_in(struct fwt *f, uint8_t type, uint32_t pdn, uint32_t cqn)
 {
-	struct hca_qp_create_in in = { .type = HCA_QPT_RC, .pdn = pdn, .send_cqn = cqn,
+	struct hca_qp_create_in in = { .type = type, .pdn = pdn, .send_cqn = cqn,
 				       .recv_cqn = cqn,
 				       .caps = { .max_send_wr = 1, .max_recv_wr = 1,
 						 .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct hca_qp_create_out out;
 
 	in.sq_addr = fwt_dma(f, hca_wq_entries(1) * hca_sq_stride(1, 0));
 	in.rq_addr = fwt_dma(f, hca_wq_entries(1) * hca_rq_stride(1));
 	in.db_addr = fwt_dma(f, 8);
+	return in;
+}
+
+static uint32_t create_qp(struct fwt *f, uint32_t pdn, uint32_t cqn)
+{
+	struct hca_qp_create_in in = qp_in(f, HCA_QPT_RC, pdn, cqn);
+	struct hca_qp_create_out out;
+
 	EXPECT_OK(f, HCA_CMD_CREATE_QP, &in, &out);
 	cr_assert_geq(out.qpn, HCA_FIRST_QPN);
 	return out.qpn;
@@ -1442,5 +1451,96 @@ Test(firmware, eq_ring_that_faults_breaks_the_eq_without_recursion)
 	hcasim_run_for_ps(10000000);
 	cr_assert_eq(hcasim_dma_faults(0), faults + 3);
 	expect_alive(&f);
+	fwt_close(&f);
+}
+
+/* ================= multicast groups (docs/multicast.md) ================= */
+
+static uint32_t create_ud_qp(struct fwt *f, uint32_t pdn, uint32_t cqn, uint8_t flags,
+			     uint8_t status, const char *field)
+{
+	struct hca_qp_create_in in = qp_in(f, HCA_QPT_UD, pdn, cqn);
+	struct hca_qp_create_out out;
+
+	in.flags = flags;
+	if (field) {
+		expect_field(f, HCA_CMD_CREATE_QP, &in, sizeof(in), status, field);
+		in.type = HCA_QPT_RC; /* the same flags on RC */
+		expect_field(f, HCA_CMD_CREATE_QP, &in, sizeof(in), status, field);
+		return 0;
+	}
+	EXPECT_OK(f, HCA_CMD_CREATE_QP, &in, &out);
+	return out.qpn;
+}
+
+Test(firmware, attach_and_detach_mcg_check_each_field_and_change_nothing_when_refused)
+{
+	struct fwt f;
+	struct hca_cmd_empty none = { 0 };
+	struct hca_hca_cap cap;
+	struct hca_handle_in h;
+	uint32_t pdn, cqn, rc, ud, blk, syn;
+	struct hca_mcg_in in = { .lid = 0xc001, .gid = { 0xff, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+							 0, 0, 0, 1 } },
+			  bad;
+
+	fwt_open(&f);
+	EXPECT_OK(&f, HCA_CMD_QUERY_HCA_CAP, &none, &cap);
+	cr_assert(cap.cap_flags & HCA_CAP_UD_MCAST);
+	pdn = alloc_pd(&f);
+	cqn = create_cq(&f, create_eq(&f));
+	rc = create_qp(&f, pdn, cqn);
+	ud = create_ud_qp(&f, pdn, cqn, 0, 0, NULL);
+	/* BLOCK_SELF_MCAST_LB is UD's; no other flag exists. */
+	blk = create_ud_qp(&f, pdn, cqn, HCA_QP_CREATE_BLOCK_SELF_MCAST_LB, 0, NULL);
+	cr_assert_neq(blk, 0);
+	create_ud_qp(&f, pdn, cqn, 2, HCA_STATUS_BAD_PARAM, "flags");
+	{
+		struct hca_qp_create_in q = { .type = HCA_QPT_RC,
+					      .flags = HCA_QP_CREATE_BLOCK_SELF_MCAST_LB };
+
+		EXPECT_FIELD(&f, HCA_CMD_CREATE_QP, &q, BAD_PARAM, "flags");
+	}
+	/* Each check of ATTACH_MCG and DETACH_MCG, in order. */
+	for (int op = 0; op < 2; op++) {
+		uint16_t opc = op ? HCA_CMD_DETACH_MCG : HCA_CMD_ATTACH_MCG;
+
+		bad = in;
+		bad.qpn = 0x999;
+		EXPECT_BAD_HANDLE(&f, opc, &bad, "qpn");
+		bad.qpn = rc;
+		EXPECT_FIELD(&f, opc, &bad, BAD_PARAM, "qpn");
+		bad.qpn = ud;
+		bad.rsvd = 1;
+		EXPECT_FIELD(&f, opc, &bad, BAD_PARAM, "rsvd");
+		bad.rsvd = 0;
+		bad.gid[0] = 0xfe;
+		EXPECT_FIELD(&f, opc, &bad, BAD_PARAM, "gid");
+		bad.gid[0] = 0xff;
+		bad.lid = 0xbfff;
+		EXPECT_FIELD(&f, opc, &bad, BAD_PARAM, "lid");
+		bad.lid = 0xffff;
+		EXPECT_FIELD(&f, opc, &bad, BAD_PARAM, "lid");
+	}
+	in.qpn = ud;
+	/* Detach before attach: not in the group. */
+	EXPECT_FIELD(&f, HCA_CMD_DETACH_MCG, &in, BAD_PARAM, "gid");
+	cr_assert_eq(sim_sm_mcast_ports(in.lid, in.gid), 0, "a refused command made a group");
+	EXPECT_OK(&f, HCA_CMD_ATTACH_MCG, &in, &none);
+	EXPECT_OK(&f, HCA_CMD_ATTACH_MCG, &in, &none); /* again: no change */
+	cr_assert_eq(sim_sm_mcast_ports(in.lid, in.gid), 1, "the device's port joined");
+	/* An attached QP cannot be destroyed: BUSY, detail 1 group. */
+	h.handle = ud;
+	h.rsvd = 0;
+	syn = expect_status(&f, HCA_CMD_DESTROY_QP, &h, sizeof(h), sizeof(none), HCA_STATUS_BUSY);
+	cr_assert_eq(HCA_SYN_REASON(syn), HCA_SYN_BUSY);
+	cr_assert_eq(HCA_SYN_DETAIL(syn), 1);
+	EXPECT_OK(&f, HCA_CMD_DETACH_MCG, &in, &none);
+	cr_assert_eq(sim_sm_mcast_ports(in.lid, in.gid), 0, "the last QP out removes the group");
+	/* One detach undid both attaches. */
+	EXPECT_FIELD(&f, HCA_CMD_DETACH_MCG, &in, BAD_PARAM, "gid");
+	free_handle(&f, HCA_CMD_DESTROY_QP, ud);
+	free_handle(&f, HCA_CMD_DESTROY_QP, blk);
+	free_handle(&f, HCA_CMD_DESTROY_QP, rc);
 	fwt_close(&f);
 }

@@ -653,10 +653,10 @@ Test(qp_ex, send_ops_the_device_lacks_are_eopnotsupp)
 		EXPECT_NULL_ERR(ibv_create_qp_ex(t.ctx, &qa), EOPNOTSUPP);
 		EXPECT_MSG(refused[i].msg);
 	}
-	/* comp_mask bits beyond PD and SEND_OPS_FLAGS; no PD. */
+	/* comp_mask bits beyond PD, SEND_OPS_FLAGS and CREATE_FLAGS (XRC); no PD. */
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	qa.qp_type = IBV_QPT_RC;
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
 	EXPECT_NULL_ERR(ibv_create_qp_ex(t.ctx, &qa), EOPNOTSUPP);
 	EXPECT_MSG("comp_mask");
 	qa.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;

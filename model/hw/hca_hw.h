@@ -143,11 +143,26 @@ enum hca_cap_flag {
 	HCA_CAP_SYS_IMAGE_GUID = 1u << 1,    /* sys_image_guid is meaningful */
 	HCA_CAP_AUTO_PATH_MIG = 1u << 2,     /* alternate paths (HCA_QPA_ALT_PATH, PATH_MIG_STATE) */
 	HCA_CAP_CHANGE_PHY_PORT = 1u << 3,   /* HCA_QPA_PORT in SQD->SQD */
+	HCA_CAP_UD_MCAST = 1u << 4,          /* ATTACH_MCG/DETACH_MCG, with HCA_MCAST_* limits */
 };
 
 #define HCA_PSN_MASK 0xffffffu
 #define HCA_QPN_MASK 0xffffffu
 #define HCA_FIRST_QPN 2u /* QP0 and QP1 are the special QPs */
+
+/* ---- UD multicast (IBA 10.5; docs/multicast.md) ---- */
+#define HCA_MCAST_QPN 0xffffffu   /* the DETH/BTH destination QPN of a multicast datagram */
+#define HCA_MCAST_LID_MIN 0xc000u /* multicast LIDs: 0xC000..0xFFFE (0xFFFF is permissive) */
+#define HCA_MCAST_LID_MAX 0xfffeu
+/* The limits of a device with HCA_CAP_UD_MCAST (ibv_query_device's max_mcast_grp,
+ * max_mcast_qp_attach, max_total_mcast_qp_attach). */
+#define HCA_MCAST_GROUPS 64u        /* groups per device */
+#define HCA_MCAST_QPS_PER_GROUP 8u  /* QPs attached to one group */
+#define HCA_MCAST_ATTACH_TOTAL (HCA_MCAST_GROUPS * HCA_MCAST_QPS_PER_GROUP)
+/* hca_qp_create_in.flags */
+enum hca_qp_create_flag {
+	HCA_QP_CREATE_BLOCK_SELF_MCAST_LB = 1u << 0, /* no loopback of its own multicast sends */
+};
 
 /* ---- work requests and completions ---- */
 enum hca_wqe_op {
