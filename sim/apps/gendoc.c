@@ -191,6 +191,7 @@ static void sv_pkg(void)
 	sv_enum("hm_cqe_action", "cqe post action (model/ports.h)", action, N(action), 0);
 	sv_enum("hm_psn_class", "psn classes (model/ports.h)", cls, N(cls), 0);
 	sv_struct("hca_cqe");
+	sv_struct("hca_qpc");
 	printf("\n  /* verilator lint_on UNUSEDPARAM */\nendpackage\n\n`default_nettype wire\n");
 #undef N
 }
