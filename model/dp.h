@@ -152,6 +152,7 @@ struct hm_qp {
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
 	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
+	struct hca_qpc *slot;  /* the image last written to the backing-store slot (qpc.c) */
 	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
 	 * RQ, read when it is posted so that a SEND does not wait for it */
 	uint8_t *rpf_buf;      /* its bytes (HM_MAX_SGE scatter entries) */
@@ -190,6 +191,7 @@ struct hm_dp {
 	uint32_t qpc_used;        /* entries in use */
 	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
+	uint64_t qpc_corrupt;     /* images read back that differ from the one written */
 	/* send arbiter: the sched block (model/ports.h) holds the round-robin FIFO of QPs with
 	 * work; this is set when a QP joins it and cleared when a pop finds it empty */
 	bool sched_maybe;
@@ -269,6 +271,12 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
 
 /* ---- qpc: context cache ---- */
+/* The architected context image (struct hca_qpc, model/hw/formats.def) of qp: its context
+ * fields only, reserved bytes zero; nothing host- or run-dependent. */
+void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img);
+/* Decode an image into qp's context fields (nothing else of qp is touched). 0, or -EINVAL
+ * with *why naming the field and the rule an image broke (qp then partly written). */
+int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why);
 /* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t);
 
