@@ -275,7 +275,7 @@ const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
  * fields only, reserved bytes zero; nothing host- or run-dependent. */
 void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img);
 /* Decode an image into qp's context fields (nothing else of qp is touched). 0, or -EINVAL
- * with *why naming the field and the rule an image broke (qp then partly written). */
+ * with *why naming the field and the rule the image breaks (qp then unchanged). */
 int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why);
 /* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t);

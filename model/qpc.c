@@ -24,7 +24,7 @@ _Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == H
 	X(timer_on) X(nak_sent) X(comm_est) X(drained_sent) X(last_wqe_sent) X(in_msg)             \
 	X(uc_drop) X(rwqe_srq)
 #define QPC_VALUES(X)                                                                              \
-	X(state) X(retry_left) X(rnr_left) X(msg_kind) X(atomic_next) X(qpn) X(pdn)        \
+	X(state) X(retry_left) X(rnr_left) X(msg_kind) X(atomic_next) X(qpn) X(pdn)                \
 	X(scqn) X(rcqn) X(srqn) X(attr) X(wr_va) X(sq_entries) X(sq_stride) X(sq_pi) X(sq_next)    \
 	X(sq_done) X(sq_psn) X(cur_off) X(rd_out) X(acked_psn) X(nak_psn) X(sent_psn)              \
 	X(rq_entries) X(rq_stride) X(rq_pi) X(rq_ci) X(epsn) X(msn) X(rwqe) X(rwqe_pdn)            \
@@ -50,7 +50,8 @@ void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
 
 int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 {
-	/* The rules every image the device writes satisfies. */
+	/* The rules every image the device writes satisfies, all checked before anything of qp
+	 * is written. */
 	static const struct {
 		size_t off;      /* 24-bit PSN fields */
 		const char *why;
@@ -67,8 +68,7 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 	if (img->f > 1) {                                                                          \
 		*why = #f ": a flag is 0 or 1";                                                    \
 		return -EINVAL;                                                                    \
-	}                                                                                          \
-	qp->f = img->f != 0;
+	}
 	QPC_FLAGS(X)
 #undef X
 	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++)
@@ -108,6 +108,9 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 			return -EINVAL;
 		}
 	}
+#define X(f) qp->f = img->f != 0;
+	QPC_FLAGS(X)
+#undef X
 #define X(f) qp->f = img->f;
 	QPC_VALUES(X)
 #undef X

@@ -125,7 +125,7 @@ Test(qpc, image_holds_no_host_pointers_or_on_chip_state)
 }
 
 /* An image no context can be (as a driver that overwrote the slot leaves it) is refused,
- * naming the field and the rule. */
+ * naming the field and the rule, and changes nothing. */
 Test(qpc, unpack_rejects_an_image_no_context_has)
 {
 	static const struct {
@@ -150,12 +150,16 @@ Test(qpc, unpack_rejects_an_image_no_context_has)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct hca_qpc img;
-		struct hm_qp qp = { 0 };
+		struct hm_qp qp, before;
 		const char *why = NULL;
 
+		memset(&qp, 0x77, sizeof(qp));
+		memcpy(&before, &qp, sizeof(qp));
 		busy_image(&img, (unsigned)i);
 		field(&img, bad[i].field)[bad[i].at] = bad[i].val;
 		cr_assert_eq(hm_qpc_unpack(&img, &qp, &why), -EINVAL, "%s accepted", bad[i].field);
+		cr_assert_eq(memcmp(&qp, &before, sizeof(qp)), 0, "%s: refused, yet written",
+			     bad[i].field);
 		cr_assert_not_null(why);
 		cr_assert_eq(strncmp(why, bad[i].why, strlen(bad[i].why)), 0,
 			     "%s: reason \"%s\", expected \"%s...\"", bad[i].field, why, bad[i].why);
