@@ -152,7 +152,7 @@ struct hm_qp {
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
 	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
-	struct hca_qpc *slot;  /* the image last written to the backing-store slot (qpc.c) */
+	uint32_t slot_crc;     /* CRC-32 of the image last written to the backing-store slot */
 	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
 	 * RQ, read when it is posted so that a SEND does not wait for it */
 	uint8_t *rpf_buf;      /* its bytes (HM_MAX_SGE scatter entries) */

@@ -3,6 +3,7 @@
  * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
  * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here: QP creation, modify (the transition's effect on the queues) and
  * the error flows that move a QP to ERR or SQE and flush it. */
+#include "model/crc.h"
 #include "model/dp.h"
 #include "sim/trace.h"
 
@@ -125,13 +126,31 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 	return 0;
 }
 
-/* Pack qp's context and write it to its slot at *t (create, write-back); the image stays on
- * chip as qp->slot, what a read-back is checked against. */
+/* CRC-32 (the Ethernet polynomial, as the ICRC) of an image: what the device keeps on chip of
+ * each image it writes, 4 bytes per QP. The engine is set up on first use (the simulator is
+ * single-threaded). */
+static uint32_t image_crc(const struct hca_qpc *img)
+{
+	static struct hm_crc eng;
+	static bool ready;
+
+	if (!ready) {
+		hm_crc_init(&eng, 32, 0xedb88320);
+		ready = true;
+	}
+	return ~hm_crc_update(&eng, ~0u, img, sizeof(*img));
+}
+
+/* Pack qp's context and write it to its slot at *t (create, write-back), keeping the image's
+ * CRC, what a read-back is checked against. */
 static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t, bool writeback)
 {
-	hm_qpc_pack(qp, qp->slot);
-	if (!sim_dma_write_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES,
-				 qp->slot, sizeof(*qp->slot), t))
+	struct hca_qpc img;
+
+	hm_qpc_pack(qp, &img);
+	qp->slot_crc = image_crc(&img);
+	if (!sim_dma_write_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
+				 sizeof(img), t))
 		return;
 	if (writeback)
 		SIM_TRACE(warn, dma, d->devno, "QPC write-back of qpn=0x%x faulted", qp->qpn);
@@ -141,21 +160,23 @@ static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t, bo
 
 /* A miss: read qp's slot at *t. The on-chip context stays the authority (the slot is host
  * memory a buggy or hostile driver can overwrite, and the device must not take sizes and
- * indexes from it); an image that differs from the one written is reported (warn.qpc and
- * the qpc_corrupt counter), naming the rule it breaks or the first field that differs. */
+ * indexes from it); an image whose CRC is not that of the one written is reported (warn.qpc
+ * and the qpc_corrupt counter), naming the rule it breaks, or else the first field in which
+ * it differs from the device's context. */
 static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	struct hca_qpc img;
+	struct hca_qpc img, now;
 	struct hm_qp scratch = { 0 };
 	const char *why = NULL;
 	char field[64];
+	size_t off = 0;
 
 	if (sim_dma_read_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
 			       sizeof(img), t)) {
 		SIM_TRACE(warn, dma, d->devno, "QPC slot of qpn=0x%x unreachable", qp->qpn);
 		return;
 	}
-	if (!memcmp(&img, qp->slot, sizeof(img)))
+	if (image_crc(&img) == qp->slot_crc)
 		return;
 	d->dp->qpc_corrupt++;
 	if (hm_qpc_unpack(&img, &scratch, &why)) {
@@ -163,14 +184,16 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 			  "the on-chip context is kept", qp->qpn, why);
 		return;
 	}
-	size_t off = 0;
-
-	while (((const uint8_t *)&img)[off] == ((const uint8_t *)qp->slot)[off])
+	hm_qpc_pack(qp, &now);
+	while (off < sizeof(img) && ((const uint8_t *)&img)[off] == ((const uint8_t *)&now)[off])
 		off++;
-	if (!hca_field_path("hca_qpc", off, field, sizeof(field)))
+	if (off == sizeof(img))
+		snprintf(field, sizeof(field), "none: it equals the context now");
+	else if (!hca_field_path("hca_qpc", off, field, sizeof(field)))
 		snprintf(field, sizeof(field), "byte %zu", off);
 	SIM_TRACE(warn, qpc, d->devno, "qpn=0x%x context image read back differs from the one "
-		  "written at %s; the on-chip context is kept", qp->qpn, field);
+		  "written (first difference from the device's context at %s); the on-chip "
+		  "context is kept", qp->qpn, field);
 }
 
 struct hm_dp *hm_dp_create(struct hm_dev *d)
@@ -193,7 +216,6 @@ void hm_dp_destroy(struct hm_dp *dp)
 			free(dp->qps[i]->flight);
 			free(dp->qps[i]->rsge);
 			free(dp->qps[i]->rpf_buf);
-			free(dp->qps[i]->slot);
 			free(dp->qps[i]);
 		}
 	}
@@ -271,9 +293,7 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	qp->wqe_buf = malloc((size_t)(qp->sq_entries ? qp->sq_entries : 1) * qp->sq_stride + 1);
 	qp->rsge = calloc(HM_MAX_SGE, sizeof(*qp->rsge));
 	qp->rpf_buf = calloc(HM_MAX_SGE, HCA_SGE_BYTES);
-	qp->slot = malloc(sizeof(*qp->slot));
-	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge && qp->rpf_buf && qp->slot,
-		   "out of memory");
+	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge && qp->rpf_buf, "out of memory");
 	dp->qps[qpn] = qp;
 	/* The new context goes to its backing-store slot; it is not cached until used. */
 	qp->cached = false;
@@ -323,7 +343,6 @@ void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 	free(qp->flight);
 	free(qp->rsge);
 	free(qp->rpf_buf);
-	free(qp->slot);
 	free(qp);
 	dp->qps[qpn] = NULL;
 }

@@ -1500,6 +1500,7 @@ Test(firmware, qpc_slot_holds_the_image_and_a_corrupted_one_is_reported_not_used
 	struct hca_init_hca_in init = { 0 };
 	struct hca_handle_in q;
 	struct hca_qp_query_out before, after;
+	struct hca_qp_force_in force;
 	struct hca_qpc a_img, b_img, good;
 	struct hm_qp dec;
 	struct qpc_warn w = { 0 };
@@ -1587,6 +1588,15 @@ Test(firmware, qpc_slot_holds_the_image_and_a_corrupted_one_is_reported_not_used
 	touch_qp(&f, qa, HCA_QPS_INIT);
 	cr_assert_eq(w.n, 3);
 	cr_assert_not_null(strstr(w.last, "at attr.av.dlid"), "%s", w.last);
+	/* the device's own change to a context out of its cache is no corruption: the image
+	 * read back is still the one written */
+	touch_qp(&f, qb, HCA_QPS_RESET);
+	force = (struct hca_qp_force_in){ .qpn = qa, .state = HCA_QPS_ERR };
+	EXPECT_OK(&f, HCA_CMD_DEBUG_FORCE_QP_STATE, &force, &none);
+	cr_assert_eq(SLOT(qa)->state, HCA_QPS_INIT);
+	touch_qp(&f, qa, HCA_QPS_RESET);
+	cr_assert_eq(w.n, 3, "%s", w.last);
+	cr_assert_eq(qpc_corrupt(), 3);
 	expect_alive(&f);
 #undef SLOT
 	hcasim_trace_observe("warn", NULL, NULL);
