@@ -153,6 +153,7 @@ struct hm_qp {
 	bool cached;           /* in the on-chip cache */
 	bool dirty;            /* changed since read from the backing store */
 	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
+	uint32_t slot_crc;     /* CRC-32 of the image last written to the backing-store slot */
 	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
 	 * RQ, read when it is posted so that a SEND does not wait for it */
 	uint8_t *rpf_buf;      /* its bytes (HM_MAX_SGE scatter entries) */
@@ -191,6 +192,7 @@ struct hm_dp {
 	uint32_t qpc_used;        /* entries in use */
 	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
+	uint64_t qpc_corrupt;     /* images read back that differ from the one written */
 	/* send arbiter: the sched block (model/twin.h) holds the round-robin FIFO of QPs with
 	 * work; this is set when a QP joins it and cleared when a pop finds it empty */
 	bool sched_maybe;
@@ -294,6 +296,12 @@ void hm_mcg_detach(struct hm_dev *d, const uint8_t gid[16], uint16_t lid, uint32
 void hm_mcg_reset(struct hm_dev *d);
 
 /* ---- qpc: context cache ---- */
+/* The architected context image (struct hca_qpc, model/hw/formats.def) of qp: its context
+ * fields only, reserved bytes zero; nothing host- or run-dependent. */
+void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img);
+/* Decode an image into qp's context fields (nothing else of qp is touched). 0, or -EINVAL
+ * with *why naming the field and the rule the image breaks (qp then unchanged). */
+int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why);
 /* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t);
 

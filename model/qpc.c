@@ -3,16 +3,192 @@
  * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
  * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here: QP creation, modify (the transition's effect on the queues) and
  * the error flows that move a QP to ERR or SQE and flush it. */
+#include "model/crc.h"
 #include "model/dp.h"
 #include "sim/trace.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The part of struct hm_qp that is context (everything before the cache bookkeeping), as it
- * is stored in a backing-store slot. */
-#define QPC_CTX_BYTES offsetof(struct hm_qp, cached)
-_Static_assert(QPC_CTX_BYTES <= HM_QPC_BYTES, "QP context larger than its backing-store slot");
+/* The context image (struct hca_qpc, model/hw/formats.def) is what crosses PCIe: its size is
+ * a design parameter (800 bytes, room reserved for growth), within the backing-store slot. */
+_Static_assert(sizeof(struct hca_qpc) <= HM_QPC_BYTES, "QP context image larger than its slot");
+_Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == HM_ATOMIC_SAVED,
+	       "one image entry per saved atomic result");
+
+/* Context fields kept under the same name in struct hm_qp and struct hca_qpc: flags (bool on
+ * chip, 0 or 1 in the image), then values. The others (type, sq, rq, atomics) are renamed. */
+#define QPC_FLAGS(X)                                                                               \
+	X(valid) X(sq_sig_all) X(has_srq) X(cur_started) X(rnr_wait) X(nak_seen) X(rd_gap)         \
+	X(timer_on) X(nak_sent) X(comm_est) X(drained_sent) X(last_wqe_sent) X(in_msg)             \
+	X(uc_drop) X(rwqe_srq)
+#define QPC_VALUES(X)                                                                              \
+	X(state) X(retry_left) X(rnr_left) X(msg_kind) X(atomic_next) X(qpn) X(pdn)                \
+	X(scqn) X(rcqn) X(srqn) X(attr) X(wr_va) X(sq_entries) X(sq_stride) X(sq_pi) X(sq_next)    \
+	X(sq_done) X(sq_psn) X(cur_off) X(rd_out) X(acked_psn) X(nak_psn) X(sent_psn)              \
+	X(rq_entries) X(rq_stride) X(rq_pi) X(rq_ci) X(epsn) X(msn) X(rwqe) X(rwqe_pdn)            \
+	X(recv_off) X(wr_rkey) X(wr_left) X(wr_len) X(rd_in)
+
+void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
+{
+	memset(img, 0, sizeof(*img));
+#define X(f) img->f = qp->f;
+	QPC_FLAGS(X)
+	QPC_VALUES(X)
+#undef X
+	img->qp_type = qp->type;
+	img->sq_addr = qp->sq;
+	img->rq_addr = qp->rq;
+	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++) {
+		img->atomic_orig[i] = qp->atomics[i].orig;
+		img->atomic_psn[i] = qp->atomics[i].psn;
+		img->atomic_msn[i] = qp->atomics[i].msn;
+		img->atomic_valid[i] = qp->atomics[i].valid;
+	}
+}
+
+int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
+{
+	/* The rules every image the device writes satisfies, all checked before anything of qp
+	 * is written. */
+	static const struct {
+		size_t off;      /* 24-bit PSN fields */
+		const char *why;
+	} psns[] = {
+		{ offsetof(struct hca_qpc, sq_psn), "sq_psn: a PSN has 24 bits" },
+		{ offsetof(struct hca_qpc, acked_psn), "acked_psn: a PSN has 24 bits" },
+		{ offsetof(struct hca_qpc, nak_psn), "nak_psn: a PSN has 24 bits" },
+		{ offsetof(struct hca_qpc, sent_psn), "sent_psn: a PSN has 24 bits" },
+		{ offsetof(struct hca_qpc, epsn), "epsn: a PSN has 24 bits" },
+	};
+	uint32_t psn;
+
+#define X(f)                                                                                       \
+	if (img->f > 1) {                                                                          \
+		*why = #f ": a flag is 0 or 1";                                                    \
+		return -EINVAL;                                                                    \
+	}
+	QPC_FLAGS(X)
+#undef X
+	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++)
+		if (img->atomic_valid[i] > 1) {
+			*why = "atomic_valid: a flag is 0 or 1";
+			return -EINVAL;
+		}
+	if (!img->valid) {
+		*why = "valid: a created QP's image has it set";
+		return -EINVAL;
+	}
+	if (img->qp_type != HCA_QPT_RC && img->qp_type != HCA_QPT_UC &&
+	    img->qp_type != HCA_QPT_UD) {
+		*why = "qp_type: not HCA_QPT_RC, UC or UD";
+		return -EINVAL;
+	}
+	if (img->state >= HCA_QPS_COUNT) {
+		*why = "state: not a QP state";
+		return -EINVAL;
+	}
+	if (img->retry_left > 7 || img->rnr_left > 7) {
+		*why = img->retry_left > 7 ? "retry_left: more than 7" : "rnr_left: more than 7";
+		return -EINVAL;
+	}
+	if (img->msg_kind > 1) {
+		*why = "msg_kind: 0 SEND or 1 RDMA WRITE";
+		return -EINVAL;
+	}
+	if (img->atomic_next >= HM_ATOMIC_SAVED) {
+		*why = "atomic_next: past the saved atomic results";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(psns) / sizeof(psns[0]); i++) {
+		memcpy(&psn, (const uint8_t *)img + psns[i].off, sizeof(psn));
+		if (psn > HCA_PSN_MASK) {
+			*why = psns[i].why;
+			return -EINVAL;
+		}
+	}
+#define X(f) qp->f = img->f != 0;
+	QPC_FLAGS(X)
+#undef X
+#define X(f) qp->f = img->f;
+	QPC_VALUES(X)
+#undef X
+	qp->type = img->qp_type;
+	qp->sq = img->sq_addr;
+	qp->rq = img->rq_addr;
+	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++)
+		qp->atomics[i] = (struct hm_atomic_saved){ .psn = img->atomic_psn[i],
+							   .msn = img->atomic_msn[i],
+							   .orig = img->atomic_orig[i],
+							   .valid = img->atomic_valid[i] != 0 };
+	return 0;
+}
+
+/* CRC-32 (the Ethernet polynomial, as the ICRC) of an image: what the device keeps on chip of
+ * each image it writes, 4 bytes per QP. The engine is set up on first use (the simulator is
+ * single-threaded). */
+static uint32_t image_crc(const struct hca_qpc *img)
+{
+	static struct hm_crc eng;
+	static bool ready;
+
+	if (!ready) {
+		hm_crc_init(&eng, 32, 0xedb88320);
+		ready = true;
+	}
+	return ~hm_crc_update(&eng, ~0u, img, sizeof(*img));
+}
+
+/* Pack qp's context and write it to its slot at *t (create, write-back), keeping the image's
+ * CRC, what a read-back is checked against. */
+static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	struct hca_qpc img;
+
+	hm_qpc_pack(qp, &img);
+	qp->slot_crc = image_crc(&img);
+	if (!sim_dma_write_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
+				 sizeof(img), t))
+		return;
+	trace_warn_qpc_fault(d->devno, qp->qpn, "write");
+}
+
+/* A miss: read qp's slot at *t. The on-chip context stays the authority (the slot is host
+ * memory a buggy or hostile driver can overwrite, and the device must not take sizes and
+ * indexes from it); an image whose CRC is not that of the one written is reported (warn.qpc
+ * and the qpc_corrupt counter), naming the rule it breaks, or else the first field in which
+ * it differs from the device's context. */
+static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+{
+	struct hca_qpc img, now;
+	struct hm_qp scratch = { 0 };
+	const char *why = NULL;
+	char field[64];
+	size_t off = 0;
+
+	if (sim_dma_read_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
+			       sizeof(img), t)) {
+		trace_warn_qpc_fault(d->devno, qp->qpn, "read");
+		return;
+	}
+	if (image_crc(&img) == qp->slot_crc)
+		return;
+	d->dp->qpc_corrupt++;
+	if (hm_qpc_unpack(&img, &scratch, &why)) {
+		trace_warn_qpc_invalid(d->devno, qp->qpn, why);
+		return;
+	}
+	hm_qpc_pack(qp, &now);
+	while (off < sizeof(img) && ((const uint8_t *)&img)[off] == ((const uint8_t *)&now)[off])
+		off++;
+	if (off == sizeof(img))
+		snprintf(field, sizeof(field), "none");
+	else if (!hca_field_path("hca_qpc", off, field, sizeof(field)))
+		snprintf(field, sizeof(field), "byte %zu", off);
+	trace_warn_qpc_differs(d->devno, qp->qpn, field);
+}
 
 struct hm_dp *hm_dp_create(struct hm_dev *d)
 {
@@ -118,9 +294,7 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	qp->dirty = false;
 	qp->lru_prev = qp->lru_next = NULL;
 	qp->rpf_valid = false;
-	if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, qp,
-				QPC_CTX_BYTES, &t))
-		trace_warn_qpc_fault(d->devno, qpn, "write");
+	qpc_write_slot(d, qp, &t);
 }
 
 static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
@@ -182,9 +356,7 @@ static void qpc_evict(struct hm_dev *d, sim_time_t *t)
 	lru_unlink(dp, victim);
 	if (victim->dirty) {
 		dp->qpc_writebacks++;
-		if (sim_dma_write_timed(d->fn, dp->qpc_base + (uint64_t)victim->qpn * HM_QPC_BYTES,
-					victim, QPC_CTX_BYTES, t))
-			trace_warn_qpc_fault(d->devno, victim->qpn, "write");
+		qpc_write_slot(d, victim, t);
 	}
 	victim->cached = false;
 	victim->dirty = false;
@@ -207,15 +379,7 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 		dp->qpc_misses++;
 		if (dp->qpc_used >= dp->qpc_entries)
 			qpc_evict(d, t);
-		uint8_t slot[QPC_CTX_BYTES];
-
-		/* The slot is read as the miss requires (time and PCIe traffic are real). The
-		 * model keeps the context itself on chip as the authority: the backing store
-		 * is host memory a buggy driver could overwrite, and the device must not take
-		 * sizes and indexes from it. */
-		if (sim_dma_read_timed(d->fn, dp->qpc_base + (uint64_t)qpn * HM_QPC_BYTES, slot,
-				       QPC_CTX_BYTES, t))
-			trace_warn_qpc_fault(d->devno, qpn, "read");
+		qpc_read_slot(d, qp, t);
 		qp->cached = true;
 		lru_append(dp, qp);
 		dp->qpc_used++;

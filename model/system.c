@@ -721,7 +721,7 @@ int hcasim_dev_counters(int dev, struct hcasim_dev_counters *o)
 	dp = sys.devs[dev]->dp;
 	*o = (struct hcasim_dev_counters){ dp->qpc_hits,      dp->qpc_misses, dp->qpc_writebacks,
 					   dp->tx_pkts,       dp->rx_pkts,    dp->rx_crc_errors,
-					   dp->rx_dropped,    dp->bad_doorbells };
+					   dp->rx_dropped,    dp->bad_doorbells,  dp->qpc_corrupt };
 	return 0;
 }
 

@@ -121,6 +121,134 @@ package hca_pkg;
   localparam int unsigned hca_cqe_rsvd1_OFF = 48;
   localparam int unsigned hca_cqe_owner_OFF = 63;
 
+  // hca_qpc (800 bytes, formats.def): QP context image: what the device writes to a QP's backing-store slot (qpc_base + QPN * qpc_entry_bytes) at CREATE_QP and when it evicts the context from its cache, and reads back on a miss (800 bytes: the architected fields, then reserved room for growth).
+  // Bits [8*off +: 8*bytes] hold the field at byte offset off.
+  localparam int unsigned hca_qpc_BITS = 6400;
+  typedef struct packed {
+    logic [2047:0] rsvd2; // byte 544, uint8_t[256]: reserved for growth, zero
+    logic [127:0] atomic_valid; // byte 528, uint8_t[16]: responder: 1 if the saved atomic result is in use
+    logic [511:0] atomic_msn; // byte 464, uint32_t[16]: responder: MSN of the ACK of each saved atomic result
+    logic [511:0] atomic_psn; // byte 400, uint32_t[16]: responder: PSN of each saved atomic result
+    logic [1023:0] atomic_orig; // byte 272, uint64_t[16]: responder: original value of each saved atomic result (replayed for a duplicate)
+    logic [31:0] rd_in; // byte 268, uint32_t: responder: READ/atomic being answered
+    logic [31:0] wr_len; // byte 264, uint32_t: responder, RDMA WRITE in progress: message length from the RETH
+    logic [31:0] wr_left; // byte 260, uint32_t: responder, RDMA WRITE in progress: bytes still to come
+    logic [31:0] wr_rkey; // byte 256, uint32_t: responder, RDMA WRITE in progress: rkey
+    logic [31:0] recv_off; // byte 252, uint32_t: responder: bytes of the message received so far
+    logic [31:0] rwqe_pdn; // byte 248, uint32_t: responder: PD the receive WQE's buffers are checked in
+    logic [31:0] rwqe; // byte 244, uint32_t: responder: producer index of the receive WQE in use
+    logic [31:0] msn; // byte 240, uint32_t: responder: message sequence number (ACKs carry its low 24 bits)
+    logic [31:0] epsn; // byte 236, uint32_t: responder: expected PSN (24 bits)
+    logic [31:0] rq_ci; // byte 232, uint32_t: receive WQEs consumed
+    logic [31:0] rq_pi; // byte 228, uint32_t: receive WQEs posted
+    logic [31:0] rq_stride; // byte 224, uint32_t: bytes per receive WQE
+    logic [31:0] rq_entries; // byte 220, uint32_t: receive ring entries
+    logic [31:0] sent_psn; // byte 216, uint32_t: requester: one past the highest PSN sent (24 bits)
+    logic [31:0] nak_psn; // byte 212, uint32_t: completer: PSN of the last sequence NAK acted on (24 bits)
+    logic [31:0] acked_psn; // byte 208, uint32_t: completer: highest PSN acknowledged (24 bits)
+    logic [31:0] rd_out; // byte 204, uint32_t: requester: READ/atomic requests outstanding
+    logic [31:0] cur_off; // byte 200, uint32_t: requester: bytes of WQE sq_next already sent
+    logic [31:0] sq_psn; // byte 196, uint32_t: requester: next PSN to send (24 bits)
+    logic [31:0] sq_done; // byte 192, uint32_t: completer: send WQEs completed
+    logic [31:0] sq_next; // byte 188, uint32_t: requester: next send WQE to start
+    logic [31:0] sq_pi; // byte 184, uint32_t: send WQEs posted (32-bit running count)
+    logic [31:0] sq_stride; // byte 180, uint32_t: bytes per send WQE
+    logic [31:0] sq_entries; // byte 176, uint32_t: send ring entries (a power of two)
+    logic [63:0] wr_va; // byte 168, uint64_t: responder, RDMA WRITE in progress: next address
+    logic [63:0] rq_addr; // byte 160, uint64_t: device address of the receive ring (0 with an SRQ)
+    logic [63:0] sq_addr; // byte 152, uint64_t: device address of the send ring
+    logic [831:0] attr; // byte 48, struct hca_qp_attr: attributes as last modified (and migrated): paths, timers, limits
+    logic [31:0] rsvd1; // byte 44, uint32_t: reserved, zero
+    logic [31:0] srqn; // byte 40, uint32_t: SRQ when has_srq
+    logic [31:0] rcqn; // byte 36, uint32_t: CQ of receive completions
+    logic [31:0] scqn; // byte 32, uint32_t: CQ of send completions
+    logic [31:0] pdn; // byte 28, uint32_t: protection domain
+    logic [31:0] qpn; // byte 24, uint32_t: QP number
+    logic [23:0] rsvd0; // byte 21, uint8_t[3]: reserved, zero
+    logic [7:0] atomic_next; // byte 20, uint8_t: responder: slot of atomic_* the next atomic result goes to (0..15)
+    logic [7:0] rwqe_srq; // byte 19, uint8_t: responder: 1 if the receive WQE in use came from the SRQ
+    logic [7:0] msg_kind; // byte 18, uint8_t: responder: message in progress, 0 SEND, 1 RDMA WRITE
+    logic [7:0] uc_drop; // byte 17, uint8_t: responder (UC): 1 while dropping until the next FIRST or ONLY
+    logic [7:0] in_msg; // byte 16, uint8_t: responder: 1 between the FIRST and the LAST packet of a message
+    logic [7:0] last_wqe_sent; // byte 15, uint8_t: 1 once LAST_WQE_REACHED was raised
+    logic [7:0] drained_sent; // byte 14, uint8_t: 1 once SQ_DRAINED was raised in the current SQD stay
+    logic [7:0] comm_est; // byte 13, uint8_t: responder: 1 once COMM_EST was raised
+    logic [7:0] nak_sent; // byte 12, uint8_t: responder: 1 after a PSN sequence NAK, until the expected PSN arrives
+    logic [7:0] timer_on; // byte 11, uint8_t: requester: 1 while the local ACK timer is armed
+    logic [7:0] rd_gap; // byte 10, uint8_t: completer: 1 once a READ response gap was acted on, until an in-order response
+    logic [7:0] nak_seen; // byte 9, uint8_t: completer: 1 once a sequence NAK for nak_psn was acted on, until progress
+    logic [7:0] rnr_wait; // byte 8, uint8_t: requester: 1 while waiting out an RNR NAK's timer
+    logic [7:0] rnr_left; // byte 7, uint8_t: requester: RNR retries left (0..7, 7 = infinite)
+    logic [7:0] retry_left; // byte 6, uint8_t: requester: transport retries left (0..7)
+    logic [7:0] cur_started; // byte 5, uint8_t: requester: WQE sq_next fetched and begun
+    logic [7:0] has_srq; // byte 4, uint8_t: 1: receives come from srqn
+    logic [7:0] sq_sig_all; // byte 3, uint8_t: 1: every send WQE completes signaled
+    logic [7:0] state; // byte 2, uint8_t: HCA_QPS_*
+    logic [7:0] qp_type; // byte 1, uint8_t: HCA_QPT_* (type is an SV keyword)
+    logic [7:0] valid; // byte 0, uint8_t: 1: a created QP
+  } hca_qpc_t;
+  localparam int unsigned hca_qpc_valid_OFF = 0;
+  localparam int unsigned hca_qpc_qp_type_OFF = 1;
+  localparam int unsigned hca_qpc_state_OFF = 2;
+  localparam int unsigned hca_qpc_sq_sig_all_OFF = 3;
+  localparam int unsigned hca_qpc_has_srq_OFF = 4;
+  localparam int unsigned hca_qpc_cur_started_OFF = 5;
+  localparam int unsigned hca_qpc_retry_left_OFF = 6;
+  localparam int unsigned hca_qpc_rnr_left_OFF = 7;
+  localparam int unsigned hca_qpc_rnr_wait_OFF = 8;
+  localparam int unsigned hca_qpc_nak_seen_OFF = 9;
+  localparam int unsigned hca_qpc_rd_gap_OFF = 10;
+  localparam int unsigned hca_qpc_timer_on_OFF = 11;
+  localparam int unsigned hca_qpc_nak_sent_OFF = 12;
+  localparam int unsigned hca_qpc_comm_est_OFF = 13;
+  localparam int unsigned hca_qpc_drained_sent_OFF = 14;
+  localparam int unsigned hca_qpc_last_wqe_sent_OFF = 15;
+  localparam int unsigned hca_qpc_in_msg_OFF = 16;
+  localparam int unsigned hca_qpc_uc_drop_OFF = 17;
+  localparam int unsigned hca_qpc_msg_kind_OFF = 18;
+  localparam int unsigned hca_qpc_rwqe_srq_OFF = 19;
+  localparam int unsigned hca_qpc_atomic_next_OFF = 20;
+  localparam int unsigned hca_qpc_rsvd0_OFF = 21;
+  localparam int unsigned hca_qpc_qpn_OFF = 24;
+  localparam int unsigned hca_qpc_pdn_OFF = 28;
+  localparam int unsigned hca_qpc_scqn_OFF = 32;
+  localparam int unsigned hca_qpc_rcqn_OFF = 36;
+  localparam int unsigned hca_qpc_srqn_OFF = 40;
+  localparam int unsigned hca_qpc_rsvd1_OFF = 44;
+  localparam int unsigned hca_qpc_attr_OFF = 48;
+  localparam int unsigned hca_qpc_sq_addr_OFF = 152;
+  localparam int unsigned hca_qpc_rq_addr_OFF = 160;
+  localparam int unsigned hca_qpc_wr_va_OFF = 168;
+  localparam int unsigned hca_qpc_sq_entries_OFF = 176;
+  localparam int unsigned hca_qpc_sq_stride_OFF = 180;
+  localparam int unsigned hca_qpc_sq_pi_OFF = 184;
+  localparam int unsigned hca_qpc_sq_next_OFF = 188;
+  localparam int unsigned hca_qpc_sq_done_OFF = 192;
+  localparam int unsigned hca_qpc_sq_psn_OFF = 196;
+  localparam int unsigned hca_qpc_cur_off_OFF = 200;
+  localparam int unsigned hca_qpc_rd_out_OFF = 204;
+  localparam int unsigned hca_qpc_acked_psn_OFF = 208;
+  localparam int unsigned hca_qpc_nak_psn_OFF = 212;
+  localparam int unsigned hca_qpc_sent_psn_OFF = 216;
+  localparam int unsigned hca_qpc_rq_entries_OFF = 220;
+  localparam int unsigned hca_qpc_rq_stride_OFF = 224;
+  localparam int unsigned hca_qpc_rq_pi_OFF = 228;
+  localparam int unsigned hca_qpc_rq_ci_OFF = 232;
+  localparam int unsigned hca_qpc_epsn_OFF = 236;
+  localparam int unsigned hca_qpc_msn_OFF = 240;
+  localparam int unsigned hca_qpc_rwqe_OFF = 244;
+  localparam int unsigned hca_qpc_rwqe_pdn_OFF = 248;
+  localparam int unsigned hca_qpc_recv_off_OFF = 252;
+  localparam int unsigned hca_qpc_wr_rkey_OFF = 256;
+  localparam int unsigned hca_qpc_wr_left_OFF = 260;
+  localparam int unsigned hca_qpc_wr_len_OFF = 264;
+  localparam int unsigned hca_qpc_rd_in_OFF = 268;
+  localparam int unsigned hca_qpc_atomic_orig_OFF = 272;
+  localparam int unsigned hca_qpc_atomic_psn_OFF = 400;
+  localparam int unsigned hca_qpc_atomic_msn_OFF = 464;
+  localparam int unsigned hca_qpc_atomic_valid_OFF = 528;
+  localparam int unsigned hca_qpc_rsvd2_OFF = 544;
+
   /* verilator lint_on UNUSEDPARAM */
 endpackage
 

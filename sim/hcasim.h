@@ -146,6 +146,7 @@ struct hcasim_dev_counters {
 	uint64_t rx_crc_errors;  /* frames dropped for a bad ICRC or VCRC */
 	uint64_t rx_dropped;     /* frames dropped for any reason (CRC, no QP, state, Q_Key) */
 	uint64_t bad_doorbells;  /* doorbells ignored */
+	uint64_t qpc_corrupt;    /* QP context images read back that differ from the one written */
 };
 int hcasim_dev_counters(int dev, struct hcasim_dev_counters *out);
 

@@ -5,6 +5,7 @@
  * followed by a valid one that must succeed: the device keeps working. */
 #include "testbench/tb.h"
 
+#include "model/dp.h"
 #include "model/hw/hca_hw.h"
 #include "sim/pcie_dev.h"
 #include "sim/sm.h"
@@ -1543,4 +1544,163 @@ Test(firmware, attach_and_detach_mcg_check_each_field_and_change_nothing_when_re
 	free_handle(&f, HCA_CMD_DESTROY_QP, blk);
 	free_handle(&f, HCA_CMD_DESTROY_QP, rc);
 	fwt_close(&f);
+}
+
+/* ================= QP context backing store ================= */
+
+struct qpc_warn {
+	int n;           /* warn.qpc events seen */
+	char last[256];  /* the last one's text */
+};
+
+static void qpc_warn_seen(void *arg, uint64_t t_ps, int dev, const char *event,
+			  const char *fields)
+{
+	struct qpc_warn *w = arg;
+
+	(void)t_ps;
+	(void)dev;
+	if (!strcmp(event, "warn.qpc_invalid") || !strcmp(event, "warn.qpc_differs")) {
+		w->n++;
+		snprintf(w->last, sizeof(w->last), "%s", fields);
+	}
+}
+
+/* A modify that changes nothing but needs the QP's context: INIT -> INIT. */
+static void touch_qp(struct fwt *f, uint32_t qpn, uint8_t next)
+{
+	struct hca_qp_modify_in mod = { .qpn = qpn, .attr_mask = HCA_QPA_STATE, .next_state = next };
+	struct hca_qp_modify_out out;
+
+	if (next == HCA_QPS_INIT)
+		mod.attr_mask |= HCA_QPA_PKEY_INDEX | HCA_QPA_PORT | HCA_QPA_ACCESS_FLAGS;
+	mod.attr.port_num = 1;
+	EXPECT_OK(f, HCA_CMD_MODIFY_QP, &mod, &out);
+	cr_assert_eq(out.state, next);
+}
+
+static uint64_t qpc_corrupt(void)
+{
+	struct hcasim_dev_counters c;
+
+	cr_assert_eq(hcasim_dev_counters(0, &c), 0);
+	return c.qpc_corrupt;
+}
+
+/* The driver (here the test) owns the backing store: what the device writes there is the
+ * architected image (model/hw/formats.def hca_qpc), no host pointers in it; an image changed
+ * behind the device's back is reported (warn.qpc naming the field, the qpc_corrupt counter)
+ * and not used: the QP carries on with the context the device holds on chip, and the next
+ * write-back restores the slot. With one cache entry, every use of the other QP evicts. */
+Test(firmware, qpc_slot_holds_the_image_and_a_corrupted_one_is_reported_not_used)
+{
+	struct fwt f;
+	struct hca_cmd_empty none = { 0 };
+	struct hca_hca_cap cap;
+	struct hca_init_hca_in init = { 0 };
+	struct hca_handle_in q;
+	struct hca_qp_query_out before, after;
+	struct hca_qp_force_in force;
+	struct hca_qpc a_img, b_img, good;
+	struct hm_qp dec;
+	struct qpc_warn w = { 0 };
+	const char *why = NULL;
+	uint8_t *store;
+	int64_t store_map;
+	uint32_t pd, eqn, cq, qa, qb;
+
+	tb_config("hca.qpc_cache_entries", "1");
+	tb_config("hca.max_qp", "62"); /* a 64-slot store */
+	fwt_open(&f);
+	EXPECT_OK(&f, HCA_CMD_QUERY_HCA_CAP, &none, &cap);
+	EXPECT_OK(&f, HCA_CMD_TEARDOWN_HCA, &none, &none);
+	cr_assert_eq(posix_memalign((void **)&store, PAGE, 64 * (size_t)cap.qpc_entry_bytes), 0);
+	memset(store, 0, 64 * (size_t)cap.qpc_entry_bytes);
+	store_map = sim_pcie_map(f.fn, store, 64 * (size_t)cap.qpc_entry_bytes,
+				 SIM_DMA_READ | SIM_DMA_WRITE, &init.qpc_base);
+	cr_assert_gt(store_map, 0);
+	init.qpc_bytes = 64 * (uint64_t)cap.qpc_entry_bytes;
+	EXPECT_OK(&f, HCA_CMD_INIT_HCA, &init, &none);
+	cr_assert_eq(hcasim_trace_observe("warn", qpc_warn_seen, &w), 0);
+	pd = alloc_pd(&f);
+	eqn = create_eq(&f);
+	cq = create_cq(&f, eqn);
+	qa = create_qp(&f, pd, cq);
+	qb = create_qp(&f, pd, cq);
+	cr_assert_lt(qb, 64);
+#define SLOT(qpn) ((struct hca_qpc *)(store + (size_t)(qpn)*cap.qpc_entry_bytes))
+	/* CREATE_QP wrote the image: it decodes to the QP, and two QPs created alike differ in
+	 * their QPN and ring addresses only (their on-chip buffers are at different host
+	 * addresses: none of those crosses PCIe) */
+	memcpy(&a_img, SLOT(qa), sizeof(a_img));
+	memcpy(&b_img, SLOT(qb), sizeof(b_img));
+	memset(&dec, 0, sizeof(dec));
+	cr_assert_eq(hm_qpc_unpack(&a_img, &dec, &why), 0, "%s", why);
+	cr_assert_eq(dec.qpn, qa);
+	cr_assert_eq(dec.type, HCA_QPT_RC);
+	cr_assert_eq(dec.state, HCA_QPS_RESET);
+	cr_assert_eq(dec.pdn, pd);
+	cr_assert_eq(dec.scqn, cq);
+	cr_assert_eq(dec.rcqn, cq);
+	cr_assert_eq(dec.sq_entries, hca_wq_entries(1));
+	cr_assert_eq(dec.sq_stride, hca_sq_stride(1, 0));
+	b_img.qpn = qa;
+	b_img.sq_addr = a_img.sq_addr;
+	b_img.rq_addr = a_img.rq_addr;
+	cr_assert_eq(memcmp(&a_img, &b_img, sizeof(a_img)), 0,
+		     "the images of two QPs created alike differ beyond the QPN");
+	cr_assert_eq(memcmp((uint8_t *)SLOT(qa) + sizeof(struct hca_qpc),
+			    (uint8_t[HM_QPC_BYTES]){ 0 }, HM_QPC_BYTES - sizeof(struct hca_qpc)),
+		     0, "the device wrote past the image");
+
+	/* A to INIT (a miss), then B evicts it: the write-back carries the new state */
+	touch_qp(&f, qa, HCA_QPS_INIT);
+	touch_qp(&f, qb, HCA_QPS_RESET);
+	cr_assert_eq(SLOT(qa)->state, HCA_QPS_INIT);
+	memcpy(&good, SLOT(qa), sizeof(good));
+	cr_assert_eq(w.n, 0, "an untouched image was reported: %s", w.last);
+	cr_assert_eq(qpc_corrupt(), 0);
+
+	/* the driver overwrites A's ring size: reported at the next miss, not used */
+	q = (struct hca_handle_in){ .handle = qa };
+	EXPECT_OK(&f, HCA_CMD_QUERY_QP, &q, &before);
+	SLOT(qa)->sq_entries = 4096;
+	touch_qp(&f, qa, HCA_QPS_INIT);
+	cr_assert_eq(w.n, 1);
+	cr_assert_not_null(strstr(w.last, "field=sq_entries"), "%s", w.last);
+	cr_assert_eq(qpc_corrupt(), 1);
+	EXPECT_OK(&f, HCA_CMD_QUERY_QP, &q, &after);
+	cr_assert_eq(after.caps.max_send_wr, before.caps.max_send_wr);
+	cr_assert_eq(after.state, HCA_QPS_INIT);
+	/* the next eviction writes the device's context back over it */
+	touch_qp(&f, qb, HCA_QPS_RESET);
+	cr_assert_eq(memcmp(SLOT(qa), &good, sizeof(good)), 0);
+
+	/* a value no context holds: the report names the rule */
+	SLOT(qa)->state = HCA_QPS_COUNT;
+	touch_qp(&f, qa, HCA_QPS_INIT);
+	cr_assert_eq(w.n, 2);
+	cr_assert_not_null(strstr(w.last, "rule=state: not a QP state"), "%s", w.last);
+	cr_assert_eq(qpc_corrupt(), 2);
+	/* a nested field is named by its path */
+	touch_qp(&f, qb, HCA_QPS_RESET);
+	SLOT(qa)->attr.av.dlid ^= 0x5a5a;
+	touch_qp(&f, qa, HCA_QPS_INIT);
+	cr_assert_eq(w.n, 3);
+	cr_assert_not_null(strstr(w.last, "field=attr.av.dlid"), "%s", w.last);
+	/* the device's own change to a context out of its cache is no corruption: the image
+	 * read back is still the one written */
+	touch_qp(&f, qb, HCA_QPS_RESET);
+	force = (struct hca_qp_force_in){ .qpn = qa, .state = HCA_QPS_ERR };
+	EXPECT_OK(&f, HCA_CMD_DEBUG_FORCE_QP_STATE, &force, &none);
+	cr_assert_eq(SLOT(qa)->state, HCA_QPS_INIT);
+	touch_qp(&f, qa, HCA_QPS_RESET);
+	cr_assert_eq(w.n, 3, "%s", w.last);
+	cr_assert_eq(qpc_corrupt(), 3);
+	expect_alive(&f);
+#undef SLOT
+	hcasim_trace_observe("warn", NULL, NULL);
+	sim_pcie_unmap(f.fn, store_map);
+	fwt_close(&f);
+	free(store);
 }

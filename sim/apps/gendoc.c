@@ -215,6 +215,7 @@ static void sv_pkg(void)
 	sv_enum("hm_cqe_action", "cqe post action (model/twin.h)", action, N(action), 0);
 	sv_enum("hm_psn_class", "psn classes (model/twin.h)", cls, N(cls), 0);
 	sv_struct("hca_cqe");
+	sv_struct("hca_qpc");
 	printf("\n  /* verilator lint_on UNUSEDPARAM */\nendpackage\n\n`default_nettype wire\n");
 #undef N
 }
