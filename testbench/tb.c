@@ -416,6 +416,18 @@ char *tb_stderr_captured(void)
 	return text;
 }
 
+const char *tb_expect_halt_reported(void)
+{
+	char *err = tb_stderr_captured();
+	const char *why = hcasim_halted();
+
+	cr_assert_not_null(why, "no halt; stderr:\n%s", err);
+	cr_assert(strstr(err, "hcasim: lockstep mismatch: ") && strstr(err, why),
+		  "the report is not on stderr:\n%s", err);
+	free(err);
+	return why;
+}
+
 void tb_check_scenario_list(const char *dir)
 {
 #define X(n) #n,

@@ -90,6 +90,10 @@ int tb_run_traced(const char *dir, char *const argv[], const char *impl, const c
  * check and to show in its failure messages. */
 void tb_stderr_capture(void);
 char *tb_stderr_captured(void);
+/* Ends a capture begun before a run that must halt on a lockstep mismatch: the simulation is
+ * halted and its report is what the run printed (both shown on failure). Returns the halt's
+ * reason (hcasim_halted()). */
+const char *tb_expect_halt_reported(void);
 /* The shipped scenarios (sim/scenarios/NAME.ini), one X(NAME) each: the suites that run every
  * one of them (modes, golden) generate their tests from this list. */
 #define TB_SCENARIOS(X)                                                                            \
