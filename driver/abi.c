@@ -282,11 +282,6 @@ ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entr
 	return (ssize_t)n;
 }
 
-int ibv_get_device_index(struct ibv_device *device)
-{
-	return drv_dev_index(device);
-}
-
 /* The data path writes a message's payload in order (one responder, posted DMA writes that
  * land in order) before its CQE, for every opcode: whole messages are in order. */
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
@@ -313,13 +308,11 @@ static int find_gid_index(struct ibv_context *ctx, uint8_t port_num, const union
 	struct drv_dev *d = drv_dev_of(ctx);
 
 	for (unsigned i = 0; d && i < d->cap.gid_table_len; i++) {
-		union ibv_gid g;
-		unsigned t;
+		struct hca_gid_out out;
 
-		if (ibv_query_gid(ctx, port_num, (int)i, &g) ||
-		    ibv_query_gid_type(ctx, port_num, i, &t))
+		if (query_gid_raw(ctx, port_num, (int)i, &out))
 			return -1;
-		if (!memcmp(&g, gid, sizeof(g)) && t == type)
+		if (!memcmp(out.gid, gid->raw, 16) && (out.type == 2 ? 1u : 0u) == type)
 			return (int)i;
 	}
 	drv_fail(ENOENT, "ibv_init_ah_from_wc: the destination GID of the GRH is not a GID of "

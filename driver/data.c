@@ -178,7 +178,7 @@ int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct 
 
 	if (!ah || ah->ah.pd != qp->qpx.qp_base.pd)
 		return drv_fail(EINVAL, "%s: wr.ud.ah is not a live AH of the QP's PD", verb);
-	memset(u, 0, sizeof(*u));
+	/* reserved bytes: zero since drv_sq_begin */
 	u->remote_qpn = remote_qpn & HCA_QPN_MASK;
 	u->remote_qkey = remote_qkey;
 	u->av.dlid = ah->attr.dlid;
@@ -449,6 +449,22 @@ static uint32_t ext16(uint32_t base, uint16_t v)
 	return base + (uint16_t)(v - (uint16_t)base);
 }
 
+/* The wr_id of the completed WQE wqe_index of a ring (pi posted, ci completed); the WQEs
+ * before it are done too. A WQE posted by hand (hcasimdv.h) has no wr_id: it reports 0 and
+ * its count is taken over. */
+static uint64_t take_wrid(uint32_t *pi, uint32_t *ci, uint64_t *wrid, uint32_t entries,
+			  uint16_t wqe_index)
+{
+	uint32_t idx = ext16(*ci, wqe_index);
+
+	if (entries && idx - *ci >= *pi - *ci) {
+		*pi = idx + 1;
+		wrid[idx % entries] = 0;
+	}
+	*ci = idx + 1;
+	return wrid[idx % entries];
+}
+
 bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_t *cycle)
 {
 	uint32_t size = 1u << cq->log_size;
@@ -481,15 +497,8 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	if (c.wc_flags & HCA_WC_F_GRH)
 		w->wc_flags |= IBV_WC_GRH;
 	if (c.is_send && qp) {
-		uint32_t idx = ext16(qp->sq_ci, c.wqe_index);
-
-		/* A WQE posted by hand (hcasimdv.h) has no wr_id; its count is taken over. */
-		if (idx - qp->sq_ci >= qp->sq_pi - qp->sq_ci) {
-			qp->sq_pi = idx + 1;
-			qp->sq_wrid[idx % qp->sq_entries] = 0;
-		}
-		w->wr_id = qp->sq_wrid[idx % qp->sq_entries];
-		qp->sq_ci = idx + 1; /* unsignaled WQEs before it are done too */
+		w->wr_id = take_wrid(&qp->sq_pi, &qp->sq_ci, qp->sq_wrid, qp->sq_entries,
+				     c.wqe_index);
 	} else if (c.srqn) {
 		struct drv_srq *srq = srq_num(d, c.srqn);
 
@@ -502,14 +511,8 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 				srq->tail++;
 		}
 	} else if (qp) {
-		uint32_t idx = ext16(qp->rq_ci, c.wqe_index);
-
-		if (qp->rq_entries && idx - qp->rq_ci >= qp->rq_pi - qp->rq_ci) {
-			qp->rq_pi = idx + 1; /* posted by hand (hcasimdv.h) */
-			qp->rq_wrid[idx % qp->rq_entries] = 0;
-		}
-		w->wr_id = qp->rq_wrid[idx % qp->rq_entries];
-		qp->rq_ci = idx + 1;
+		w->wr_id = take_wrid(&qp->rq_pi, &qp->rq_ci, qp->rq_wrid, qp->rq_entries,
+				     c.wqe_index);
 	}
 	*cycle = c.timestamp;
 	cq->ci++;

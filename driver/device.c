@@ -121,21 +121,29 @@ void ibv_free_device_list(struct ibv_device **list)
 
 const struct drv_device_ops drv_device_ops = { .name = "hcasim" };
 
-static struct drv_dev *dev_of_ibdev(struct ibv_device *device)
-{
-	for (int i = 0; i < ndevs; i++)
-		if (&devs[i]->ibdev == device)
-			return devs[i];
-	return NULL;
-}
-
-int drv_dev_index(struct ibv_device *device)
+/* Index of a device of this library in bus order, or -1 if it is not one. */
+static int dev_index(struct ibv_device *device)
 {
 	for (int i = 0; i < ndevs; i++)
 		if (&devs[i]->ibdev == device)
 			return i;
-	drv_fail(EINVAL, "ibv_get_device_index: not a device of this library");
 	return -1;
+}
+
+static struct drv_dev *dev_of_ibdev(struct ibv_device *device)
+{
+	int i = dev_index(device);
+
+	return i < 0 ? NULL : devs[i];
+}
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	int i = dev_index(device);
+
+	if (i < 0)
+		drv_fail(EINVAL, "ibv_get_device_index: not a device of this library");
+	return i;
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
@@ -444,8 +452,7 @@ int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_por
 	return query_port_ex(ctx, port, (struct ibv_port_attr *)attr, sizeof(struct ibv_port_attr));
 }
 
-static int query_gid_raw(struct ibv_context *ctx, uint8_t port, int index,
-			 struct hca_gid_out *out)
+int query_gid_raw(struct ibv_context *ctx, uint8_t port, int index, struct hca_gid_out *out)
 {
 	struct drv_dev *d = drv_dev_of(ctx);
 	struct hca_gid_in in = { .port = port };

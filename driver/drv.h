@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define DRV_MAX_DEVS 16
+/* The reason every memory-window verb gives (alloc_mw, bind_mw, ibv_wr_bind_mw, ...). */
+#define NO_MW "memory windows are not supported yet"
 #define DRV_CMD_LOG 256
 #define DRV_EQ_LOG_SIZE 8
 #define DRV_ASYNC_QUEUE 256
@@ -167,7 +169,6 @@ struct drv_qp {
 	uint32_t rq_entries, rq_stride, rq_pi, rq_ci; /* receive ring */
 	uint64_t *sq_wrid, *rq_wrid; /* wr_id per slot */
 	/* extended QP (qp_ex.c): ibv_wr_* batches */
-	uint64_t send_ops;     /* IBV_QP_EX_WITH_* asked at create; ex: created with them */
 	bool ex;               /* created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 	bool batch_open;       /* between wr_start and wr_complete/wr_abort */
 	int batch_err;         /* first error of the open batch (positive errno), 0 if none */
@@ -183,15 +184,13 @@ struct drv_ah {
 
 /* device.c */
 struct drv_dev *drv_dev_of(struct ibv_context *ctx);
-/* Index of a device of this library in bus order, or -1 (errno EINVAL) if it is not one. */
-int drv_dev_index(struct ibv_device *device);
 struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if not ours */
 /* Charge the host cost of one verbs call and trace it (drv.verb). */
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
-/* rdma-core private (IBVERBS_PRIVATE_34): 0 = IB/RoCE v1, 1 = RoCE v2; 0 or -1 with errno. */
-int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port_num, unsigned int index,
-		       unsigned int *type);
+/* One GID table entry by the QUERY_GID command, charged and traced as one verb named
+ * query_gid_raw (the traces name it so); 0 or an errno. */
+int query_gid_raw(struct ibv_context *ctx, uint8_t port, int index, struct hca_gid_out *out);
 int drv_query_port_info(struct drv_dev *d, uint8_t port, struct hca_port_info *pi);
 /* The device's free-running core cycle counter (CORE_CLOCK_LO then HI: two MMIO reads). */
 uint64_t drv_core_cycles(struct drv_dev *d);

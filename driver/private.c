@@ -31,7 +31,6 @@
 		return drv_fail(EOPNOTSUPP, "ibv_" #name ": %s", why);                             \
 	}
 
-#define NO_MW "memory windows are not supported yet"
 #define NO_XRC "XRC is not supported yet"
 #define NO_DM "device memory is not supported"
 #define NO_FLOW "flow steering is not supported (no raw Ethernet QPs)"

@@ -174,7 +174,6 @@ static void unsupported(struct ibv_qp_ex *qpx, const char *verb, const char *why
 	batch_failf(qp, EOPNOTSUPP, "%s: %s; the batch will not be posted", verb, why);
 }
 
-#define NO_MW "memory windows are not supported yet"
 
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
@@ -384,8 +383,8 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 			 "(XRC, RSS, TSO, ...)", verb, attr->comp_mask & ~known);
 		return NULL;
 	}
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
-	    attr->pd->context != ctx) {
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    !DRV_OBJ(struct drv_pd, attr->pd, DRV_KIND_PD) || attr->pd->context != ctx) {
 		drv_fail(EINVAL, "%s: comp_mask lacks IBV_QP_INIT_ATTR_PD or pd is not of this "
 			 "context", verb);
 		return NULL;
@@ -424,7 +423,6 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	attr->cap = init.cap;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->ex = true;
-		qp->send_ops = attr->send_ops_flags;
 		qp->qpx.comp_mask = 0;
 	}
 	return &qp->qpx.qp_base;
