@@ -44,10 +44,21 @@ static void progress(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	hm_req_timer(d, qp, t);
 }
 
+/* The oldest outstanding WQE's flight record. */
+static struct hm_flight *oldest(struct hm_qp *qp)
+{
+	return &qp->flight[qp->sq_done % qp->sq_entries];
+}
+
+static bool nothing_outstanding(const struct hm_qp *qp)
+{
+	return qp->sq_done == qp->sq_next && !qp->cur_started;
+}
+
 /* Retire the oldest outstanding WQE with status. */
 static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
 {
-	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+	struct hm_flight *f = oldest(qp);
 
 	if (qp->sq_done == qp->sq_next && qp->cur_started) {
 		/* The oldest is the message being sent (again): what is left of it stays
@@ -135,7 +146,7 @@ static bool oldest_sent(const struct hm_qp *qp)
 static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
 {
 	while (oldest_sent(qp)) {
-		struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+		struct hm_flight *f = oldest(qp);
 
 		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hca_wqe_rd_atomic(f->op))
 			return;
@@ -179,7 +190,7 @@ static uint8_t nak_status(uint8_t syn)
  * outstanding is none (its responses are missing). */
 static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
 {
-	struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+	struct hm_flight *f = oldest(qp);
 
 	if (hca_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
 		return;
@@ -239,16 +250,6 @@ struct comp_pkt {
 	uint8_t op, syn; /* BTH opcode, AETH syndrome */
 	uint32_t upto;   /* last PSN it acknowledges (a NAK: the one before its PSN) */
 };
-
-static struct hm_flight *oldest(struct hm_qp *qp)
-{
-	return &qp->flight[qp->sq_done % qp->sq_entries];
-}
-
-static bool nothing_outstanding(const struct hm_qp *qp)
-{
-	return qp->sq_done == qp->sq_next && !qp->cur_started;
-}
 
 static bool is_read_response(uint8_t op)
 {
@@ -381,17 +382,11 @@ static enum comp_step err_nak(struct comp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	uint8_t status = nak_status(c->syn);
 
-	while (oldest_sent(qp)) {
-		if (hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) >= 0) {
-			retire(c->d, qp, status, c->t);
-			hm_qp_error(c->d, qp, HCA_QPS_ERR, c->t);
-			return COMP_DONE;
-		}
+	while (oldest_sent(qp) && hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) < 0)
 		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
-	}
-	/* The message still being sent holds the PSN (the window check): it ends now, its
-	 * remaining packets unsent. */
-	if (qp->cur_started)
+	/* The oldest left holds the PSN (the window check), if need be the message still being
+	 * sent: it ends now, its remaining packets unsent. */
+	if (!nothing_outstanding(qp))
 		hm_comp_fail_oldest(c->d, qp, status, c->t);
 	return COMP_DONE;
 }
@@ -402,8 +397,7 @@ static bool scatter_or_fail(struct comp_pkt *c, const uint8_t *data, uint32_t of
 {
 	if (scatter_local(c->d, c->qp, oldest(c->qp), data, off, len, c->t))
 		return true;
-	retire(c->d, c->qp, HCA_WC_LOC_PROT_ERR, c->t);
-	hm_qp_error(c->d, c->qp, HCA_QPS_ERR, c->t);
+	hm_comp_fail_oldest(c->d, c->qp, HCA_WC_LOC_PROT_ERR, c->t);
 	return false;
 }
 
@@ -452,11 +446,8 @@ static enum comp_step atomic_ack(struct comp_pkt *c)
  * READ or atomic response (their data would be missing). */
 static enum comp_step ack(struct comp_pkt *c)
 {
-	struct hm_qp *qp = c->qp;
-
-	while (oldest_sent(qp) && !hca_wqe_rd_atomic(oldest(qp)->op) &&
-	       hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) <= 0)
-		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+	/* Those ending at its PSN too: the implied acknowledgements of the next PSN. */
+	implied_acks(c->d, c->qp, (c->p->psn + 1) & HCA_PSN_MASK, c->t);
 	return COMP_DONE;
 }
 

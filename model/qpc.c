@@ -3,7 +3,6 @@
  * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
  * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here: QP creation, modify (the transition's effect on the queues) and
  * the error flows that move a QP to ERR or SQE and flush it. */
-#include "model/crc.h"
 #include "model/dp.h"
 #include "sim/trace.h"
 
@@ -11,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* The context image (struct hca_qpc, model/hw/formats.def) is what crosses PCIe: its size is
  * a design parameter (800 bytes, room reserved for growth), within the backing-store slot. */
@@ -126,19 +126,11 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 	return 0;
 }
 
-/* CRC-32 (the Ethernet polynomial, as the ICRC) of an image: what the device keeps on chip of
- * each image it writes, 4 bytes per QP. The engine is set up on first use (the simulator is
- * single-threaded). */
+/* CRC-32 (the Ethernet polynomial, as the ICRC; zlib's crc32) of an image: what the device
+ * keeps on chip of each image it writes, 4 bytes per QP. */
 static uint32_t image_crc(const struct hca_qpc *img)
 {
-	static struct hm_crc eng;
-	static bool ready;
-
-	if (!ready) {
-		hm_crc_init(&eng, 32, 0xedb88320);
-		ready = true;
-	}
-	return ~hm_crc_update(&eng, ~0u, img, sizeof(*img));
+	return (uint32_t)crc32(0, (const Bytef *)img, sizeof(*img));
 }
 
 /* Pack qp's context and write it to its slot at *t (create, write-back), keeping the image's

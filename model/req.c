@@ -295,7 +295,8 @@ static enum req_step headers(struct req_pkt *r)
 }
 
 /* After a lost response the READ is asked again from the first missing one (cur_off > 0):
- * the rest of the data, at that PSN (IBA 9.7.5.1.6). */
+ * the rest of the data, at that PSN (IBA 9.7.5.1.6). Its last PSN, fixed at the fetch, is
+ * sq_psn + n - 1 either way. */
 static enum req_step build_read(struct req_pkt *r)
 {
 	struct hm_qp *qp = r->qp;
@@ -308,9 +309,6 @@ static enum req_step build_read(struct req_pkt *r)
 	r->p.reth_rkey = rd->rkey;
 	r->p.reth_dmalen = left;
 	r->p.ackreq = true;
-	if (!qp->cur_off)
-		r->f->done_bytes = 0;
-	r->f->last_psn = (qp->sq_psn + n - 1) & HCA_PSN_MASK;
 	qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
 	qp->rd_out++;
 	return REQ_XMIT;
@@ -328,7 +326,6 @@ static enum req_step build_atomic(struct req_pkt *r)
 	r->p.atomic_swap_add = cs ? rd->swap : rd->compare_add;
 	r->p.atomic_compare = rd->compare_add;
 	r->p.ackreq = true;
-	r->f->last_psn = qp->sq_psn;
 	qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
 	qp->rd_out++;
 	return REQ_XMIT;

@@ -18,10 +18,10 @@
 
 /* The registry (model/twin.def). */
 static const struct {
-	const char *name, *trace_cat, *doc;
+	const char *name, *trace_cat;
 	const void *model;
 } twins[HM_TWIN_COUNT] = {
-#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = { #name, #cat, doc, &hm_##name##_model },
+#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = { #name, #cat, &hm_##name##_model },
 #include "model/twin.def"
 #undef TWIN
 };
@@ -63,11 +63,6 @@ const char *hm_twin_name(enum hm_twin b)
 const char *hm_twin_trace_cat(enum hm_twin b)
 {
 	return b < HM_TWIN_COUNT ? twins[b].trace_cat : "?";
-}
-
-const char *hm_twin_doc(enum hm_twin b)
-{
-	return b < HM_TWIN_COUNT ? twins[b].doc : "?";
 }
 
 int hm_twin_find(const char *name)

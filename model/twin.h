@@ -191,7 +191,6 @@ const void *hm_twin_rtl(enum hm_twin b);
 const void *hm_twin_model(enum hm_twin b);
 const char *hm_twin_name(enum hm_twin b);
 const char *hm_twin_trace_cat(enum hm_twin b);
-const char *hm_twin_doc(enum hm_twin b);
 /* The block named name, or -1. */
 int hm_twin_find(const char *name);
 /* The impl.<block> setting of block b in c (sim/config.def), and every block's, in order. */
