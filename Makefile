@@ -62,6 +62,9 @@ VL        := $(BUILD)/vl
 # name first): rtl/<name>.sv, sim/vl/<name>.cpp. VL_FLAGS_<name>: its Verilator parameters.
 TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
 VL_FLAGS_sched := -GNQP=$(RTL_NQP)
+# The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
+# driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
+DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags: every twin, and cqe_bug, cqe with the test-only
@@ -76,7 +79,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS O
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
               $(foreach m,$(TWINS) cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
-              -DHCASIM_RTL_NQP=$(RTL_NQP) -DHCASIM_DEVICE_SIDE
+              -DHCASIM_RTL_NQP=$(RTL_NQP) $(DEVICE_SIDE)
 endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
@@ -103,9 +106,6 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(TEST_OBJS): Makefile
-# The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
-# driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
-DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 $(OBJ)/sim/%.o $(OBJ)/model/%.o $(OBJ)/firmware/%.o $(OBJ)/testbench/%.o: CFLAGS += $(DEVICE_SIDE)
 # testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
 SC_STAMP := $(BUILD)/.systemc

@@ -497,8 +497,8 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	if (c.wc_flags & HCA_WC_F_GRH)
 		w->wc_flags |= IBV_WC_GRH;
 	if (c.is_send && qp) {
-		w->wr_id = take_wrid(&qp->sq_pi, &qp->sq_ci, qp->sq_wrid, qp->sq_entries,
-				     c.wqe_index);
+		w->wr_id =
+		    take_wrid(&qp->sq_pi, &qp->sq_ci, qp->sq_wrid, qp->sq_entries, c.wqe_index);
 	} else if (c.srqn) {
 		struct drv_srq *srq = srq_num(d, c.srqn);
 
@@ -511,8 +511,8 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 				srq->tail++;
 		}
 	} else if (qp) {
-		w->wr_id = take_wrid(&qp->rq_pi, &qp->rq_ci, qp->rq_wrid, qp->rq_entries,
-				     c.wqe_index);
+		w->wr_id =
+		    take_wrid(&qp->rq_pi, &qp->rq_ci, qp->rq_wrid, qp->rq_entries, c.wqe_index);
 	}
 	*cycle = c.timestamp;
 	cq->ci++;

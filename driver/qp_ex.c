@@ -174,7 +174,6 @@ static void unsupported(struct ibv_qp_ex *qpx, const char *verb, const char *why
 	batch_failf(qp, EOPNOTSUPP, "%s: %s; the batch will not be posted", verb, why);
 }
 
-
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {

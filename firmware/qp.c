@@ -413,14 +413,16 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 {
 	const struct hca_handle_in *in = in_;
 	struct fw_qp *qp = qp_of(fw, in->handle);
+	unsigned groups;
 
 	(void)out_;
 	(void)t;
 	if (!qp)
 		return FW_HANDLE(hca_handle_in, handle);
 	/* A QP still attached to multicast groups stays (as ib_uverbs refuses to destroy it). */
-	if (hm_mcg_of_qp(fw->dev, in->handle))
-		return FW_FAIL(BUSY, BUSY, hm_mcg_of_qp(fw->dev, in->handle));
+	groups = hm_mcg_of_qp(fw->dev, in->handle);
+	if (groups)
+		return FW_FAIL(BUSY, BUSY, groups);
 	((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
 	((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;

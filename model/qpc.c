@@ -1,8 +1,9 @@
 /* qpc: QP contexts and their on-chip cache (architecture §2). Contexts are backed by a store
  * in host memory that the driver gives the device at INIT_HCA (HM_QPC_BYTES per QPN). The cache
  * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
- * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here: QP creation, modify (the transition's effect on the queues) and
- * the error flows that move a QP to ERR or SQE and flush it. */
+ * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. Also here:
+ * QP creation, modify (the transition's effect on the queues) and the error flows that move a QP to
+ * ERR or SQE and flush it. */
 #include "model/dp.h"
 #include "sim/trace.h"
 

@@ -17,6 +17,7 @@ int sim_textfile_read(struct sim_textfile *f, const char *path, const char *what
 	ssize_t n;
 	int fd, err = 0;
 	char who[320]; /* "config file 'PATH'", or "PATH" */
+	const char *nul;
 
 	memset(f, 0, sizeof(*f));
 	if (!path || !*path)
@@ -51,12 +52,12 @@ int sim_textfile_read(struct sim_textfile *f, const char *path, const char *what
 		f->len += (size_t)n;
 	}
 	close(fd);
-	if (!err && memchr(f->buf, 0, f->len)) {
-		size_t at = (size_t)((char *)memchr(f->buf, 0, f->len) - f->buf);
+	nul = err ? NULL : memchr(f->buf, 0, f->len);
+	if (nul) {
 		unsigned line = 1;
 
-		for (size_t i = 0; i < at; i++)
-			line += f->buf[i] == '\n';
+		for (const char *p = f->buf; p < nul; p++)
+			line += *p == '\n';
 		err = sim_error(-EINVAL, "%s:%u: a NUL byte (not a text file)", who, line);
 	}
 	if (err) {

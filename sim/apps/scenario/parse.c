@@ -206,8 +206,8 @@ static const unsigned expect_required[] = {
 
 struct pctx {
 	struct scn *s;
-	struct sim_textfile tf; /* the file, read whole (a regular file of bounded size) */
-	int line;	 /* line last read */
+	struct sim_textfile tf; /* the file, read whole (a regular file of bounded size); tf.line
+				 * is the line last read */
 	int header_line; /* line of the last [section] header read */
 	struct {
 		int line;
@@ -215,7 +215,6 @@ struct pctx {
 		bool used; /* a key was seen in it */
 	} hdr[MAX_HEADERS];
 	int nhdr;
-	bool toolong; /* a line did not fit */
 	bool failed;
 	bool seen_scenario, seen_sim;
 	int scenario_kline[8];
@@ -268,21 +267,18 @@ static char *reader(char *str, int num, void *stream)
 
 	if (!r)
 		return NULL;
-	c->line++;
-	if (c->tf.toolong == (unsigned)c->line && !c->toolong) {
-		c->toolong = true;
-		fail(c, c->line, "line longer than %d characters", num - 3);
-	}
+	if (c->tf.toolong == c->tf.line) /* the first line that did not fit */
+		fail(c, c->tf.line, "line longer than %d characters", num - 3);
 	for (p = r; *p == ' ' || *p == '\t'; p++)
 		;
 	if (*p == '[' && c->nhdr < MAX_HEADERS) {
 		const char *e = strchr(p, ']');
 		size_t l = e ? (size_t)(e - p - 1) : 0;
 
-		c->header_line = c->line;
+		c->header_line = c->tf.line;
 		if (l >= sizeof(c->hdr[0].text))
 			l = sizeof(c->hdr[0].text) - 1;
-		c->hdr[c->nhdr].line = c->line;
+		c->hdr[c->nhdr].line = c->tf.line;
 		memcpy(c->hdr[c->nhdr].text, p + 1, l);
 		c->hdr[c->nhdr].text[l] = 0;
 		c->hdr[c->nhdr].used = false;
@@ -1096,19 +1092,19 @@ static int keyed(struct pctx *c, const char *const *keys, const char *const *hel
 
 	if (k < 0) {
 		if (reserved && in_list(reserved, name))
-			return fail(c, c->line,
+			return fail(c, c->tf.line,
 				    "[%s] %s: unknown key (an alternate path is alt_port, alt_timeout "
 				    "and path_mig_state in [qp]; a link down window is link_down in "
 				    "[fault])",
 				    c->cur_section, name);
-		return fail(c, c->line, "[%s] %s: unknown key", c->cur_section, name);
+		return fail(c, c->tf.line, "[%s] %s: unknown key", c->cur_section, name);
 	}
 	if (kline[k])
-		return fail(c, c->line, "[%s] %s: given twice (first on line %d)", c->cur_section,
+		return fail(c, c->tf.line, "[%s] %s: given twice (first on line %d)", c->cur_section,
 			    name, kline[k]);
-	kline[k] = c->line;
+	kline[k] = c->tf.line;
 	if (!set(obj, k, value))
-		return fail(c, c->line, "[%s] %s: bad value '%s' (expected %s)", c->cur_section,
+		return fail(c, c->tf.line, "[%s] %s: bad value '%s' (expected %s)", c->cur_section,
 			    name, value, help[k]);
 	return 1;
 }
@@ -1141,7 +1137,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (c->failed)
 		return 0;
 	if (!*section)
-		return fail(c, c->line, "%s: key outside any [section]", name);
+		return fail(c, c->tf.line, "%s: key outside any [section]", name);
 	if (strcmp(section, c->cur_section) || c->header_line != c->cur_header_line) {
 		/* A new section starts. */
 		snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
@@ -1218,18 +1214,18 @@ static int handler(void *user, const char *section, const char *name, const char
 		int k = key_index(scenario_keys, name);
 
 		if (k < 0)
-			return fail(c, c->line,
+			return fail(c, c->tf.line,
 				    "[scenario] %s: unknown key (name, duration, settle)", name);
 		if (c->scenario_kline[k])
-			return fail(c, c->line, "[scenario] %s: given twice (first on line %d)",
+			return fail(c, c->tf.line, "[scenario] %s: given twice (first on line %d)",
 				    name, c->scenario_kline[k]);
-		c->scenario_kline[k] = c->line;
+		c->scenario_kline[k] = c->tf.line;
 		if (k == K_S_NAME) {
 			snprintf(s->title, sizeof(s->title), "%s", value);
 		} else if (!parse_time(value,
 				       k == K_S_DURATION ? &s->duration_ps : &s->settle_ps) ||
 			   (k == K_S_DURATION && !s->duration_ps)) {
-			return fail(c, c->line,
+			return fail(c, c->tf.line,
 				    "[scenario] %s: bad value '%s' (expected a time with a unit: "
 				    "ps, ns, us, ms or s)",
 				    name, value);
@@ -1239,14 +1235,14 @@ static int handler(void *user, const char *section, const char *name, const char
 	case SEC_SIM:
 		for (int i = 0; i < s->nsim; i++)
 			if (!strcmp(s->sim[i].key, name))
-				return fail(c, c->line, "[sim] %s: given twice (first on line %d)",
+				return fail(c, c->tf.line, "[sim] %s: given twice (first on line %d)",
 					    name, s->sim[i].line);
 		if (s->nsim == SCN_MAX_SIM || strlen(name) >= sizeof(s->sim[0].key) ||
 		    strlen(value) >= sizeof(s->sim[0].value))
-			return fail(c, c->line, "[sim] %s: too many keys, or too long", name);
+			return fail(c, c->tf.line, "[sim] %s: too many keys, or too long", name);
 		snprintf(s->sim[s->nsim].key, sizeof(s->sim[0].key), "%s", name);
 		snprintf(s->sim[s->nsim].value, sizeof(s->sim[0].value), "%s", value);
-		s->sim[s->nsim++].line = c->line; /* checked by hcasim_config_set before boot */
+		s->sim[s->nsim++].line = c->tf.line; /* checked by hcasim_config_set before boot */
 		return 1;
 	case SEC_QP: {
 		struct scn_qp *q = &s->qp[c->cur_index];
@@ -1273,14 +1269,14 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k >= 0 && k < K_E_NSUBJECTS) {
 			for (int j = 0; j < K_E_NSUBJECTS; j++)
 				if (e->kline[j])
-					return fail(c, c->line,
+					return fail(c, c->tf.line,
 						    "[%s] %s: this section already expects %s "
 						    "(line %d); one subject per [expect]",
 						    c->cur_section, name, scn_expect_keys[j],
 						    e->kline[j]);
 			for (int j = K_E_NSUBJECTS; scn_expect_keys[j]; j++)
 				if (e->kline[j])
-					return fail(c, c->line,
+					return fail(c, c->tf.line,
 						    "[%s] %s: the subject key must come first",
 						    c->cur_section, name);
 		} else if (k >= 0) {
@@ -1290,13 +1286,13 @@ static int handler(void *user, const char *section, const char *name, const char
 				subject |= e->kline[j] != 0;
 			if (!subject)
 				return fail(
-				    c, c->line,
+				    c, c->tf.line,
 				    "[%s] %s: the section must start with what it expects "
 				    "(completion, state, counter, event, memory, data, packets, "
 				    "rnr_wait or timeout_wait)",
 				    c->cur_section, name);
 			if (!(expect_allowed[e->kind] & B(k)))
-				return fail(c, c->line, "[%s] %s: not a key of a %s expectation",
+				return fail(c, c->tf.line, "[%s] %s: not a key of a %s expectation",
 					    c->cur_section, name, scn_expect_keys[(int)e->kind]);
 		}
 		return keyed(c, scn_expect_keys, expect_key_help, NULL, e->kline, name, value,

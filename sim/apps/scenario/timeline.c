@@ -373,12 +373,12 @@ static void on_link_fault(const char *f, bool targeted)
 
 static void on_comp_ack(int dev, uint64_t t, const char *f)
 {
-	uint64_t qpn, psn, op, syn;
+	uint64_t psn, op, syn;
 	int qp;
 	struct tl_qp *q;
 	struct scn_tl *e;
 
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0 || !fld(f, "psn", &psn) ||
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) ||
 	    !fld(f, "op", &op) || !fld(f, "syndrome", &syn))
 		return;
 	q = &tl.q[qp];
@@ -405,11 +405,11 @@ static void on_comp_ack(int dev, uint64_t t, const char *f)
 
 static void on_resp_nak(int dev, uint64_t t, const char *f)
 {
-	uint64_t qpn, psn, syn;
+	uint64_t psn, syn;
 	int qp;
 	struct scn_tl *e;
 
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0 || !fld(f, "psn", &psn) ||
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) ||
 	    !fld(f, "syndrome", &syn))
 		return;
 	e = add(t, qp, SCN_TL_NAK_TX);
@@ -423,13 +423,13 @@ static void on_resp_nak(int dev, uint64_t t, const char *f)
 
 static void on_cqe(int dev, uint64_t t, const char *f)
 {
-	uint64_t qpn, op, status;
+	uint64_t op, status;
 	int qp;
 	struct tl_qp *q;
 	struct scn_tl *e;
 
 	tl.flag = true;
-	if (!fld(f, "qpn", &qpn) || (qp = qp_by_qpn(dev, qpn)) < 0 || !fld(f, "op", &op) ||
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "op", &op) ||
 	    !fld(f, "status", &status))
 		return;
 	q = &tl.q[qp];
@@ -471,19 +471,6 @@ static void on_eqe(int dev, uint64_t t, const char *f)
 	}
 }
 
-/* The link.* events that inject a fault into a frame. */
-static bool is_link_fault(const char *ev)
-{
-	static const char *const names[] = {"link.fault_drop",	  "link.fault_corrupt",
-					    "link.fault_delay",	  "link.fault_duplicate",
-					    "link.fault_reorder", "link.fault_down"};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(ev, names[i]))
-			return true;
-	return false;
-}
-
 static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *f)
 {
 	(void)arg;
@@ -511,10 +498,8 @@ static void observe(void *arg, uint64_t t, int dev, const char *ev, const char *
 		on_link_tx(t, f);
 	else if (!strcmp(ev, "link.tx_raw"))
 		on_link_tx_raw(f);
-	else if (!strcmp(ev, "link.fault_target"))
-		on_link_fault(f, true);
-	else if (is_link_fault(ev))
-		on_link_fault(f, false);
+	else if (!strncmp(ev, "link.fault_", 11)) /* every fault injected into a frame */
+		on_link_fault(f, !strcmp(ev + 11, "target"));
 	else if (!strcmp(ev, "comp.ack"))
 		on_comp_ack(dev, t, f);
 	else if (!strcmp(ev, "resp.nak"))
