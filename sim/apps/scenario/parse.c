@@ -1100,8 +1100,8 @@ static int keyed(struct pctx *c, const char *const *keys, const char *const *hel
 		return fail(c, c->tf.line, "[%s] %s: unknown key", c->cur_section, name);
 	}
 	if (kline[k])
-		return fail(c, c->tf.line, "[%s] %s: given twice (first on line %d)", c->cur_section,
-			    name, kline[k]);
+		return fail(c, c->tf.line, "[%s] %s: given twice (first on line %d)",
+			    c->cur_section, name, kline[k]);
 	kline[k] = c->tf.line;
 	if (!set(obj, k, value))
 		return fail(c, c->tf.line, "[%s] %s: bad value '%s' (expected %s)", c->cur_section,
@@ -1235,8 +1235,9 @@ static int handler(void *user, const char *section, const char *name, const char
 	case SEC_SIM:
 		for (int i = 0; i < s->nsim; i++)
 			if (!strcmp(s->sim[i].key, name))
-				return fail(c, c->tf.line, "[sim] %s: given twice (first on line %d)",
-					    name, s->sim[i].line);
+				return fail(c, c->tf.line,
+					    "[sim] %s: given twice (first on line %d)", name,
+					    s->sim[i].line);
 		if (s->nsim == SCN_MAX_SIM || strlen(name) >= sizeof(s->sim[0].key) ||
 		    strlen(value) >= sizeof(s->sim[0].value))
 			return fail(c, c->tf.line, "[sim] %s: too many keys, or too long", name);

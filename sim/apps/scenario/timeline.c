@@ -378,8 +378,8 @@ static void on_comp_ack(int dev, uint64_t t, const char *f)
 	struct tl_qp *q;
 	struct scn_tl *e;
 
-	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) ||
-	    !fld(f, "op", &op) || !fld(f, "syndrome", &syn))
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) || !fld(f, "op", &op) ||
+	    !fld(f, "syndrome", &syn))
 		return;
 	q = &tl.q[qp];
 	q->arm_open = false; /* a response: the timer restarts (or stops) */
@@ -409,8 +409,7 @@ static void on_resp_nak(int dev, uint64_t t, const char *f)
 	int qp;
 	struct scn_tl *e;
 
-	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) ||
-	    !fld(f, "syndrome", &syn))
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "psn", &psn) || !fld(f, "syndrome", &syn))
 		return;
 	e = add(t, qp, SCN_TL_NAK_TX);
 	e->psn = (uint32_t)psn;
@@ -429,8 +428,7 @@ static void on_cqe(int dev, uint64_t t, const char *f)
 	struct scn_tl *e;
 
 	tl.flag = true;
-	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "op", &op) ||
-	    !fld(f, "status", &status))
+	if ((qp = qp_of(dev, f)) < 0 || !fld(f, "op", &op) || !fld(f, "status", &status))
 		return;
 	q = &tl.q[qp];
 	e = add(t, qp, SCN_TL_CQE);
