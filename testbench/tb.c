@@ -320,6 +320,52 @@ void tb_pair_close(struct tb_pair *p)
 	tb_close(&p->b);
 }
 
+void tb_pair_post_recv(struct tb_pair *p, size_t off, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge s = { (uintptr_t)p->dst->addr + off, len, p->dst->lkey };
+	struct ibv_recv_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	cr_assert_eq(ibv_post_recv(p->qb, &w, &bad), 0, "%s", hcasim_last_error());
+}
+
+/* Post one signaled send_wr of src's first len bytes on qa and wait for its completion. */
+static void pair_post_one(struct tb_pair *p, struct ibv_send_wr *w, uint32_t len)
+{
+	struct ibv_sge s = { (uintptr_t)p->src->addr, len, p->src->lkey };
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	w->sg_list = &s;
+	w->num_sge = 1;
+	w->send_flags = IBV_SEND_SIGNALED;
+	cr_assert_eq(ibv_post_send(p->qa, w, &bad), 0, "%s", hcasim_last_error());
+	tb_poll(p->a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "sender: %s", ibv_wc_status_str(wc.status));
+}
+
+void tb_pair_send(struct tb_pair *p, uint32_t len)
+{
+	struct ibv_send_wr w = { .wr_id = 2, .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+
+	tb_pair_post_recv(p, 0, (uint32_t)p->dst->length, 1);
+	pair_post_one(p, &w, len);
+	tb_poll(p->b.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "receiver: %s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.byte_len, len);
+	cr_assert(!memcmp(p->src->addr, p->dst->addr, len), "the received bytes differ");
+}
+
+void tb_pair_write(struct tb_pair *p, uint32_t len)
+{
+	struct ibv_send_wr w = { .wr_id = 1, .opcode = IBV_WR_RDMA_WRITE };
+
+	w.wr.rdma.remote_addr = (uintptr_t)p->dst->addr;
+	w.wr.rdma.rkey = p->dst->rkey;
+	pair_post_one(p, &w, len);
+	cr_assert(!memcmp(p->src->addr, p->dst->addr, len), "the written bytes differ");
+}
+
 /* The length of the line at s, at most 160. */
 static int line_len(const char *s)
 {

@@ -42,8 +42,6 @@ bool tb_qp_snap_equal(const struct tb_qp_snap *a, const struct tb_qp_snap *b, ch
  * fills attr so that any subset of mask bits is acceptable where the table allows it. */
 void tb_valid_attrs(struct tb_dev *t, struct ibv_qp_attr *attr);
 
-#endif
-
 /* Bring qp (on t) to RTS talking to peer_qpn on peer (RC/UC: connected; UD: qkey 0x11111111),
  * with path MTU mtu and every remote access allowed. */
 void tb_connect(struct tb_dev *t, struct ibv_qp *qp, struct tb_dev *peer, uint32_t peer_qpn,
@@ -68,6 +66,14 @@ struct tb_pair {
 void tb_pair_open(struct tb_pair *p, enum ibv_qp_type type, size_t bytes, unsigned fill);
 /* Destroy both QPs and buffers and close both hosts (asserting each step). */
 void tb_pair_close(struct tb_pair *p);
+/* Post a receive of len bytes at dst + off on qb. */
+void tb_pair_post_recv(struct tb_pair *p, size_t off, uint32_t len, uint64_t wr_id);
+/* One signaled SEND of len bytes of src into a receive of the whole of dst: both sides
+ * complete successfully, the receive with byte_len len, and dst holds src's bytes. */
+void tb_pair_send(struct tb_pair *p, uint32_t len);
+/* One signaled RDMA WRITE of len bytes of src to dst: it completes successfully and dst holds
+ * src's bytes. */
+void tb_pair_write(struct tb_pair *p, uint32_t len);
 /* Environment assignments a shell command needs to run a Debian binary on the drop-in library
  * of this build (under SAN=1: the ASan runtime preloaded, leak checks off), or "". */
 const char *tb_san_env(void);
@@ -116,3 +122,5 @@ void tb_rm_tmpdir(const char *dir);
 extern unsigned tb_rc_timeout;
 /* retry_cnt, rnr_retry (default 7 each) and min_rnr_timer (default 1: 0.01 ms) it gives. */
 extern unsigned tb_rc_retry_cnt, tb_rc_rnr_retry, tb_rc_min_rnr_timer;
+
+#endif

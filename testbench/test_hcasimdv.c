@@ -147,14 +147,6 @@ static uint8_t *hand_send(const struct hcasimdv_qp *q, uint32_t idx, uint64_t ad
 	return w;
 }
 
-static void post_recv(struct tb_pair *p, size_t off, uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge s = { (uintptr_t)p->dst->addr + off, len, p->dst->lkey };
-	struct ibv_recv_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
-
-	cr_assert_eq(ibv_post_recv(p->qb, &w, &bad), 0, "%s", hcasim_last_error());
-}
-
 static void expect_ok_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_opcode op,
 			 uint32_t qpn, uint32_t byte_len, const char *what)
 {
@@ -175,9 +167,9 @@ Test(hcasimdv, hand_built_send_completes_through_the_doorbell_and_blueflame)
 	tb_pair_open(&p, IBV_QPT_RC, BYTES, 9);
 	src = p.src->addr;
 	q = dv_qp(p.qa);
-	post_recv(&p, 0, 1024, 71);
-	post_recv(&p, 1024, 1024, 72);
-	post_recv(&p, 2048, 1024, 73);
+	tb_pair_post_recv(&p, 0, 1024, 71);
+	tb_pair_post_recv(&p, 1024, 1024, 72);
+	tb_pair_post_recv(&p, 2048, 1024, 73);
 
 	/* 1: the WQE in the ring, the 64-bit send doorbell. */
 	hand_send(&q, q.sq.head, (uintptr_t)src, p.src->lkey, 300);
@@ -242,7 +234,7 @@ static void malformed(enum bad kind, enum ibv_wc_status want, const char *what)
 
 	tb_pair_open(&p, IBV_QPT_RC, BYTES, 1);
 	q = dv_qp(p.qa);
-	post_recv(&p, 0, BYTES, 81);
+	tb_pair_post_recv(&p, 0, BYTES, 81);
 	w = hand_send(&q, q.sq.head, (uintptr_t)p.src->addr, p.src->lkey, 64);
 	c = (void *)w;
 	d = (void *)(w + HCA_WQE_BASE_BYTES);
@@ -308,27 +300,20 @@ Test(hcasimdv, malformed_hand_built_wqes_end_in_error_completions)
 	malformed(BAD_ATOMIC_LEN, IBV_WC_LOC_LEN_ERR, "atomic of 4 bytes");
 }
 
-/* A UD SEND built by hand to p's peer: control, UD segment (address vector, QPN, Q_Key), one
- * data segment of len bytes. */
-static void hand_ud_send(const struct tb_pair *p, const struct hcasimdv_qp *q, uint32_t len)
+/* A UD SEND built by hand to p's peer at the head slot: hand_send's WQE with the UD segment
+ * (address vector, QPN, Q_Key) filled in. Returns that segment. */
+static struct hca_wqe_ud *hand_ud_send(const struct tb_pair *p, const struct hcasimdv_qp *q,
+				       uint32_t len)
 {
-	uint8_t *w = (uint8_t *)q->sq.buf + (size_t)(q->sq.head % q->sq.wqe_cnt) * q->sq.stride;
-	struct hca_wqe_ctrl *c = (void *)w;
-	struct hca_wqe_ud *u = (void *)(c + 1);
-	struct hca_wqe_data *d = (void *)(w + HCA_WQE_BASE_BYTES);
+	struct hca_wqe_ud *u = (void *)(hand_send(q, q->sq.head, (uintptr_t)p->src->addr,
+						  p->src->lkey, len) +
+					sizeof(struct hca_wqe_ctrl));
 
-	memset(w, 0, q->sq.stride);
-	c->opcode = HCA_WQE_OP_SEND;
-	c->flags = HCA_WQE_F_SIGNALED;
-	c->num_sge = 1;
-	c->wqe_index = (uint16_t)q->sq.head;
 	u->remote_qpn = p->qb->qp_num;
 	u->remote_qkey = TB_QKEY;
 	u->av.dlid = p->b.port.lid;
 	u->av.port_num = 1;
-	d->addr = (uintptr_t)p->src->addr;
-	d->lkey = p->src->lkey;
-	d->length = len;
+	return u;
 }
 
 enum bad_av { AV_GOOD, AV_SL_16, AV_FLOW_LABEL_2_20, AV_QPN_2_24 };
@@ -348,10 +333,8 @@ static void ud_av(enum bad_av kind, const char *what)
 
 	tb_pair_open(&p, IBV_QPT_UD, BYTES, 3);
 	q = dv_qp(p.qa);
-	post_recv(&p, 0, BYTES, 91);
-	hand_ud_send(&p, &q, 100);
-	u = (void *)((uint8_t *)q.sq.buf + (size_t)(q.sq.head % q.sq.wqe_cnt) * q.sq.stride +
-		     sizeof(struct hca_wqe_ctrl));
+	tb_pair_post_recv(&p, 0, BYTES, 91);
+	u = hand_ud_send(&p, &q, 100);
 	if (kind == AV_SL_16)
 		u->av.sl = 16;
 	else if (kind == AV_FLOW_LABEL_2_20)
@@ -437,7 +420,7 @@ Test(hcasimdv, blueflame_past_a_full_send_queue_is_refused_and_changes_nothing)
 	n = q.sq.wqe_cnt;
 	cr_assert_leq(n, 4, "the test's receive ring holds 4");
 	for (uint32_t i = 0; i < n; i++) {
-		post_recv(&p, (size_t)i * slot, slot, 100 + i);
+		tb_pair_post_recv(&p, (size_t)i * slot, slot, 100 + i);
 		hand_send(&q, q.sq.head + i, (uintptr_t)src + (size_t)i * slot, p.src->lkey,
 			  i ? len : big);
 	}

@@ -717,24 +717,10 @@ Test(loopback, the_peer_host_is_still_reached_over_the_link)
 {
 	struct tb_pair p;
 	struct obs *o;
-	struct ibv_sge s;
-	struct ibv_send_wr w = { 0 }, *bad;
-	struct ibv_wc wc;
 
 	tb_pair_open(&p, IBV_QPT_RC, 4096, 3);
 	o = obs_start();
-	s = (struct ibv_sge){ (uintptr_t)p.src->addr, 4096, p.src->lkey };
-	w.wr_id = 1;
-	w.sg_list = &s;
-	w.num_sge = 1;
-	w.opcode = IBV_WR_RDMA_WRITE;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.wr.rdma.remote_addr = (uintptr_t)p.dst->addr;
-	w.wr.rdma.rkey = p.dst->rkey;
-	cr_assert_eq(ibv_post_send(p.qa, &w, &bad), 0);
-	tb_poll(p.a.cq, &wc, 1);
-	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	cr_assert_eq(memcmp(p.src->addr, p.dst->addr, 4096), 0);
+	tb_pair_write(&p, 4096);
 	cr_assert_eq(o->n, 0, "%d frames looped back", o->n);
 	cr_assert_eq(o->tx, 5, "%" PRIu64 " frames on the link: 4 requests and an ACK", o->tx);
 	obs_stop(o);

@@ -63,9 +63,9 @@ static struct ibv_mr *mr_new(struct tb_dev *t)
 	return mr;
 }
 
-/* A UD QP on t with cq, RESET -> INIT (port 1, P_Key index 0, qkey) -> RTR -> RTS; flags are
- * ibv_create_qp_ex's create_flags (0: ibv_create_qp). */
-static struct ibv_qp *ud_qp(struct tb_dev *t, struct ibv_cq *cq, uint32_t qkey, uint32_t flags)
+/* A UD QP on t with cq, RESET -> INIT (port 1, P_Key index 0, Q_Key TB_QKEY) -> RTR -> RTS;
+ * flags are ibv_create_qp_ex's create_flags (0: ibv_create_qp). */
+static struct ibv_qp *ud_qp(struct tb_dev *t, struct ibv_cq *cq, uint32_t flags)
 {
 	struct ibv_qp_init_attr_ex init = {
 		.send_cq = cq,
@@ -77,7 +77,7 @@ static struct ibv_qp *ud_qp(struct tb_dev *t, struct ibv_cq *cq, uint32_t qkey, 
 		.pd = t->pd,
 		.create_flags = flags,
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = TB_QKEY };
 	struct ibv_qp *qp = ibv_create_qp_ex(t->ctx, &init);
 
 	cr_assert_not_null(qp, "ibv_create_qp_ex: %s", hcasim_last_error());
@@ -91,14 +91,14 @@ static struct ibv_qp *ud_qp(struct tb_dev *t, struct ibv_cq *cq, uint32_t qkey, 
 	return qp;
 }
 
-static void member_new(struct mc *c, int i, int host, uint32_t qkey)
+static void member_new(struct mc *c, int i, int host)
 {
 	struct member *m = &c->m[i];
 
 	m->host = host;
 	m->cq = cq_new(&c->h[host]);
 	m->mr = mr_new(&c->h[host]);
-	m->qp = ud_qp(&c->h[host], m->cq, qkey, 0);
+	m->qp = ud_qp(&c->h[host], m->cq, 0);
 }
 
 /* Keep one receive posted on m: slot posted % SLOTS, wr_id = the slot. */
@@ -131,9 +131,9 @@ static void mc_open(struct mc *c, uint32_t sflags)
 	c->smr = mr_new(&c->h[0]);
 	for (unsigned i = 0; i < SLOT_BYTES; i++)
 		((uint8_t *)c->smr->addr)[i] = (uint8_t)(i * 7 + 3);
-	c->snd = ud_qp(&c->h[0], c->scq, TB_QKEY, sflags);
+	c->snd = ud_qp(&c->h[0], c->scq, sflags);
 	for (int i = 0; i < NMEMBERS; i++)
-		member_new(c, i, i == 0 ? 0 : 1, TB_QKEY);
+		member_new(c, i, i == 0 ? 0 : 1);
 	cr_assert_eq(ibv_query_gid(c->h[0].ctx, 1, 0, &c->sgid), 0);
 	ah.grh.dgid = MGID;
 	ah.grh.sgid_index = 0;
@@ -416,7 +416,7 @@ Test(mcast, block_self_mcast_lb_is_honoured)
 	 * link, which shows member 0 is attached and receiving. */
 	{
 		struct ibv_cq *cq = cq_new(&c.h[1]);
-		struct ibv_qp *s1 = ud_qp(&c.h[1], cq, TB_QKEY, 0);
+		struct ibv_qp *s1 = ud_qp(&c.h[1], cq, 0);
 		struct ibv_ah_attr aa = { .dlid = MLID, .port_num = 1, .is_global = 1 };
 		struct ibv_ah *ah;
 		struct ibv_mr *mr = mr_new(&c.h[1]);
@@ -613,7 +613,7 @@ Test(mcast, the_limits_are_enforced_with_enomem)
 
 	tb_open(&t, 0);
 	for (int i = 0; i < 9; i++)
-		qp[i] = ud_qp(&t, t.cq, TB_QKEY, 0);
+		qp[i] = ud_qp(&t, t.cq, 0);
 	/* max_mcast_qp_attach: 8 QPs in one group; a 9th is refused. */
 	for (int i = 0; i < 8; i++)
 		EXPECT_OK(ibv_attach_mcast(qp[i], &MGID, MLID));

@@ -106,14 +106,6 @@ static uint8_t *lb(struct xp *p, size_t off)
 	return (uint8_t *)p->t.dst->addr + off;
 }
 
-static void post_recv(struct xp *p, size_t off, uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge s = { (uintptr_t)lb(p, off), len, p->t.dst->lkey };
-	struct ibv_recv_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
-
-	cr_assert_eq(ibv_post_recv(p->t.qb, &w, &bad), 0, "%s", hcasim_last_error());
-}
-
 /* Every field of a completion ibv_poll_cq fills. */
 struct want {
 	uint64_t wr_id;
@@ -276,7 +268,7 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 	xp_open(&p, IBV_QPT_RC, ALL_OPS);
 
 	/* SEND, gathered from two SGEs (ibv_wr_set_sge_list). */
-	post_recv(&p, 0, 512, 101);
+	tb_pair_post_recv(&p.t, 0, 512, 101);
 	two[0] = (struct ibv_sge){ (uintptr_t)la(&p, 0), 100, p.t.src->lkey };
 	two[1] = (struct ibv_sge){ (uintptr_t)la(&p, 200), 150, p.t.src->lkey };
 	ibv_wr_start(p.x);
@@ -290,7 +282,7 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 	same(lb(&p, 100), la(&p, 200), 150, "SEND: second SGE");
 
 	/* SEND with immediate, inline (the buffer is reused at once: it was copied). */
-	post_recv(&p, 512, 512, 102);
+	tb_pair_post_recv(&p.t, 512, 512, 102);
 	for (int i = 0; i < 40; i++)
 		inl[i] = want[i] = (uint8_t)(0xa0 + i);
 	ibv_wr_start(p.x);
@@ -311,7 +303,7 @@ Test(qp_ex, rc_every_opcode_through_ibv_wr_with_completions_field_by_field)
 	same(lb(&p, 1024), la(&p, 1024), 1500, "RDMA_WRITE");
 
 	/* RDMA WRITE with immediate, inline from two buffers; consumes a receive. */
-	post_recv(&p, 7000, 16, 104);
+	tb_pair_post_recv(&p.t, 7000, 16, 104);
 	list[0] = (struct ibv_data_buf){ la(&p, 3000), 10 };
 	list[1] = (struct ibv_data_buf){ la(&p, 3100), 20 };
 	ibv_wr_start(p.x);
@@ -356,9 +348,9 @@ Test(qp_ex, uc_send_send_imm_write_write_imm_through_ibv_wr)
 	struct xp p;
 
 	xp_open(&p, IBV_QPT_UC, UC_OPS);
-	post_recv(&p, 0, 256, 201);
-	post_recv(&p, 256, 256, 202);
-	post_recv(&p, 512, 16, 204);
+	tb_pair_post_recv(&p.t, 0, 256, 201);
+	tb_pair_post_recv(&p.t, 256, 256, 202);
+	tb_pair_post_recv(&p.t, 512, 16, 204);
 	ibv_wr_start(p.x);
 	for (int i = 0; i < 4; i++)
 		add_wr(&p, 11 + (uint64_t)i, &uc[i]);
@@ -384,8 +376,8 @@ Test(qp_ex, ud_send_and_send_imm_with_set_ud_addr)
 	struct ibv_wc wc;
 
 	xp_open(&p, IBV_QPT_UD, UD_OPS);
-	post_recv(&p, 0, 40 + 300, 301);
-	post_recv(&p, 1024, 40 + 300, 302);
+	tb_pair_post_recv(&p.t, 0, 40 + 300, 301);
+	tb_pair_post_recv(&p.t, 1024, 40 + 300, 302);
 	ibv_wr_start(p.x);
 	begin(&p, 21);
 	ibv_wr_send(p.x);
@@ -454,9 +446,9 @@ Test(qp_ex, a_batch_of_seven_wrs_rings_one_doorbell_and_completes_in_order)
 	xp_open(&p, IBV_QPT_RC, ALL_OPS);
 	c = (struct db_count){ .qpn = p.t.qa->qp_num };
 	cr_assert_eq(hcasim_trace_observe("db", count_sq_db, &c), 0, "%s", hcasim_last_error());
-	post_recv(&p, 0, 64, 1);
-	post_recv(&p, 64, 64, 2);
-	post_recv(&p, 128, 64, 3);
+	tb_pair_post_recv(&p.t, 0, 64, 1);
+	tb_pair_post_recv(&p.t, 64, 64, 2);
+	tb_pair_post_recv(&p.t, 128, 64, 3);
 	ibv_wr_start(p.x);
 	for (int i = 0; i < 7; i++)
 		add_wr(&p, 1000 + (uint64_t)i, &batch[i]);
