@@ -2,14 +2,19 @@
  * (build/bin/hcasim-scenario) run with every trace category and the links captured, and their
  * trace and every capture are byte-identical to the files committed under testbench/golden/.
  * A change that moves a trace line or a wire byte fails here; after an intended one,
- * `make golden` rewrites the files and the commit says why (docs/user-guide.md#golden-traces). */
+ * `make golden` rewrites the files and the commit says why (docs/user-guide.md#golden-traces):
+ * it runs this suite with HCASIM_GOLDEN_UPDATE=1, which copies each run's files over the
+ * golden ones instead of comparing, so the files are written by the very runs that check them. */
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define RUN_BIN HCASIM_BUILD_DIR "/bin/hcasim-run"
 #define SCENARIO_BIN HCASIM_BUILD_DIR "/bin/hcasim-scenario"
@@ -50,6 +55,38 @@ static size_t golden_files(const char *dir, char names[][64], size_t max)
 	return n;
 }
 
+/* make golden: gdir's trace and captures replaced by those the run wrote in dir. */
+static void update(const char *name, const char *gdir, const char *dir)
+{
+	char names[8][64], a[700], b[700];
+	size_t n, len;
+
+	cr_assert(!mkdir(gdir, 0777) || errno == EEXIST, "%s: %m", gdir);
+	n = golden_files(gdir, names, 8);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(a, sizeof(a), "%s/%s", gdir, names[i]);
+		cr_assert_eq(unlink(a), 0, "%s: %m", a);
+	}
+	n = golden_files(dir, names, 8);
+	cr_assert_gt(n, 0, "%s wrote no trace or capture", name);
+	printf("make golden: testbench/golden/%s:", name);
+	for (size_t i = 0; i < n; i++) {
+		char *data;
+		FILE *f;
+
+		snprintf(a, sizeof(a), "%s/%s", dir, names[i]);
+		snprintf(b, sizeof(b), "%s/%s", gdir, names[i]);
+		data = tb_slurp(a, &len);
+		f = fopen(b, "wb");
+		cr_assert_not_null(f, "%s: %m", b);
+		cr_assert_eq(fwrite(data, 1, len, f), len, "%s: %m", b);
+		cr_assert_eq(fclose(f), 0, "%s: %m", b);
+		free(data);
+		printf(" %s", names[i]);
+	}
+	printf("\n");
+}
+
 /* Run argv as tb_run_traced does (HCASIM_IMPL=all=model, HCASIM_TRACE='*', HCASIM_PCAP=cap)
  * in tmpdir/name, then compare its trace and captures with testbench/golden/name/. */
 static void check(const char *name, char *const argv[])
@@ -61,6 +98,10 @@ static void check(const char *name, char *const argv[])
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
 	snprintf(gdir, sizeof(gdir), "%s/%s", GOLDEN, name);
 	cr_assert_eq(tb_run_traced(dir, argv, "all=model", "cap"), 0, "%s failed", name);
+	if (getenv("HCASIM_GOLDEN_UPDATE")) {
+		update(name, gdir, dir);
+		return;
+	}
 	ng = golden_files(gdir, gnames, 8);
 	nr = golden_files(dir, rnames, 8);
 	cr_assert_gt(ng, 0, "%s: no golden files", gdir);
