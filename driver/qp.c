@@ -239,7 +239,7 @@ static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, 
 	if (gid->raw[0] != 0xff)
 		return drv_fail(EINVAL, "%s: gid is not a multicast GID (its first byte is 0x%02x, "
 				"not 0xff)", verb, gid->raw[0]);
-	if (lid < HCA_MCAST_LID_MIN || lid > HCA_MCAST_LID_MAX)
+	if (!hca_is_mcast_lid(lid))
 		return drv_fail(EINVAL, "%s: lid 0x%x is not a multicast LID (0xc000..0xfffe)", verb,
 				lid);
 	in.qpn = ibqp->qp_num;

@@ -23,7 +23,7 @@ static struct fw_result check_mcg(struct fw_state *fw, const struct hca_mcg_in *
 		return FW_FIELD(BAD_PARAM, hca_mcg_in, gid);
 	if (fw->dev->cfg.link_layer == SIM_LL_ROCE)
 		return FW_FAIL(NOT_SUPPORTED, FIELD, offsetof(struct hca_mcg_in, gid));
-	if (in->lid < HCA_MCAST_LID_MIN || in->lid > HCA_MCAST_LID_MAX)
+	if (!hca_is_mcast_lid(in->lid))
 		return FW_FIELD(BAD_PARAM, hca_mcg_in, lid);
 	return FW_OK;
 }

@@ -351,12 +351,6 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
 			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast);
 
-/* IBA 7.11.1: LIDs 0xC000..0xFFFE are multicast (0xFFFF is the permissive LID). */
-static bool is_mcast_lid(uint16_t lid)
-{
-	return lid >= HCA_MCAST_LID_MIN && lid <= HCA_MCAST_LID_MAX;
-}
-
 /* How many of the QPs attached to g receive on port `port` (their port_num). */
 static uint32_t mcg_qps_on(struct hm_dev *d, const struct hm_mcg *g, unsigned port,
 			   uint32_t qpns[HM_MCG_QPS])
@@ -404,7 +398,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
 	len = hm_pkt_build(hm_port_ll(p), pkt, buf, sizeof(buf));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
-	if (hm_port_ll(p) == HM_LL_IB && is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
+	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
 		return mcast_send(d, p, pkt, buf, len, t, need);
 	/* A frame for one of our own ports never reaches the wire (docs/loopback.md). */
 	to = p->state == PORT_ACTIVE ? own_port_for(d, pkt) : NULL;
@@ -615,7 +609,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 		return;
 	}
 	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
-	mcast = hm_port_ll(p) == HM_LL_IB && is_mcast_lid(pkt.dlid);
+	mcast = hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt.dlid);
 	if (!loopback) /* the port counters count the link's frames only */
 		hm_ctr_rcv(d, p->num, len, true, mcast);
 	if (mcast) {

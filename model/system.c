@@ -410,7 +410,6 @@ void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), v
  * model, rtl or lockstep) over the impl.* settings. Checked whole before any is applied. */
 static int impl_from_env(const char *spec)
 {
-	static const char *const modes[] = { "model", "rtl", "lockstep" };
 	unsigned want[HM_TWIN_COUNT];
 	char buf[256], names[128] = "", *save = NULL;
 
@@ -427,9 +426,7 @@ static int impl_from_env(const char *spec)
 		if (eq) {
 			*eq = 0;
 			b = strcmp(tok, "all") ? hm_twin_find(tok) : HM_TWIN_COUNT;
-			for (int i = 0; i < 3; i++)
-				if (!strcmp(eq + 1, modes[i]))
-					m = i;
+			m = hm_impl_find(eq + 1);
 		}
 		if (b < 0 || m < 0) {
 			for (int i = 0; i < HM_TWIN_COUNT; i++)

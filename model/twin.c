@@ -65,6 +65,14 @@ const char *hm_twin_trace_cat(enum hm_twin b)
 	return b < HM_TWIN_COUNT ? twins[b].trace_cat : "?";
 }
 
+int hm_impl_find(const char *name)
+{
+	for (int m = 0; m < (int)(sizeof(impl_names) / sizeof(impl_names[0])); m++)
+		if (!strcmp(name, impl_names[m]))
+			return m;
+	return -1;
+}
+
 int hm_twin_find(const char *name)
 {
 	for (int b = 0; b < HM_TWIN_COUNT; b++)

@@ -193,6 +193,8 @@ const char *hm_twin_name(enum hm_twin b);
 const char *hm_twin_trace_cat(enum hm_twin b);
 /* The block named name, or -1. */
 int hm_twin_find(const char *name);
+/* The mode named name (model, rtl, lockstep), or -1. */
+int hm_impl_find(const char *name);
 /* The impl.<block> setting of block b in c (sim/config.def), and every block's, in order. */
 unsigned *hm_twin_impl(struct sim_config *c, enum hm_twin b);
 void hm_twin_modes(const struct sim_config *c, unsigned mode[HM_TWIN_COUNT]);

@@ -154,6 +154,11 @@ enum hca_cap_flag {
 #define HCA_MCAST_QPN 0xffffffu   /* the DETH/BTH destination QPN of a multicast datagram */
 #define HCA_MCAST_LID_MIN 0xc000u /* multicast LIDs: 0xC000..0xFFFE (0xFFFF is permissive) */
 #define HCA_MCAST_LID_MAX 0xfffeu
+/* IBA 7.11.1: LIDs 0xC000..0xFFFE are multicast (0xFFFF is the permissive LID). */
+static inline bool hca_is_mcast_lid(unsigned lid)
+{
+	return lid >= HCA_MCAST_LID_MIN && lid <= HCA_MCAST_LID_MAX;
+}
 /* The limits of a device with HCA_CAP_UD_MCAST (ibv_query_device's max_mcast_grp,
  * max_mcast_qp_attach, max_total_mcast_qp_attach). */
 #define HCA_MCAST_GROUPS 64u        /* groups per device */
