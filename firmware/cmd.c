@@ -2,6 +2,7 @@
  * with its modelled cost, write the output and then the status (model/hw/cmd.def lists the
  * commands and their costs). */
 #include "firmware/fw.h"
+#include "model/eq.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>

@@ -3,7 +3,12 @@
  * checked completely before anything changes (IBA 11.2.5.2: a failed modify leaves the QP
  * as it was). */
 #include "firmware/fw.h"
-#include "model/dp.h"
+#include "model/ctx.h"
+#include "model/eq.h"
+#include "model/mcast.h"
+#include "model/port.h"
+#include "model/qp_cmd.h"
+#include "model/qpc.h"
 #include "sim/trace.h"
 
 #include <string.h>

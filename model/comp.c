@@ -5,26 +5,16 @@
  * A sequence NAK or a local ACK timeout goes back to the PSN to resend (retry_cnt bounds them);
  * an RNR NAK waits the responder's timer first (rnr_retry bounds them, 7 = for ever). Also
  * here: flushing a QP's queues. */
-#include "model/dp.h"
+#include "model/comp.h"
+#include "model/cqe.h"
+#include "model/mkey.h"
+#include "model/port.h"
+#include "model/qp.h"
+#include "model/qpc.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const uint8_t wqe_cqe_op[HCA_WQE_OP_ATOMIC_FETCH_ADD + 1] = {
-	[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
-	[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
-	[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
-	[HCA_WQE_OP_SEND_IMM] = HCA_CQE_OP_SEND,
-	[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
-	[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
-	[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
-};
-
-uint8_t hm_cqe_op_of(uint8_t wqe_op)
-{
-	return wqe_op < sizeof(wqe_cqe_op) ? wqe_cqe_op[wqe_op] : HCA_CQE_OP_SEND;
-}
 
 static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 {
@@ -41,7 +31,7 @@ static void progress(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	qp->rnr_left = qp->attr.rnr_retry;
 	qp->nak_seen = false;
 	qp->rd_gap = false;
-	hm_req_timer(d, qp, t);
+	hm_comp_timer(d, qp, t);
 }
 
 /* The oldest outstanding WQE's flight record. */
@@ -72,8 +62,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 	if (hca_wqe_rd_atomic(f->op)) {
 		if (qp->rd_out)
 			qp->rd_out--;
-		hm_sched_add(d, qp); /* a WQE may have waited for max_rd_atomic or a fence */
-		hm_req_kick(d, t);
+		d->wire.sq_wake(d, qp, t); /* a WQE may have waited for max_rd_atomic or a fence */
 	}
 	if (f->signaled || status != HCA_WC_SUCCESS) {
 		struct hca_cqe cqe = { 0 };
@@ -126,8 +115,7 @@ static void rnr_resume(void *arg)
 	if (qp && qp->rnr_wait) {
 		trace_comp_rnr_resume(r->d->devno, qp->qpn);
 		qp->rnr_wait = false;
-		hm_sched_add(r->d, qp);
-		hm_req_kick(r->d, sim_now(sim_kernel()));
+		r->d->wire.sq_wake(r->d, qp, sim_now(sim_kernel()));
 	}
 	free(r);
 }
@@ -209,7 +197,7 @@ static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const c
 		return;
 	}
 	qp->retry_left--;
-	hm_req_rewind(d, qp, psn, t);
+	d->wire.sq_retry(d, qp, psn, t);
 }
 
 /* ---- the completer's engine: small steps, each returning the next (rxe's comp_state) ---- */
@@ -365,9 +353,9 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 		}
 		qp->rnr_left--;
 	}
-	hm_req_rewind(d, qp, c->p->psn, c->t);
+	d->wire.sq_retry(d, qp, c->p->psn, c->t);
 	qp->rnr_wait = true;
-	hm_req_timer(d, qp, c->t + wait_ps); /* no timeout while waiting */
+	hm_comp_timer(d, qp, c->t + wait_ps); /* no timeout while waiting */
 	r = malloc(sizeof(*r));
 	SIM_ASSERT(r != NULL, "out of memory");
 	*r = (struct rnr_resume){ d, qp->qpn };
@@ -477,49 +465,83 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	return t;
 }
 
-void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+/* The ACK timer keeps at most one kernel event per QP (qp->timer_ev): a restart to a later
+ * expiry leaves the event where it is, and when it fires early it moves on to the expiry, in
+ * the place among that instant's events that the restart reserved (sim_reserve_id). Timeouts
+ * therefore run exactly where one fresh event per restart would run them. */
+struct comp_timer {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP */
+	sim_event_id id;  /* this event: the QP's own while qp->timer_ev holds it */
+};
+
+static void comp_timeout(void *arg)
 {
-	bool sq_only = qp->state == HCA_QPS_SQE;
+	struct comp_timer *rt = arg;
+	struct hm_dev *d = rt->d;
+	struct sim_kernel *k = sim_kernel();
+	sim_time_t t = sim_now(k);
+	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
 
-	/* Every WQE not yet completed, sent or not, completes with WR_FLUSH_ERR, signaled or
-	 * not (IBA 10.3.1.2, ERR and SQE states). */
-	while (qp->sq_done != qp->sq_pi) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->sq_done;
-		cqe.opcode = HCA_CQE_OP_SEND;
-		cqe.status = HCA_WC_WR_FLUSH_ERR;
-		cqe.is_send = 1;
-		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-		qp->sq_done++;
-	}
-	qp->sq_next = qp->sq_pi;
-	qp->sq_fetch_lo = qp->sq_fetched = qp->sq_pi;
-	qp->sq_fetch_err = false;
-	qp->cur_started = false;
-	qp->rd_out = 0;
-	if (sq_only)
-		return;
-	if (qp->has_srq) {
-		/* Receives stay on the SRQ; the consumer learns, once, that the QP is done with
-		 * it (IBA 11.6.3.1). */
-		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
-
-		if (!qp->last_wqe_sent)
-			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
-		qp->last_wqe_sent = true;
+	if (!qp || qp->timer_ev != rt->id) {
+		free(rt); /* the QP was destroyed, or was given an earlier event */
 		return;
 	}
-	while (qp->rq_ci != qp->rq_pi) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->rq_ci;
-		cqe.opcode = HCA_CQE_OP_RECV;
-		cqe.status = HCA_WC_WR_FLUSH_ERR;
-		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
-		qp->rq_ci++;
+	qp->timer_ev = 0;
+	if (qp->timer_on && qp->timer_id != rt->id) {
+		/* restarted since this event was scheduled: on to the expiry */
+		SIM_ASSERT(qp->timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
+			   qp->qpn);
+		rt->id = qp->timer_id;
+		qp->timer_ev = rt->id;
+		qp->timer_ev_at = qp->timer_at;
+		sim_schedule_owned_as(k, qp->timer_at, rt->id, comp_timeout, rt);
+		return;
 	}
-	qp->in_msg = false;
+	if (qp->timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
+	    (qp->sq_done != qp->sq_next || qp->cur_started)) {
+		qp = hm_qpc_get(d, rt->qpn, &t);
+		qp->timer_on = false;
+		const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+		/* From the oldest packet unanswered: a READ's first missing response. */
+		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
+
+		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
+		trace_req_timeout(d->devno, qp->qpn, psn, qp->retry_left, !qp->retry_left);
+		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
+		    hm_qp_migrate(d, qp, "retries_exhausted")) {
+			/* The path is presumed broken: carry on over the alternate one with the
+			 * retries reloaded. */
+			qp->retry_left = qp->attr.retry_cnt;
+			d->wire.sq_retry(d, qp, psn, t);
+		} else if (!qp->retry_left) {
+			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+		} else {
+			qp->retry_left--;
+			d->wire.sq_retry(d, qp, psn, t);
+		}
+	}
+	free(rt);
+}
+
+void hm_comp_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct comp_timer *rt;
+
+	qp->timer_on = false; /* a pending event finds it off and does nothing */
+	if (!qp->attr.timeout || (qp->sq_done == qp->sq_next && !qp->cur_started))
+		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
+	qp->timer_on = true;
+	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
+	qp->timer_at = t + (4096000ull << qp->attr.timeout);
+	qp->timer_id = sim_reserve_id(k);
+	if (qp->timer_ev && qp->timer_ev_at <= qp->timer_at)
+		return; /* the pending event moves on to the expiry when it fires */
+	rt = malloc(sizeof(*rt));
+	SIM_ASSERT(rt != NULL, "out of memory");
+	*rt = (struct comp_timer){ d, qp->qpn, qp->timer_id };
+	qp->timer_ev = rt->id;
+	qp->timer_ev_at = qp->timer_at;
+	sim_schedule_owned_as(k, qp->timer_at, rt->id, comp_timeout, rt);
 }

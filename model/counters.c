@@ -2,8 +2,7 @@
  * and the requester/responder error counters, counted raw by the blocks and shown here with
  * their IBA widths, units and saturation, by name or as a Linux sysfs tree. */
 #include "model/counters.h"
-#include "model/dp.h"
-#include "model/hca.h"
+#include "model/ctx.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
 

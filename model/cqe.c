@@ -4,8 +4,9 @@
  * state and IBV_EVENT_CQ_ERR is raised (the QPs using it go to ERR, IBA 11.6.2). An armed CQ
  * raises a completion event through its EQ: on any CQE when armed for the next, on a solicited
  * or error CQE when armed for solicited only. */
-#include "model/dp.h"
-#include "model/hca.h"
+#include "model/cqe.h"
+#include "model/eq.h"
+#include "model/qp.h"
 #include "model/twin.h"
 #include "model/waves.h"
 #include "sim/trace.h"
@@ -190,4 +191,19 @@ void hm_cqe_twin_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cq
 	struct hm_cqe_out rtl;
 
 	hm_twin_call(d, &cqe_post_op, in->cycle, in, out, &rtl);
+}
+
+static const uint8_t wqe_cqe_op[HCA_WQE_OP_ATOMIC_FETCH_ADD + 1] = {
+	[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
+	[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
+	[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
+	[HCA_WQE_OP_SEND_IMM] = HCA_CQE_OP_SEND,
+	[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
+	[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
+	[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
+};
+
+uint8_t hm_cqe_op_of(uint8_t wqe_op)
+{
+	return wqe_op < sizeof(wqe_cqe_op) ? wqe_cqe_op[wqe_op] : HCA_CQE_OP_SEND;
 }

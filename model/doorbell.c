@@ -5,8 +5,13 @@
  * index the responder consumes from. A doorbell naming no QP, a QP in a state that takes no
  * posts, or an index that runs ahead of the ring by more than its size is ignored with a warn
  * event (the hardware cannot return an error to a posted write). */
-#include "model/dp.h"
-#include "model/hca.h"
+#include "model/doorbell.h"
+#include "model/cqe.h"
+#include "model/qp_cmd.h"
+#include "model/qpc.h"
+#include "model/resp.h"
+#include "model/sched.h"
+#include "model/wqe_fetch.h"
 #include "model/twin.h"
 #include "sim/trace.h"
 
@@ -71,7 +76,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 		}
 		d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
 		hm_wqe_prefetch(d, qp, t); /* the WQE fetcher starts at once */
-		hm_req_kick(d, t);
+		hm_sched_kick(d, t);
 		return;
 	}
 	case HCA_UAR_RQ_DB:
@@ -153,19 +158,3 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);
 }
 
-void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)
-{
-	if (hm_sched_push(d, qp->qpn, hm_dev_cycle(d)))
-		d->dp->sched_maybe = true;
-}
-
-uint32_t hm_sched_next(struct hm_dev *d)
-{
-	uint32_t qpn;
-
-	if (!hm_sched_pop(d, hm_dev_cycle(d), &qpn)) {
-		d->dp->sched_maybe = false;
-		return 0;
-	}
-	return qpn;
-}

@@ -1,7 +1,7 @@
 /* eq block: event queues in host memory. The device writes 32-byte EQEs with an ownership bit
  * that flips on every pass over the ring; the driver consumes them and reports its consumer
  * index (and re-arms) through EQ_DOORBELL. An armed EQ raises its MSI-X vector once. */
-#include "model/hca.h"
+#include "model/eq.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>

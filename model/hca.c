@@ -1,7 +1,13 @@
 /* HCA device top: BAR0 register file, the command engine (doorbell → firmware → status
  * write-back → completion event), DMA fault reporting. */
-#include "model/dp.h"
 #include "model/hca.h"
+#include "model/doorbell.h"
+#include "model/eq.h"
+#include "model/mcast.h"
+#include "model/port.h"
+#include "model/qp_cmd.h"
+#include "model/rx.h"
+#include "model/sched.h"
 #include "model/twin.h"
 #include "sim/trace.h"
 
@@ -17,9 +23,17 @@ static const uint32_t reg_reset[] = {
 #undef REGION
 };
 
-uint64_t hm_dev_cycle(const struct hm_dev *d)
+/* The C twins of the blocks model/twin.def lists: the device's own implementations, handed
+ * to the port calls when a device is built (model/twin.c sits below the blocks). */
+static const void *const twin_models[HM_TWIN_COUNT] = {
+#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = &hm_##name##_model,
+#include "model/twin.def"
+#undef TWIN
+};
+
+const void *hm_twin_model(enum hm_twin b)
 {
-	return sim_clock_cycles(&d->core, sim_now(sim_kernel()));
+	return b < HM_TWIN_COUNT ? twin_models[b] : NULL;
 }
 
 static uint32_t dev_mmio_read32(void *p, uint32_t off)
@@ -234,12 +248,17 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	d->nports = (unsigned)cfg->ports;
 	hm_port_init(d);
 	d->dp = hm_dp_create(d);
+	/* the wires up the block graph (model/blocks.dag) */
+	d->wire = (struct hm_wires){ .sq_wake = hm_sched_wake,
+				     .sq_retry = hm_sched_retry,
+				     .qp_flush = hm_qp_flush,
+				     .rx_frame = hm_rx_frame };
 	{
 		unsigned mode[HM_TWIN_COUNT];
 
 		hm_twin_modes(cfg, mode);
 
-		hm_twins_create(d, mode); /* modes checked at boot (hm_twin_check) */
+		hm_twins_create(d, mode, twin_models); /* modes checked at boot (hm_twin_check) */
 	}
 	d->fw = fw_create(d);
 	return d;
@@ -253,12 +272,9 @@ void hm_dev_destroy(struct hm_dev *d)
 	hm_mcg_reset(d);
 	fw_destroy(d->fw);
 	hm_twins_destroy(d);
+	for (uint32_t qpn = 0; qpn < d->dp->nqps; qpn++)
+		hm_qp_destroy(d, qpn);
 	hm_dp_destroy(d->dp);
 	sim_pcie_fn_destroy(d->fn);
 	free(d);
-}
-
-void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len, sim_time_t t)
-{
-	sim_dma_write_at(d->fn, addr, src, len, t, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "sim/pcie_dev.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sim_pcap;
@@ -59,6 +60,24 @@ struct hm_eq {
 	uint64_t overruns;   /* EQEs dropped because the ring was full */
 };
 
+struct hm_qp;
+
+/* Wires: the signals a block sends to a block above it in model/blocks.dag
+ * (docs/architecture.md#the-block-graph), as a completer raises a line to its requester. The
+ * receiving block's handler is installed when the device is built (hm_dev_create); the
+ * sender raises the wire and gets nothing back. */
+struct hm_wires {
+	/* comp, wqe_fetch -> sched: qp may send now (hm_sched_wake) */
+	void (*sq_wake)(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+	/* comp -> sched -> req: send again from psn (hm_sched_retry) */
+	void (*sq_retry)(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t);
+	/* qp -> qp_cmd: flush qp's queues (hm_qp_flush) */
+	void (*qp_flush)(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+	/* port -> rx: a frame off a link, or turned around inside the HCA, arrives (hm_rx_frame) */
+	void (*rx_frame)(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len,
+			 bool fcs_ok, bool loopback);
+};
+
 struct hm_dev {
 	int devno, host;             /* device number (trace dev=), host index */
 	char name[32];               /* "hcasim0" */
@@ -78,7 +97,8 @@ struct hm_dev {
 	unsigned nports;
 	struct hm_eq eqs[HCA_EQ_MAX];
 	struct fw_state *fw;         /* firmware state */
-	struct hm_dp *dp;            /* data path (model/dp.h) */
+	struct hm_dp *dp;            /* contexts of the data path (model/ctx.h) */
+	struct hm_wires wire;        /* signals up the block graph */
 	struct hm_blocks *blocks;    /* blocks with an RTL twin and their modes (model/twin.h) */
 	struct sim_link *links[HM_MAX_PORTS]; /* link of each port, NULL if unconnected */
 	int link_side[HM_MAX_PORTS]; /* this device's side of it */
@@ -95,7 +115,6 @@ struct hm_dev {
 
 struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host);
 void hm_dev_destroy(struct hm_dev *d);
-uint64_t hm_dev_cycle(const struct hm_dev *d);
 
 /* The firmware, as the device sees it (implemented in firmware/): create its state, and run
  * the command in the entry at the device's CMDQ_ADDR starting at time t (returns the time the
@@ -106,29 +125,17 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t);
 /* Command engine completion: the status and ownership of the entry are written back at t. */
 void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t);
 
-/* eq block: post an event; false if no live EQ takes the type or its ring is full. */
-bool hm_eq_post(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6]);
-/* The same, at a later time t (an event is scheduled). */
-void hm_eq_post_at(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32_t data[6],
-		   sim_time_t t);
-/* Issue a posted DMA write of len bytes (copied now) at time t >= now. */
-void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len, sim_time_t t);
-void hm_eq_doorbell(struct hm_dev *d, uint32_t val);
-void hm_eq_reset(struct hm_dev *d);
+/* The device's core cycle now. */
+static inline uint64_t hm_dev_cycle(const struct hm_dev *d)
+{
+	return sim_clock_cycles(&d->core, sim_now(sim_kernel()));
+}
 
-/* port block */
-void hm_port_init(struct hm_dev *d);
-void hm_port_start(struct hm_dev *d, sim_time_t t); /* link training from time t */
-void hm_port_stop(struct hm_dev *d);
-void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
-/* Connect a port to one side of a link. */
-void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side);
-/* MAC address of the RoCE port owning IPv4-mapped GID gid (the fabric's ARP). */
-void hm_roce_mac_of(const uint8_t gid[16], uint8_t mac[6]);
-/* enum hm_link_layer of the port. */
-unsigned hm_port_ll(const struct hm_port *p);
-/* Capture the device's looped-back frames to path (NULL: stop); the file is created at the
- * first such frame. 0 or -errno. */
-int hm_port_loopback_pcap(struct hm_dev *d, const char *path);
+/* Issue a posted DMA write of len bytes (copied now) at time t >= now. */
+static inline void hm_dma_write_at(struct hm_dev *d, uint64_t addr, const void *src, size_t len,
+				   sim_time_t t)
+{
+	sim_dma_write_at(d->fn, addr, src, len, t, NULL, NULL);
+}
 
 #endif

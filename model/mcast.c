@@ -2,8 +2,8 @@
  * group (multicast GID and LID). The port (model/port.c) accepts a multicast datagram for a
  * group that has QPs here and hands a copy to each; the subnet manager keeps the fabric's
  * side of the membership (sim/sm.c). docs/multicast.md. */
-#include "model/dp.h"
-#include "model/hca.h"
+#include "model/mcast.h"
+#include "model/ctx.h"
 #include "sim/sm.h"
 #include "sim/trace.h"
 
@@ -113,4 +113,19 @@ void hm_mcg_reset(struct hm_dev *d)
 		}
 	free(d->mcg);
 	d->mcg = NULL;
+}
+
+/* How many of the QPs attached to g receive on port `port` (their port_num). */
+uint32_t hm_mcg_qps_on(struct hm_dev *d, const struct hm_mcg *g, unsigned port,
+		       uint32_t qpns[HM_MCG_QPS])
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->nqps; i++) {
+		const struct hm_qp *qp = hm_qp_peek(d, g->qpns[i]);
+
+		if (qp && hm_qp_port(qp) == port)
+			qpns[n++] = g->qpns[i];
+	}
+	return n;
 }

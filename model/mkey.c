@@ -1,7 +1,7 @@
 /* mkey: memory key table and address translation (IBA 10.6). Every local and remote access
  * names a key: the key must exist with the same variant byte, belong to the accessing QP's
  * protection domain, grant the access, and contain [va, va+len). */
-#include "model/dp.h"
+#include "model/mkey.h"
 
 enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				  uint64_t len, uint32_t access, uint64_t *iova)

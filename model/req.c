@@ -4,28 +4,20 @@
  * payload through the memory keys and hands each packet to the port. RC messages wait for the
  * completer; UC and UD messages complete when their last packet has left. READ and atomic
  * requests are bounded by max_rd_atomic, and a fenced WQE waits for them to finish. */
-#include "model/dp.h"
+#include "model/req.h"
+#include "model/comp.h"
+#include "model/cqe.h"
+#include "model/mkey.h"
+#include "model/port.h"
+#include "model/qp.h"
+#include "model/qpc.h"
+#include "model/wqe_fetch.h"
 #include "sim/trace.h"
 
 #include <endian.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void req_step(void *arg);
-
-void hm_req_kick(struct hm_dev *d, sim_time_t t)
-{
-	struct hm_dp *dp = d->dp;
-	sim_time_t now = sim_now(sim_kernel());
-
-	if (dp->req_busy || !dp->sched_maybe)
-		return;
-	dp->req_busy = true;
-	sim_schedule_at(sim_kernel(),
-			sim_clock_after(&d->core, t > now ? t : now, d->cfg.sched_cycles), req_step,
-			d);
-}
 
 static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 {
@@ -59,13 +51,6 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
 	qp->sq_done = qp->sq_next;
 	qp->cur_started = false;
 	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
-}
-
-unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp)
-{
-	if (qp->type == HCA_QPT_UD || !qp->attr.path_mtu)
-		return sim_config_mtu_bytes(&d->cfg); /* UD has no path MTU (IBA 11.2.4.2) */
-	return 128u << qp->attr.path_mtu;
 }
 
 /* Fetch and validate WQE sq_next. false: its read is still under way, or it failed
@@ -203,7 +188,7 @@ static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct 
 	X(ARM_TIMER)  /* RC: the local ACK timer, if none runs */                                 \
 	X(SKIP)       /* cannot send now: the arbiter's next QP */                                \
 	X(FAILED)     /* its payload could not be gathered: the WQE failed, the step is spent */  \
-	X(SENT)       /* one packet sent */
+	X(SENT)
 
 enum req_step {
 #define X(s) REQ_##s,
@@ -407,7 +392,7 @@ static enum req_step arm_timer(struct req_pkt *r)
 	sim_time_t window = r->d->cfg.tx_window_ns * SIM_PS_PER_NS;
 
 	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
-		hm_req_timer(r->d, qp, r->end);
+		hm_comp_timer(r->d, qp, r->end);
 	r->t = r->end > r->issue + window ? r->end - window : r->issue;
 	return REQ_SENT;
 }
@@ -423,9 +408,8 @@ static enum req_step (*const req_steps[])(struct req_pkt *) = {
 };
 
 /* Run qp's next packet through the steps from *t; true if the engine's step was spent on it
- * (a packet sent, or its WQE failed; *t: when the engine may take its next step), false if the
- * QP cannot send now. */
-static bool req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+ * (a packet sent, or its WQE failed; *t: when the engine may take its next step). */
+bool hm_req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
 	struct req_pkt r;
 	enum req_step step = REQ_CHK_QUEUE;
@@ -442,31 +426,13 @@ static bool req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	return step != REQ_SKIP;
 }
 
-static void req_step(void *arg)
+bool hm_req_more(const struct hm_qp *qp)
 {
-	struct hm_dev *d = arg;
-	struct hm_dp *dp = d->dp;
-	sim_time_t t = sim_now(sim_kernel());
-	uint32_t qpn;
-
-	dp->req_busy = false;
-	/* The first QP in the round robin that can send now sends one packet; the ones that
-	 * cannot leave it (they come back with their next doorbell, ACK or timer). */
-	while ((qpn = hm_sched_next(d)) != 0) {
-		struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
-
-		if (!qp || !req_run(d, qp, &t))
-			continue;
-		if (qp->sq_next != qp->sq_pi && (qp->state == HCA_QPS_RTS ||
-						 (qp->state == HCA_QPS_SQD && qp->cur_started)))
-			hm_sched_add(d, qp);
-		dp->tx_pkts++;
-		break;
-	}
-	hm_req_kick(d, t);
+	return qp->sq_next != qp->sq_pi &&
+	       (qp->state == HCA_QPS_RTS || (qp->state == HCA_QPS_SQD && qp->cur_started));
 }
 
-void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
+bool hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn)
 {
 	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t w;
@@ -479,7 +445,7 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 			break;
 	}
 	if (w == qp->sq_next && !qp->cur_started)
-		return; /* nothing sent at or after psn */
+		return false; /* nothing sent at or after psn */
 	qp->rd_out = 0;
 	for (uint32_t i = qp->sq_done; i != w; i++)
 		qp->rd_out += hca_wqe_rd_atomic(qp->flight[i % qp->sq_entries].op);
@@ -505,87 +471,6 @@ void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t 
 		}
 	}
 	trace_req_rewind(d->devno, qp->qpn, qp->sq_psn, qp->sq_next);
-	hm_sched_add(d, qp);
-	hm_req_kick(d, t);
+	return true;
 }
 
-/* The ACK timer keeps at most one kernel event per QP (qp->timer_ev): a restart to a later
- * expiry leaves the event where it is, and when it fires early it moves on to the expiry, in
- * the place among that instant's events that the restart reserved (sim_reserve_id). Timeouts
- * therefore run exactly where one fresh event per restart would run them. */
-struct req_timer {
-	struct hm_dev *d; /* device */
-	uint32_t qpn;     /* QP */
-	sim_event_id id;  /* this event: the QP's own while qp->timer_ev holds it */
-};
-
-static void req_timeout(void *arg)
-{
-	struct req_timer *rt = arg;
-	struct hm_dev *d = rt->d;
-	struct sim_kernel *k = sim_kernel();
-	sim_time_t t = sim_now(k);
-	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
-
-	if (!qp || qp->timer_ev != rt->id) {
-		free(rt); /* the QP was destroyed, or was given an earlier event */
-		return;
-	}
-	qp->timer_ev = 0;
-	if (qp->timer_on && qp->timer_id != rt->id) {
-		/* restarted since this event was scheduled: on to the expiry */
-		SIM_ASSERT(qp->timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
-			   qp->qpn);
-		rt->id = qp->timer_id;
-		qp->timer_ev = rt->id;
-		qp->timer_ev_at = qp->timer_at;
-		sim_schedule_owned_as(k, qp->timer_at, rt->id, req_timeout, rt);
-		return;
-	}
-	if (qp->timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
-	    (qp->sq_done != qp->sq_next || qp->cur_started)) {
-		qp = hm_qpc_get(d, rt->qpn, &t);
-		qp->timer_on = false;
-		const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
-		/* From the oldest packet unanswered: a READ's first missing response. */
-		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
-
-		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
-		trace_req_timeout(d->devno, qp->qpn, psn, qp->retry_left, !qp->retry_left);
-		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
-		    hm_qp_migrate(d, qp, "retries_exhausted")) {
-			/* The path is presumed broken: carry on over the alternate one with the
-			 * retries reloaded. */
-			qp->retry_left = qp->attr.retry_cnt;
-			hm_req_rewind(d, qp, psn, t);
-		} else if (!qp->retry_left) {
-			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
-		} else {
-			qp->retry_left--;
-			hm_req_rewind(d, qp, psn, t);
-		}
-	}
-	free(rt);
-}
-
-void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
-{
-	struct sim_kernel *k = sim_kernel();
-	struct req_timer *rt;
-
-	qp->timer_on = false; /* a pending event finds it off and does nothing */
-	if (!qp->attr.timeout || (qp->sq_done == qp->sq_next && !qp->cur_started))
-		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
-	qp->timer_on = true;
-	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
-	qp->timer_at = t + (4096000ull << qp->attr.timeout);
-	qp->timer_id = sim_reserve_id(k);
-	if (qp->timer_ev && qp->timer_ev_at <= qp->timer_at)
-		return; /* the pending event moves on to the expiry when it fires */
-	rt = malloc(sizeof(*rt));
-	SIM_ASSERT(rt != NULL, "out of memory");
-	*rt = (struct req_timer){ d, qp->qpn, qp->timer_id };
-	qp->timer_ev = rt->id;
-	qp->timer_ev_at = qp->timer_at;
-	sim_schedule_owned_as(k, qp->timer_at, rt->id, req_timeout, rt);
-}

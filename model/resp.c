@@ -6,7 +6,14 @@
  * where its RETH's rkey allows, READ requests are answered from memory, atomics are executed
  * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
  * operational error, each moving the responder's QP to ERR. */
-#include "model/dp.h"
+#include "model/resp.h"
+#include "model/cqe.h"
+#include "model/dma.h"
+#include "model/eq.h"
+#include "model/mkey.h"
+#include "model/port.h"
+#include "model/qp.h"
+#include "model/qpc.h"
 #include "model/twin.h"
 #include "sim/trace.h"
 

@@ -1,7 +1,10 @@
 /* sched: the C twin of the send arbiter (rtl/sched.sv, docs/blocks/sched.md) — the doorbell
  * decode's verdict and the round robin of QPs with work — and its port's entry points
- * (model/twin.h). The doorbell glue and the scheduling loop that call it are model/doorbell.c. */
-#include "model/dp.h"
+ * (model/twin.h), and the loop that hands the requester one QP per step. The doorbell glue that
+ * feeds it is model/doorbell.c. */
+#include "model/sched.h"
+#include "model/qpc.h"
+#include "model/req.h"
 #include "model/twin.h"
 #include "model/waves.h"
 #include "sim/kernel.h"
@@ -139,4 +142,71 @@ bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn)
 	hm_twin_call(d, &sched_pop_op, cycle, &in, &out, &rtl);
 	*qpn = out.qpn;
 	return out.valid;
+}
+
+void hm_sched_add(struct hm_dev *d, struct hm_qp *qp)
+{
+	if (hm_sched_push(d, qp->qpn, hm_dev_cycle(d)))
+		d->dp->sched_maybe = true;
+}
+
+static uint32_t sched_next(struct hm_dev *d)
+{
+	uint32_t qpn;
+
+	if (!hm_sched_pop(d, hm_dev_cycle(d), &qpn)) {
+		d->dp->sched_maybe = false;
+		return 0;
+	}
+	return qpn;
+}
+
+static void req_step(void *arg);
+
+void hm_sched_kick(struct hm_dev *d, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	sim_time_t now = sim_now(sim_kernel());
+
+	if (dp->req_busy || !dp->sched_maybe)
+		return;
+	dp->req_busy = true;
+	sim_schedule_at(sim_kernel(),
+			sim_clock_after(&d->core, t > now ? t : now, d->cfg.sched_cycles), req_step,
+			d);
+}
+
+/* The requester's step: the first QP in the round robin that can send now sends one packet;
+ * the ones that cannot leave it (they come back with their next doorbell, ACK or timer). */
+static void req_step(void *arg)
+{
+	struct hm_dev *d = arg;
+	struct hm_dp *dp = d->dp;
+	sim_time_t t = sim_now(sim_kernel());
+	uint32_t qpn;
+
+	dp->req_busy = false;
+	while ((qpn = sched_next(d)) != 0) {
+		struct hm_qp *qp = hm_qpc_get(d, qpn, &t);
+
+		if (!qp || !hm_req_run(d, qp, &t))
+			continue;
+		if (hm_req_more(qp))
+			hm_sched_add(d, qp);
+		dp->tx_pkts++;
+		break;
+	}
+	hm_sched_kick(d, t);
+}
+
+void hm_sched_wake(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	hm_sched_add(d, qp);
+	hm_sched_kick(d, t);
+}
+
+void hm_sched_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t)
+{
+	if (hm_req_rewind(d, qp, psn))
+		hm_sched_wake(d, qp, t);
 }

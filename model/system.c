@@ -1,6 +1,9 @@
 /* The simulated system: configuration, boot (kernel, subnet manager, one HCA per host) and
  * the libhcasim control API of sim/hcasim.h. */
-#include "model/dp.h"
+#include "model/ctx.h"
+#include "model/port.h"
+#include "model/qpc.h"
+#include "model/qp_cmd.h"
 #include "model/hca.h"
 #include "model/twin.h"
 #include "model/waves.h"
@@ -508,15 +511,6 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
-const char *hm_waves_env_dir(void)
-{
-	const char *dir = getenv("HCASIM_WAVES_DIR");
-
-	if (!dir || !*dir)
-		dir = getenv("WAVES_DIR"); /* the older name */
-	return dir && *dir ? dir : "build/waves";
-}
-
 /* At boot: hcasim_waves()'s path, else WAVES=1 (HCASIM_WAVES_DIR or build/waves, model.vcd;
  * model.<n>.vcd for the n-th boot of the process) or WAVES=<path>. */
 static int waves_at_boot(void)
@@ -532,7 +526,7 @@ static int waves_at_boot(void)
 	} else if (!env || !*env || !strcmp(env, "0")) {
 		return 0;
 	} else if (!strcmp(env, "1")) {
-		const char *dir = hm_waves_env_dir();
+		const char *dir = sim_waves_env_dir();
 
 		rc = make_dirs(dir);
 		if (rc)

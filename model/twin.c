@@ -2,10 +2,9 @@
  * implementations registered by sim/vl, and the one port call — dispatch, lockstep (both twins
  * on the same inputs, every output field and its cycle compared, the first difference halting
  * the simulation) and waves. */
-#include "model/dp.h"
 #include "model/hca.h"
 #include "model/twin.h"
-#include "model/waves.h"
+#include "sim/waves.h"
 #include "sim/error.h"
 #include "sim/kernel.h"
 #include "sim/trace.h"
@@ -19,9 +18,8 @@
 /* The registry (model/twin.def). */
 static const struct {
 	const char *name, *trace_cat;
-	const void *model;
 } twins[HM_TWIN_COUNT] = {
-#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = { #name, #cat, &hm_##name##_model },
+#define TWIN(name, NAME, cat, doc) [HM_TWIN_##NAME] = { #name, #cat },
 #include "model/twin.def"
 #undef TWIN
 };
@@ -35,6 +33,7 @@ static const char *const impl_names[] = { "model", "rtl", "lockstep" };
 
 struct hm_blocks {
 	enum hm_impl mode[HM_TWIN_COUNT];
+	const void *model_ops[HM_TWIN_COUNT]; /* the C twins' ops (hm_twin_model) */
 	void *model[HM_TWIN_COUNT]; /* the C twin's instance (model and lockstep) */
 	void *rtl[HM_TWIN_COUNT];   /* the RTL's instance (rtl and lockstep) */
 };
@@ -48,11 +47,6 @@ void hm_twin_register(enum hm_twin b, const void *ops)
 const void *hm_twin_rtl(enum hm_twin b)
 {
 	return b < HM_TWIN_COUNT ? rtl_ops[b] : NULL;
-}
-
-const void *hm_twin_model(enum hm_twin b)
-{
-	return b < HM_TWIN_COUNT ? twins[b].model : NULL;
 }
 
 const char *hm_twin_name(enum hm_twin b)
@@ -149,7 +143,8 @@ int hm_twin_check(const unsigned mode[HM_TWIN_COUNT], uint32_t max_qp)
 	return 0;
 }
 
-void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT])
+void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT],
+		     const void *const models[HM_TWIN_COUNT])
 {
 	struct hm_blocks *k = calloc(1, sizeof(*k));
 	uint32_t nqps = HCA_FIRST_QPN + (uint32_t)d->cfg.max_qp;
@@ -157,12 +152,13 @@ void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT])
 	SIM_ASSERT(k != NULL, "out of memory");
 	for (int b = 0; b < HM_TWIN_COUNT; b++) {
 		k->mode[b] = (enum hm_impl)mode[b];
+		k->model_ops[b] = models[b];
 		SIM_ASSERT(k->mode[b] == HM_IMPL_MODEL || rtl_ops[b], "impl.%s without an RTL twin",
 			   twins[b].name);
 	}
 	for (int b = 0; b < HM_TWIN_COUNT; b++) {
 		if (k->mode[b] != HM_IMPL_RTL)
-			k->model[b] = base_of(twins[b].model)->create(d, nqps);
+			k->model[b] = base_of(k->model_ops[b])->create(d, nqps);
 		if (k->mode[b] != HM_IMPL_MODEL)
 			k->rtl[b] = base_of(rtl_ops[b])->create(d, nqps);
 	}
@@ -177,7 +173,7 @@ void hm_twins_destroy(struct hm_dev *d)
 		return;
 	for (int b = 0; b < HM_TWIN_COUNT; b++) {
 		if (k->model[b])
-			base_of(twins[b].model)->destroy(k->model[b]);
+			base_of(k->model_ops[b])->destroy(k->model[b]);
 		if (k->rtl[b])
 			base_of(rtl_ops[b])->destroy(k->rtl[b]);
 	}
@@ -220,7 +216,7 @@ static void waves_of(struct hm_dev *d, enum hm_twin b, char *buf, size_t len)
 			 twins[b].name);
 	else
 		snprintf(buf, len, "no waves: rerun with WAVES=1 for %s/hca%d.%s.fst",
-			 hm_waves_env_dir(), d->devno, twins[b].name);
+			 sim_waves_env_dir(), d->devno, twins[b].name);
 }
 
 /* Compare the model's and the RTL's output; on the first difference, halt the simulation
@@ -280,13 +276,13 @@ void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cyc
 
 	switch (k->mode[b]) {
 	case HM_IMPL_MODEL:
-		op->call(twins[b].model, k->model[b], in, out);
+		op->call(k->model_ops[b], k->model[b], in, out);
 		break;
 	case HM_IMPL_RTL:
 		op->call(rtl_ops[b], k->rtl[b], in, out);
 		break;
 	case HM_IMPL_LOCKSTEP:
-		op->call(twins[b].model, k->model[b], in, out);
+		op->call(k->model_ops[b], k->model[b], in, out);
 		op->call(rtl_ops[b], k->rtl[b], in, scratch);
 		differ(d, op, in_cycle, out, scratch);
 	}

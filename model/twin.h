@@ -203,7 +203,9 @@ void hm_twin_modes(const struct sim_config *c, unsigned mode[HM_TWIN_COUNT]);
  * the RTL was built for). Called at boot, before any device is made. */
 int hm_twin_check(const unsigned mode[HM_TWIN_COUNT], uint32_t max_qp);
 /* A device's block instances, in the modes given (checked with hm_twin_check first). */
-void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT]);
+/* Create d's blocks with twins in their modes; models: each block's C twin (hm_twin_model). */
+void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT],
+		     const void *const models[HM_TWIN_COUNT]);
 void hm_twins_destroy(struct hm_dev *d);
 /* Every RTL instance of d that is not dumping yet starts dumping into dir (HM_TWIN_WAVES). */
 void hm_twins_waves(struct hm_dev *d, const char *dir);

@@ -5,7 +5,7 @@
  * transaction: inputs and req_valid at the input's cycle, outputs and resp_valid at the
  * output's. */
 #include "model/waves.h"
-#include "model/dp.h"
+#include "model/ctx.h"
 #include "model/hca.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"

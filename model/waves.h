@@ -15,9 +15,6 @@ struct hm_dev;
  * are destroyed (a last sample is taken). */
 int hm_waves_start(struct hm_dev *const *devs, int n);
 void hm_waves_stop(void);
-/* Where WAVES=1 puts the dumps (the VCD and the RTL blocks' FSTs, model/system.c):
- * HCASIM_WAVES_DIR, else WAVES_DIR (the older name), else build/waves. */
-const char *hm_waves_env_dir(void);
 
 /* Block transactions, from the ports (model/ports.c), while sim_waves_on. */
 void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,

@@ -4,7 +4,9 @@
  * validated as hardware must validate what software wrote: an opcode the QP type allows, a
  * scatter/gather count or inline length that fits the WQE stride, a length within the limits
  * (2^31 bytes; UD within the path MTU; atomics exactly 8 bytes). */
-#include "model/dp.h"
+#include "model/wqe_fetch.h"
+#include "model/dma.h"
+#include "model/qp.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>
@@ -44,8 +46,7 @@ static void fetch_woken(void *arg)
 
 	if (qp && qp->sq_wake_at == sim_now(sim_kernel())) {
 		qp->sq_wake_at = 0;
-		hm_sched_add(w->d, qp);
-		hm_req_kick(w->d, sim_now(sim_kernel()));
+		w->d->wire.sq_wake(w->d, qp, sim_now(sim_kernel()));
 	}
 	free(w);
 }

@@ -419,3 +419,12 @@ int sim_waves_close(void)
 	free_all();
 	return rc;
 }
+
+const char *sim_waves_env_dir(void)
+{
+	const char *dir = getenv("HCASIM_WAVES_DIR");
+
+	if (!dir || !*dir)
+		dir = getenv("WAVES_DIR"); /* the older name */
+	return dir && *dir ? dir : "build/waves";
+}

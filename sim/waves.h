@@ -27,6 +27,9 @@ int sim_waves_open(const char *path);
 /* Write the file (flushing every queued change) and stop. 0, or -errno naming the path. */
 int sim_waves_close(void);
 const char *sim_waves_path(void); /* the open dump, or NULL */
+/* Where WAVES=1 puts the dumps (the VCD and the RTL blocks' FSTs, model/system.c):
+ * HCASIM_WAVES_DIR, else WAVES_DIR (the older name), else build/waves. */
+const char *sim_waves_env_dir(void);
 
 /* The variable called name (dotted: scopes then the signal), width 1..64 bits; created on
  * first use, the same handle afterwards (the width of the first call stays). NULL when no

@@ -1,18 +1,20 @@
-/* The data path: hardware contexts that firmware programs (QP, CQ, SRQ, memory key), and the
- * interfaces of the blocks that move data (architecture §2): doorbell → sched → wqe_fetch →
- * req → port → link → port → resp / comp → cqe → eq. Each block charges its pipeline latency in
- * core cycles (pipe.* settings) and its DMA through the PCIe model.
+/* The device's contexts (architecture §2): what firmware programs and the blocks work on —
+ * QP, CQ, SRQ and memory-key contexts, the in-flight records of send WQEs — and the tables that
+ * hold them (ctx.c). Each block's functions are declared in its own header (model/<block>.h);
+ * which block may call which is model/blocks.dag (docs/architecture.md#the-block-graph).
  *
- * Contexts are device state: firmware writes them through hm_*_write functions; the blocks own
- * their runtime fields. A QP context's attributes are cached on chip (qpc.c): a miss costs a DMA
- * read of its slot in the backing store in host memory, an eviction of a dirty entry a write. */
-#ifndef HM_DP_H
-#define HM_DP_H
+ * Contexts are device state: firmware writes them through the hm_*_write functions and
+ * model/qp_cmd.h; the blocks own their runtime fields. A QP context's attributes are cached
+ * on chip (qpc.c): a miss costs a DMA read of its slot in the backing store in host memory,
+ * an eviction of a dirty entry a write. */
+#ifndef HM_CTX_H
+#define HM_CTX_H
 
 #include "model/hca.h"
 #include "model/pkt.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define HM_QPC_BYTES 1024u /* backing-store slot per QP */
@@ -225,179 +227,31 @@ static inline uint32_t hm_extend16(uint32_t cur, uint32_t v16)
 	return v;
 }
 
-/* Who a DMA read is for, as the device's DMA engine tags it (and the hcasim.h numbering). */
-enum hm_dma_client { HM_DMA_SQ_WQE = 0, HM_DMA_RQ_WQE = 1, HM_DMA_SRQ_WQE = 2 };
-/* Read a WQE (or a window of them) for client's object num: len bytes at device address addr
- * into buf, *t advancing as sim_dma_read_timed does. True if the read failed: refused by the
- * IOMMU, or an injected error (hcasim_dma_read_error) used up on it. */
-bool hm_wqe_read(struct hm_dev *d, enum hm_dma_client client, uint32_t num, uint64_t addr,
-		 void *buf, size_t len, sim_time_t *t);
-/* Catastrophic errors: the QP goes to ERR and raises IBV_EVENT_QP_FATAL; the SRQ stops and
- * raises IBV_EVENT_SRQ_ERR, and every QP attached to it goes to ERR (IBA 11.6.3.1,
- * 10.2.9.5). */
-void hm_qp_fatal(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* Start reading the RQ's next receive WQE (rq_ci) at t if it is posted and not held yet. */
-void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* Automatic path migration (IBA 17.2.8): the alternate path becomes the primary one, the QP
- * is MIGRATED and IBV_EVENT_PATH_MIG is raised; if the alternate port is not ACTIVE nothing
- * changes and IBV_EVENT_PATH_MIG_ERR is raised (false). */
-bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why);
-void hm_srq_fatal(struct hm_dev *d, uint32_t srqn, sim_time_t t);
-
-/* A received frame waiting for its QP (model/port.c). */
+/* A received frame waiting for its QP (model/rx.c). */
 struct hm_rx_frame {
 	struct hm_rx_frame *next; /* FIFO */
 	unsigned port;            /* receiving port, 1-based */
 	size_t len;               /* bytes */
 	uint8_t buf[];            /* the frame */
 };
-void hm_rxq_free(struct hm_qp *qp);
 
+
+/* ---- the tables (ctx.c) ---- */
 struct hm_dp *hm_dp_create(struct hm_dev *d);
 void hm_dp_destroy(struct hm_dp *dp);
-
-/* ---- contexts, written by firmware ---- */
+/* Contexts as firmware writes them; CQ and SRQ contexts as the blocks use them (NULL if not
+ * created). */
 void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk);
 void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq);
 struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn);
 void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq);
 struct hm_srq *hm_srq_get(struct hm_dev *d, uint32_t srqn);
-void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_time_t t);
-void hm_qp_destroy(struct hm_dev *d, uint32_t qpn);
-/* Apply a validated modify: attributes in mask, then the transition (RESET clears the queues
- * and PSNs, ERR flushes). */
-void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, uint32_t mask,
-		  unsigned next, sim_time_t t);
-/* Current attributes as the data path has them (PSNs move with traffic). */
+/* Current attributes as the data path has them (PSNs move with traffic); NULL if no such QP. */
 const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
-
-/* ---- mcast: multicast groups (model/mcast.c, docs/multicast.md) ---- */
-#define HM_MCG_MAX HCA_MCAST_GROUPS       /* groups per device */
-#define HM_MCG_QPS HCA_MCAST_QPS_PER_GROUP /* QPs per group */
-struct hm_mcg {
-	bool live;                  /* in use */
-	uint16_t lid;               /* multicast LID */
-	uint8_t gid[16];            /* multicast GID */
-	uint32_t nqps;              /* QPs attached */
-	uint32_t qpns[HM_MCG_QPS];  /* in attach order */
-};
-/* The live group (gid, lid), or NULL. */
-struct hm_mcg *hm_mcg_find(struct hm_dev *d, const uint8_t gid[16], uint16_t lid);
-/* True if qpn is attached to g. */
-bool hm_mcg_has_qp(const struct hm_mcg *g, uint32_t qpn);
-/* Groups in use; groups qpn is attached to. */
-unsigned hm_mcg_count(struct hm_dev *d);
-unsigned hm_mcg_of_qp(struct hm_dev *d, uint32_t qpn);
-/* Apply a validated ATTACH_MCG / DETACH_MCG. The first QP of a group makes the subnet manager
- * add the device's ports to the group; the last one out removes them. */
-void hm_mcg_attach(struct hm_dev *d, const uint8_t gid[16], uint16_t lid, uint32_t qpn);
-void hm_mcg_detach(struct hm_dev *d, const uint8_t gid[16], uint16_t lid, uint32_t qpn);
-/* TEARDOWN_HCA and device destruction: every group goes, and the SM forgets the ports. */
-void hm_mcg_reset(struct hm_dev *d);
-
-/* ---- qpc: context cache ---- */
-/* The architected context image (struct hca_qpc, model/hw/formats.def) of qp: its context
- * fields only, reserved bytes zero; nothing host- or run-dependent. */
-void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img);
-/* Decode an image into qp's context fields (nothing else of qp is touched). 0, or -EINVAL
- * with *why naming the field and the rule the image breaks (qp then unchanged). */
-int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why);
-/* The QP context for processing at *t (advanced by hit or miss latency); NULL if no such QP. */
-struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t);
-
-/* ---- mkey: translation and checks ---- */
-enum hm_mkey_result {
-	HM_MKEY_OK = 0,
-	HM_MKEY_BAD_KEY,    /* no such key / wrong variant */
-	HM_MKEY_BAD_PD,     /* key of another PD */
-	HM_MKEY_BAD_ACCESS, /* access right missing */
-	HM_MKEY_BAD_RANGE,  /* outside the region */
-};
-/* Check an access of len bytes at va with key, for pdn, needing access (HCA_ACCESS_* bits; 0
- * for a local read); on success *iova is the device address. */
-enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
-				  uint64_t len, uint32_t access, uint64_t *iova);
-
-/* Move len bytes between buf and the memory the scatter/gather list sg[0..nsge) names, from
- * byte off of the list: every piece is checked against its key (PD pdn; local write access
- * when writing) and then written from buf (posted at *t) or read into buf (timed from *t).
- * Returns the bytes moved; *ok turns false when a key check or a read failed, which stops
- * the move. Fewer bytes than len with *ok true: the list is too short.
- * With ct (cut-through, docs/timing.md#cut-through), buf is one packet's payload: reads raise
- * ct->need (the earliest time the payload's first byte may go on the wire), and writes go
- * out as the payload comes through the receive pipeline, which is done with it at ct->ready
- * (*t is then not used for writes). */
-struct hm_ct {
-	sim_time_t need;  /* read: raised to the earliest start of the payload on the wire */
-	sim_time_t ready; /* write: the receive pipeline is done with the packet */
-	uint32_t tail;    /* write: wire bytes after the payload (hm_port_tail_bytes) */
-};
-uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
-		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
-		     struct hm_ct *ct);
-
-/* ---- doorbell + sched ---- */
-void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val);
-/* A BlueFlame write (HCA_UAR_BF): the SQ doorbell word, then the WQE it makes visible. */
-void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len);
-void hm_sched_add(struct hm_dev *d, struct hm_qp *qp);
-uint32_t hm_sched_next(struct hm_dev *d); /* 0 if none */
-
-/* ---- wqe_fetch ---- */
-/* WQE idx for the requester at *t. HM_WQE_READY: its copy in qp->wqe_buf is current and *t
- * has advanced by the decode (pipe.wqe_cycles). HM_WQE_WAIT: its DMA read (up to
- * hca.wqe_prefetch posted WQEs in one read) is under way; the QP goes back into the arbiter
- * when it completes, and the requester serves other QPs meanwhile. HM_WQE_FAILED: unreadable.
- * Taking the last WQE of a window starts the read of the next posted ones. */
-enum { HM_WQE_READY = 0, HM_WQE_WAIT = 1, HM_WQE_FAILED = -1 };
-int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
-/* A send doorbell at t: start reading the newly posted WQEs if nothing is fetched ahead. */
-void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
- * message length. */
-uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
-		      uint64_t *len);
-
-/* ---- req / resp / comp ---- */
-void hm_req_kick(struct hm_dev *d, sim_time_t t);
-/* Go back to psn (go-back-N, IBA 9.7.5.2): resend from the WQE holding it, inside the message. */
-void hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t);
-/* (Re)start the local ACK timer from t, or stop it when nothing is outstanding. */
-void hm_req_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* Handle a received request (resp) or response (comp) for qp from time t; return the time its
- * handling ends (the QP's next packet is handled no earlier: packets of a QP stay in order). */
-sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
-sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
-/* The CQE opcode reporting a WQE opcode. */
-uint8_t hm_cqe_op_of(uint8_t wqe_op);
-/* End the oldest outstanding send WQE with status and move the QP to ERR (retries exhausted). */
-void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t);
-/* Complete every send WQE from sq_done on with status (flush), and every posted receive. */
-void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* In SQD with nothing outstanding: raise IBV_EVENT_SQ_DRAINED once if asked for. */
-void hm_qp_check_drained(struct hm_dev *d, struct hm_qp *qp);
-/* Move a QP to ERR (RC errors) or SQE (UC/UD send errors) from the data path. */
-void hm_qp_error(struct hm_dev *d, struct hm_qp *qp, unsigned state, sim_time_t t);
-
-/* ---- cqe ---- */
-/* Write a CQE at time t (owner bit and timestamp filled in); false if the CQ is in error. */
-bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solicited,
-		 sim_time_t t);
-void hm_cq_doorbell(struct hm_dev *d, uint64_t val);
-
-/* ---- port data path ---- */
-/* Build and transmit a packet from port (1-based): the frame is built from t, and its payload
- * starts on the wire no earlier than need (0: no constraint; cut-through, see hm_ct). Returns
- * the time its last bit leaves. */
-sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t,
-			sim_time_t need);
-/* Wire bytes that follow a packet's payload on port: ICRC and VCRC (IB), ICRC, FCS and the
- * inter-frame gap (RoCE). */
-uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port);
-/* When the port's transmitter is free. */
-sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port);
-/* Payload bytes per packet for qp: its path MTU (RC, UC), the port's active MTU (UD). */
-unsigned hm_qp_mtu(const struct hm_dev *d, const struct hm_qp *qp);
-
+/* The QP qpn without going through the context cache (a QP's own events look it up so), or
+ * NULL. */
+struct hm_qp *hm_qp_lookup(struct hm_dev *d, uint32_t qpn);
+/* Grow a context array to hold index i. */
+void *hm_ctx_grow(void *arr, uint32_t *n, uint32_t i, size_t elem);
 
 #endif

@@ -1,0 +1,38 @@
+/* mkey: memory-key translation and checks (IBA 10.6), and moving data between a packet and
+ * the memory a scatter/gather list names. */
+#ifndef HM_MKEY_H
+#define HM_MKEY_H
+
+#include "model/ctx.h"
+
+enum hm_mkey_result {
+	HM_MKEY_OK = 0,
+	HM_MKEY_BAD_KEY,    /* no such key / wrong variant */
+	HM_MKEY_BAD_PD,     /* key of another PD */
+	HM_MKEY_BAD_ACCESS, /* access right missing */
+	HM_MKEY_BAD_RANGE,  /* outside the region */
+};
+/* Check an access of len bytes at va with key, for pdn, needing access (HCA_ACCESS_* bits; 0
+ * for a local read); on success *iova is the device address. */
+enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+				  uint64_t len, uint32_t access, uint64_t *iova);
+
+/* Move len bytes between buf and the memory the scatter/gather list sg[0..nsge) names, from
+ * byte off of the list: every piece is checked against its key (PD pdn; local write access
+ * when writing) and then written from buf (posted at *t) or read into buf (timed from *t).
+ * Returns the bytes moved; *ok turns false when a key check or a read failed, which stops
+ * the move. Fewer bytes than len with *ok true: the list is too short.
+ * With ct (cut-through, docs/timing.md#cut-through), buf is one packet's payload: reads raise
+ * ct->need (the earliest time the payload's first byte may go on the wire), and writes go
+ * out as the payload comes through the receive pipeline, which is done with it at ct->ready
+ * (*t is then not used for writes). */
+struct hm_ct {
+	sim_time_t need;  /* read: raised to the earliest start of the payload on the wire */
+	sim_time_t ready; /* write: the receive pipeline is done with the packet */
+	uint32_t tail;    /* write: wire bytes after the payload (hm_port_tail_bytes) */
+};
+uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
+		     struct hm_ct *ct);
+
+#endif

@@ -1,0 +1,13 @@
+/* resp: the responder (IBA 9.7.4, 9.7.5.1): requests in, data to memory, ACKs out. */
+#ifndef HM_RESP_H
+#define HM_RESP_H
+
+#include "model/ctx.h"
+
+/* Handle a received request for qp from time t; return the time its handling ends (the QP's
+ * next packet is handled no earlier: packets of a QP stay in order). */
+sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
+/* Start reading the RQ's next receive WQE (rq_ci) at t if it is posted and not held yet. */
+void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+
+#endif

@@ -1,0 +1,270 @@
+/* rx: the ports' receive path (model/rx.h). A frame from a link or the HCA's loopback path
+ * takes the receive pipeline (pipe.port_cycles per frame), is parsed and checked, and is
+ * handed to its QP — each attached QP for a multicast datagram — in order: a QP's frames wait
+ * in its FIFO while an earlier one is being handled, and go to its responder or completer. */
+#include "model/rx.h"
+#include "model/comp.h"
+#include "model/counters.h"
+#include "model/mcast.h"
+#include "model/port.h"
+#include "model/qp.h"
+#include "model/qpc.h"
+#include "model/resp.h"
+#include "sim/trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_response(uint8_t op)
+{
+	return (hm_opcode_class(op) & HM_OPC_RESPONSE) != 0;
+}
+
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+			  bool loopback, sim_time_t t);
+static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+		     const uint8_t *frame, size_t len, sim_time_t t);
+static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
+		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t);
+
+struct rx_later {
+	struct hm_dev *d; /* device */
+	unsigned port;    /* port */
+	bool loopback;    /* turned around inside the HCA, not from the link */
+	size_t len;       /* bytes */
+	uint8_t buf[];    /* frame */
+};
+
+static void port_rx_later(void *arg)
+{
+	struct rx_later *f = arg;
+
+	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, f->loopback,
+		      sim_now(sim_kernel()));
+	free(f);
+}
+
+void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len, bool fcs_ok,
+		 bool loopback)
+{
+	struct hm_port *p = &d->ports[port - 1];
+	struct hm_dp *dp = d->dp;
+	sim_time_t t = sim_now(sim_kernel());
+	struct rx_later *f;
+
+	if (!fcs_ok) {
+		/* The Ethernet MAC drops a frame whose FCS fails before the port sees it. */
+		dp->rx_crc_errors++;
+		dp->rx_dropped++;
+		hm_ctr_rcv(p->dev, p->num, len, false, false);
+		trace_pkt_drop_bad(p->dev->devno, p->num, len, "fcs");
+		return;
+	}
+	/* One frame per pipe.port_cycles through the receive pipeline; the frame is handled at
+	 * the time it leaves it, so that its effects on memory happen in time order. */
+	if (dp->rx_free_ps > t)
+		t = dp->rx_free_ps;
+	t = sim_clock_after(&p->dev->core, t, p->dev->cfg.port_cycles);
+	dp->rx_free_ps = t;
+	f = malloc(sizeof(*f) + len);
+	SIM_ASSERT(f != NULL, "out of memory");
+	f->d = p->dev;
+	f->port = p->num;
+	f->loopback = loopback;
+	f->len = len;
+	memcpy(f->buf, frame, len);
+	sim_schedule_owned_at(sim_kernel(), t, port_rx_later, f);
+}
+
+void hm_rxq_free(struct hm_qp *qp)
+{
+	while (qp->rxq_head) {
+		struct hm_rx_frame *f = qp->rxq_head;
+
+		qp->rxq_head = f->next;
+		free(f);
+	}
+	qp->rxq_tail = NULL;
+}
+
+/* Hand a parsed packet for qp to the responder or the completer at t. */
+static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, sim_time_t t)
+{
+	qp->c_rx_pkts++;
+	qp->c_rx_bytes += pkt->paylen;
+	if (pkt->opcode == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(pkt->aeth_syndrome))
+		qp->c_naks_rcvd++;
+	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
+	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)
+		hm_qp_migrate(d, qp, "peer_migrated");
+	if (is_response(pkt->opcode))
+		qp->rx_busy_ps = hm_comp_rx(d, qp, pkt, t);
+	else
+		qp->rx_busy_ps = hm_resp_rx(d, qp, pkt, t);
+}
+
+struct rx_drain {
+	struct hm_dev *d; /* device */
+	uint32_t qpn;     /* QP whose waiting frames to handle */
+};
+
+/* Handle a QP's waiting frames in arrival order, each once the previous one is done. */
+static void rx_drain(void *arg)
+{
+	struct rx_drain *r = arg;
+	struct hm_dev *d = r->d;
+	sim_time_t t = sim_now(sim_kernel());
+	struct hm_qp *qp = r->qpn < d->dp->nqps ? d->dp->qps[r->qpn] : NULL;
+
+	if (qp) {
+		qp->rx_drain = false;
+		if (qp->rxq_head && qp->rx_busy_ps <= t) {
+			struct hm_rx_frame *f = qp->rxq_head;
+			struct hm_pkt pkt;
+
+			qp->rxq_head = f->next;
+			if (!qp->rxq_head)
+				qp->rxq_tail = NULL;
+			if (!hm_pkt_parse(hm_port_ll(&d->ports[f->port - 1]), f->buf, f->len, &pkt) &&
+			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR)
+				qp_rx(d, qp, &pkt, t);
+			free(f);
+		}
+		if (qp->rxq_head) {
+			qp->rx_drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+					      rx_drain, r);
+			return;
+		}
+	}
+	free(r);
+}
+
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+			  bool loopback, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	struct hm_pkt pkt;
+	struct hm_qp *qp;
+	bool mcast;
+	int rc;
+
+	dp->rx_pkts++;
+	rc = hm_pkt_parse(hm_port_ll(p), frame, len, &pkt);
+	if (rc) {
+		/* A bad ICRC/VCRC or a malformed frame is dropped and counted (IBA 7.8). A frame
+		 * that looks malformed because a bit of a length field flipped is a CRC error
+		 * too: the link's CRC over the bytes received does not hold. */
+		if (rc == -EPROTO && len > HM_ICRC_BYTES + HM_VCRC_BYTES) {
+			/* IB: the VCRC covers every byte; RoCE: the ICRC (the FCS, not in the
+			 * frame, would say the same). Both are stored least significant byte
+			 * first. */
+			if (hm_port_ll(p) == HM_LL_IB)
+				rc = hm_pkt_vcrc(frame, len) !=
+						     (uint16_t)(frame[len - 2] | frame[len - 1] << 8)
+					     ? -EBADMSG
+					     : rc;
+			else
+				rc = hm_pkt_icrc(HM_LL_ROCE, frame, len) !=
+						     ((uint32_t)frame[len - 4] |
+						      (uint32_t)frame[len - 3] << 8 |
+						      (uint32_t)frame[len - 2] << 16 |
+						      (uint32_t)frame[len - 1] << 24)
+					     ? -EBADMSG
+					     : rc;
+		}
+		dp->rx_crc_errors += rc == -EBADMSG;
+		dp->rx_dropped++;
+		if (!loopback)
+			hm_ctr_rcv(d, p->num, len, false, false);
+		trace_pkt_drop_bad(d->devno, p->num, len, rc == -EBADMSG ? "crc" : "malformed");
+		return;
+	}
+	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+	mcast = hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt.dlid);
+	if (!loopback) /* the port counters count the link's frames only */
+		hm_ctr_rcv(d, p->num, len, true, mcast);
+	if (mcast) {
+		mcast_rx(d, p, &pkt, frame, len, t);
+		return;
+	}
+	qp = hm_qpc_get(d, pkt.dqpn, &t); /* t moves on by the lookup's latency */
+	rx_to_qp(d, p, qp, &pkt, frame, len, t);
+}
+
+/* A multicast datagram arrived at port p (IBA 10.5.2): it must be UD, carry a GRH (IBA
+ * 8.3.1: the MGID names the group) and the multicast QPN, and name a group with QPs that
+ * receive on this port. Each of them gets it, with its own checks, once. */
+static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
+		     const uint8_t *frame, size_t len, sim_time_t t)
+{
+	const struct hm_mcg *g = pkt->has_grh ? hm_mcg_find(d, pkt->dgid, pkt->dlid) : NULL;
+	const char *why = !pkt->has_grh		    ? "no_grh"
+			  : pkt->dqpn != HCA_MCAST_QPN ? "not_mcast_qpn"
+			  : (pkt->opcode >> 5) != 3	    ? "not_ud"
+			  : !g			    ? "no_group"
+						    : NULL;
+	uint32_t qpns[HM_MCG_QPS], n = why ? 0 : hm_mcg_qps_on(d, g, p->num, qpns);
+
+	if (!n) {
+		d->dp->rx_dropped++;
+		trace_pkt_drop_mcast(d->devno, p->num, pkt->dlid, pkt->dqpn, pkt->opcode,
+				     why ? why : "no_qp_on_port");
+		return;
+	}
+	trace_pkt_mcast(d->devno, p->num, pkt->dlid, n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct hm_qp *qp = hm_qpc_get(d, qpns[i], &t); /* one lookup after the other */
+
+		rx_to_qp(d, p, qp, pkt, frame, len, t);
+	}
+}
+
+/* Hand a checked frame (pkt, parsed from frame) to qp at t, or drop it if qp cannot take it. */
+static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
+		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t)
+{
+	struct hm_dp *dp = d->dp;
+	uint8_t qpt = pkt->opcode >> 5; /* 0 RC, 1 UC, 3 UD */
+
+	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
+	    qp->state == HCA_QPS_ERR || (qpt == 0 && qp->type != HCA_QPT_RC) ||
+	    (qpt == 1 && qp->type != HCA_QPT_UC) || (qpt == 3 && qp->type != HCA_QPT_UD) ||
+	    (pkt->pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
+				     0x7fff) ||
+	    !(pkt->pkey & 0x7fff)) {
+		/* IBA 10.3.1: RESET, INIT and ERR drop incoming packets; so does a packet for a QP
+		 * of another transport or partition. */
+		dp->rx_dropped++;
+		trace_pkt_drop_no_qp(d->devno, pkt->dqpn, pkt->opcode);
+		return;
+	}
+	/* A QP's packets are handled in order: one that arrives while an earlier one is still
+	 * being handled (its receive WQE fetch, its reads) or waiting joins the QP's FIFO. */
+	if (qp->rxq_head || qp->rx_busy_ps > t) {
+		struct hm_rx_frame *f = malloc(sizeof(*f) + len);
+
+		SIM_ASSERT(f != NULL, "out of memory");
+		f->next = NULL;
+		f->port = p->num;
+		f->len = len;
+		memcpy(f->buf, frame, len);
+		if (qp->rxq_tail)
+			qp->rxq_tail->next = f;
+		else
+			qp->rxq_head = f;
+		qp->rxq_tail = f;
+		if (!qp->rx_drain) {
+			struct rx_drain *r = malloc(sizeof(*r));
+
+			SIM_ASSERT(r != NULL, "out of memory");
+			*r = (struct rx_drain){ d, qp->qpn };
+			qp->rx_drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+					      rx_drain, r);
+		}
+		return;
+	}
+	qp_rx(d, qp, pkt, t);
+}

@@ -1,0 +1,21 @@
+/* wqe_fetch: reading send WQEs from host memory for the requester, a window at a time. */
+#ifndef HM_WQE_FETCH_H
+#define HM_WQE_FETCH_H
+
+#include "model/ctx.h"
+
+/* WQE idx for the requester at *t. HM_WQE_READY: its copy in qp->wqe_buf is current and *t
+ * has advanced by the decode (pipe.wqe_cycles). HM_WQE_WAIT: its DMA read (up to
+ * hca.wqe_prefetch posted WQEs in one read) is under way; the QP goes back into the arbiter
+ * when it completes, and the requester serves other QPs meanwhile. HM_WQE_FAILED: unreadable.
+ * Taking the last WQE of a window starts the read of the next posted ones. */
+enum { HM_WQE_READY = 0, HM_WQE_WAIT = 1, HM_WQE_FAILED = -1 };
+int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
+/* A send doorbell at t: start reading the newly posted WQEs if nothing is fetched ahead. */
+void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+/* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
+ * message length. */
+uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
+		      uint64_t *len);
+
+#endif
