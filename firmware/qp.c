@@ -406,10 +406,10 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 	if (hw) {
 		/* PSNs move with traffic: report the data path's. SQD is draining while sent
 		 * WQEs wait for completion. */
-		o->attr.sq_psn = hw->sq_psn;
-		o->attr.rq_psn = hw->epsn;
+		o->attr.sq_psn = hw->req.sq_psn;
+		o->attr.rq_psn = hw->resp.epsn;
 		o->attr.sq_draining = qp->state == HCA_QPS_SQD &&
-				      (hw->sq_done != hw->sq_next || hw->cur_started);
+				      (hw->comp.sq_done != hw->req.sq_next || hw->req.cur_started);
 	}
 	return FW_OK;
 }

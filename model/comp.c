@@ -18,7 +18,7 @@
 
 static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 {
-	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
+	return qp->fetch.wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
 }
 
 /* Forward progress (IBA 9.7.6.1) is progress of the oldest unfinished WQE: an ACK or NAK
@@ -27,22 +27,28 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
  * acknowledgements have reached already (docs/timing.md#forward-progress). */
 static void progress(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	qp->retry_left = qp->attr.retry_cnt;
-	qp->rnr_left = qp->attr.rnr_retry;
-	qp->nak_seen = false;
-	qp->rd_gap = false;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.nak_seen = false;
+	qp->comp.rd_gap = false;
 	hm_comp_timer(d, qp, t);
 }
 
 /* The oldest outstanding WQE's flight record. */
 static struct hm_flight *oldest(struct hm_qp *qp)
 {
-	return &qp->flight[qp->sq_done % qp->sq_entries];
+	return &qp->req.flight[qp->comp.sq_done % qp->sq_entries];
+}
+
+/* The oldest outstanding WQE's progress mark (hm_comp_qp.next_rsp). */
+static uint32_t *next_rsp(struct hm_qp *qp)
+{
+	return &qp->comp.next_rsp[qp->comp.sq_done % qp->sq_entries];
 }
 
 static bool nothing_outstanding(const struct hm_qp *qp)
 {
-	return qp->sq_done == qp->sq_next && !qp->cur_started;
+	return qp->comp.sq_done == qp->req.sq_next && !qp->req.cur_started;
 }
 
 /* Retire the oldest outstanding WQE with status. */
@@ -50,20 +56,11 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 {
 	struct hm_flight *f = oldest(qp);
 
-	if (qp->sq_done == qp->sq_next && qp->cur_started) {
-		/* The oldest is the message being sent (again): what is left of it stays
-		 * unsent. A READ or atomic whose responses came in the meantime is done: the
-		 * next message starts after its PSNs. */
-		qp->cur_started = false;
-		qp->sq_next++;
-		if (status == HCA_WC_SUCCESS)
-			qp->sq_psn = (f->last_psn + 1) & HCA_PSN_MASK;
-	}
-	if (hca_wqe_rd_atomic(f->op)) {
-		if (qp->rd_out)
-			qp->rd_out--;
-		d->wire.sq_wake(d, qp, t); /* a WQE may have waited for max_rd_atomic or a fence */
-	}
+	/* The requester lets go of it (the message being sent again stops there), and a WQE
+	 * that waited for max_rd_atomic or a fence may go. */
+	d->wire.sq_retired(d, qp, f, status);
+	if (hca_wqe_rd_atomic(f->op))
+		d->wire.sq_wake(d, qp, t);
 	if (f->signaled || status != HCA_WC_SUCCESS) {
 		struct hca_cqe cqe = { 0 };
 
@@ -79,7 +76,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
 	trace_comp_done(d->devno, qp->qpn, f->wqe, status);
-	qp->sq_done++;
+	qp->comp.sq_done++;
 	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS)
 		progress(d, qp, t);
@@ -112,9 +109,9 @@ static void rnr_resume(void *arg)
 	struct rnr_resume *r = arg;
 	struct hm_qp *qp = r->qpn < r->d->dp->nqps ? r->d->dp->qps[r->qpn] : NULL;
 
-	if (qp && qp->rnr_wait) {
+	if (qp && qp->comp.rnr_wait) {
 		trace_comp_rnr_resume(r->d->devno, qp->qpn);
-		qp->rnr_wait = false;
+		qp->comp.rnr_wait = false;
 		r->d->wire.sq_wake(r->d, qp, sim_now(sim_kernel()));
 	}
 	free(r);
@@ -125,9 +122,9 @@ static void rnr_resume(void *arg)
  * rewind (its last PSN is before the highest sent). */
 static bool oldest_sent(const struct hm_qp *qp)
 {
-	return qp->sq_done != qp->sq_next ||
-	       (qp->cur_started &&
-		hm_psn_cmp(qp->flight[qp->sq_done % qp->sq_entries].last_psn, qp->sent_psn) < 0);
+	return qp->comp.sq_done != qp->req.sq_next ||
+	       (qp->req.cur_started &&
+		hm_psn_cmp(qp->req.flight[qp->comp.sq_done % qp->sq_entries].last_psn, qp->req.sent_psn) < 0);
 }
 
 /* Retire the WQEs an ACK, NAK or response at psn implies are done: those ending before it. */
@@ -180,9 +177,9 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 {
 	struct hm_flight *f = oldest(qp);
 
-	if (hca_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, f->next_rsp) < 0)
+	if (hca_wqe_rd_atomic(f->op) || hm_psn_cmp(upto, *next_rsp(qp)) < 0)
 		return;
-	f->next_rsp = (upto + 1) & HCA_PSN_MASK;
+	*next_rsp(qp) = (upto + 1) & HCA_PSN_MASK;
 	progress(d, qp, t);
 }
 
@@ -191,12 +188,12 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const char *cause,
 		       sim_time_t t)
 {
-	trace_comp_retry(d->devno, qp->qpn, psn, cause, qp->retry_left, !qp->retry_left);
-	if (!qp->retry_left) {
+	trace_comp_retry(d->devno, qp->qpn, psn, cause, qp->comp.retry_left, !qp->comp.retry_left);
+	if (!qp->comp.retry_left) {
 		hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		return;
 	}
-	qp->retry_left--;
+	qp->comp.retry_left--;
 	d->wire.sq_retry(d, qp, psn, t);
 }
 
@@ -261,10 +258,10 @@ static enum comp_step chk_window(struct comp_pkt *c)
 	struct hm_qp *qp = c->qp;
 
 	if (nothing_outstanding(qp) || hm_psn_cmp(c->p->psn, oldest(qp)->first_psn) < 0 ||
-	    hm_psn_cmp(c->p->psn, qp->sent_psn) >= 0)
+	    hm_psn_cmp(c->p->psn, qp->req.sent_psn) >= 0)
 		return COMP_DONE;
-	if (!is_read_response(c->op) && hm_psn_cmp(c->upto, qp->acked_psn) > 0)
-		qp->acked_psn = c->upto; /* observed only (waves) */
+	if (!is_read_response(c->op) && hm_psn_cmp(c->upto, qp->comp.acked_psn) > 0)
+		qp->comp.acked_psn = c->upto; /* observed only (waves) */
 	return COMP_IMPLIED_ACKS;
 }
 
@@ -295,11 +292,11 @@ static enum comp_step chk_gap(struct comp_pkt *c)
 	struct hm_flight *f = oldest(qp);
 
 	if ((c->op == HM_OP_ACKNOWLEDGE && hm_aeth_is_fatal(c->syn)) || !hca_wqe_rd_atomic(f->op) ||
-	    hm_psn_cmp(c->p->psn, f->next_rsp) <= 0)
+	    hm_psn_cmp(c->p->psn, *next_rsp(qp)) <= 0)
 		return COMP_CLASSIFY;
-	if (!qp->rd_gap) {
-		qp->rd_gap = true;
-		take_retry(c->d, qp, f->next_rsp, "rsp_gap", c->t);
+	if (!qp->comp.rd_gap) {
+		qp->comp.rd_gap = true;
+		take_retry(c->d, qp, *next_rsp(qp), "rsp_gap", c->t);
 	}
 	return COMP_DONE;
 }
@@ -327,10 +324,10 @@ static enum comp_step seq_nak(struct comp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
 
-	if (qp->nak_seen && qp->nak_psn == c->p->psn)
+	if (qp->comp.nak_seen && qp->comp.nak_psn == c->p->psn)
 		return COMP_DONE;
-	qp->nak_seen = true;
-	qp->nak_psn = c->p->psn;
+	qp->comp.nak_seen = true;
+	qp->comp.nak_psn = c->p->psn;
 	take_retry(c->d, qp, c->p->psn, "seq_nak", c->t);
 	return COMP_DONE;
 }
@@ -344,17 +341,17 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 	uint64_t wait_ps = rnr_delay_ps[c->syn & 0x1f];
 	struct rnr_resume *r;
 
-	trace_comp_rnr_wait(d->devno, qp->qpn, c->p->psn, c->t, wait_ps, qp->rnr_left,
-			    qp->attr.rnr_retry == 7, qp->attr.rnr_retry != 7 && !qp->rnr_left);
+	trace_comp_rnr_wait(d->devno, qp->qpn, c->p->psn, c->t, wait_ps, qp->comp.rnr_left,
+			    qp->attr.rnr_retry == 7, qp->attr.rnr_retry != 7 && !qp->comp.rnr_left);
 	if (qp->attr.rnr_retry != 7) {
-		if (!qp->rnr_left) {
+		if (!qp->comp.rnr_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, c->t);
 			return COMP_DONE;
 		}
-		qp->rnr_left--;
+		qp->comp.rnr_left--;
 	}
 	d->wire.sq_retry(d, qp, c->p->psn, c->t);
-	qp->rnr_wait = true;
+	qp->comp.rnr_wait = true;
 	hm_comp_timer(d, qp, c->t + wait_ps); /* no timeout while waiting */
 	r = malloc(sizeof(*r));
 	SIM_ASSERT(r != NULL, "out of memory");
@@ -400,17 +397,16 @@ static enum comp_step read_rsp(struct comp_pkt *c)
 
 	if (!oldest_sent(qp) || f->op != HCA_WQE_OP_RDMA_READ ||
 	    hm_psn_cmp(psn, f->first_psn) < 0 || hm_psn_cmp(psn, f->last_psn) > 0 ||
-	    hm_psn_cmp(psn, f->next_rsp) < 0)
+	    hm_psn_cmp(psn, *next_rsp(qp)) < 0)
 		return COMP_DONE;
-	f->next_rsp = (f->next_rsp + 1) & HCA_PSN_MASK;
-	if (hm_psn_cmp(psn, qp->acked_psn) > 0)
-		qp->acked_psn = psn;
+	*next_rsp(qp) = (*next_rsp(qp) + 1) & HCA_PSN_MASK;
+	if (hm_psn_cmp(psn, qp->comp.acked_psn) > 0)
+		qp->comp.acked_psn = psn;
 	progress(c->d, qp, c->t);
 	if (!scatter_or_fail(c, c->p->payload, ((psn - f->first_psn) & HCA_PSN_MASK) *
 							hm_qp_mtu(c->d, qp),
 			     c->p->paylen))
 		return COMP_DONE;
-	f->done_bytes += c->p->paylen;
 	if (psn == f->last_psn)
 		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
 	return COMP_DONE;
@@ -465,14 +461,14 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	return t;
 }
 
-/* The ACK timer keeps at most one kernel event per QP (qp->timer_ev): a restart to a later
+/* The ACK timer keeps at most one kernel event per QP (qp->comp.timer_ev): a restart to a later
  * expiry leaves the event where it is, and when it fires early it moves on to the expiry, in
  * the place among that instant's events that the restart reserved (sim_reserve_id). Timeouts
  * therefore run exactly where one fresh event per restart would run them. */
 struct comp_timer {
 	struct hm_dev *d; /* device */
 	uint32_t qpn;     /* QP */
-	sim_event_id id;  /* this event: the QP's own while qp->timer_ev holds it */
+	sim_event_id id;  /* this event: the QP's own while qp->comp.timer_ev holds it */
 };
 
 static void comp_timeout(void *arg)
@@ -483,41 +479,41 @@ static void comp_timeout(void *arg)
 	sim_time_t t = sim_now(k);
 	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
 
-	if (!qp || qp->timer_ev != rt->id) {
+	if (!qp || qp->comp.timer_ev != rt->id) {
 		free(rt); /* the QP was destroyed, or was given an earlier event */
 		return;
 	}
-	qp->timer_ev = 0;
-	if (qp->timer_on && qp->timer_id != rt->id) {
+	qp->comp.timer_ev = 0;
+	if (qp->comp.timer_on && qp->comp.timer_id != rt->id) {
 		/* restarted since this event was scheduled: on to the expiry */
-		SIM_ASSERT(qp->timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
+		SIM_ASSERT(qp->comp.timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
 			   qp->qpn);
-		rt->id = qp->timer_id;
-		qp->timer_ev = rt->id;
-		qp->timer_ev_at = qp->timer_at;
-		sim_schedule_owned_as(k, qp->timer_at, rt->id, comp_timeout, rt);
+		rt->id = qp->comp.timer_id;
+		qp->comp.timer_ev = rt->id;
+		qp->comp.timer_ev_at = qp->comp.timer_at;
+		sim_schedule_owned_as(k, qp->comp.timer_at, rt->id, comp_timeout, rt);
 		return;
 	}
-	if (qp->timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
-	    (qp->sq_done != qp->sq_next || qp->cur_started)) {
+	if (qp->comp.timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
+	    (qp->comp.sq_done != qp->req.sq_next || qp->req.cur_started)) {
 		qp = hm_qpc_get(d, rt->qpn, &t);
-		qp->timer_on = false;
-		const struct hm_flight *f = &qp->flight[qp->sq_done % qp->sq_entries];
+		qp->comp.timer_on = false;
+		const struct hm_flight *f = &qp->req.flight[qp->comp.sq_done % qp->sq_entries];
 		/* From the oldest packet unanswered: a READ's first missing response. */
-		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? f->next_rsp : f->first_psn;
+		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? *next_rsp(qp) : f->first_psn;
 
 		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
-		trace_req_timeout(d->devno, qp->qpn, psn, qp->retry_left, !qp->retry_left);
-		if (!qp->retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
+		trace_req_timeout(d->devno, qp->qpn, psn, qp->comp.retry_left, !qp->comp.retry_left);
+		if (!qp->comp.retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
 		    hm_qp_migrate(d, qp, "retries_exhausted")) {
 			/* The path is presumed broken: carry on over the alternate one with the
 			 * retries reloaded. */
-			qp->retry_left = qp->attr.retry_cnt;
+			qp->comp.retry_left = qp->attr.retry_cnt;
 			d->wire.sq_retry(d, qp, psn, t);
-		} else if (!qp->retry_left) {
+		} else if (!qp->comp.retry_left) {
 			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
 		} else {
-			qp->retry_left--;
+			qp->comp.retry_left--;
 			d->wire.sq_retry(d, qp, psn, t);
 		}
 	}
@@ -529,19 +525,113 @@ void hm_comp_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	struct sim_kernel *k = sim_kernel();
 	struct comp_timer *rt;
 
-	qp->timer_on = false; /* a pending event finds it off and does nothing */
-	if (!qp->attr.timeout || (qp->sq_done == qp->sq_next && !qp->cur_started))
+	qp->comp.timer_on = false; /* a pending event finds it off and does nothing */
+	if (!qp->attr.timeout || (qp->comp.sq_done == qp->req.sq_next && !qp->req.cur_started))
 		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
-	qp->timer_on = true;
+	qp->comp.timer_on = true;
 	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
-	qp->timer_at = t + (4096000ull << qp->attr.timeout);
-	qp->timer_id = sim_reserve_id(k);
-	if (qp->timer_ev && qp->timer_ev_at <= qp->timer_at)
+	qp->comp.timer_at = t + (4096000ull << qp->attr.timeout);
+	qp->comp.timer_id = sim_reserve_id(k);
+	if (qp->comp.timer_ev && qp->comp.timer_ev_at <= qp->comp.timer_at)
 		return; /* the pending event moves on to the expiry when it fires */
 	rt = malloc(sizeof(*rt));
 	SIM_ASSERT(rt != NULL, "out of memory");
-	*rt = (struct comp_timer){ d, qp->qpn, qp->timer_id };
-	qp->timer_ev = rt->id;
-	qp->timer_ev_at = qp->timer_at;
-	sim_schedule_owned_as(k, qp->timer_at, rt->id, comp_timeout, rt);
+	*rt = (struct comp_timer){ d, qp->qpn, qp->comp.timer_id };
+	qp->comp.timer_ev = rt->id;
+	qp->comp.timer_ev_at = qp->comp.timer_at;
+	sim_schedule_owned_as(k, qp->comp.timer_at, rt->id, comp_timeout, rt);
+}
+
+void hm_comp_track(struct hm_qp *qp, uint32_t wqe, uint32_t first_psn)
+{
+	qp->comp.next_rsp[wqe % qp->sq_entries] = first_psn;
+}
+
+/* ---- the completer's part of the QP (model/ctx.h), as the QP commands change it ---- */
+
+void hm_comp_create(struct hm_qp *qp)
+{
+	qp->comp.next_rsp = calloc(qp->sq_entries ? qp->sq_entries : 1, sizeof(uint32_t));
+	SIM_ASSERT(qp->comp.next_rsp != NULL, "out of memory");
+}
+
+void hm_comp_destroy(struct hm_qp *qp)
+{
+	free(qp->comp.next_rsp);
+	qp->comp.next_rsp = NULL;
+}
+
+void hm_comp_reset(struct hm_qp *qp)
+{
+	qp->comp.sq_done = 0;
+	qp->comp.rnr_wait = false;
+	qp->comp.timer_on = false; /* a pending timer event finds it off */
+	qp->comp.nak_seen = false;
+	qp->comp.rd_gap = false;
+}
+
+void hm_comp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	while (qp->comp.sq_done != qp->sq_pi) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->comp.sq_done;
+		cqe.opcode = HCA_CQE_OP_SEND;
+		cqe.status = HCA_WC_WR_FLUSH_ERR;
+		cqe.is_send = 1;
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+		qp->comp.sq_done++;
+	}
+}
+
+void hm_comp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)
+{
+	if (mask & HCA_QPA_SQ_PSN)
+		qp->comp.acked_psn = (a->sq_psn - 1) & HCA_PSN_MASK;
+	if (mask & HCA_QPA_RETRY_CNT)
+		qp->comp.retry_left = a->retry_cnt;
+	if (mask & HCA_QPA_RNR_RETRY)
+		qp->comp.rnr_left = a->rnr_retry;
+}
+
+/* Local completion of a UC or UD message once its last packet has left (IBA 10.8.3.1). */
+void hm_comp_sent(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f, sim_time_t t)
+{
+	if (f->signaled) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)f->wqe;
+		cqe.opcode = hm_cqe_op_of(f->op);
+		cqe.status = HCA_WC_SUCCESS;
+		cqe.is_send = 1;
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+	}
+	qp->comp.sq_done = f->wqe + 1;
+	trace_comp_done(d->devno, qp->qpn, f->wqe, 0);
+	hm_qp_check_drained(d, qp);
+}
+
+void hm_comp_fail_local(struct hm_dev *d, struct hm_qp *qp, uint32_t wqe, uint8_t op,
+			uint8_t status, sim_time_t t)
+{
+	struct hca_cqe cqe = { 0 };
+
+	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
+	while (qp->comp.sq_done != wqe) {
+		cqe = (struct hca_cqe){ .qpn = qp->qpn, .wqe_index = (uint16_t)qp->comp.sq_done,
+					.opcode = HCA_CQE_OP_SEND, .status = HCA_WC_WR_FLUSH_ERR,
+					.is_send = 1 };
+		hm_cqe_post(d, qp->scqn, &cqe, false, t);
+		qp->comp.sq_done++;
+	}
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.qpn = qp->qpn;
+	cqe.wqe_index = (uint16_t)wqe;
+	cqe.opcode = hm_cqe_op_of(op);
+	cqe.status = status;
+	cqe.is_send = 1;
+	hm_cqe_post(d, qp->scqn, &cqe, false, t);
+	qp->comp.sq_done = wqe + 1;
 }

@@ -58,7 +58,8 @@ struct hm_srq {
 	bool error;        /* catastrophic error: no more WQEs are taken from it */
 };
 
-/* One send WQE in flight (requester → completer), in device SRAM. */
+/* One send WQE in flight (requester → completer), in device SRAM: written by the requester
+ * when the WQE starts, read by the completer. */
 struct hm_flight {
 	uint32_t wqe;        /* producer index of the WQE */
 	uint32_t first_psn;  /* first PSN of the message */
@@ -66,114 +67,152 @@ struct hm_flight {
 	uint8_t op;          /* HCA_WQE_OP_* */
 	bool signaled;       /* write a CQE */
 	uint32_t len;        /* message bytes */
-	uint32_t done_bytes; /* READ: bytes of response scattered */
-	uint32_t next_rsp;   /* first PSN not yet answered: READ, the response expected next;
-			      * SEND/WRITE, the packet after the last one ACKed (progress mark) */
 };
 
-/* QP context: attributes (cached, backed in host memory) and the blocks' runtime state. */
 /* Atomic results a responder keeps for duplicates: as many as the default
  * hca.max_rd_atomic, so every atomic a requester can have outstanding is covered. */
 #define HM_ATOMIC_SAVED 16
 
+/* A QP's state, one part per owner. The QP's own context (identity, attributes, state, the
+ * posted indices) is written by the QP commands (qp_cmd.c), the doorbells (sq_pi, rq_pi) and
+ * the QP-wide flows (qp.c: state). Each engine's part is written by that engine alone — other
+ * blocks read it, and change it only by calling or signalling its owner (suite arch checks
+ * this: docs/architecture.md#who-owns-what). The parts are declared here rather than in each
+ * engine's header because the context embeds them and sits below the engines in the block
+ * graph. Which fields the architected image (struct hca_qpc) carries is model/qpc.c. */
+
+/* The requester's part (model/req.c). */
+struct hm_req_qp {
+	uint32_t sq_next;          /* next WQE to start */
+	uint32_t sq_psn;           /* next PSN to send */
+	uint32_t sent_psn;         /* one past the highest PSN sent: the window of outstanding PSNs
+				    * ends here (a rewind leaves it; responses to what was sent
+				    * before still count) */
+	uint32_t cur_off;          /* bytes of WQE sq_next already sent */
+	bool cur_started;          /* WQE sq_next fetched and begun */
+	uint32_t rd_out;           /* READ/atomic requests outstanding */
+	struct hm_flight *flight;  /* per WQE, indexed by wqe % sq_entries */
+};
+
+/* The WQE fetcher's part (model/wqe_fetch.c). */
+struct hm_fetch_qp {
+	uint8_t *wqe_buf;          /* copies of fetched WQEs (sq_entries * sq_stride bytes) */
+	uint32_t sq_fetch_lo, sq_fetched; /* WQEs [lo, fetched) are in wqe_buf from the last read */
+	sim_time_t sq_fetch_ready; /* that read completes then (the window is readable from then) */
+	bool sq_fetch_err;         /* that read failed */
+	sim_time_t sq_wake_at;     /* a wake-up is scheduled for then (0: none) */
+};
+
+/* The completer's part (model/comp.c), with the local ACK timer. */
+struct hm_comp_qp {
+	uint32_t sq_done;          /* WQEs completed */
+	uint32_t *next_rsp;        /* per WQE (as flight): first PSN not yet answered — READ, the
+				    * response expected next; SEND/WRITE, the packet after the last
+				    * one ACKed (the progress mark) */
+	uint8_t retry_left;        /* retries left before RETRY_EXC_ERR (reloads on progress) */
+	uint8_t rnr_left;          /* RNR retries left (7 = infinite, reloads on progress) */
+	bool rnr_wait;             /* waiting out an RNR NAK's timer */
+	bool nak_seen;             /* a sequence NAK for nak_psn was acted on, no progress since */
+	bool rd_gap;               /* a READ response gap was acted on, no in-order response since */
+	uint32_t acked_psn;        /* highest PSN the responder has acknowledged (observed only:
+				    * forward progress is the oldest WQE's, next_rsp) */
+	uint32_t nak_psn;
+	/* the local ACK timer: armed, its expiry and the place among that instant's events it
+	 * reserved, and the QP's one pending timer event (0: none) with its time */
+	bool timer_on;
+	sim_time_t timer_at;
+	sim_event_id timer_id;
+	sim_event_id timer_ev;
+	sim_time_t timer_ev_at;
+};
+
+/* The responder's part (model/resp.c). */
+struct hm_resp_qp {
+	uint32_t rq_ci;            /* receive WQEs consumed */
+	uint32_t epsn;             /* expected PSN */
+	uint32_t msn;              /* message sequence number */
+	bool nak_sent;             /* PSN sequence NAK sent, waiting for the expected PSN */
+	bool comm_est;             /* COMM_EST raised (first packet in RTR) */
+	bool last_wqe_sent;        /* LAST_WQE_REACHED raised (SRQ QP in ERR) */
+	bool in_msg;               /* between FIRST and LAST of a message */
+	bool uc_drop;              /* UC: dropping until the next FIRST/ONLY */
+	uint8_t msg_kind;          /* 0 send, 1 write (of the message in progress) */
+	uint32_t rwqe;             /* receive WQE in use (producer index) */
+	bool rwqe_srq;             /* it came from the SRQ */
+	uint32_t rwqe_pdn;         /* PD its buffers are checked in (the SRQ's, or the QP's) */
+	struct hca_wqe_data *rsge; /* its scatter list (HM_MAX_SGE entries, device SRAM) */
+	uint32_t rsge_n;           /* entries */
+	uint32_t recv_off;         /* bytes of the message received so far */
+	uint64_t wr_va;            /* RDMA WRITE: next address */
+	uint32_t wr_rkey;          /* RDMA WRITE: rkey */
+	uint32_t wr_left;          /* RDMA WRITE: bytes still to come */
+	uint32_t wr_len;           /* RDMA WRITE: message length (from the RETH) */
+	uint32_t rd_in;            /* READ/atomic being answered */
+	/* the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN of the
+	 * ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */
+	struct hm_atomic_saved {
+		uint32_t psn, msn;
+		uint64_t orig;
+		bool valid;
+	} atomics[HM_ATOMIC_SAVED];
+	uint8_t atomic_next;       /* slot the next result goes to */
+	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
+	 * RQ, read when it is posted so that a SEND does not wait for it */
+	uint8_t *rpf_buf;          /* its bytes (HM_MAX_SGE scatter entries) */
+	bool rpf_valid;            /* rpf_buf holds WQE rpf_idx (or its failed read) */
+	bool rpf_err;              /* the read failed: using it is a catastrophic error */
+	uint32_t rpf_idx;          /* producer index of the WQE it holds */
+	sim_time_t rpf_ready;      /* when its read completes */
+};
+
+/* The receive path's part (model/rx.c). */
+struct hm_rx_qp {
+	sim_time_t busy_ps;        /* the QP's receive handling is busy until then */
+	struct hm_rx_frame *head, *tail; /* frames waiting for it, in arrival order */
+	bool drain;                /* a drain event is scheduled */
+};
+
+/* The context cache's bookkeeping (model/qpc.c). */
+struct hm_qpc_line {
+	bool cached;               /* in the on-chip cache */
+	bool dirty;                /* changed since read from the backing store */
+	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
+	uint32_t slot_crc;         /* CRC-32 of the image last written to the backing-store slot */
+};
+
+/* Per-QP statistics (device counters, not context), counted by whichever block sees the
+ * packet. */
+struct hm_qp_stats {
+	uint64_t tx_pkts, tx_bytes; /* packets and payload bytes sent (requests and responses) */
+	uint64_t rx_pkts, rx_bytes; /* packets and payload bytes received */
+	uint64_t naks_sent, naks_rcvd; /* NAKs (any kind) */
+};
+
 struct hm_qp {
+	/* the QP's own context */
 	bool valid;            /* created */
 	uint8_t type;          /* HCA_QPT_* */
 	uint8_t state;         /* HCA_QPS_* */
 	bool sq_sig_all;       /* every WQE signaled */
 	bool has_srq;          /* receives from srqn */
 	bool mcast_lb_block;   /* UD: created with HCA_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
 	uint32_t qpn, pdn, scqn, rcqn, srqn;
 	struct hca_qp_attr attr; /* as last modified */
-	/* send queue */
 	uint64_t sq;           /* device address of the send ring */
 	uint32_t sq_entries, sq_stride;
 	uint32_t sq_pi;        /* WQEs posted (from doorbells, extended past 16 bits) */
-	uint32_t sq_next;      /* next WQE to start */
-	uint32_t sq_done;      /* WQEs completed */
-	uint32_t sq_psn;       /* next PSN to send */
-	uint8_t *wqe_buf;      /* copies of fetched WQEs (sq_entries * sq_stride bytes) */
-	uint32_t sq_fetch_lo, sq_fetched; /* WQEs [lo, fetched) are in wqe_buf from the last read */
-	struct hm_flight *flight; /* per WQE, indexed by wqe % sq_entries */
-	uint32_t cur_off;      /* bytes of WQE sq_next already sent */
-	bool cur_started;      /* WQE sq_next fetched and begun */
-	uint32_t rd_out;       /* READ/atomic requests outstanding */
-	uint8_t retry_left;    /* retries left before RETRY_EXC_ERR (reloads on progress) */
-	uint8_t rnr_left;      /* RNR retries left (7 = infinite, reloads on progress) */
-	bool rnr_wait;         /* waiting out an RNR NAK's timer */
-	bool nak_seen;         /* a sequence NAK for nak_psn was acted on, no progress since */
-	bool rd_gap;           /* a READ response gap was acted on, no in-order response since */
-	uint32_t acked_psn;    /* highest PSN the responder has acknowledged (observed only: forward
-				* progress is the oldest WQE's, flight[].next_rsp) */
-	uint32_t nak_psn;
-	uint32_t sent_psn;     /* one past the highest PSN sent: the window of outstanding PSNs
-				* ends here (a rewind leaves it; responses to what was sent before
-				* still count) */
-	bool timer_on;         /* the local ACK timer is armed (its event: timer_* below) */
-	/* responder: the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN
-	 * of the ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */
-	struct hm_atomic_saved {
-		uint32_t psn, msn;
-		uint64_t orig;
-		bool valid;
-	} atomics[HM_ATOMIC_SAVED];
-	uint8_t atomic_next;   /* slot the next result goes to */
-	/* receive queue */
 	uint64_t rq;           /* device address of the receive ring */
 	uint32_t rq_entries, rq_stride;
-	uint32_t rq_pi;        /* WQEs posted */
-	uint32_t rq_ci;        /* WQEs consumed */
-	/* responder */
-	uint32_t epsn;         /* expected PSN */
-	uint32_t msn;          /* message sequence number */
-	bool nak_sent;         /* PSN sequence NAK sent, waiting for the expected PSN */
-	bool comm_est;         /* COMM_EST raised (first packet in RTR) */
-	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
-	bool last_wqe_sent;    /* LAST_WQE_REACHED raised (SRQ QP in ERR) */
-	bool in_msg;           /* between FIRST and LAST of a message */
-	bool uc_drop;          /* UC: dropping until the next FIRST/ONLY */
-	uint8_t msg_kind;      /* 0 send, 1 write (of the message in progress) */
-	uint32_t rwqe;         /* receive WQE in use (producer index) */
-	bool rwqe_srq;         /* it came from the SRQ */
-	uint32_t rwqe_pdn;     /* PD its buffers are checked in (the SRQ's, or the QP's) */
-	struct hca_wqe_data *rsge; /* its scatter list (HM_MAX_SGE entries, device SRAM) */
-	uint32_t rsge_n;       /* entries */
-	uint32_t recv_off;     /* bytes of the message received so far */
-	uint64_t wr_va;        /* RDMA WRITE: next address */
-	uint32_t wr_rkey;      /* RDMA WRITE: rkey */
-	uint32_t wr_left;      /* RDMA WRITE: bytes still to come */
-	uint32_t wr_len;       /* RDMA WRITE: message length (from the RETH) */
-	uint32_t rd_in;        /* READ/atomic being answered */
-	sim_time_t rx_busy_ps;  /* the QP's receive handling is busy until then */
-	struct hm_rx_frame *rxq_head, *rxq_tail; /* frames waiting for it, in arrival order */
-	bool rx_drain;          /* a drain event is scheduled */
-	/* counters (device statistics, not context) */
-	uint64_t c_tx_pkts, c_tx_bytes; /* packets and payload bytes sent (requests and responses) */
-	uint64_t c_rx_pkts, c_rx_bytes; /* packets and payload bytes received */
-	uint64_t c_naks_sent, c_naks_rcvd; /* NAKs (any kind) */
-	/* QP context cache */
-	bool cached;           /* in the on-chip cache */
-	bool dirty;            /* changed since read from the backing store */
-	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
-	uint32_t slot_crc;     /* CRC-32 of the image last written to the backing-store slot */
-	/* receive WQE prefetch (device SRAM beside the context): the next receive WQE of the
-	 * RQ, read when it is posted so that a SEND does not wait for it */
-	uint8_t *rpf_buf;      /* its bytes (HM_MAX_SGE scatter entries) */
-	bool rpf_valid;        /* rpf_buf holds WQE rpf_idx (or its failed read) */
-	bool rpf_err;          /* the read failed: using it is a catastrophic error */
-	uint32_t rpf_idx;      /* producer index of the WQE it holds */
-	sim_time_t rpf_ready;  /* when its read completes */
-	/* send WQE fetch: the window [sq_fetch_lo, sq_fetched) of the context is readable from
-	 * sq_fetch_ready on (its DMA read may still be under way) */
-	sim_time_t sq_fetch_ready;
-	bool sq_fetch_err;     /* that read failed */
-	/* the local ACK timer (req.c): its expiry and the place among that instant's events it
-	 * reserved, and the QP's one pending timer event (0: none) with its time */
-	sim_time_t timer_at;
-	sim_event_id timer_id;
-	sim_event_id timer_ev;
-	sim_time_t timer_ev_at;
-	sim_time_t sq_wake_at; /* a wake-up is scheduled for then (0: none) */
+	uint32_t rq_pi;        /* receive WQEs posted */
+	/* the engines' parts */
+	struct hm_req_qp req;
+	struct hm_fetch_qp fetch;
+	struct hm_comp_qp comp;
+	struct hm_resp_qp resp;
+	struct hm_rx_qp rx;
+	struct hm_qpc_line cache;
+	struct hm_qp_stats stats;
 };
 
 #define HM_DMA_INJECT_MAX 8

@@ -55,7 +55,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 					      .pi16 = (uint16_t)pi16,
 					      .state = qp->state,
 					      .sq_pi = qp->sq_pi,
-					      .sq_done = qp->sq_done,
+					      .sq_done = qp->comp.sq_done,
 					      .sq_entries = qp->sq_entries };
 		hm_sched_doorbell(d, &in, &out);
 		t = out.cycle * d->core.period_ps;
@@ -86,7 +86,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 			return;
 		}
 		pi = hm_extend16(qp->rq_pi, pi16);
-		if (pi - qp->rq_ci > qp->rq_entries) {
+		if (pi - qp->resp.rq_ci > qp->rq_entries) {
 			bad_db(d, "rq", "beyond_ring", obj, pi16);
 			return;
 		}
@@ -137,24 +137,9 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	 * in host memory) the write is an ordinary doorbell: the WQE is in host memory too.
 	 * Nothing is stored unless the WQE fits the ring: past a full send queue its slot is the
 	 * oldest WQE's, which may still be being sent (the doorbell is then refused, below). */
-	if (qp && qp->sq_entries && wlen <= qp->sq_stride && len <= HCA_UAR_BF_BYTES &&
-	    qp->state == HCA_QPS_RTS && ((qp->sq_pi + 1) & 0xffffu) == pi16 &&
-	    qp->sq_fetched == qp->sq_pi && qp->sq_pi + 1 - qp->sq_done <= qp->sq_entries) {
-		uint32_t slot = qp->sq_pi % qp->sq_entries;
-
-		memcpy(qp->wqe_buf + (size_t)slot * qp->sq_stride, data + 16, wlen);
-		if (qp->sq_next == qp->sq_pi && !qp->cur_started) {
-			/* alone: a window of its own, ready now */
-			qp->sq_fetch_lo = qp->sq_pi;
-			qp->sq_fetch_ready = t;
-			qp->sq_fetch_err = false;
-		} else if (qp->sq_pi + 1 - qp->sq_fetch_lo > qp->sq_entries) {
-			/* appended: the window never holds more than the ring */
-			qp->sq_fetch_lo = qp->sq_pi + 1 - qp->sq_entries;
-		}
-		qp->sq_fetched = qp->sq_pi + 1;
-		trace_req_bf(d->devno, qpn, qp->sq_pi, wlen);
-	}
+	if (qp && len <= HCA_UAR_BF_BYTES && qp->state == HCA_QPS_RTS &&
+	    ((qp->sq_pi + 1) & 0xffffu) == pi16)
+		hm_fetch_take(d, qp, data + 16, wlen, t);
 	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);
 }
 

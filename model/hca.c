@@ -6,6 +6,7 @@
 #include "model/mcast.h"
 #include "model/port.h"
 #include "model/qp_cmd.h"
+#include "model/req.h"
 #include "model/rx.h"
 #include "model/sched.h"
 #include "model/twin.h"
@@ -250,6 +251,7 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	d->dp = hm_dp_create(d);
 	/* the wires up the block graph (model/blocks.dag) */
 	d->wire = (struct hm_wires){ .sq_wake = hm_sched_wake,
+				     .sq_retired = hm_req_retired,
 				     .sq_retry = hm_sched_retry,
 				     .qp_flush = hm_qp_flush,
 				     .rx_frame = hm_rx_frame };

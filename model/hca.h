@@ -61,6 +61,7 @@ struct hm_eq {
 };
 
 struct hm_qp;
+struct hm_flight;
 
 /* Wires: the signals a block sends to a block above it in model/blocks.dag
  * (docs/architecture.md#the-block-graph), as a completer raises a line to its requester. The
@@ -69,6 +70,9 @@ struct hm_qp;
 struct hm_wires {
 	/* comp, wqe_fetch -> sched: qp may send now (hm_sched_wake) */
 	void (*sq_wake)(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+	/* comp -> req: the oldest WQE f is retired with status (hm_req_retired) */
+	void (*sq_retired)(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f,
+			   uint8_t status);
 	/* comp -> sched -> req: send again from psn (hm_sched_retry) */
 	void (*sq_retry)(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t);
 	/* qp -> qp_cmd: flush qp's queues (hm_qp_flush) */

@@ -17,8 +17,8 @@ void hm_qp_check_drained(struct hm_dev *d, struct hm_qp *qp)
 
 	/* IBA 10.3.1.2 / 11.6.3: SQD.drained once every WQE started before the transition
 	 * has completed; the event only with en_sqd_async_notify. */
-	if (qp->state != HCA_QPS_SQD || qp->drained_sent || qp->cur_started ||
-	    qp->sq_done != qp->sq_next)
+	if (qp->state != HCA_QPS_SQD || qp->drained_sent || qp->req.cur_started ||
+	    qp->comp.sq_done != qp->req.sq_next)
 		return;
 	qp->drained_sent = true;
 	if (qp->attr.en_sqd_async_notify)
@@ -83,7 +83,6 @@ bool hm_qp_migrate(struct hm_dev *d, struct hm_qp *qp, const char *why)
 	qp->attr.pkey_index = qp->attr.alt_pkey_index;
 	qp->attr.timeout = qp->attr.alt_timeout;
 	qp->attr.path_mig_state = HCA_MIG_MIGRATED;
-	qp->dirty = true;
 	trace_qp_migrate(d->devno, qp->qpn, qp->attr.port_num, qp->attr.av.dlid, why);
 	hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_PATH_MIG, data);
 	return true;

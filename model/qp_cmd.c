@@ -1,8 +1,10 @@
 /* qp_cmd: the QP commands' effect on the data path, and flushing a QP's queues
  * (model/qp_cmd.h). */
 #include "model/qp_cmd.h"
-#include "model/cqe.h"
-#include "model/eq.h"
+#include "model/comp.h"
+#include "model/req.h"
+#include "model/resp.h"
+#include "model/wqe_fetch.h"
 #include "model/qp.h"
 #include "model/qpc.h"
 #include "model/rx.h"
@@ -29,14 +31,13 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 	qp->valid = true;
 	qp->qpn = qpn;
 	qp->state = HCA_QPS_RESET;
-	qp->flight = calloc(qp->sq_entries ? qp->sq_entries : 1, sizeof(*qp->flight));
-	qp->wqe_buf = malloc((size_t)(qp->sq_entries ? qp->sq_entries : 1) * qp->sq_stride + 1);
-	qp->rsge = calloc(HM_MAX_SGE, sizeof(*qp->rsge));
-	qp->rpf_buf = calloc(HM_MAX_SGE, HCA_SGE_BYTES);
-	SIM_ASSERT(qp->flight && qp->wqe_buf && qp->rsge && qp->rpf_buf, "out of memory");
+	/* each engine sets up its own part */
+	hm_req_create(qp);
+	hm_fetch_create(qp);
+	hm_comp_create(qp);
+	hm_resp_create(qp);
 	dp->qps[qpn] = qp;
 	/* The new context goes to its backing-store slot; it is not cached until used. */
-	qp->rpf_valid = false;
 	hm_qpc_store(d, qp, &t);
 }
 
@@ -49,42 +50,25 @@ void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 		return;
 	hm_qpc_forget(d, qp);
 	hm_rxq_free(qp);
-	free(qp->wqe_buf);
-	free(qp->flight);
-	free(qp->rsge);
-	free(qp->rpf_buf);
+	hm_req_destroy(qp);
+	hm_fetch_destroy(qp);
+	hm_comp_destroy(qp);
+	hm_resp_destroy(qp);
 	free(qp);
 	dp->qps[qpn] = NULL;
 }
 
 /* ---- transitions ---- */
 
+/* RESET: the queues are empty and every engine starts again (IBA 10.3.1). */
 static void qp_reset_queues(struct hm_qp *qp)
 {
-	qp->sq_pi = qp->sq_next = qp->sq_done = 0;
-	qp->sq_fetch_lo = qp->sq_fetched = 0;
-	qp->sq_fetch_err = false;
-	qp->sq_fetch_ready = 0;
-	qp->sq_psn = 0;
-	qp->cur_off = 0;
-	qp->cur_started = false;
-	qp->rd_out = 0;
-	qp->rq_pi = qp->rq_ci = 0;
-	qp->epsn = 0;
-	qp->msn = 0;
-	qp->nak_sent = qp->in_msg = qp->uc_drop = false;
-	qp->recv_off = 0;
-	qp->rd_in = 0;
-	qp->rnr_wait = false;
-	qp->timer_on = false; /* a pending timer event finds it off */
-	qp->comm_est = false;
+	qp->sq_pi = qp->rq_pi = 0;
 	qp->drained_sent = false;
-	qp->last_wqe_sent = false;
-	qp->nak_seen = false;
-	qp->rd_gap = false;
-	memset(qp->atomics, 0, sizeof(qp->atomics)); /* no result survives a reset */
-	qp->rpf_valid = false;
-	qp->atomic_next = 0;
+	hm_req_reset(qp);
+	hm_fetch_reset(qp);
+	hm_comp_reset(qp);
+	hm_resp_reset(qp);
 	hm_rxq_free(qp);
 }
 
@@ -110,17 +94,10 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 			hm_qp_migrate(d, qp, "requested");
 		}
 	}
-	if (mask & HCA_QPA_SQ_PSN) {
-		qp->sq_psn = a->sq_psn & HCA_PSN_MASK;
-		qp->sent_psn = qp->sq_psn;
-		qp->acked_psn = (qp->sq_psn - 1) & HCA_PSN_MASK;
-	}
-	if (mask & HCA_QPA_RQ_PSN)
-		qp->epsn = a->rq_psn & HCA_PSN_MASK;
-	if (mask & HCA_QPA_RETRY_CNT)
-		qp->retry_left = a->retry_cnt;
-	if (mask & HCA_QPA_RNR_RETRY)
-		qp->rnr_left = a->rnr_retry;
+	/* the PSNs and retry counts each engine takes from the attributes */
+	hm_req_modify(qp, a, mask);
+	hm_comp_modify(qp, a, mask);
+	hm_resp_modify(qp, a, mask);
 	qp->state = (uint8_t)next;
 	if (next == HCA_QPS_SQD && prev != HCA_QPS_SQD) {
 		qp->drained_sent = false;
@@ -130,9 +107,8 @@ void hm_qp_modify(struct hm_dev *d, uint32_t qpn, const struct hca_qp_attr *a, u
 		qp_reset_queues(qp);
 	else if (next == HCA_QPS_ERR && prev != HCA_QPS_ERR)
 		hm_qp_flush(d, qp, t);
-	else if (next == HCA_QPS_RTS && qp->sq_pi != qp->sq_next) {
+	else if (next == HCA_QPS_RTS && qp->sq_pi != qp->req.sq_next)
 		hm_sched_wake(d, qp, t); /* SQD -> RTS: resume sending */
-	}
 }
 
 void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
@@ -140,44 +116,10 @@ void hm_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	bool sq_only = qp->state == HCA_QPS_SQE;
 
 	/* Every WQE not yet completed, sent or not, completes with WR_FLUSH_ERR, signaled or
-	 * not (IBA 10.3.1.2, ERR and SQE states). */
-	while (qp->sq_done != qp->sq_pi) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->sq_done;
-		cqe.opcode = HCA_CQE_OP_SEND;
-		cqe.status = HCA_WC_WR_FLUSH_ERR;
-		cqe.is_send = 1;
-		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-		qp->sq_done++;
-	}
-	qp->sq_next = qp->sq_pi;
-	qp->sq_fetch_lo = qp->sq_fetched = qp->sq_pi;
-	qp->sq_fetch_err = false;
-	qp->cur_started = false;
-	qp->rd_out = 0;
-	if (sq_only)
-		return;
-	if (qp->has_srq) {
-		/* Receives stay on the SRQ; the consumer learns, once, that the QP is done with
-		 * it (IBA 11.6.3.1). */
-		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
-
-		if (!qp->last_wqe_sent)
-			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
-		qp->last_wqe_sent = true;
-		return;
-	}
-	while (qp->rq_ci != qp->rq_pi) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->rq_ci;
-		cqe.opcode = HCA_CQE_OP_RECV;
-		cqe.status = HCA_WC_WR_FLUSH_ERR;
-		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
-		qp->rq_ci++;
-	}
-	qp->in_msg = false;
+	 * not (IBA 10.3.1.2, ERR and SQE states); in ERR every posted receive too. */
+	hm_comp_flush(d, qp, t);
+	hm_req_flush(qp);
+	hm_fetch_flush(qp);
+	if (!sq_only)
+		hm_resp_flush(d, qp, t);
 }

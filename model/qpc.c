@@ -17,23 +17,33 @@ _Static_assert(sizeof(struct hca_qpc) <= HM_QPC_BYTES, "QP context image larger 
 _Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == HM_ATOMIC_SAVED,
 	       "one image entry per saved atomic result");
 
-/* Context fields kept under the same name in struct hm_qp and struct hca_qpc: flags (bool on
- * chip, 0 or 1 in the image), then values. The others (type, sq, rq, atomics) are renamed. */
+/* Context fields kept under the same name in struct hca_qpc as in their part of struct hm_qp
+ * (model/ctx.h): flags (bool on chip, 0 or 1 in the image), then values. The others (type,
+ * sq, rq, atomics) are renamed. */
 #define QPC_FLAGS(X)                                                                               \
-	X(valid) X(sq_sig_all) X(has_srq) X(cur_started) X(rnr_wait) X(nak_seen) X(rd_gap)         \
-	X(timer_on) X(nak_sent) X(comm_est) X(drained_sent) X(last_wqe_sent) X(in_msg)             \
-	X(uc_drop) X(rwqe_srq)
+	X(valid, valid) X(sq_sig_all, sq_sig_all) X(has_srq, has_srq)                              \
+	X(cur_started, req.cur_started) X(rnr_wait, comp.rnr_wait) X(nak_seen, comp.nak_seen)      \
+	X(rd_gap, comp.rd_gap) X(timer_on, comp.timer_on) X(nak_sent, resp.nak_sent)               \
+	X(comm_est, resp.comm_est) X(drained_sent, drained_sent)                                   \
+	X(last_wqe_sent, resp.last_wqe_sent) X(in_msg, resp.in_msg) X(uc_drop, resp.uc_drop)       \
+	X(rwqe_srq, resp.rwqe_srq)
 #define QPC_VALUES(X)                                                                              \
-	X(state) X(retry_left) X(rnr_left) X(msg_kind) X(atomic_next) X(qpn) X(pdn)                \
-	X(scqn) X(rcqn) X(srqn) X(attr) X(wr_va) X(sq_entries) X(sq_stride) X(sq_pi) X(sq_next)    \
-	X(sq_done) X(sq_psn) X(cur_off) X(rd_out) X(acked_psn) X(nak_psn) X(sent_psn)              \
-	X(rq_entries) X(rq_stride) X(rq_pi) X(rq_ci) X(epsn) X(msn) X(rwqe) X(rwqe_pdn)            \
-	X(recv_off) X(wr_rkey) X(wr_left) X(wr_len) X(rd_in)
+	X(state, state) X(retry_left, comp.retry_left) X(rnr_left, comp.rnr_left)                  \
+	X(msg_kind, resp.msg_kind) X(atomic_next, resp.atomic_next) X(qpn, qpn) X(pdn, pdn)        \
+	X(scqn, scqn) X(rcqn, rcqn) X(srqn, srqn) X(attr, attr) X(wr_va, resp.wr_va)               \
+	X(sq_entries, sq_entries) X(sq_stride, sq_stride) X(sq_pi, sq_pi) X(sq_next, req.sq_next)  \
+	X(sq_done, comp.sq_done) X(sq_psn, req.sq_psn) X(cur_off, req.cur_off)                     \
+	X(rd_out, req.rd_out) X(acked_psn, comp.acked_psn) X(nak_psn, comp.nak_psn)                \
+	X(sent_psn, req.sent_psn) X(rq_entries, rq_entries) X(rq_stride, rq_stride)                \
+	X(rq_pi, rq_pi) X(rq_ci, resp.rq_ci) X(epsn, resp.epsn) X(msn, resp.msn)                   \
+	X(rwqe, resp.rwqe) X(rwqe_pdn, resp.rwqe_pdn) X(recv_off, resp.recv_off)                   \
+	X(wr_rkey, resp.wr_rkey) X(wr_left, resp.wr_left) X(wr_len, resp.wr_len)                   \
+	X(rd_in, resp.rd_in)
 
 void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
 {
 	memset(img, 0, sizeof(*img));
-#define X(f) img->f = qp->f;
+#define X(f, path) img->f = qp->path;
 	QPC_FLAGS(X)
 	QPC_VALUES(X)
 #undef X
@@ -41,10 +51,10 @@ void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
 	img->sq_addr = qp->sq;
 	img->rq_addr = qp->rq;
 	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++) {
-		img->atomic_orig[i] = qp->atomics[i].orig;
-		img->atomic_psn[i] = qp->atomics[i].psn;
-		img->atomic_msn[i] = qp->atomics[i].msn;
-		img->atomic_valid[i] = qp->atomics[i].valid;
+		img->atomic_orig[i] = qp->resp.atomics[i].orig;
+		img->atomic_psn[i] = qp->resp.atomics[i].psn;
+		img->atomic_msn[i] = qp->resp.atomics[i].msn;
+		img->atomic_valid[i] = qp->resp.atomics[i].valid;
 	}
 }
 
@@ -64,7 +74,7 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 	};
 	uint32_t psn;
 
-#define X(f)                                                                                       \
+#define X(f, path)                                                                                 \
 	if (img->f > 1) {                                                                          \
 		*why = #f ": a flag is 0 or 1";                                                    \
 		return -EINVAL;                                                                    \
@@ -108,17 +118,17 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 			return -EINVAL;
 		}
 	}
-#define X(f) qp->f = img->f != 0;
+#define X(f, path) qp->path = img->f != 0;
 	QPC_FLAGS(X)
 #undef X
-#define X(f) qp->f = img->f;
+#define X(f, path) qp->path = img->f;
 	QPC_VALUES(X)
 #undef X
 	qp->type = img->qp_type;
 	qp->sq = img->sq_addr;
 	qp->rq = img->rq_addr;
 	for (unsigned i = 0; i < HM_ATOMIC_SAVED; i++)
-		qp->atomics[i] = (struct hm_atomic_saved){ .psn = img->atomic_psn[i],
+		qp->resp.atomics[i] = (struct hm_atomic_saved){ .psn = img->atomic_psn[i],
 							   .msn = img->atomic_msn[i],
 							   .orig = img->atomic_orig[i],
 							   .valid = img->atomic_valid[i] != 0 };
@@ -139,7 +149,7 @@ static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	struct hca_qpc img;
 
 	hm_qpc_pack(qp, &img);
-	qp->slot_crc = image_crc(&img);
+	qp->cache.slot_crc = image_crc(&img);
 	if (!sim_dma_write_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
 				 sizeof(img), t))
 		return;
@@ -164,7 +174,7 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		trace_warn_qpc_fault(d->devno, qp->qpn, "read");
 		return;
 	}
-	if (image_crc(&img) == qp->slot_crc)
+	if (image_crc(&img) == qp->cache.slot_crc)
 		return;
 	d->dp->qpc_corrupt++;
 	if (hm_qpc_unpack(&img, &scratch, &why)) {
@@ -183,23 +193,23 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 
 static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
 {
-	if (q->lru_prev)
-		q->lru_prev->lru_next = q->lru_next;
+	if (q->cache.lru_prev)
+		q->cache.lru_prev->cache.lru_next = q->cache.lru_next;
 	else
-		dp->lru_old = q->lru_next;
-	if (q->lru_next)
-		q->lru_next->lru_prev = q->lru_prev;
+		dp->lru_old = q->cache.lru_next;
+	if (q->cache.lru_next)
+		q->cache.lru_next->cache.lru_prev = q->cache.lru_prev;
 	else
-		dp->lru_new = q->lru_prev;
-	q->lru_prev = q->lru_next = NULL;
+		dp->lru_new = q->cache.lru_prev;
+	q->cache.lru_prev = q->cache.lru_next = NULL;
 }
 
 static void lru_append(struct hm_dp *dp, struct hm_qp *q)
 {
-	q->lru_prev = dp->lru_new;
-	q->lru_next = NULL;
+	q->cache.lru_prev = dp->lru_new;
+	q->cache.lru_next = NULL;
 	if (dp->lru_new)
-		dp->lru_new->lru_next = q;
+		dp->lru_new->cache.lru_next = q;
 	else
 		dp->lru_old = q;
 	dp->lru_new = q;
@@ -213,30 +223,30 @@ static void qpc_evict(struct hm_dev *d, sim_time_t *t)
 
 	SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
 	lru_unlink(dp, victim);
-	if (victim->dirty) {
+	if (victim->cache.dirty) {
 		dp->qpc_writebacks++;
 		qpc_write_slot(d, victim, t);
 	}
-	victim->cached = false;
-	victim->dirty = false;
+	victim->cache.cached = false;
+	victim->cache.dirty = false;
 	dp->qpc_used--;
 }
 
 void hm_qpc_store(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	qp->cached = false;
-	qp->dirty = false;
-	qp->lru_prev = qp->lru_next = NULL;
+	qp->cache.cached = false;
+	qp->cache.dirty = false;
+	qp->cache.lru_prev = qp->cache.lru_next = NULL;
 	qpc_write_slot(d, qp, t);
 }
 
 void hm_qpc_forget(struct hm_dev *d, struct hm_qp *qp)
 {
-	if (!qp->cached)
+	if (!qp->cache.cached)
 		return;
 	lru_unlink(d->dp, qp);
 	d->dp->qpc_used--;
-	qp->cached = false;
+	qp->cache.cached = false;
 }
 
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
@@ -246,7 +256,7 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 
 	if (!qp)
 		return NULL;
-	if (qp->cached) {
+	if (qp->cache.cached) {
 		lru_unlink(dp, qp);
 		lru_append(dp, qp);
 		dp->qpc_hits++;
@@ -256,11 +266,11 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 		if (dp->qpc_used >= dp->qpc_entries)
 			qpc_evict(d, t);
 		qpc_read_slot(d, qp, t);
-		qp->cached = true;
+		qp->cache.cached = true;
 		lru_append(dp, qp);
 		dp->qpc_used++;
 	}
-	qp->dirty = true;
+	qp->cache.dirty = true;
 	return qp;
 }
 

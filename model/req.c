@@ -21,7 +21,7 @@
 
 static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 {
-	return qp->wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
+	return qp->fetch.wqe_buf + (size_t)(idx % qp->sq_entries) * qp->sq_stride;
 }
 
 /* Complete the WQE at sq_next as failed: a CQE whatever its signaled flag (IBA 10.8.3), then
@@ -29,27 +29,10 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t op,
 		     sim_time_t t)
 {
-	struct hca_cqe cqe = { 0 };
-
-	trace_req_fail(d->devno, qp->qpn, qp->sq_next, status);
-	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
-	while (qp->sq_done != qp->sq_next) {
-		cqe = (struct hca_cqe){ .qpn = qp->qpn, .wqe_index = (uint16_t)qp->sq_done,
-					.opcode = HCA_CQE_OP_SEND, .status = HCA_WC_WR_FLUSH_ERR,
-					.is_send = 1 };
-		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-		qp->sq_done++;
-	}
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.qpn = qp->qpn;
-	cqe.wqe_index = (uint16_t)qp->sq_next;
-	cqe.opcode = hm_cqe_op_of(op);
-	cqe.status = status;
-	cqe.is_send = 1;
-	hm_cqe_post(d, qp->scqn, &cqe, false, t);
-	qp->sq_next++;
-	qp->sq_done = qp->sq_next;
-	qp->cur_started = false;
+	trace_req_fail(d->devno, qp->qpn, qp->req.sq_next, status);
+	hm_comp_fail_local(d, qp, qp->req.sq_next, op, status, t);
+	qp->req.sq_next++;
+	qp->req.cur_started = false;
 	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
 }
 
@@ -57,14 +40,14 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t
  * (completed with an error). */
 static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	uint8_t *w = wqe_at(qp, qp->sq_next);
+	uint8_t *w = wqe_at(qp, qp->req.sq_next);
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	struct hm_flight *f = &qp->flight[qp->sq_next % qp->sq_entries];
+	struct hm_flight *f = &qp->req.flight[qp->req.sq_next % qp->sq_entries];
 	uint64_t len;
 	uint32_t npsn;
 	uint8_t st;
 
-	switch (hm_wqe_fetch(d, qp, qp->sq_next, t)) {
+	switch (hm_wqe_fetch(d, qp, qp->req.sq_next, t)) {
 	case HM_WQE_WAIT:
 		return false; /* back in the arbiter when its read completes */
 	case HM_WQE_FAILED:
@@ -82,16 +65,16 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	npsn = hca_wqe_atomic(c->opcode) || !len
 		       ? 1
 		       : (uint32_t)((len + hm_qp_mtu(d, qp) - 1) / hm_qp_mtu(d, qp));
-	*f = (struct hm_flight){ .wqe = qp->sq_next,
-				 .first_psn = qp->sq_psn,
-				 .last_psn = (qp->sq_psn + npsn - 1) & HCA_PSN_MASK,
-				 .next_rsp = qp->sq_psn,
+	*f = (struct hm_flight){ .wqe = qp->req.sq_next,
+				 .first_psn = qp->req.sq_psn,
+				 .last_psn = (qp->req.sq_psn + npsn - 1) & HCA_PSN_MASK,
 				 .op = c->opcode,
 				 .signaled = qp->sq_sig_all || (c->flags & HCA_WQE_F_SIGNALED),
 				 .len = (uint32_t)len };
-	qp->cur_started = true;
-	qp->cur_off = 0;
-	trace_req_wqe(d->devno, qp->qpn, qp->sq_next, c->opcode, len, qp->sq_psn);
+	hm_comp_track(qp, qp->req.sq_next, qp->req.sq_psn);
+	qp->req.cur_started = true;
+	qp->req.cur_off = 0;
+	trace_req_wqe(d->devno, qp->qpn, qp->req.sq_next, c->opcode, len, qp->req.sq_psn);
 	return true;
 }
 
@@ -152,25 +135,6 @@ static uint8_t send_opcode(uint8_t op, bool first, bool last, bool uc)
 	return uc ? (uint8_t)(o | HM_OP_UC) : o;
 }
 
-/* Local completion of a UC or UD message once its last packet has left (IBA 10.8.3.1). */
-static void req_local_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f,
-			       sim_time_t t)
-{
-	if (f->signaled) {
-		struct hca_cqe cqe = { 0 };
-
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)f->wqe;
-		cqe.opcode = hm_cqe_op_of(f->op);
-		cqe.status = HCA_WC_SUCCESS;
-		cqe.is_send = 1;
-		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-	}
-	qp->sq_done = f->wqe + 1;
-	trace_comp_done(d->devno, qp->qpn, f->wqe, 0);
-	hm_qp_check_drained(d, qp);
-}
-
 /* ---- the requester's engine: small steps, each returning the next (rxe's req states) ---- */
 
 #define REQ_STEPS(X)                                                                               \
@@ -220,7 +184,7 @@ struct req_pkt {
 
 static enum req_step chk_queue(struct req_pkt *r)
 {
-	return r->qp->sq_next == r->qp->sq_pi || r->qp->rnr_wait ? REQ_SKIP : REQ_CHK_STATE;
+	return r->qp->req.sq_next == r->qp->sq_pi || r->qp->comp.rnr_wait ? REQ_SKIP : REQ_CHK_STATE;
 }
 
 /* SQD: no new WQE is started (IBA 10.3.1.2); SQE, ERR: nothing is sent. */
@@ -228,7 +192,7 @@ static enum req_step chk_state(struct req_pkt *r)
 {
 	uint8_t st = r->qp->state;
 
-	if (!r->qp->cur_started)
+	if (!r->qp->req.cur_started)
 		return st == HCA_QPS_RTS ? REQ_FETCH : REQ_SKIP;
 	return st == HCA_QPS_RTS || st == HCA_QPS_SQD ? REQ_CHK_RD_ATOMIC : REQ_SKIP;
 }
@@ -243,10 +207,10 @@ static enum req_step chk_rd_atomic(struct req_pkt *r)
 {
 	const struct hm_qp *qp = r->qp;
 
-	r->c = (const void *)wqe_at(r->qp, qp->sq_next);
-	r->f = &r->qp->flight[qp->sq_next % qp->sq_entries];
+	r->c = (const void *)wqe_at(r->qp, qp->req.sq_next);
+	r->f = &r->qp->req.flight[qp->req.sq_next % qp->sq_entries];
 	if (hca_wqe_rd_atomic(r->c->opcode) &&
-	    qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
+	    qp->req.rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
 		return REQ_SKIP;
 	return REQ_CHK_FENCE;
 }
@@ -255,7 +219,7 @@ static enum req_step chk_fence(struct req_pkt *r)
 {
 	struct hm_qp *qp = r->qp;
 
-	if (qp->cur_off == 0 && (r->c->flags & HCA_WQE_F_FENCE) && qp->rd_out)
+	if (qp->req.cur_off == 0 && (r->c->flags & HCA_WQE_F_FENCE) && qp->req.rd_out)
 		return REQ_SKIP;
 	return REQ_HEADERS;
 }
@@ -267,7 +231,7 @@ static enum req_step headers(struct req_pkt *r)
 
 	base_headers(r->d, qp, qp->type == HCA_QPT_UD ? &ud->av : &qp->attr.av, &r->p);
 	r->p.dqpn = qp->type == HCA_QPT_UD ? ud->remote_qpn : qp->attr.dest_qpn;
-	r->p.psn = qp->sq_psn;
+	r->p.psn = qp->req.sq_psn;
 	r->t = sim_clock_after(&r->d->core, r->t, r->d->cfg.req_cycles);
 	/* The gather's read requests go out now; the packet leaves as soon as the data coming
 	 * back keeps ahead of the wire (cut-through). The engine moves on to the next packet
@@ -287,15 +251,15 @@ static enum req_step build_read(struct req_pkt *r)
 	struct hm_qp *qp = r->qp;
 	const struct hca_wqe_rdma *rd = (const void *)(r->c + 1);
 	unsigned mtu = hm_qp_mtu(r->d, qp);
-	uint32_t left = r->f->len - qp->cur_off, n = left ? (left + mtu - 1) / mtu : 1;
+	uint32_t left = r->f->len - qp->req.cur_off, n = left ? (left + mtu - 1) / mtu : 1;
 
 	r->p.opcode = HM_OP_READ_REQUEST;
-	r->p.reth_va = rd->remote_addr + qp->cur_off;
+	r->p.reth_va = rd->remote_addr + qp->req.cur_off;
 	r->p.reth_rkey = rd->rkey;
 	r->p.reth_dmalen = left;
 	r->p.ackreq = true;
-	qp->sq_psn = (qp->sq_psn + n) & HCA_PSN_MASK;
-	qp->rd_out++;
+	qp->req.sq_psn = (qp->req.sq_psn + n) & HCA_PSN_MASK;
+	qp->req.rd_out++;
 	return REQ_XMIT;
 }
 
@@ -311,8 +275,8 @@ static enum req_step build_atomic(struct req_pkt *r)
 	r->p.atomic_swap_add = cs ? rd->swap : rd->compare_add;
 	r->p.atomic_compare = rd->compare_add;
 	r->p.ackreq = true;
-	qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
-	qp->rd_out++;
+	qp->req.sq_psn = (qp->req.sq_psn + 1) & HCA_PSN_MASK;
+	qp->req.rd_out++;
 	return REQ_XMIT;
 }
 
@@ -324,10 +288,10 @@ static enum req_step build_send(struct req_pkt *r)
 	const struct hca_wqe_rdma *rd = (const void *)(c + 1);
 	const struct hca_wqe_ud *ud = (const void *)(c + 1);
 	unsigned mtu = hm_qp_mtu(r->d, qp);
-	bool first = qp->cur_off == 0;
+	bool first = qp->req.cur_off == 0;
 
-	r->paylen = r->f->len - qp->cur_off < mtu ? r->f->len - qp->cur_off : mtu;
-	r->last = qp->cur_off + r->paylen == r->f->len;
+	r->paylen = r->f->len - qp->req.cur_off < mtu ? r->f->len - qp->req.cur_off : mtu;
+	r->last = qp->req.cur_off + r->paylen == r->f->len;
 	if (qp->type == HCA_QPT_UD) {
 		r->p.opcode = c->opcode == HCA_WQE_OP_SEND_IMM ? HM_OP_UD_SEND_ONLY_IMM
 							       : HM_OP_UD_SEND_ONLY;
@@ -347,15 +311,15 @@ static enum req_step build_send(struct req_pkt *r)
 	r->p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
 	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
 	r->p.ackreq = r->last && qp->type == HCA_QPT_RC;
-	if (!gather(r->d, qp, (const uint8_t *)c, qp->cur_off, r->payload, r->paylen, &r->t,
+	if (!gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
 		    &r->ct)) {
 		req_fail(r->d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, r->t);
 		return REQ_FAILED;
 	}
 	r->p.payload = r->payload;
 	r->p.paylen = r->paylen;
-	qp->sq_psn = (qp->sq_psn + 1) & HCA_PSN_MASK;
-	qp->cur_off += r->paylen;
+	qp->req.sq_psn = (qp->req.sq_psn + 1) & HCA_PSN_MASK;
+	qp->req.cur_off += r->paylen;
 	return REQ_XMIT;
 }
 
@@ -363,11 +327,11 @@ static enum req_step xmit(struct req_pkt *r)
 {
 	struct hm_qp *qp = r->qp;
 
-	if (hm_psn_cmp(qp->sq_psn, qp->sent_psn) > 0)
-		qp->sent_psn = qp->sq_psn;
+	if (hm_psn_cmp(qp->req.sq_psn, qp->req.sent_psn) > 0)
+		qp->req.sent_psn = qp->req.sq_psn;
 	r->end = hm_port_send(r->d, hm_qp_port(qp), &r->p, r->issue, r->ct.need);
-	qp->c_tx_pkts++;
-	qp->c_tx_bytes += r->paylen;
+	qp->stats.tx_pkts++;
+	qp->stats.tx_bytes += r->paylen;
 	trace_req_pkt(r->d->devno, qp->qpn, r->p.psn, r->p.opcode, r->paylen);
 	return r->last ? REQ_ADVANCE : REQ_ARM_TIMER;
 }
@@ -376,10 +340,10 @@ static enum req_step advance(struct req_pkt *r)
 {
 	struct hm_qp *qp = r->qp;
 
-	qp->cur_started = false;
-	qp->sq_next++;
+	qp->req.cur_started = false;
+	qp->req.sq_next++;
 	if (qp->type != HCA_QPT_RC)
-		req_local_complete(r->d, qp, r->f, r->end);
+		hm_comp_sent(r->d, qp, r->f, r->end);
 	return REQ_ARM_TIMER;
 }
 
@@ -391,7 +355,7 @@ static enum req_step arm_timer(struct req_pkt *r)
 	struct hm_qp *qp = r->qp;
 	sim_time_t window = r->d->cfg.tx_window_ns * SIM_PS_PER_NS;
 
-	if (qp->type == HCA_QPT_RC && !qp->timer_on && !qp->rnr_wait)
+	if (qp->type == HCA_QPT_RC && !qp->comp.timer_on && !qp->comp.rnr_wait)
 		hm_comp_timer(r->d, qp, r->end);
 	r->t = r->end > r->issue + window ? r->end - window : r->issue;
 	return REQ_SENT;
@@ -419,7 +383,7 @@ bool hm_req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	r.qp = qp;
 	r.t = *t;
 	while (step != REQ_SKIP && step != REQ_FAILED && step != REQ_SENT) {
-		trace_step_req(d->devno, qp->qpn, qp->sq_psn, req_step_names[step]);
+		trace_step_req(d->devno, qp->qpn, qp->req.sq_psn, req_step_names[step]);
 		step = req_steps[step](&r);
 	}
 	*t = r.t;
@@ -428,8 +392,8 @@ bool hm_req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 
 bool hm_req_more(const struct hm_qp *qp)
 {
-	return qp->sq_next != qp->sq_pi &&
-	       (qp->state == HCA_QPS_RTS || (qp->state == HCA_QPS_SQD && qp->cur_started));
+	return qp->req.sq_next != qp->sq_pi &&
+	       (qp->state == HCA_QPS_RTS || (qp->state == HCA_QPS_SQD && qp->req.cur_started));
 }
 
 bool hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn)
@@ -438,39 +402,93 @@ bool hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn)
 	uint32_t w;
 
 	/* The WQE holding psn: the oldest whose last PSN is not before it. */
-	for (w = qp->sq_done; w != qp->sq_next; w++) {
-		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
+	for (w = qp->comp.sq_done; w != qp->req.sq_next; w++) {
+		struct hm_flight *f = &qp->req.flight[w % qp->sq_entries];
 
 		if (hm_psn_cmp(f->last_psn, psn) >= 0)
 			break;
 	}
-	if (w == qp->sq_next && !qp->cur_started)
+	if (w == qp->req.sq_next && !qp->req.cur_started)
 		return false; /* nothing sent at or after psn */
-	qp->rd_out = 0;
-	for (uint32_t i = qp->sq_done; i != w; i++)
-		qp->rd_out += hca_wqe_rd_atomic(qp->flight[i % qp->sq_entries].op);
-	if (w != qp->sq_next || qp->cur_started) {
-		struct hm_flight *f = &qp->flight[w % qp->sq_entries];
+	qp->req.rd_out = 0;
+	for (uint32_t i = qp->comp.sq_done; i != w; i++)
+		qp->req.rd_out += hca_wqe_rd_atomic(qp->req.flight[i % qp->sq_entries].op);
+	if (w != qp->req.sq_next || qp->req.cur_started) {
+		struct hm_flight *f = &qp->req.flight[w % qp->sq_entries];
 		bool at = hca_wqe_atomic(f->op);
 		bool rd = f->op == HCA_WQE_OP_RDMA_READ;
 
-		qp->sq_next = w;
-		qp->cur_started = true;
-		if (rd && hm_psn_cmp(psn, f->next_rsp) > 0)
-			psn = f->next_rsp; /* responses before psn are missing too */
+		qp->req.sq_next = w;
+		qp->req.cur_started = true;
+		uint32_t next_rsp = qp->comp.next_rsp[w % qp->sq_entries];
+
+		if (rd && hm_psn_cmp(psn, next_rsp) > 0)
+			psn = next_rsp; /* responses before psn are missing too */
 		if (at || (rd && hm_psn_cmp(psn, f->first_psn) <= 0)) {
 			/* An atomic is asked again whole; so is a READ with no response taken. */
-			qp->cur_off = 0;
-			qp->sq_psn = f->first_psn;
-			f->done_bytes = 0;
+			qp->req.cur_off = 0;
+			qp->req.sq_psn = f->first_psn;
 		} else {
 			/* A SEND or WRITE resumes inside the message; a READ asks for the rest,
 			 * the responses before psn being scattered already. */
-			qp->cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
-			qp->sq_psn = psn;
+			qp->req.cur_off = ((psn - f->first_psn) & HCA_PSN_MASK) * mtu;
+			qp->req.sq_psn = psn;
 		}
 	}
-	trace_req_rewind(d->devno, qp->qpn, qp->sq_psn, qp->sq_next);
+	trace_req_rewind(d->devno, qp->qpn, qp->req.sq_psn, qp->req.sq_next);
 	return true;
 }
 
+void hm_req_retired(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f, uint8_t status)
+{
+	(void)d;
+	if (qp->comp.sq_done == qp->req.sq_next && qp->req.cur_started) {
+		/* The oldest is the message being sent (again): what is left of it stays
+		 * unsent. A READ or atomic whose responses came in the meantime is done: the
+		 * next message starts after its PSNs. */
+		qp->req.cur_started = false;
+		qp->req.sq_next++;
+		if (status == HCA_WC_SUCCESS)
+			qp->req.sq_psn = (f->last_psn + 1) & HCA_PSN_MASK;
+	}
+	if (hca_wqe_rd_atomic(f->op) && qp->req.rd_out)
+		qp->req.rd_out--;
+}
+
+/* ---- the requester's part of the QP (model/ctx.h), as the QP commands change it ---- */
+
+void hm_req_create(struct hm_qp *qp)
+{
+	qp->req.flight = calloc(qp->sq_entries ? qp->sq_entries : 1, sizeof(*qp->req.flight));
+	SIM_ASSERT(qp->req.flight != NULL, "out of memory");
+}
+
+void hm_req_destroy(struct hm_qp *qp)
+{
+	free(qp->req.flight);
+	qp->req.flight = NULL;
+}
+
+void hm_req_reset(struct hm_qp *qp)
+{
+	qp->req.sq_next = 0;
+	qp->req.sq_psn = 0;
+	qp->req.cur_off = 0;
+	qp->req.cur_started = false;
+	qp->req.rd_out = 0;
+}
+
+void hm_req_flush(struct hm_qp *qp)
+{
+	qp->req.sq_next = qp->sq_pi;
+	qp->req.cur_started = false;
+	qp->req.rd_out = 0;
+}
+
+void hm_req_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)
+{
+	if (mask & HCA_QPA_SQ_PSN) {
+		qp->req.sq_psn = a->sq_psn & HCA_PSN_MASK;
+		qp->req.sent_psn = qp->req.sq_psn;
+	}
+}

@@ -18,6 +18,7 @@
 #include "sim/trace.h"
 
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Response headers: addressed back to the requester of p. */
@@ -53,13 +54,13 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	a.opcode = HM_OP_ACKNOWLEDGE;
 	a.psn = psn;
 	a.aeth_syndrome = syn;
-	a.aeth_msn = qp->msn & 0xffffff;
+	a.aeth_msn = qp->resp.msn & 0xffffff;
 	if (syn != HM_AETH_ACK) {
-		qp->c_naks_sent++;
+		qp->stats.naks_sent++;
 		hm_ctr_ack_sent(d, qp, syn);
 		trace_resp_nak(d->devno, qp->qpn, psn, syn);
 	}
-	qp->c_tx_pkts++;
+	qp->stats.tx_pkts++;
 	hm_port_send(d, hm_qp_port(qp), &a, t, 0);
 }
 
@@ -69,12 +70,12 @@ static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_ti
 	struct hca_cqe cqe = { 0 };
 
 	cqe.qpn = qp->qpn;
-	cqe.wqe_index = (uint16_t)qp->rwqe;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe;
 	cqe.opcode = HCA_CQE_OP_RECV;
 	cqe.status = status;
-	cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
-	if (!qp->rwqe_srq)
-		qp->rq_ci = qp->rwqe + 1;
+	cqe.srqn = qp->resp.rwqe_srq ? qp->srqn : 0;
+	if (!qp->resp.rwqe_srq)
+		qp->resp.rq_ci = qp->resp.rwqe + 1;
 	hm_cqe_post(d, qp->rcqn, &cqe, false, t);
 }
 
@@ -86,7 +87,7 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
 
 	if (qp->type == HCA_QPT_RC) {
-		send_ack(d, qp, p, syn, qp->epsn, t);
+		send_ack(d, qp, p, syn, qp->resp.epsn, t);
 		/* The affiliated asynchronous error of the responder (IBA 11.6.3.1): invalid
 		 * request, or access violation. */
 		if (syn == HM_AETH_NAK_INV_REQ)
@@ -94,17 +95,17 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 		else if (syn == HM_AETH_NAK_REM_ACCESS)
 			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_ACCESS_ERR, data);
 	}
-	if (qp->in_msg && qp->msg_kind == 0)
+	if (qp->resp.in_msg && qp->resp.msg_kind == 0)
 		recv_fail(d, qp, wc_status, t);
 	/* RC: the QP goes to ERR. UC: a receive WQE completed in error also takes the QP to
 	 * ERR (IBA 10.8.3.2: a completion error other than on the send side of UC/UD); without
 	 * one, the message is only dropped. */
-	if (qp->type == HCA_QPT_RC || (qp->in_msg && qp->msg_kind == 0)) {
-		qp->in_msg = false;
+	if (qp->type == HCA_QPT_RC || (qp->resp.in_msg && qp->resp.msg_kind == 0)) {
+		qp->resp.in_msg = false;
 		hm_qp_error(d, qp, HCA_QPS_ERR, t);
 	} else {
-		qp->in_msg = false;
-		qp->uc_drop = true;
+		qp->resp.in_msg = false;
+		qp->resp.uc_drop = true;
 	}
 }
 
@@ -114,7 +115,7 @@ static void uc_no_rwqe(struct hm_dev *d, struct hm_qp *qp)
 {
 	d->dp->rx_dropped++;
 	trace_pkt_drop_no_rwqe(d->devno, qp->qpn);
-	qp->uc_drop = true;
+	qp->resp.uc_drop = true;
 }
 
 /* Read receive WQE idx of the RQ into the prefetch buffer, from t, if it is posted. */
@@ -122,27 +123,27 @@ static void prefetch_idx(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 {
 	uint32_t stride = qp->rq_stride;
 
-	if (qp->has_srq || qp->rpf_valid || idx - qp->rq_ci >= qp->rq_pi - qp->rq_ci ||
+	if (qp->has_srq || qp->resp.rpf_valid || idx - qp->resp.rq_ci >= qp->rq_pi - qp->resp.rq_ci ||
 	    qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_ERR)
 		return; /* SRQ, already held, not posted, or no receiving */
 	if (stride > HM_MAX_SGE * HCA_SGE_BYTES)
 		stride = HM_MAX_SGE * HCA_SGE_BYTES;
-	qp->rpf_valid = true;
-	qp->rpf_idx = idx;
-	qp->rpf_ready = t;
-	qp->rpf_err = hm_wqe_read(d, HM_DMA_RQ_WQE, qp->qpn,
+	qp->resp.rpf_valid = true;
+	qp->resp.rpf_idx = idx;
+	qp->resp.rpf_ready = t;
+	qp->resp.rpf_err = hm_wqe_read(d, HM_DMA_RQ_WQE, qp->qpn,
 				  qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride,
-				  qp->rpf_buf, stride, &qp->rpf_ready);
-	trace_resp_prefetch(d->devno, qp->qpn, idx, qp->rpf_ready, qp->rpf_err);
+				  qp->resp.rpf_buf, stride, &qp->resp.rpf_ready);
+	trace_resp_prefetch(d->devno, qp->qpn, idx, qp->resp.rpf_ready, qp->resp.rpf_err);
 }
 
 void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
 	/* While a message uses WQE rq_ci (rq_ci moves on at its completion), the next is +1. */
-	prefetch_idx(d, qp, qp->in_msg && !qp->rwqe_srq ? qp->rq_ci + 1 : qp->rq_ci, t);
+	prefetch_idx(d, qp, qp->resp.in_msg && !qp->resp.rwqe_srq ? qp->resp.rq_ci + 1 : qp->resp.rq_ci, t);
 }
 
-/* Take the next receive WQE (RQ or SRQ) into qp->rsge. false: none posted. An RQ's WQE comes
+/* Take the next receive WQE (RQ or SRQ) into qp->resp.rsge. false: none posted. An RQ's WQE comes
  * from the prefetch when it holds it (waiting for its read if that is still under way). */
 static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
@@ -159,22 +160,22 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		addr = srq->ring + (uint64_t)(idx % srq->entries) * srq->stride;
 		stride = srq->stride;
 	} else {
-		if (qp->rq_ci == qp->rq_pi)
+		if (qp->resp.rq_ci == qp->rq_pi)
 			return false;
-		idx = qp->rq_ci;
+		idx = qp->resp.rq_ci;
 		addr = qp->rq + (uint64_t)(idx % qp->rq_entries) * qp->rq_stride;
 		stride = qp->rq_stride;
 	}
 	if (stride > sizeof(buf))
 		stride = sizeof(buf);
-	if (!srq && qp->rpf_valid && qp->rpf_idx == idx) {
-		qp->rpf_valid = false;
-		failed = qp->rpf_err;
-		memcpy(buf, qp->rpf_buf, stride);
-		if (qp->rpf_ready > *t)
-			*t = qp->rpf_ready;
+	if (!srq && qp->resp.rpf_valid && qp->resp.rpf_idx == idx) {
+		qp->resp.rpf_valid = false;
+		failed = qp->resp.rpf_err;
+		memcpy(buf, qp->resp.rpf_buf, stride);
+		if (qp->resp.rpf_ready > *t)
+			*t = qp->resp.rpf_ready;
 	} else {
-		qp->rpf_valid = false; /* held another index: stale */
+		qp->resp.rpf_valid = false; /* held another index: stale */
 		failed = hm_wqe_read(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE,
 				     srq ? qp->srqn : qp->qpn, addr, buf, stride, t);
 	}
@@ -188,17 +189,17 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		return false;
 	}
 	for (n = 0; n < stride / HCA_SGE_BYTES; n++) {
-		memcpy(&qp->rsge[n], buf + n * HCA_SGE_BYTES, HCA_SGE_BYTES);
-		if (qp->rsge[n].lkey == HCA_LKEY_END)
+		memcpy(&qp->resp.rsge[n], buf + n * HCA_SGE_BYTES, HCA_SGE_BYTES);
+		if (qp->resp.rsge[n].lkey == HCA_LKEY_END)
 			break;
 	}
-	qp->rsge_n = n;
-	qp->rwqe = idx;
+	qp->resp.rsge_n = n;
+	qp->resp.rwqe = idx;
 	if (!srq)
 		prefetch_idx(d, qp, idx + 1, *t); /* the one after, while this one is used */
-	qp->rwqe_srq = qp->has_srq;
-	qp->rwqe_pdn = srq ? srq->pdn : qp->pdn; /* an SRQ's buffers are in the SRQ's PD */
-	qp->recv_off = 0;
+	qp->resp.rwqe_srq = qp->has_srq;
+	qp->resp.rwqe_pdn = srq ? srq->pdn : qp->pdn; /* an SRQ's buffers are in the SRQ's PD */
+	qp->resp.recv_off = 0;
 	if (srq && srq->limit && srq->pi - srq->ci < srq->limit) {
 		uint32_t data[6] = { qp->srqn, 0, 0, 0, 0, 0 };
 
@@ -209,17 +210,17 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	return true;
 }
 
-/* Scatter len bytes of data at message offset qp->recv_off into the receive WQE.
+/* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE.
  * Returns a HCA_WC_* status. */
 static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
 		       sim_time_t t)
 {
 	bool ok;
 	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
-	uint32_t n = hm_sge_copy(d, qp->rwqe_pdn, qp->rsge, qp->rsge_n, qp->recv_off, (void *)data,
+	uint32_t n = hm_sge_copy(d, qp->resp.rwqe_pdn, qp->resp.rsge, qp->resp.rsge_n, qp->resp.recv_off, (void *)data,
 				 len, true, &t, &ok, &ct);
 
-	qp->recv_off += n;
+	qp->resp.recv_off += n;
 	if (!ok)
 		return HCA_WC_LOC_PROT_ERR;
 	return n < len ? HCA_WC_LOC_LEN_ERR : HCA_WC_SUCCESS;
@@ -233,9 +234,9 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	struct hca_cqe cqe = { 0 };
 
 	cqe.qpn = qp->qpn;
-	cqe.wqe_index = (uint16_t)qp->rwqe;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe;
 	cqe.opcode = write ? HCA_CQE_OP_RECV_RDMA_WITH_IMM : HCA_CQE_OP_RECV;
-	cqe.byte_len = write ? qp->wr_len : qp->recv_off; /* WRITE with immediate: its length */
+	cqe.byte_len = write ? qp->resp.wr_len : qp->resp.recv_off; /* WRITE with immediate: its length */
 	cqe.status = HCA_WC_SUCCESS;
 	cqe.imm_data = htobe32(p->imm); /* the CQE holds the wire bytes, as ibv_wc does */
 	cqe.wc_flags = (imm ? HCA_WC_F_IMM : 0) | (qp->type == HCA_QPT_UD && p->has_grh ?
@@ -244,9 +245,9 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	cqe.slid = p->slid;
 	cqe.sl = p->sl;
 	cqe.pkey_index = qp->attr.pkey_index;
-	cqe.srqn = qp->rwqe_srq ? qp->srqn : 0;
-	if (!qp->rwqe_srq)
-		qp->rq_ci = qp->rwqe + 1;
+	cqe.srqn = qp->resp.rwqe_srq ? qp->srqn : 0;
+	if (!qp->resp.rwqe_srq)
+		qp->resp.rq_ci = qp->resp.rwqe + 1;
 	hm_cqe_post(d, qp->rcqn, &cqe, p->se, t);
 }
 
@@ -338,7 +339,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
 		return t;
 	}
-	qp->msn++;
+	qp->resp.msn++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_pkt r;
 		uint32_t chunk = len - off < mtu ? len - off : mtu;
@@ -351,18 +352,18 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 					   : HM_OP_READ_RESPONSE_MIDDLE;
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = HM_AETH_ACK;
-		r.aeth_msn = qp->msn & 0xffffff;
+		r.aeth_msn = qp->resp.msn & 0xffffff;
 		if (chunk && sim_dma_read_ct(d->fn, iova + off, buf, chunk, &tr,
 					     sim_config_link_mbps(&d->cfg), 0, &need))
 			memset(buf, 0, chunk);
 		r.payload = buf;
 		r.paylen = chunk;
 		hm_port_send(d, hm_qp_port(qp), &r, t, need); /* cut-through behind its read */
-		qp->c_tx_pkts++;
-		qp->c_tx_bytes += chunk;
+		qp->stats.tx_pkts++;
+		qp->stats.tx_bytes += chunk;
 		off += chunk;
 	}
-	qp->epsn = (p->psn + n) & HCA_PSN_MASK;
+	qp->resp.epsn = (p->psn + n) & HCA_PSN_MASK;
 	return t;
 }
 
@@ -378,7 +379,7 @@ static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	r.aeth_syndrome = HM_AETH_ACK;
 	r.aeth_msn = msn;
 	r.atomic_orig = orig;
-	qp->c_tx_pkts++;
+	qp->stats.tx_pkts++;
 	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
 }
 
@@ -408,12 +409,12 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 	else
 		val = orig + p->atomic_swap_add;
 	sim_dma_write_timed(d->fn, iova, &val, 8, &t);
-	qp->msn++;
-	qp->atomics[qp->atomic_next] =
-		(struct hm_atomic_saved){ p->psn, qp->msn & 0xffffff, orig, true };
-	qp->atomic_next = (uint8_t)((qp->atomic_next + 1) % HM_ATOMIC_SAVED);
-	send_atomic_ack(d, qp, p, qp->msn & 0xffffff, orig, t);
-	qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+	qp->resp.msn++;
+	qp->resp.atomics[qp->resp.atomic_next] =
+		(struct hm_atomic_saved){ p->psn, qp->resp.msn & 0xffffff, orig, true };
+	qp->resp.atomic_next = (uint8_t)((qp->resp.atomic_next + 1) % HM_ATOMIC_SAVED);
+	send_atomic_ack(d, qp, p, qp->resp.msn & 0xffffff, orig, t);
+	qp->resp.epsn = (p->psn + 1) & HCA_PSN_MASK;
 	return t;
 }
 
@@ -422,7 +423,7 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 static void out_of_seq(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, bool ahead)
 {
 	hm_ctr_qp(d, qp, ahead ? HM_CTR_RQ_OOS : HM_CTR_RQ_DUP);
-	trace_resp_seq(d->devno, qp->qpn, psn, qp->epsn, ahead ? "ahead" : "duplicate");
+	trace_resp_seq(d->devno, qp->qpn, psn, qp->resp.epsn, ahead ? "ahead" : "duplicate");
 }
 
 /* ---- the responder's engine: small steps, each returning the next (rxe's resp_states) ---- */
@@ -478,8 +479,8 @@ static enum resp_step comm_est(struct resp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
 
-	if (qp->state == HCA_QPS_RTR && !qp->comm_est) {
-		qp->comm_est = true;
+	if (qp->state == HCA_QPS_RTR && !qp->resp.comm_est) {
+		qp->resp.comm_est = true;
 		hm_eq_post(c->d, HCA_EQE_QP_EVENT, HCA_QP_EV_COMM_EST, data);
 	}
 	return RESP_CHK_PSN;
@@ -490,18 +491,18 @@ static enum resp_step chk_psn_uc(struct resp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
 
-	if (c->p->psn != qp->epsn) {
-		out_of_seq(c->d, qp, c->p->psn, hm_psn_cmp(c->p->psn, qp->epsn) > 0);
-		qp->uc_drop = !c->first;
-		qp->in_msg = false;
+	if (c->p->psn != qp->resp.epsn) {
+		out_of_seq(c->d, qp, c->p->psn, hm_psn_cmp(c->p->psn, qp->resp.epsn) > 0);
+		qp->resp.uc_drop = !c->first;
+		qp->resp.in_msg = false;
 	}
-	qp->epsn = (c->p->psn + 1) & HCA_PSN_MASK;
-	if (qp->uc_drop && !c->first) {
+	qp->resp.epsn = (c->p->psn + 1) & HCA_PSN_MASK;
+	if (qp->resp.uc_drop && !c->first) {
 		c->d->dp->rx_dropped++; /* the rest of a message already lost */
 		trace_pkt_drop_uc_lost(c->d->devno, qp->qpn);
 		return RESP_DONE;
 	}
-	qp->uc_drop = false;
+	qp->resp.uc_drop = false;
 	return RESP_CHK_OP_SEQ;
 }
 
@@ -512,21 +513,21 @@ static enum resp_step chk_psn(struct resp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	struct hm_psn_in in = { .cycle = sim_clock_cycles(&c->d->core, c->t),
 				.psn = c->p->psn,
-				.epsn = qp->epsn,
-				.nak_sent = qp->nak_sent };
+				.epsn = qp->resp.epsn,
+				.nak_sent = qp->resp.nak_sent };
 	struct hm_psn_out out;
 
 	if (qp->type == HCA_QPT_UC)
 		return chk_psn_uc(c);
 	hm_psn_classify(c->d, &in, &out);
-	qp->nak_sent = out.nak_sent;
+	qp->resp.nak_sent = out.nak_sent;
 	if (out.cls == HM_PSN_DUPLICATE)
 		return RESP_DUPLICATE;
 	if (out.cls != HM_PSN_AHEAD)
 		return RESP_CHK_OP_SEQ;
 	out_of_seq(c->d, qp, c->p->psn, true);
 	if (out.send_nak)
-		send_ack(c->d, qp, c->p, HM_AETH_NAK_SEQ, qp->epsn, c->t);
+		send_ack(c->d, qp, c->p, HM_AETH_NAK_SEQ, qp->resp.epsn, c->t);
 	return RESP_DONE;
 }
 
@@ -539,21 +540,21 @@ static enum resp_step duplicate(struct resp_pkt *c)
 
 	out_of_seq(c->d, qp, p->psn, false);
 	if (p->opcode == HM_OP_READ_REQUEST) {
-		uint32_t e = qp->epsn, m = qp->msn;
+		uint32_t e = qp->resp.epsn, m = qp->resp.msn;
 
 		c->t = resp_read(c->d, qp, p, c->t);
-		qp->epsn = e;
-		qp->msn = m;
+		qp->resp.epsn = e;
+		qp->resp.msn = m;
 	} else if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
 		const struct hm_atomic_saved *a = NULL;
 
 		for (int i = 0; i < HM_ATOMIC_SAVED; i++)
-			if (qp->atomics[i].valid && qp->atomics[i].psn == p->psn)
-				a = &qp->atomics[i];
+			if (qp->resp.atomics[i].valid && qp->resp.atomics[i].psn == p->psn)
+				a = &qp->resp.atomics[i];
 		if (a) /* none: older than every result kept */
 			send_atomic_ack(c->d, qp, p, a->msn, a->orig, c->t);
 	} else if (p->ackreq) {
-		send_ack(c->d, qp, p, HM_AETH_ACK, (qp->epsn - 1) & HCA_PSN_MASK, c->t);
+		send_ack(c->d, qp, p, HM_AETH_ACK, (qp->resp.epsn - 1) & HCA_PSN_MASK, c->t);
 	}
 	return RESP_DONE;
 }
@@ -563,8 +564,8 @@ static enum resp_step chk_op_seq(struct resp_pkt *c)
 {
 	const struct hm_qp *qp = c->qp;
 
-	if ((qp->in_msg && c->first) || (!qp->in_msg && !c->first) ||
-	    (qp->in_msg && ((qp->msg_kind == 0) != !!(c->cls & HM_OPC_SEND)))) {
+	if ((qp->resp.in_msg && c->first) || (!qp->resp.in_msg && !c->first) ||
+	    (qp->resp.in_msg && ((qp->resp.msg_kind == 0) != !!(c->cls & HM_OPC_SEND)))) {
 		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
 		return RESP_DONE;
 	}
@@ -613,7 +614,7 @@ static void no_rwqe(struct resp_pkt *c)
 	if (qp->type == HCA_QPT_RC) {
 		send_ack(c->d, qp, c->p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), c->p->psn,
 			 c->t);
-		qp->nak_sent = true;
+		qp->resp.nak_sent = true;
 	} else {
 		uc_no_rwqe(c->d, qp);
 	}
@@ -629,8 +630,8 @@ static enum resp_step send_req(struct resp_pkt *c)
 			no_rwqe(c);
 			return RESP_DONE;
 		}
-		qp->in_msg = true;
-		qp->msg_kind = 0;
+		qp->resp.in_msg = true;
+		qp->resp.msg_kind = 0;
 	}
 	st = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
 	if (st == HCA_WC_LOC_LEN_ERR) {
@@ -664,10 +665,10 @@ static enum resp_step write_req(struct resp_pkt *c)
 		bool uc = qp->type == HCA_QPT_UC && qp->state != HCA_QPS_ERR;
 
 		if (uc)
-			qp->in_msg = false;
+			qp->resp.in_msg = false;
 		no_rwqe(c);
 		if (uc)
-			qp->uc_drop = false;
+			qp->resp.uc_drop = false;
 		return RESP_DONE;
 	}
 	if (c->first) {
@@ -675,18 +676,18 @@ static enum resp_step write_req(struct resp_pkt *c)
 			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
 			return RESP_DONE;
 		}
-		qp->wr_va = p->reth_va;
-		qp->wr_rkey = p->reth_rkey;
-		qp->wr_left = p->reth_dmalen;
-		qp->wr_len = p->reth_dmalen;
-		qp->in_msg = true;
-		qp->msg_kind = 1;
+		qp->resp.wr_va = p->reth_va;
+		qp->resp.wr_rkey = p->reth_rkey;
+		qp->resp.wr_left = p->reth_dmalen;
+		qp->resp.wr_len = p->reth_dmalen;
+		qp->resp.in_msg = true;
+		qp->resp.msg_kind = 1;
 	}
-	if (p->paylen > qp->wr_left || (c->last && p->paylen != qp->wr_left)) {
+	if (p->paylen > qp->resp.wr_left || (c->last && p->paylen != qp->resp.wr_left)) {
 		resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
 		return RESP_DONE;
 	}
-	if (p->paylen && hm_mkey_check(c->d, qp->wr_rkey, qp->pdn, qp->wr_va, p->paylen,
+	if (p->paylen && hm_mkey_check(c->d, qp->resp.wr_rkey, qp->pdn, qp->resp.wr_va, p->paylen,
 				       HCA_ACCESS_REMOTE_WRITE, &iova)) {
 		resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
 		return RESP_DONE;
@@ -695,8 +696,8 @@ static enum resp_step write_req(struct resp_pkt *c)
 		sim_dma_write_ct(c->d->fn, iova, p->payload, p->paylen, c->t,
 				 sim_config_link_mbps(&c->d->cfg),
 				 hm_port_tail_bytes(c->d, hm_qp_port(qp)));
-	qp->wr_va += p->paylen;
-	qp->wr_left -= p->paylen;
+	qp->resp.wr_va += p->paylen;
+	qp->resp.wr_left -= p->paylen;
 	return RESP_COMPLETE;
 }
 
@@ -706,13 +707,13 @@ static enum resp_step complete(struct resp_pkt *c)
 	const struct hm_pkt *p = c->p;
 
 	if (qp->type == HCA_QPT_RC)
-		qp->epsn = (p->psn + 1) & HCA_PSN_MASK;
+		qp->resp.epsn = (p->psn + 1) & HCA_PSN_MASK;
 	if (c->last) {
 		bool imm = c->op == HM_OP_SEND_LAST_IMM || c->op == HM_OP_SEND_ONLY_IMM ||
 			   c->op == HM_OP_WRITE_LAST_IMM || c->op == HM_OP_WRITE_ONLY_IMM;
 
-		qp->msn++;
-		qp->in_msg = false;
+		qp->resp.msn++;
+		qp->resp.in_msg = false;
 		if ((c->cls & HM_OPC_SEND) || imm)
 			recv_complete(c->d, qp, p, imm, (c->cls & HM_OPC_WRITE) != 0, c->t);
 	}
@@ -747,4 +748,67 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		step = resp_steps[step](&c);
 	}
 	return c.t;
+}
+
+/* ---- the responder's part of the QP (model/ctx.h), as the QP commands change it ---- */
+
+void hm_resp_create(struct hm_qp *qp)
+{
+	qp->resp.rsge = calloc(HM_MAX_SGE, sizeof(*qp->resp.rsge));
+	qp->resp.rpf_buf = calloc(HM_MAX_SGE, HCA_SGE_BYTES);
+	SIM_ASSERT(qp->resp.rsge && qp->resp.rpf_buf, "out of memory");
+}
+
+void hm_resp_destroy(struct hm_qp *qp)
+{
+	free(qp->resp.rsge);
+	free(qp->resp.rpf_buf);
+	qp->resp.rsge = NULL;
+	qp->resp.rpf_buf = NULL;
+}
+
+void hm_resp_reset(struct hm_qp *qp)
+{
+	qp->resp.rq_ci = 0;
+	qp->resp.epsn = 0;
+	qp->resp.msn = 0;
+	qp->resp.nak_sent = qp->resp.in_msg = qp->resp.uc_drop = false;
+	qp->resp.recv_off = 0;
+	qp->resp.rd_in = 0;
+	qp->resp.comm_est = false;
+	qp->resp.last_wqe_sent = false;
+	memset(qp->resp.atomics, 0, sizeof(qp->resp.atomics)); /* no result survives a reset */
+	qp->resp.rpf_valid = false;
+	qp->resp.atomic_next = 0;
+}
+
+void hm_resp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	if (qp->has_srq) {
+		/* Receives stay on the SRQ; the consumer learns, once, that the QP is done with
+		 * it (IBA 11.6.3.1). */
+		uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
+
+		if (!qp->resp.last_wqe_sent)
+			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_LAST_WQE_REACHED, data);
+		qp->resp.last_wqe_sent = true;
+		return;
+	}
+	while (qp->resp.rq_ci != qp->rq_pi) {
+		struct hca_cqe cqe = { 0 };
+
+		cqe.qpn = qp->qpn;
+		cqe.wqe_index = (uint16_t)qp->resp.rq_ci;
+		cqe.opcode = HCA_CQE_OP_RECV;
+		cqe.status = HCA_WC_WR_FLUSH_ERR;
+		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+		qp->resp.rq_ci++;
+	}
+	qp->resp.in_msg = false;
+}
+
+void hm_resp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)
+{
+	if (mask & HCA_QPA_RQ_PSN)
+		qp->resp.epsn = a->rq_psn & HCA_PSN_MASK;
 }

@@ -10,4 +10,14 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 /* Start reading the RQ's next receive WQE (rq_ci) at t if it is posted and not held yet. */
 void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 
+/* The responder's part of a QP (model/ctx.h) as the QP commands change it: created and
+ * destroyed with the QP, cleared by RESET; a flush in ERR completes every posted receive with
+ * WR_FLUSH_ERR (an SRQ's QP raises LAST_WQE_REACHED instead, once); a modify loads the
+ * expected PSN. */
+void hm_resp_create(struct hm_qp *qp);
+void hm_resp_destroy(struct hm_qp *qp);
+void hm_resp_reset(struct hm_qp *qp);
+void hm_resp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
+void hm_resp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask);
+
 #endif

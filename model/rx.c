@@ -79,29 +79,29 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t l
 
 void hm_rxq_free(struct hm_qp *qp)
 {
-	while (qp->rxq_head) {
-		struct hm_rx_frame *f = qp->rxq_head;
+	while (qp->rx.head) {
+		struct hm_rx_frame *f = qp->rx.head;
 
-		qp->rxq_head = f->next;
+		qp->rx.head = f->next;
 		free(f);
 	}
-	qp->rxq_tail = NULL;
+	qp->rx.tail = NULL;
 }
 
 /* Hand a parsed packet for qp to the responder or the completer at t. */
 static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, sim_time_t t)
 {
-	qp->c_rx_pkts++;
-	qp->c_rx_bytes += pkt->paylen;
+	qp->stats.rx_pkts++;
+	qp->stats.rx_bytes += pkt->paylen;
 	if (pkt->opcode == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(pkt->aeth_syndrome))
-		qp->c_naks_rcvd++;
+		qp->stats.naks_rcvd++;
 	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
 	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)
 		hm_qp_migrate(d, qp, "peer_migrated");
 	if (is_response(pkt->opcode))
-		qp->rx_busy_ps = hm_comp_rx(d, qp, pkt, t);
+		qp->rx.busy_ps = hm_comp_rx(d, qp, pkt, t);
 	else
-		qp->rx_busy_ps = hm_resp_rx(d, qp, pkt, t);
+		qp->rx.busy_ps = hm_resp_rx(d, qp, pkt, t);
 }
 
 struct rx_drain {
@@ -118,22 +118,22 @@ static void rx_drain(void *arg)
 	struct hm_qp *qp = r->qpn < d->dp->nqps ? d->dp->qps[r->qpn] : NULL;
 
 	if (qp) {
-		qp->rx_drain = false;
-		if (qp->rxq_head && qp->rx_busy_ps <= t) {
-			struct hm_rx_frame *f = qp->rxq_head;
+		qp->rx.drain = false;
+		if (qp->rx.head && qp->rx.busy_ps <= t) {
+			struct hm_rx_frame *f = qp->rx.head;
 			struct hm_pkt pkt;
 
-			qp->rxq_head = f->next;
-			if (!qp->rxq_head)
-				qp->rxq_tail = NULL;
+			qp->rx.head = f->next;
+			if (!qp->rx.head)
+				qp->rx.tail = NULL;
 			if (!hm_pkt_parse(hm_port_ll(&d->ports[f->port - 1]), f->buf, f->len, &pkt) &&
 			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR)
 				qp_rx(d, qp, &pkt, t);
 			free(f);
 		}
-		if (qp->rxq_head) {
-			qp->rx_drain = true;
-			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+		if (qp->rx.head) {
+			qp->rx.drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
 					      rx_drain, r);
 			return;
 		}
@@ -242,7 +242,7 @@ static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
 	}
 	/* A QP's packets are handled in order: one that arrives while an earlier one is still
 	 * being handled (its receive WQE fetch, its reads) or waiting joins the QP's FIFO. */
-	if (qp->rxq_head || qp->rx_busy_ps > t) {
+	if (qp->rx.head || qp->rx.busy_ps > t) {
 		struct hm_rx_frame *f = malloc(sizeof(*f) + len);
 
 		SIM_ASSERT(f != NULL, "out of memory");
@@ -250,18 +250,18 @@ static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
 		f->port = p->num;
 		f->len = len;
 		memcpy(f->buf, frame, len);
-		if (qp->rxq_tail)
-			qp->rxq_tail->next = f;
+		if (qp->rx.tail)
+			qp->rx.tail->next = f;
 		else
-			qp->rxq_head = f;
-		qp->rxq_tail = f;
-		if (!qp->rx_drain) {
+			qp->rx.head = f;
+		qp->rx.tail = f;
+		if (!qp->rx.drain) {
 			struct rx_drain *r = malloc(sizeof(*r));
 
 			SIM_ASSERT(r != NULL, "out of memory");
 			*r = (struct rx_drain){ d, qp->qpn };
-			qp->rx_drain = true;
-			sim_schedule_owned_at(sim_kernel(), qp->rx_busy_ps > t ? qp->rx_busy_ps : t,
+			qp->rx.drain = true;
+			sim_schedule_owned_at(sim_kernel(), qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
 					      rx_drain, r);
 		}
 		return;

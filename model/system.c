@@ -725,9 +725,9 @@ int hcasim_qp_counters(int dev, uint32_t qpn, struct hcasim_qp_counters *o)
 	qp = hm_qp_peek(sys.devs[dev], qpn);
 	if (!qp)
 		return sim_error(-EINVAL, "hcasim_qp_counters: no QP 0x%x on device %d", qpn, dev);
-	*o = (struct hcasim_qp_counters){ qp->c_tx_pkts, qp->c_tx_bytes, qp->c_rx_pkts,
-					  qp->c_rx_bytes, qp->c_naks_sent, qp->c_naks_rcvd,
-					  qp->sq_psn, qp->epsn };
+	*o = (struct hcasim_qp_counters){ qp->stats.tx_pkts, qp->stats.tx_bytes, qp->stats.rx_pkts,
+					  qp->stats.rx_bytes, qp->stats.naks_sent, qp->stats.naks_rcvd,
+					  qp->req.sq_psn, qp->resp.epsn };
 	return 0;
 }
 

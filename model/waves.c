@@ -177,17 +177,17 @@ static void sample_dev(struct devw *v, sim_time_t t)
 		put(&q->valid, t, 1);
 		put(&q->state, t, qp->state);
 		put(&q->sq_pi, t, qp->sq_pi);
-		put(&q->sq_next, t, qp->sq_next);
-		put(&q->sq_done, t, qp->sq_done);
-		put(&q->sq_psn, t, qp->sq_psn & 0xffffff);
-		put(&q->acked_psn, t, qp->acked_psn & 0xffffff);
-		put(&q->epsn, t, qp->epsn & 0xffffff);
+		put(&q->sq_next, t, qp->req.sq_next);
+		put(&q->sq_done, t, qp->comp.sq_done);
+		put(&q->sq_psn, t, qp->req.sq_psn & 0xffffff);
+		put(&q->acked_psn, t, qp->comp.acked_psn & 0xffffff);
+		put(&q->epsn, t, qp->resp.epsn & 0xffffff);
 		put(&q->rq_pi, t, qp->rq_pi);
-		put(&q->rq_ci, t, qp->rq_ci);
-		put(&q->retry_left, t, qp->retry_left);
-		put(&q->rnr_left, t, qp->rnr_left);
-		put(&q->timer_on, t, qp->timer_on);
-		put(&q->rnr_wait, t, qp->rnr_wait);
+		put(&q->rq_ci, t, qp->resp.rq_ci);
+		put(&q->retry_left, t, qp->comp.retry_left);
+		put(&q->rnr_left, t, qp->comp.rnr_left);
+		put(&q->timer_on, t, qp->comp.timer_on);
+		put(&q->rnr_wait, t, qp->comp.rnr_wait);
 	}
 	for (uint32_t n = 0; n < dp->ncqs; n++) {
 		const struct hm_cq *cq = &dp->cqs[n];

@@ -10,6 +10,7 @@
 #include "sim/trace.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Read up to hca.wqe_prefetch posted WQEs from idx (stopping at the end of the ring) into
  * wqe_buf, as one DMA read issued at t: the window becomes [idx, idx + n), readable once the
@@ -24,14 +25,14 @@ static void fetch_window(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_t
 		n = qp->sq_entries - slot; /* one read stops at the end of the ring */
 	if (!n)
 		n = 1;
-	qp->sq_fetch_ready = t;
-	qp->sq_fetch_err = hm_wqe_read(d, HM_DMA_SQ_WQE, qp->qpn,
+	qp->fetch.sq_fetch_ready = t;
+	qp->fetch.sq_fetch_err = hm_wqe_read(d, HM_DMA_SQ_WQE, qp->qpn,
 				       qp->sq + (uint64_t)slot * qp->sq_stride,
-				       qp->wqe_buf + (size_t)slot * qp->sq_stride,
-				       (size_t)n * qp->sq_stride, &qp->sq_fetch_ready);
-	qp->sq_fetch_lo = idx;
-	qp->sq_fetched = idx + n;
-	trace_req_fetch(d->devno, qp->qpn, idx, idx + n - 1, qp->sq_fetch_ready, qp->sq_fetch_err);
+				       qp->fetch.wqe_buf + (size_t)slot * qp->sq_stride,
+				       (size_t)n * qp->sq_stride, &qp->fetch.sq_fetch_ready);
+	qp->fetch.sq_fetch_lo = idx;
+	qp->fetch.sq_fetched = idx + n;
+	trace_req_fetch(d->devno, qp->qpn, idx, idx + n - 1, qp->fetch.sq_fetch_ready, qp->fetch.sq_fetch_err);
 }
 
 struct fetch_wake {
@@ -44,8 +45,8 @@ static void fetch_woken(void *arg)
 	struct fetch_wake *w = arg;
 	struct hm_qp *qp = w->qpn < w->d->dp->nqps ? w->d->dp->qps[w->qpn] : NULL;
 
-	if (qp && qp->sq_wake_at == sim_now(sim_kernel())) {
-		qp->sq_wake_at = 0;
+	if (qp && qp->fetch.sq_wake_at == sim_now(sim_kernel())) {
+		qp->fetch.sq_wake_at = 0;
 		w->d->wire.sq_wake(w->d, qp, sim_now(sim_kernel()));
 	}
 	free(w);
@@ -56,35 +57,35 @@ static void wake_when_ready(struct hm_dev *d, struct hm_qp *qp)
 {
 	struct fetch_wake *w;
 
-	if (qp->sq_wake_at == qp->sq_fetch_ready)
+	if (qp->fetch.sq_wake_at == qp->fetch.sq_fetch_ready)
 		return; /* already */
 	w = malloc(sizeof(*w));
 	SIM_ASSERT(w != NULL, "out of memory");
 	*w = (struct fetch_wake){ d, qp->qpn };
-	qp->sq_wake_at = qp->sq_fetch_ready;
-	sim_schedule_owned_at(sim_kernel(), qp->sq_fetch_ready, fetch_woken, w);
+	qp->fetch.sq_wake_at = qp->fetch.sq_fetch_ready;
+	sim_schedule_owned_at(sim_kernel(), qp->fetch.sq_fetch_ready, fetch_woken, w);
 }
 
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t)
 {
-	if (idx - qp->sq_fetch_lo >= qp->sq_fetched - qp->sq_fetch_lo)
+	if (idx - qp->fetch.sq_fetch_lo >= qp->fetch.sq_fetched - qp->fetch.sq_fetch_lo)
 		fetch_window(d, qp, idx, *t); /* not fetched (or a rewind before the window) */
-	if (qp->sq_fetch_err)
+	if (qp->fetch.sq_fetch_err)
 		return HM_WQE_FAILED;
-	if (qp->sq_fetch_ready > *t) {
+	if (qp->fetch.sq_fetch_ready > *t) {
 		wake_when_ready(d, qp);
 		return HM_WQE_WAIT;
 	}
 	*t = sim_clock_after(&d->core, *t, d->cfg.wqe_cycles);
-	if (idx + 1 == qp->sq_fetched && qp->sq_fetched != qp->sq_pi)
-		fetch_window(d, qp, qp->sq_fetched, *t); /* the next ones, while this one is sent */
+	if (idx + 1 == qp->fetch.sq_fetched && qp->fetch.sq_fetched != qp->sq_pi)
+		fetch_window(d, qp, qp->fetch.sq_fetched, *t); /* the next ones, while this one is sent */
 	return HM_WQE_READY;
 }
 
 void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	if (qp->sq_next == qp->sq_fetched && qp->sq_fetched != qp->sq_pi && !qp->cur_started)
-		fetch_window(d, qp, qp->sq_next, t);
+	if (qp->req.sq_next == qp->fetch.sq_fetched && qp->fetch.sq_fetched != qp->sq_pi && !qp->req.cur_started)
+		fetch_window(d, qp, qp->req.sq_next, t);
 }
 
 /* The address vector of a UD WQE, as software wrote it: every field within what the headers
@@ -124,4 +125,54 @@ uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8
 	if (hca_wqe_atomic(c->opcode) && *len != 8)
 		return HCA_WC_LOC_LEN_ERR;
 	return HCA_WC_SUCCESS;
+}
+
+void hm_fetch_take(struct hm_dev *d, struct hm_qp *qp, const uint8_t *wqe, uint32_t len,
+		   sim_time_t t)
+{
+	uint32_t slot;
+
+	if (!qp->sq_entries || len > qp->sq_stride || qp->fetch.sq_fetched != qp->sq_pi ||
+	    qp->sq_pi + 1 - qp->comp.sq_done > qp->sq_entries)
+		return;
+	slot = qp->sq_pi % qp->sq_entries;
+	memcpy(qp->fetch.wqe_buf + (size_t)slot * qp->sq_stride, wqe, len);
+	if (qp->req.sq_next == qp->sq_pi && !qp->req.cur_started) {
+		/* alone: a window of its own, ready now */
+		qp->fetch.sq_fetch_lo = qp->sq_pi;
+		qp->fetch.sq_fetch_ready = t;
+		qp->fetch.sq_fetch_err = false;
+	} else if (qp->sq_pi + 1 - qp->fetch.sq_fetch_lo > qp->sq_entries) {
+		/* appended: the window never holds more than the ring */
+		qp->fetch.sq_fetch_lo = qp->sq_pi + 1 - qp->sq_entries;
+	}
+	qp->fetch.sq_fetched = qp->sq_pi + 1;
+	trace_req_bf(d->devno, qp->qpn, qp->sq_pi, len);
+}
+
+/* ---- the fetcher's part of the QP (model/ctx.h), as the QP commands change it ---- */
+
+void hm_fetch_create(struct hm_qp *qp)
+{
+	qp->fetch.wqe_buf = malloc((size_t)(qp->sq_entries ? qp->sq_entries : 1) * qp->sq_stride + 1);
+	SIM_ASSERT(qp->fetch.wqe_buf != NULL, "out of memory");
+}
+
+void hm_fetch_destroy(struct hm_qp *qp)
+{
+	free(qp->fetch.wqe_buf);
+	qp->fetch.wqe_buf = NULL;
+}
+
+void hm_fetch_reset(struct hm_qp *qp)
+{
+	qp->fetch.sq_fetch_lo = qp->fetch.sq_fetched = 0;
+	qp->fetch.sq_fetch_err = false;
+	qp->fetch.sq_fetch_ready = 0;
+}
+
+void hm_fetch_flush(struct hm_qp *qp)
+{
+	qp->fetch.sq_fetch_lo = qp->fetch.sq_fetched = qp->sq_pi;
+	qp->fetch.sq_fetch_err = false;
 }

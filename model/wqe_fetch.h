@@ -18,4 +18,18 @@ void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
 		      uint64_t *len);
 
+/* A BlueFlame write's WQE (len bytes) for the next slot of qp's SQ, at t: it goes straight
+ * into the WQE buffer when it follows every WQE already there or being read (alone, or
+ * appended to the window fetched ahead) and fits the ring — past a full send queue its slot
+ * is the oldest WQE's, which may still be being sent. Otherwise nothing is stored (the WQE
+ * is in host memory too, and the doorbell that follows is an ordinary one). */
+void hm_fetch_take(struct hm_dev *d, struct hm_qp *qp, const uint8_t *wqe, uint32_t len,
+		   sim_time_t t);
+/* The fetcher's part of a QP (model/ctx.h) as the QP commands change it: created and
+ * destroyed with the QP, cleared by RESET, and emptied by a flush (nothing fetched ahead). */
+void hm_fetch_create(struct hm_qp *qp);
+void hm_fetch_destroy(struct hm_qp *qp);
+void hm_fetch_reset(struct hm_qp *qp);
+void hm_fetch_flush(struct hm_qp *qp);
+
 #endif

@@ -2,7 +2,8 @@
 # Check that model/'s blocks form the DAG model/blocks.dag declares (docs/architecture.md
 # #the-block-graph): every call from one model file to a function of another (read from the
 # object files' symbol tables, so no call hides in a macro) and every #include of a block's
-# header goes to a block on a later line. Usage: dag-check.sh OBJDIR [DAGFILE]
+# header goes to a block on a later line, and every part of a QP's state is written by its
+# owner only. Usage: dag-check.sh OBJDIR [DAGFILE]
 # Prints one line per violation, naming caller, callee and symbol or header; exits 1 if any.
 set -u
 obj=${1:?usage: dag-check.sh OBJDIR [DAGFILE]}
@@ -11,7 +12,7 @@ dag=${2:-model/blocks.dag}
 ranks=$(mktemp) syms=$(mktemp) calls=$(mktemp)
 trap 'rm -f "$ranks" "$syms" "$calls"' EXIT
 # block rank, in file order; peers share a rank
-awk '/^#/ || NF == 0 || $1 == "shared:" { next } { for (i = 1; i <= NF; i++) print $i, NR }' "$dag" > "$ranks"
+awk '/^#/ || NF == 0 || $1 ~ /:$/ { next } { for (i = 1; i <= NF; i++) print $i, NR }' "$dag" > "$ranks"
 shared=$(awk '$1 == "shared:" { for (i = 2; i <= NF; i++) printf " %s ", $i }' "$dag")
 bad=0
 for src in model/*.c; do
@@ -45,5 +46,23 @@ awk -v dagf="$dag" -v shared="$shared" '
 		bad = 1
 	}
 	END { exit bad }' "$ranks" "$syms" "$calls" || bad=1
-[ $bad = 0 ] && echo "dag-check: $(grep -c . "$ranks") blocks, no call or include against $dag"
+# Each part of struct hm_qp is written by its owner only (owner: lines): an assignment,
+# increment or memset through `->part.` or `.part.` in any other model file is a violation.
+# The image block (image: line) decodes whole contexts from their image, so it is excepted.
+image=$(awk '$1 == "image:" { print $2 }' "$dag")
+parts=$(awk '$1 == "owner:" { for (i = 2; i <= NF; i++) print $i }' "$dag")
+nparts=0
+for po in $parts; do
+	part=${po%%=*} owner=${po#*=}
+	nparts=$((nparts + 1))
+	for src in model/*.c; do
+		b=$(basename "$src" .c)
+		[ "$b" = "$owner" ] || [ "$b" = "$image" ] && continue
+		grep -nE "(->|\.)$part\.[a-z_]+(\[[^]]*\])*(\.[a-z_]+)?[[:space:]]*(=[^=]|\+\+|--|\+=|-=|\|=|&=)|(\+\+|--)[[:space:]]*[a-z_>.-]*(->|\.)$part\.|memset\([[:space:]]*&?[a-z_>.-]*(->|\.)$part\." "$src" |
+			while IFS=: read -r line text; do
+				echo "dag-check: $src:$line writes the $part part of a QP, which $owner owns:$text"
+			done | grep . && bad=1
+	done
+done
+[ $bad = 0 ] && echo "dag-check: $(grep -c . "$ranks") blocks, no call or include against $dag; $nparts QP parts, each written by its owner only"
 exit $bad

@@ -71,6 +71,32 @@ Test(arch, a_call_against_the_dag_is_named)
 	free(out);
 }
 
+/* Each part of a QP has one writer: with the requester's part given to the completer, the
+ * requester's own writes are named. */
+Test(arch, a_write_to_another_blocks_part_is_named)
+{
+	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
+	FILE *in, *f;
+	int fd = mkstemp(path), rc;
+
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	snprintf(line, sizeof(line), "%s/model/blocks.dag", HCASIM_SRC_DIR);
+	in = fopen(line, "r");
+	cr_assert(f && in);
+	while (fgets(line, sizeof(line), in))
+		fputs(strncmp(line, "owner:", 6) ? line : "owner: req=comp\n", f);
+	fclose(in);
+	fclose(f);
+	rc = dag_check(path, &out);
+	unlink(path);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "model/req.c:") && strstr(out, "writes the req part of a QP, which "
+							     "comp owns"),
+		  "%s", out);
+	free(out);
+}
+
 /* A model file that is not a block of the DAG fails the check. */
 Test(arch, a_file_outside_the_dag_is_named)
 {

@@ -98,10 +98,10 @@ Test(qpc, pack_unpack_round_trips_every_field)
 	cr_assert_eq(qp.sq, img.sq_addr);
 	cr_assert_eq(qp.rq, img.rq_addr);
 	cr_assert_eq(qp.attr.av.dlid, img.attr.av.dlid);
-	cr_assert_eq(qp.atomics[3].orig, img.atomic_orig[3]);
-	cr_assert_eq(qp.atomics[3].psn, img.atomic_psn[3]);
-	cr_assert_eq(qp.atomics[3].msn, img.atomic_msn[3]);
-	cr_assert(qp.atomics[3].valid);
+	cr_assert_eq(qp.resp.atomics[3].orig, img.atomic_orig[3]);
+	cr_assert_eq(qp.resp.atomics[3].psn, img.atomic_psn[3]);
+	cr_assert_eq(qp.resp.atomics[3].msn, img.atomic_msn[3]);
+	cr_assert(qp.resp.atomics[3].valid);
 }
 
 /* The image depends on the context fields only: two QPs equal in those and different in
@@ -118,8 +118,8 @@ Test(qpc, image_holds_no_host_pointers_or_on_chip_state)
 	memset(&b, 0x5a, sizeof(b));
 	cr_assert_eq(hm_qpc_unpack(&img, &a, &why), 0, "%s", why);
 	cr_assert_eq(hm_qpc_unpack(&img, &b, &why), 0, "%s", why);
-	cr_assert_neq(a.wqe_buf, b.wqe_buf);
-	cr_assert_neq(a.c_tx_pkts, b.c_tx_pkts);
+	cr_assert_neq(a.fetch.wqe_buf, b.fetch.wqe_buf);
+	cr_assert_neq(a.stats.tx_pkts, b.stats.tx_pkts);
 	hm_qpc_pack(&a, &a_img);
 	hm_qpc_pack(&b, &b_img);
 	cr_assert_eq(memcmp(&a_img, &b_img, sizeof(a_img)), 0);
