@@ -55,6 +55,121 @@ static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 	free(qp);
 }
 
+/* The QP types this device creates: 0, or -1 with the error set. */
+static int qp_check_type(const char *verb, enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		return 0;
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		drv_fail(EOPNOTSUPP, "%s: qp_type %d is not supported by this device", verb,
+			 type);
+		return -1;
+	default:
+		drv_fail(EINVAL, "%s: unknown qp_type %d", verb, type);
+		return -1;
+	}
+}
+
+/* The queue sizes asked for, against the device's limits: 0, or -1 with the error set. */
+static int qp_check_caps(struct drv_dev *d, const char *verb, const struct hca_qp_caps *caps)
+{
+	if (caps->max_send_wr > d->cap.max_qp_wr || caps->max_recv_wr > d->cap.max_qp_wr) {
+		drv_fail(EINVAL, "%s: cap.max_%s_wr %u above the device's %u", verb,
+			 caps->max_send_wr > d->cap.max_qp_wr ? "send" : "recv",
+			 caps->max_send_wr > d->cap.max_qp_wr ? caps->max_send_wr
+								: caps->max_recv_wr,
+			 d->cap.max_qp_wr);
+		return -1;
+	}
+	if (caps->max_send_sge > d->cap.max_sge || caps->max_recv_sge > d->cap.max_sge) {
+		drv_fail(EINVAL, "%s: cap.max_%s_sge above the device's %u", verb,
+			 caps->max_send_sge > d->cap.max_sge ? "send" : "recv", d->cap.max_sge);
+		return -1;
+	}
+	if (caps->max_inline > d->cap.max_inline) {
+		drv_fail(EINVAL, "%s: cap.max_inline_data %u above the device's %u", verb,
+			 caps->max_inline, d->cap.max_inline);
+		return -1;
+	}
+	return 0;
+}
+
+/* The verbs object of a QP the device created (out), and the capabilities it reports. */
+static void qp_verbs_init(struct drv_qp *qp, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
+			  const struct hca_qp_create_out *out)
+{
+	struct ibv_qp *q = &qp->qpx.qp_base;
+
+	q->context = ibpd->context;
+	q->qp_context = init->qp_context;
+	q->pd = ibpd;
+	q->send_cq = init->send_cq;
+	q->recv_cq = init->recv_cq;
+	q->srq = init->srq;
+	q->handle = out->qpn;
+	q->qp_num = out->qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = init->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	drv_handle_add(qp, DRV_KIND_QP);
+	qp->sq_sig_all = init->sq_sig_all ? 1 : 0;
+	qp->cap.max_send_wr = out->caps.max_send_wr;
+	qp->cap.max_recv_wr = out->caps.max_recv_wr;
+	qp->cap.max_send_sge = out->caps.max_send_sge;
+	qp->cap.max_recv_sge = out->caps.max_recv_sge;
+	qp->cap.max_inline_data = out->caps.max_inline;
+	init->cap = qp->cap;
+}
+
+/* A QP's driver object and its rings, sized as the device sizes them (model/hw/hca_hw.h),
+ * with their device addresses in *in: NULL, with the error set, if memory runs out. */
+static struct drv_qp *qp_alloc(struct drv_dev *d, const char *verb, struct hca_qp_create_in *in,
+			       bool srq)
+{
+	uint32_t sq_entries = hca_wq_entries(in->caps.max_send_wr);
+	uint32_t rq_entries = hca_wq_entries(in->caps.max_recv_wr);
+	struct drv_qp *qp = calloc(1, sizeof(*qp));
+	size_t sq_bytes, rq_bytes;
+
+	if (!qp) {
+		drv_fail(ENOMEM, "%s: out of memory", verb);
+		return NULL;
+	}
+	qp->sq_entries = sq_entries;
+	qp->sq_stride = hca_sq_stride(in->caps.max_send_sge, in->caps.max_inline);
+	qp->rq_entries = srq ? 0 : rq_entries;
+	qp->rq_stride = hca_rq_stride(in->caps.max_recv_sge);
+	qp->sq_wrid = calloc(sq_entries, sizeof(*qp->sq_wrid));
+	qp->rq_wrid = calloc(rq_entries, sizeof(*qp->rq_wrid));
+	if (!qp->sq_wrid || !qp->rq_wrid) {
+		qp_free(d, qp);
+		drv_fail(ENOMEM, "%s: out of memory", verb);
+		return NULL;
+	}
+	/* One buffer: the send queue, then the receive queue (mlx5 keeps both in one buffer
+	 * too); the doorbell record in a shared page. */
+	sq_bytes = (size_t)sq_entries * qp->sq_stride;
+	rq_bytes = srq ? 0 : (size_t)rq_entries * qp->rq_stride;
+	if (drv_dma_alloc(d, sq_bytes + rq_bytes, SIM_DMA_READ, &qp->sq, &qp->buf_map,
+			  &in->sq_addr) ||
+	    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&qp->db, &in->db_addr)) {
+		qp_free(d, qp);
+		return NULL;
+	}
+	if (!srq) {
+		qp->rq = (uint8_t *)qp->sq + sq_bytes;
+		in->rq_addr = in->sq_addr + sq_bytes;
+	}
+	return qp;
+}
+
 /* ibv_create_qp with the device's creation flags (HCA_QP_CREATE_*, from ibv_create_qp_ex). */
 struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_qp_init_attr *init,
 			     uint8_t flags)
@@ -67,8 +182,6 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	struct ibv_context *ctx;
 	struct drv_dev *d;
 	struct drv_qp *qp;
-	uint32_t sq_entries, rq_entries;
-	struct ibv_qp *q;
 
 	if (!pd) {
 		drv_fail(EINVAL, "%s: not a live PD", verb);
@@ -81,22 +194,8 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 		drv_fail(EINVAL, "%s: NULL init_attr", verb);
 		return NULL;
 	}
-	switch (init->qp_type) {
-	case IBV_QPT_RC:
-	case IBV_QPT_UC:
-	case IBV_QPT_UD:
-		break;
-	case IBV_QPT_RAW_PACKET:
-	case IBV_QPT_XRC_SEND:
-	case IBV_QPT_XRC_RECV:
-	case IBV_QPT_DRIVER:
-		drv_fail(EOPNOTSUPP, "%s: qp_type %d is not supported by this device", verb,
-			 init->qp_type);
+	if (qp_check_type(verb, init->qp_type))
 		return NULL;
-	default:
-		drv_fail(EINVAL, "%s: unknown qp_type %d", verb, init->qp_type);
-		return NULL;
-	}
 	scq = cq_of(init->send_cq, ctx);
 	rcq = cq_of(init->recv_cq, ctx);
 	if (!scq || !rcq) {
@@ -117,59 +216,11 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	/* With an SRQ the receive sizes are ignored (ibv_create_qp(3)). */
 	in.caps.max_recv_wr = srq ? 0 : init->cap.max_recv_wr;
 	in.caps.max_recv_sge = srq ? 0 : init->cap.max_recv_sge;
-	if (in.caps.max_send_wr > d->cap.max_qp_wr || in.caps.max_recv_wr > d->cap.max_qp_wr) {
-		drv_fail(EINVAL, "%s: cap.max_%s_wr %u above the device's %u", verb,
-			 in.caps.max_send_wr > d->cap.max_qp_wr ? "send" : "recv",
-			 in.caps.max_send_wr > d->cap.max_qp_wr ? in.caps.max_send_wr
-								: in.caps.max_recv_wr,
-			 d->cap.max_qp_wr);
+	if (qp_check_caps(d, verb, &in.caps))
 		return NULL;
-	}
-	if (in.caps.max_send_sge > d->cap.max_sge || in.caps.max_recv_sge > d->cap.max_sge) {
-		drv_fail(EINVAL, "%s: cap.max_%s_sge above the device's %u", verb,
-			 in.caps.max_send_sge > d->cap.max_sge ? "send" : "recv", d->cap.max_sge);
+	qp = qp_alloc(d, verb, &in, srq != NULL);
+	if (!qp)
 		return NULL;
-	}
-	if (in.caps.max_inline > d->cap.max_inline) {
-		drv_fail(EINVAL, "%s: cap.max_inline_data %u above the device's %u", verb,
-			 in.caps.max_inline, d->cap.max_inline);
-		return NULL;
-	}
-	qp = calloc(1, sizeof(*qp));
-	if (!qp) {
-		drv_fail(ENOMEM, "%s: out of memory", verb);
-		return NULL;
-	}
-	sq_entries = hca_wq_entries(in.caps.max_send_wr);
-	rq_entries = hca_wq_entries(in.caps.max_recv_wr);
-	qp->sq_entries = sq_entries;
-	qp->sq_stride = hca_sq_stride(in.caps.max_send_sge, in.caps.max_inline);
-	qp->rq_entries = srq ? 0 : rq_entries;
-	qp->rq_stride = hca_rq_stride(in.caps.max_recv_sge);
-	qp->sq_wrid = calloc(sq_entries, sizeof(*qp->sq_wrid));
-	qp->rq_wrid = calloc(rq_entries, sizeof(*qp->rq_wrid));
-	if (!qp->sq_wrid || !qp->rq_wrid) {
-		qp_free(d, qp);
-		drv_fail(ENOMEM, "%s: out of memory", verb);
-		return NULL;
-	}
-	/* One buffer: the send queue, then the receive queue (mlx5 keeps both in one buffer
-	 * too); the doorbell record in a shared page. */
-	{
-		size_t sq_bytes = (size_t)sq_entries * qp->sq_stride;
-		size_t rq_bytes = srq ? 0 : (size_t)rq_entries * qp->rq_stride;
-
-		if (drv_dma_alloc(d, sq_bytes + rq_bytes, SIM_DMA_READ, &qp->sq, &qp->buf_map,
-				  &in.sq_addr) ||
-		    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&qp->db, &in.db_addr)) {
-			qp_free(d, qp);
-			return NULL;
-		}
-		if (!srq) {
-			qp->rq = (uint8_t *)qp->sq + sq_bytes;
-			in.rq_addr = in.sq_addr + sq_bytes;
-		}
-	}
 	in.type = (uint8_t)init->qp_type;
 	in.sq_sig_all = init->sq_sig_all ? 1 : 0;
 	in.has_srq = srq ? 1 : 0;
@@ -182,27 +233,7 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 		qp_free(d, qp);
 		return NULL;
 	}
-	q = &qp->qpx.qp_base;
-	q->context = ctx;
-	q->qp_context = init->qp_context;
-	q->pd = ibpd;
-	q->send_cq = init->send_cq;
-	q->recv_cq = init->recv_cq;
-	q->srq = init->srq;
-	q->handle = out.qpn;
-	q->qp_num = out.qpn;
-	q->state = IBV_QPS_RESET;
-	q->qp_type = init->qp_type;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	drv_handle_add(qp, DRV_KIND_QP);
-	qp->sq_sig_all = init->sq_sig_all ? 1 : 0;
-	qp->cap.max_send_wr = out.caps.max_send_wr;
-	qp->cap.max_recv_wr = out.caps.max_recv_wr;
-	qp->cap.max_send_sge = out.caps.max_send_sge;
-	qp->cap.max_recv_sge = out.caps.max_recv_sge;
-	qp->cap.max_inline_data = out.caps.max_inline;
-	init->cap = qp->cap;
+	qp_verbs_init(qp, ibpd, init, &out);
 	drv_map_qp(d, out.qpn, qp);
 	drv_qp_ex_init(qp);
 	return qp;

@@ -1,11 +1,7 @@
 /* Firmware: device-wide commands — capabilities, INIT/TEARDOWN, port queries, event queues. */
 #include "firmware/fw.h"
-#include "model/ctx.h"
-#include "model/eq.h"
 #include "model/mcast.h"
 #include "model/port.h"
-#include "model/qp_cmd.h"
-#include "model/qpc.h"
 #include "sim/trace.h"
 
 #include <string.h>

@@ -2,12 +2,7 @@
  * Multicast Group). Checked as ib_attach_mcast does (a UD QP, a multicast GID, a multicast LID),
  * then applied to the device's group table (model/mcast.c). docs/multicast.md. */
 #include "firmware/fw.h"
-#include "model/ctx.h"
-#include "model/eq.h"
 #include "model/mcast.h"
-#include "model/port.h"
-#include "model/qp_cmd.h"
-#include "model/qpc.h"
 #include "sim/trace.h"
 
 #include <stdio.h>

@@ -1,10 +1,5 @@
 /* Firmware: protection domains, memory keys, completion queues, shared receive queues. */
 #include "firmware/fw.h"
-#include "model/ctx.h"
-#include "model/eq.h"
-#include "model/mcast.h"
-#include "model/port.h"
-#include "model/qp_cmd.h"
 #include "model/qpc.h"
 #include "sim/trace.h"
 

@@ -3,12 +3,8 @@
  * checked completely before anything changes (IBA 11.2.5.2: a failed modify leaves the QP
  * as it was). */
 #include "firmware/fw.h"
-#include "model/ctx.h"
-#include "model/eq.h"
 #include "model/mcast.h"
-#include "model/port.h"
 #include "model/qp_cmd.h"
-#include "model/qpc.h"
 #include "sim/trace.h"
 
 #include <string.h>
@@ -38,6 +34,63 @@ static void sync_state(struct fw_state *fw, uint32_t qpn, struct fw_qp *qp)
 	}
 }
 
+/* CREATE_QP's type and flag fields. */
+static struct fw_result qp_create_flags(const struct hca_qp_create_in *in)
+{
+	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, type);
+	if (in->sq_sig_all > 1)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
+	if (in->has_srq > 1)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
+	/* Blocking the loopback of its own multicast is a UD QP's option (IBA 10.5). */
+	if ((in->flags & ~(unsigned)HCA_QP_CREATE_BLOCK_SELF_MCAST_LB) ||
+	    (in->flags && in->type != HCA_QPT_UD))
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, flags);
+	return FW_OK;
+}
+
+/* The queue sizes CREATE_QP asks for, against the device's limits (an SRQ's QP asks for no
+ * receive queue). */
+static struct fw_result qp_create_caps(const struct hca_qp_caps *rq, const struct sim_config *c,
+				       bool srq)
+{
+	if (rq->max_send_wr > c->max_qp_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_wr);
+	if (rq->max_send_sge > c->max_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_sge);
+	if (rq->max_inline > c->max_inline)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_inline);
+	if (srq && rq->max_recv_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
+	if (srq && rq->max_recv_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
+	if (rq->max_recv_wr > c->max_qp_wr)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
+	if (rq->max_recv_sge > c->max_sge)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
+	return FW_OK;
+}
+
+/* Firmware's record of a new QP. */
+static void qp_record(struct fw_qp *qp, const struct hca_qp_create_in *in, bool srq,
+		      const struct hca_qp_caps *caps)
+{
+	memset((char *)qp + sizeof(bool), 0, sizeof(*qp) - sizeof(bool));
+	qp->type = in->type;
+	qp->state = HCA_QPS_RESET;
+	qp->sq_sig_all = in->sq_sig_all;
+	qp->has_srq = in->has_srq;
+	qp->pdn = in->pdn;
+	qp->send_cqn = in->send_cqn;
+	qp->recv_cqn = in->recv_cqn;
+	qp->srqn = srq ? in->srqn : 0;
+	qp->caps = *caps;
+	qp->sq_addr = in->sq_addr;
+	qp->rq_addr = srq ? 0 : in->rq_addr;
+	qp->db_addr = in->db_addr;
+}
+
 struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_qp_create_in *in = in_;
@@ -51,17 +104,10 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	uint32_t sq_entries, rq_entries = 0, sq_stride, rq_stride = 0;
 	struct fw_qp *qp;
 	int64_t qpn;
+	struct fw_result r = qp_create_flags(in);
 
-	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, type);
-	if (in->sq_sig_all > 1)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
-	if (in->has_srq > 1)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
-	/* Blocking the loopback of its own multicast is a UD QP's option (IBA 10.5). */
-	if ((in->flags & ~(unsigned)HCA_QP_CREATE_BLOCK_SELF_MCAST_LB) ||
-	    (in->flags && in->type != HCA_QPT_UD))
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, flags);
+	if (r.status)
+		return r;
 	if (!pd)
 		return FW_HANDLE(hca_qp_create_in, pdn);
 	scq = fw_obj(&fw->cqs, in->send_cqn);
@@ -77,20 +123,9 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		/* The SRQ may belong to another PD than the QP (as on real HCAs): receive WQEs
 		 * are checked against the SRQ's PD by the data path. */
 	}
-	if (rq->max_send_wr > c->max_qp_wr)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_wr);
-	if (rq->max_send_sge > c->max_sge)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_send_sge);
-	if (rq->max_inline > c->max_inline)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_inline);
-	if (srq && rq->max_recv_wr)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
-	if (srq && rq->max_recv_sge)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
-	if (rq->max_recv_wr > c->max_qp_wr)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_wr);
-	if (rq->max_recv_sge > c->max_sge)
-		return FW_FIELD(BAD_PARAM, hca_qp_create_in, caps.max_recv_sge);
+	r = qp_create_caps(&in->caps, c, srq != NULL);
+	if (r.status)
+		return r;
 
 	/* Actual sizes: the rule in model/hw/hca_hw.h that the driver sized its rings by. */
 	sq_entries = hca_wq_entries(rq->max_send_wr);
@@ -114,19 +149,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	if (qpn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	qp = fw_obj(&fw->qps, (uint32_t)qpn);
-	memset((char *)qp + sizeof(bool), 0, sizeof(*qp) - sizeof(bool));
-	qp->type = in->type;
-	qp->state = HCA_QPS_RESET;
-	qp->sq_sig_all = in->sq_sig_all;
-	qp->has_srq = in->has_srq;
-	qp->pdn = in->pdn;
-	qp->send_cqn = in->send_cqn;
-	qp->recv_cqn = in->recv_cqn;
-	qp->srqn = srq ? in->srqn : 0;
-	qp->caps = caps;
-	qp->sq_addr = in->sq_addr;
-	qp->rq_addr = srq ? 0 : in->rq_addr;
-	qp->db_addr = in->db_addr;
+	qp_record(qp, in, srq != NULL, &caps);
 	pd->refs++;
 	scq->refs++;
 	rcq->refs++;

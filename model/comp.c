@@ -3,8 +3,10 @@
  * list and retire it at its last PSN; atomic ACKs return the original value. A NAK ends the
  * WQE it names with the error the syndrome says and moves the QP to ERR, which flushes the rest.
  * A sequence NAK or a local ACK timeout goes back to the PSN to resend (retry_cnt bounds them);
- * an RNR NAK waits the responder's timer first (rnr_retry bounds them, 7 = for ever). Also
- * here: flushing a QP's queues. */
+ * an RNR NAK waits the responder's timer first (rnr_retry bounds them, 7 = for ever). The
+ * requester goes back through the sq_retry wire and lets go of each retired WQE through
+ * sq_retired (model/hca.h). Also here: the local ACK timer, the local completions of UC and UD
+ * messages, and the completer's part of a flush. */
 #include "model/comp.h"
 #include "model/cqe.h"
 #include "model/mkey.h"

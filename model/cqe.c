@@ -7,7 +7,6 @@
 #include "model/cqe.h"
 #include "model/eq.h"
 #include "model/qp.h"
-#include "model/twin.h"
 #include "model/waves.h"
 #include "sim/trace.h"
 

@@ -27,89 +27,103 @@ static bool bad_db(struct hm_dev *d, const char *queue, const char *reason, uint
 	return false;
 }
 
+/* An SQ doorbell: the doorbell is decoded, the QP's context looked up, then the sched block
+ * checks the index and queues the QP (pipe.doorbell_cycles). */
+static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
+{
+	sim_time_t t, t0 = sim_clock_edge(&d->core, sim_now(sim_kernel()));
+	struct hm_sched_db_in in;
+	struct hm_sched_db_out out;
+	struct hm_qp *qp = hm_qpc_get(d, obj, &t0);
+
+	if (!qp) {
+		bad_db(d, "sq", "no_queue", obj, pi16);
+		return;
+	}
+	in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t0)),
+				      .lat = (uint32_t)d->cfg.doorbell_cycles,
+				      .qpn = obj,
+				      .pi16 = (uint16_t)pi16,
+				      .state = qp->state,
+				      .sq_pi = qp->sq_pi,
+				      .sq_done = qp->comp.sq_done,
+				      .sq_entries = qp->sq_entries };
+	hm_sched_doorbell(d, &in, &out);
+	t = out.cycle * d->core.period_ps;
+	if (out.verdict == HM_SCHED_BAD_STATE) {
+		bad_db(d, "sq", "bad_state", obj, pi16);
+		return;
+	}
+	if (out.verdict == HM_SCHED_BAD_INDEX) {
+		bad_db(d, "sq", "beyond_ring", obj, pi16);
+		return;
+	}
+	qp->sq_pi = out.new_pi;
+	trace_db_sq(d->devno, obj, out.new_pi);
+	if (out.verdict == HM_SCHED_FLUSH) {
+		/* Posts to a QP in ERR or SQE complete flushed (IBA 10.3.1). */
+		hm_qp_flush(d, qp, t);
+		return;
+	}
+	d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
+	hm_wqe_prefetch(d, qp, t); /* the WQE fetcher starts at once */
+	hm_sched_kick(d, t);
+}
+
+static void rq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16, sim_time_t t)
+{
+	struct hm_qp *qp = hm_qpc_get(d, obj, &t);
+	uint32_t pi;
+
+	if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
+		bad_db(d, "rq", qp ? "bad_state" : "no_queue", obj, pi16);
+		return;
+	}
+	pi = hm_extend16(qp->rq_pi, pi16);
+	if (pi - qp->resp.rq_ci > qp->rq_entries) {
+		bad_db(d, "rq", "beyond_ring", obj, pi16);
+		return;
+	}
+	qp->rq_pi = pi;
+	trace_db_rq(d->devno, obj, pi);
+	if (qp->state == HCA_QPS_ERR)
+		hm_qp_flush(d, qp, t);
+	else
+		hm_rwqe_prefetch(d, qp, t);
+}
+
+static void srq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
+{
+	struct hm_srq *srq = hm_srq_get(d, obj);
+	uint32_t pi;
+
+	if (!srq) {
+		bad_db(d, "srq", "no_queue", obj, pi16);
+		return;
+	}
+	pi = hm_extend16(srq->pi, pi16);
+	if (pi - srq->ci > srq->entries) {
+		bad_db(d, "srq", "beyond_ring", obj, pi16);
+		return;
+	}
+	srq->pi = pi;
+	trace_db_srq(d->devno, obj, pi);
+}
+
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 {
 	uint32_t obj = (uint32_t)val & 0xffffffu, pi16 = (uint32_t)(val >> 32) & 0xffffu;
 	sim_time_t t = sim_clock_after(&d->core, sim_now(sim_kernel()), d->cfg.doorbell_cycles);
-	struct hm_qp *qp;
-	struct hm_srq *srq;
-	uint32_t pi;
 
 	switch (off) {
-	case HCA_UAR_SQ_DB: {
-		sim_time_t t0 = sim_clock_edge(&d->core, sim_now(sim_kernel()));
-		struct hm_sched_db_in in = { 0 };
-		struct hm_sched_db_out out;
-
-		/* The doorbell is decoded, the QP's context looked up, then the sched block
-		 * checks the index and queues the QP (pipe.doorbell_cycles). */
-		qp = hm_qpc_get(d, obj, &t0);
-		if (!qp) {
-			bad_db(d, "sq", "no_queue", obj, pi16);
-			return;
-		}
-		in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core,
-								      sim_clock_edge(&d->core, t0)),
-					      .lat = (uint32_t)d->cfg.doorbell_cycles,
-					      .qpn = obj,
-					      .pi16 = (uint16_t)pi16,
-					      .state = qp->state,
-					      .sq_pi = qp->sq_pi,
-					      .sq_done = qp->comp.sq_done,
-					      .sq_entries = qp->sq_entries };
-		hm_sched_doorbell(d, &in, &out);
-		t = out.cycle * d->core.period_ps;
-		if (out.verdict == HM_SCHED_BAD_STATE) {
-			bad_db(d, "sq", "bad_state", obj, pi16);
-			return;
-		}
-		if (out.verdict == HM_SCHED_BAD_INDEX) {
-			bad_db(d, "sq", "beyond_ring", obj, pi16);
-			return;
-		}
-		qp->sq_pi = out.new_pi;
-		trace_db_sq(d->devno, obj, out.new_pi);
-		if (out.verdict == HM_SCHED_FLUSH) {
-			/* Posts to a QP in ERR or SQE complete flushed (IBA 10.3.1). */
-			hm_qp_flush(d, qp, t);
-			return;
-		}
-		d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
-		hm_wqe_prefetch(d, qp, t); /* the WQE fetcher starts at once */
-		hm_sched_kick(d, t);
+	case HCA_UAR_SQ_DB:
+		sq_doorbell(d, obj, pi16);
 		return;
-	}
 	case HCA_UAR_RQ_DB:
-		qp = hm_qpc_get(d, obj, &t);
-		if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
-			bad_db(d, "rq", qp ? "bad_state" : "no_queue", obj, pi16);
-			return;
-		}
-		pi = hm_extend16(qp->rq_pi, pi16);
-		if (pi - qp->resp.rq_ci > qp->rq_entries) {
-			bad_db(d, "rq", "beyond_ring", obj, pi16);
-			return;
-		}
-		qp->rq_pi = pi;
-		trace_db_rq(d->devno, obj, pi);
-		if (qp->state == HCA_QPS_ERR)
-			hm_qp_flush(d, qp, t);
-		else
-			hm_rwqe_prefetch(d, qp, t);
+		rq_doorbell(d, obj, pi16, t);
 		return;
 	case HCA_UAR_SRQ_DB:
-		srq = hm_srq_get(d, obj);
-		if (!srq) {
-			bad_db(d, "srq", "no_queue", obj, pi16);
-			return;
-		}
-		pi = hm_extend16(srq->pi, pi16);
-		if (pi - srq->ci > srq->entries) {
-			bad_db(d, "srq", "beyond_ring", obj, pi16);
-			return;
-		}
-		srq->pi = pi;
-		trace_db_srq(d->devno, obj, pi);
+		srq_doorbell(d, obj, pi16);
 		return;
 	case HCA_UAR_CQ_DB:
 		hm_cq_doorbell(d, val);

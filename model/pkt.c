@@ -381,6 +381,54 @@ static void put_bth(uint8_t *b, const struct hm_pkt *p, uint8_t padcnt)
 	put24(b + 9, p->psn);
 }
 
+/* The Ethernet, IPv4 and UDP headers of a RoCEv2 frame of len bytes (RoCE Annex A17.4). */
+static void put_roce_l2(uint8_t *buf, const struct hm_pkt *p, size_t len)
+{
+	uint8_t *ip = buf + HM_ETH_BYTES, *udp = ip + HM_IPV4_BYTES;
+
+	memcpy(buf, p->dmac, 6);
+	memcpy(buf + 6, p->smac, 6);
+	put16(buf + 12, ETHERTYPE_IPV4);
+	ip[0] = 0x45; /* version 4, IHL 5 */
+	ip[1] = p->traffic_class;
+	put16(ip + 2, (uint16_t)(len - HM_ETH_BYTES)); /* includes the ICRC (A17.4.3) */
+	put16(ip + 4, 0);			       /* identification */
+	put16(ip + 6, IPV4_DF);
+	ip[8] = p->hop_limit;
+	ip[9] = IPV4_PROTO_UDP;
+	put16(ip + 10, 0);
+	memcpy(ip + 12, p->sgid + 12, 4); /* ::ffff:a.b.c.d */
+	memcpy(ip + 16, p->dgid + 12, 4);
+	put16(ip + 10, ipv4_sum(ip));
+	put16(udp, p->udp_sport);
+	put16(udp + 2, HM_ROCE_UDP_PORT);
+	put16(udp + 4, (uint16_t)(len - HM_ETH_BYTES - HM_IPV4_BYTES));
+	put16(udp + 6, 0); /* no UDP checksum (A17.4.2) */
+}
+
+/* The LRH, and the GRH if any, of an InfiniBand packet of len bytes with l2 bytes of them. */
+static void put_ib_l2(uint8_t *buf, const struct hm_pkt *p, size_t len, size_t l2)
+{
+	/* IBA 7.7: VL LVer(0) | SL Rsv2 LNH | DLID | Rsv5 PktLen | SLID */
+	buf[0] = (uint8_t)(p->vl << 4);
+	buf[1] = (uint8_t)(p->sl << 4 | (p->has_grh ? LRH_LNH_GLOBAL : LRH_LNH_LOCAL));
+	put16(buf + 2, p->dlid);
+	put16(buf + 4, (uint16_t)((len - HM_VCRC_BYTES) / 4)); /* LRH through ICRC */
+	put16(buf + 6, p->slid);
+	if (p->has_grh) {
+		uint8_t *g = buf + HM_LRH_BYTES;
+
+		/* IBA 8.3: IPVer TClass FlowLabel | PayLen (after the GRH through the
+		 * ICRC) | NxtHdr | HopLmt | SGID | DGID */
+		put32(g, 6u << 28 | (uint32_t)p->traffic_class << 20 | p->flow_label);
+		put16(g + 4, (uint16_t)(len - l2 - HM_VCRC_BYTES));
+		g[6] = GRH_NXTHDR_IBA;
+		g[7] = p->hop_limit;
+		memcpy(g + 8, p->sgid, 16);
+		memcpy(g + 24, p->dgid, 16);
+	}
+}
+
 size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf, size_t cap)
 {
 	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
@@ -406,47 +454,10 @@ size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
 	if (ll == HM_LL_ROCE && len - HM_ETH_BYTES > 0xffff)
 		return 0;
 
-	if (ll == HM_LL_ROCE) {
-		uint8_t *ip = buf + HM_ETH_BYTES, *udp = ip + HM_IPV4_BYTES;
-
-		memcpy(buf, p->dmac, 6);
-		memcpy(buf + 6, p->smac, 6);
-		put16(buf + 12, ETHERTYPE_IPV4);
-		ip[0] = 0x45; /* version 4, IHL 5 */
-		ip[1] = p->traffic_class;
-		put16(ip + 2, (uint16_t)(len - HM_ETH_BYTES)); /* includes the ICRC (A17.4.3) */
-		put16(ip + 4, 0);			       /* identification */
-		put16(ip + 6, IPV4_DF);
-		ip[8] = p->hop_limit;
-		ip[9] = IPV4_PROTO_UDP;
-		put16(ip + 10, 0);
-		memcpy(ip + 12, p->sgid + 12, 4); /* ::ffff:a.b.c.d */
-		memcpy(ip + 16, p->dgid + 12, 4);
-		put16(ip + 10, ipv4_sum(ip));
-		put16(udp, p->udp_sport);
-		put16(udp + 2, HM_ROCE_UDP_PORT);
-		put16(udp + 4, (uint16_t)(len - HM_ETH_BYTES - HM_IPV4_BYTES));
-		put16(udp + 6, 0); /* no UDP checksum (A17.4.2) */
-	} else {
-		/* IBA 7.7: VL LVer(0) | SL Rsv2 LNH | DLID | Rsv5 PktLen | SLID */
-		buf[0] = (uint8_t)(p->vl << 4);
-		buf[1] = (uint8_t)(p->sl << 4 | (p->has_grh ? LRH_LNH_GLOBAL : LRH_LNH_LOCAL));
-		put16(buf + 2, p->dlid);
-		put16(buf + 4, (uint16_t)((len - HM_VCRC_BYTES) / 4)); /* LRH through ICRC */
-		put16(buf + 6, p->slid);
-		if (p->has_grh) {
-			uint8_t *g = buf + HM_LRH_BYTES;
-
-			/* IBA 8.3: IPVer TClass FlowLabel | PayLen (after the GRH through the
-			 * ICRC) | NxtHdr | HopLmt | SGID | DGID */
-			put32(g, 6u << 28 | (uint32_t)p->traffic_class << 20 | p->flow_label);
-			put16(g + 4, (uint16_t)(len - l2 - HM_VCRC_BYTES));
-			g[6] = GRH_NXTHDR_IBA;
-			g[7] = p->hop_limit;
-			memcpy(g + 8, p->sgid, 16);
-			memcpy(g + 24, p->dgid, 16);
-		}
-	}
+	if (ll == HM_LL_ROCE)
+		put_roce_l2(buf, p, len);
+	else
+		put_ib_l2(buf, p, len, l2);
 	put_bth(buf + l2, p, pad);
 	off = l2 + HM_BTH_BYTES;
 	for (size_t i = 0; i < sizeof(ext_order) / sizeof(ext_order[0]); i++) {

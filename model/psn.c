@@ -1,9 +1,7 @@
 /* psn: the C twin of the responder's PSN classifier (rtl/psn.sv, docs/blocks/psn.md; IBA
  * 9.7.5.1) and its port's entry point (model/twin.h). The responder (model/resp.c) calls it
  * with each RC request and applies what comes out. */
-#include "model/ctx.h"
 #include "model/pkt.h"
-#include "model/twin.h"
 #include "model/waves.h"
 
 #include <string.h>

@@ -6,11 +6,9 @@
  * requests are bounded by max_rd_atomic, and a fenced WQE waits for them to finish. */
 #include "model/req.h"
 #include "model/comp.h"
-#include "model/cqe.h"
 #include "model/mkey.h"
 #include "model/port.h"
 #include "model/qp.h"
-#include "model/qpc.h"
 #include "model/wqe_fetch.h"
 #include "sim/trace.h"
 

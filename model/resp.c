@@ -13,7 +13,6 @@
 #include "model/mkey.h"
 #include "model/port.h"
 #include "model/qp.h"
-#include "model/qpc.h"
 #include "model/twin.h"
 #include "sim/trace.h"
 

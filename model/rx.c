@@ -4,7 +4,6 @@
  * in its FIFO while an earlier one is being handled, and go to its responder or completer. */
 #include "model/rx.h"
 #include "model/comp.h"
-#include "model/counters.h"
 #include "model/mcast.h"
 #include "model/port.h"
 #include "model/qp.h"

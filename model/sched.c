@@ -5,7 +5,6 @@
 #include "model/sched.h"
 #include "model/qpc.h"
 #include "model/req.h"
-#include "model/twin.h"
 #include "model/waves.h"
 #include "sim/kernel.h"
 

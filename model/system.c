@@ -1,11 +1,6 @@
 /* The simulated system: configuration, boot (kernel, subnet manager, one HCA per host) and
  * the libhcasim control API of sim/hcasim.h. */
-#include "model/ctx.h"
 #include "model/port.h"
-#include "model/qpc.h"
-#include "model/qp_cmd.h"
-#include "model/hca.h"
-#include "model/twin.h"
 #include "model/waves.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"

@@ -6,7 +6,6 @@
  * output's. */
 #include "model/waves.h"
 #include "model/ctx.h"
-#include "model/hca.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
 #include "sim/kernel.h"

@@ -16,7 +16,7 @@ struct hm_dev;
 int hm_waves_start(struct hm_dev *const *devs, int n);
 void hm_waves_stop(void);
 
-/* Block transactions, from the ports (model/ports.c), while sim_waves_on. */
+/* Block transactions, from the twins' port calls (model/twin.c), while sim_waves_on. */
 void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,
 		       const struct hm_sched_db_out *out);
 void hm_waves_sched_push(struct hm_dev *d, const struct hm_sched_push_in *in,

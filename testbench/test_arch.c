@@ -7,19 +7,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Run the check with dag (NULL: the project's) and return its exit status; *out gets its
- * output (malloc'd). */
-static int dag_check(const char *dag, char **out)
+/* Run cmd in the source tree; its exit status, and its output in *out (malloc'd). */
+static int run_in_src(const char *cmd, char **out);
+
+/* The DAG check with dag (NULL: the project's). */
+static int run_in_src(const char *cmd, char **out)
 {
-	char cmd[1024];
+	char full[1536];
 	FILE *p;
 	size_t cap = 1 << 14, len = 0, n;
 	int rc;
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && sh testbench/dag-check.sh '%s/obj' %s 2>&1",
-		 HCASIM_SRC_DIR, HCASIM_BUILD_DIR, dag ? dag : "");
-	p = popen(cmd, "r");
-	cr_assert_not_null(p, "%s", cmd);
+	snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", HCASIM_SRC_DIR, cmd);
+	p = popen(full, "r");
+	cr_assert_not_null(p, "%s", full);
 	*out = malloc(cap);
 	cr_assert_not_null(*out);
 	while ((n = fread(*out + len, 1, cap - len - 1, p)) > 0) {
@@ -32,6 +33,15 @@ static int dag_check(const char *dag, char **out)
 	(*out)[len] = 0;
 	rc = pclose(p);
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int dag_check(const char *dag, char **out)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "sh testbench/dag-check.sh '%s/obj' %s", HCASIM_BUILD_DIR,
+		 dag ? dag : "");
+	return run_in_src(cmd, out);
 }
 
 Test(arch, model_blocks_form_the_declared_dag)
@@ -118,5 +128,44 @@ Test(arch, a_file_outside_the_dag_is_named)
 	unlink(path);
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "dag-check: model/dma.c is not a block of") != NULL, "%s", out);
+	free(out);
+}
+
+Test(arch, product_functions_are_short_and_no_run_of_lines_is_repeated)
+{
+	char *out;
+	int rc = run_in_src("sh testbench/code-check.sh", &out);
+
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "no function over 80 lines, no 10-line run repeated") != NULL, "%s",
+		  out);
+	free(out);
+}
+
+/* A function of 81 lines, and ten lines written twice, are both named. */
+Test(arch, a_long_function_and_a_repeated_run_are_named)
+{
+	char path[] = "/tmp/hcasim-code-XXXXXX", cmd[256], *out;
+	int fd = mkstemp(path), rc;
+	FILE *f;
+
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	fputs("int long_one(int x)\n{\n", f);
+	for (int i = 0; i < 81; i++)
+		fprintf(f, "\tx += %d;\n", i);
+	fputs("\treturn x;\n}\n\nint twice(int y)\n{\n", f);
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 10; i++)
+			fprintf(f, "\ty = y * %d + 1; /* %d */\n", i + 100, r);
+	fputs("\treturn y;\n}\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "sh testbench/code-check.sh %s", path);
+	rc = run_in_src(cmd, &out);
+	unlink(path);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "int long_one(int x): 82 lines, more than 80") != NULL, "%s", out);
+	cr_assert(strstr(out, "repeats") != NULL && strstr(out, "(10 lines)") != NULL, "%s", out);
 	free(out);
 }

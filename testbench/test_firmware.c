@@ -5,11 +5,6 @@
  * followed by a valid one that must succeed: the device keeps working. */
 #include "testbench/tb.h"
 
-#include "model/ctx.h"
-#include "model/eq.h"
-#include "model/mcast.h"
-#include "model/port.h"
-#include "model/qp_cmd.h"
 #include "model/qpc.h"
 #include "model/hw/hca_hw.h"
 #include "sim/pcie_dev.h"

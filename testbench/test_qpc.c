@@ -3,11 +3,6 @@
  * the format's descriptor table, so a field added to formats.def without its pack and unpack
  * fails here. The slot traffic itself is tested through the device in test_firmware.c
  * (qpc_slot_*). */
-#include "model/ctx.h"
-#include "model/eq.h"
-#include "model/mcast.h"
-#include "model/port.h"
-#include "model/qp_cmd.h"
 #include "model/qpc.h"
 
 #include <criterion/criterion.h>
