@@ -114,7 +114,7 @@ static void rnr_resume(void *arg)
 	if (qp && qp->comp.rnr_wait) {
 		trace_comp_rnr_resume(r->d->devno, qp->qpn);
 		qp->comp.rnr_wait = false;
-		r->d->wire.sq_wake(r->d, qp, sim_now(sim_kernel()));
+		r->d->wire.sq_wake(r->d, qp, sim_now(r->d->k));
 	}
 	free(r);
 }
@@ -358,7 +358,7 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 	r = malloc(sizeof(*r));
 	SIM_ASSERT(r != NULL, "out of memory");
 	*r = (struct rnr_resume){ d, qp->qpn };
-	sim_schedule_owned_at(sim_kernel(), c->t + wait_ps, rnr_resume, r);
+	sim_schedule_owned_at(d->k, c->t + wait_ps, rnr_resume, r);
 	return COMP_DONE;
 }
 
@@ -477,7 +477,7 @@ static void comp_timeout(void *arg)
 {
 	struct comp_timer *rt = arg;
 	struct hm_dev *d = rt->d;
-	struct sim_kernel *k = sim_kernel();
+	struct sim_kernel *k = d->k;
 	sim_time_t t = sim_now(k);
 	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
 
@@ -524,7 +524,7 @@ static void comp_timeout(void *arg)
 
 void hm_comp_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	struct sim_kernel *k = sim_kernel();
+	struct sim_kernel *k = d->k;
 	struct comp_timer *rt;
 
 	qp->comp.timer_on = false; /* a pending event finds it off and does nothing */

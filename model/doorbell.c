@@ -31,7 +31,7 @@ static bool bad_db(struct hm_dev *d, const char *queue, const char *reason, uint
  * checks the index and queues the QP (pipe.doorbell_cycles). */
 static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 {
-	sim_time_t t, t0 = sim_clock_edge(&d->core, sim_now(sim_kernel()));
+	sim_time_t t, t0 = sim_clock_edge(&d->core, sim_now(d->k));
 	struct hm_sched_db_in in;
 	struct hm_sched_db_out out;
 	struct hm_qp *qp = hm_qpc_get(d, obj, &t0);
@@ -113,7 +113,7 @@ static void srq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 {
 	uint32_t obj = (uint32_t)val & 0xffffffu, pi16 = (uint32_t)(val >> 32) & 0xffffu;
-	sim_time_t t = sim_clock_after(&d->core, sim_now(sim_kernel()), d->cfg.doorbell_cycles);
+	sim_time_t t = sim_clock_after(&d->core, sim_now(d->k), d->cfg.doorbell_cycles);
 
 	switch (off) {
 	case HCA_UAR_SQ_DB:
@@ -139,7 +139,7 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	uint64_t db;
 	uint32_t qpn, pi16, wlen = len - 16;
 	struct hm_qp *qp;
-	sim_time_t t = sim_clock_edge(&d->core, sim_now(sim_kernel()));
+	sim_time_t t = sim_clock_edge(&d->core, sim_now(d->k));
 
 	memcpy(&db, data, sizeof(db));
 	qpn = (uint32_t)db & 0xffffffu;

@@ -116,5 +116,5 @@ void hm_eq_post_at(struct hm_dev *d, uint8_t type, uint8_t subtype, const uint32
 	e->type = type;
 	e->subtype = subtype;
 	memcpy(e->data, data, sizeof(e->data));
-	sim_schedule_owned_at(sim_kernel(), t, eq_post_later, e);
+	sim_schedule_owned_at(d->k, t, eq_post_later, e);
 }

@@ -88,7 +88,7 @@ static void cmd_start_ev(void *p)
 	struct cmd_start *cs = p;
 	struct hm_dev *d = cs->d;
 
-	fw_cmd_run(d, cs->token, sim_now(sim_kernel()));
+	fw_cmd_run(d, cs->token, sim_now(d->k));
 	free(cs);
 }
 
@@ -114,8 +114,8 @@ static void cmd_doorbell(struct hm_dev *d, uint32_t token)
 	SIM_ASSERT(cs != NULL, "out of memory");
 	*cs = (struct cmd_start){ d, token };
 	/* The command engine samples the doorbell on the next core clock edge. */
-	sim_schedule_owned_at(sim_kernel(),
-			      sim_clock_after(&d->core, sim_now(sim_kernel()), 1), cmd_start_ev, cs);
+	sim_schedule_owned_at(d->k,
+			      sim_clock_after(&d->core, sim_now(d->k), 1), cmd_start_ev, cs);
 }
 
 static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
@@ -217,7 +217,7 @@ void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_
 	cf->tail = *tail;
 	cf->tail.own = 0;
 	cf->tail.done_cycle = sim_clock_cycles(&d->core, t);
-	sim_schedule_owned_at(sim_kernel(), t, cmd_writeback, cf);
+	sim_schedule_owned_at(d->k, t, cmd_writeback, cf);
 }
 
 static void dev_dma_fault(void *p, const struct sim_dma_fault *f)
@@ -237,6 +237,7 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host)
 	SIM_ASSERT(d != NULL, "out of memory");
 	d->devno = devno;
 	d->host = host;
+	d->k = sim_kernel(); /* the device runs in the process's kernel (model/system.c) */
 	d->cfg = *cfg;
 	snprintf(d->name, sizeof(d->name), "hcasim%d", devno);
 	d->core = (struct sim_clock){ "core", sim_config_period_ps(cfg->core_mhz) };

@@ -86,6 +86,7 @@ struct hm_dev {
 	int devno, host;             /* device number (trace dev=), host index */
 	char name[32];               /* "hcasim0" */
 	struct sim_config cfg;       /* configuration at boot */
+	struct sim_kernel *k;        /* the simulation kernel the device runs in */
 	struct sim_clock core;       /* core clock domain */
 	struct sim_pcie_fn *fn;      /* our PCIe function */
 	uint64_t node_guid;          /* node GUID */
@@ -132,7 +133,7 @@ void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_
 /* The device's core cycle now. */
 static inline uint64_t hm_dev_cycle(const struct hm_dev *d)
 {
-	return sim_clock_cycles(&d->core, sim_now(sim_kernel()));
+	return sim_clock_cycles(&d->core, sim_now(d->k));
 }
 
 /* Issue a posted DMA write of len bytes (copied now) at time t >= now. */

@@ -144,7 +144,7 @@ static void train(struct hm_port *p, sim_time_t t)
 
 	SIM_ASSERT(tr != NULL, "out of memory");
 	*tr = (struct training){ p, ++p->train_gen };
-	sim_schedule_owned_at(sim_kernel(), t + p->dev->cfg.port_training_ns * SIM_PS_PER_NS,
+	sim_schedule_owned_at(p->dev->k, t + p->dev->cfg.port_training_ns * SIM_PS_PER_NS,
 			      link_trained, tr);
 }
 
@@ -167,7 +167,7 @@ static void port_link_state(void *arg, bool up)
 		p->tx_busy_ps = 0;
 		set_state(p, PORT_DOWN);
 	} else {
-		train(p, sim_now(sim_kernel()));
+		train(p, sim_now(p->dev->k));
 	}
 }
 
@@ -331,7 +331,7 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	f->to = to;
 	f->len = len;
 	memcpy(f->buf, buf, len);
-	sim_schedule_owned_at(sim_kernel(), arrive, lb_arrive, f);
+	sim_schedule_owned_at(d->k, arrive, lb_arrive, f);
 	if (d->lb_pcap_path && !d->lb_pcap &&
 	    sim_pcap_open(&d->lb_pcap, d->lb_pcap_path,
 			  hm_port_ll(p) == HM_LL_ROCE ? SIM_PCAP_ETHERNET : SIM_PCAP_UPPER_PDU)) {
@@ -415,7 +415,7 @@ static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_p
 	f->side = d->link_side[port - 1];
 	f->len = len;
 	memcpy(f->buf, buf, len);
-	sim_schedule_owned_at(sim_kernel(), start, tx_start, f);
+	sim_schedule_owned_at(d->k, start, tx_start, f);
 	hm_ctr_xmit(d, port, len, mcast);
 	trace_pkt_tx(d->devno, port, pkt->opcode, pkt->dqpn, pkt->psn, len, start);
 	return p->tx_busy_ps;

@@ -40,7 +40,7 @@ static void port_rx_later(void *arg)
 	struct rx_later *f = arg;
 
 	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, f->loopback,
-		      sim_now(sim_kernel()));
+		      sim_now(f->d->k));
 	free(f);
 }
 
@@ -49,7 +49,7 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t l
 {
 	struct hm_port *p = &d->ports[port - 1];
 	struct hm_dp *dp = d->dp;
-	sim_time_t t = sim_now(sim_kernel());
+	sim_time_t t = sim_now(d->k);
 	struct rx_later *f;
 
 	if (!fcs_ok) {
@@ -73,7 +73,7 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t l
 	f->loopback = loopback;
 	f->len = len;
 	memcpy(f->buf, frame, len);
-	sim_schedule_owned_at(sim_kernel(), t, port_rx_later, f);
+	sim_schedule_owned_at(d->k, t, port_rx_later, f);
 }
 
 void hm_rxq_free(struct hm_qp *qp)
@@ -113,7 +113,7 @@ static void rx_drain(void *arg)
 {
 	struct rx_drain *r = arg;
 	struct hm_dev *d = r->d;
-	sim_time_t t = sim_now(sim_kernel());
+	sim_time_t t = sim_now(d->k);
 	struct hm_qp *qp = r->qpn < d->dp->nqps ? d->dp->qps[r->qpn] : NULL;
 
 	if (qp) {
@@ -132,7 +132,7 @@ static void rx_drain(void *arg)
 		}
 		if (qp->rx.head) {
 			qp->rx.drain = true;
-			sim_schedule_owned_at(sim_kernel(), qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
+			sim_schedule_owned_at(d->k, qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
 					      rx_drain, r);
 			return;
 		}
@@ -260,7 +260,7 @@ static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
 			SIM_ASSERT(r != NULL, "out of memory");
 			*r = (struct rx_drain){ d, qp->qpn };
 			qp->rx.drain = true;
-			sim_schedule_owned_at(sim_kernel(), qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
+			sim_schedule_owned_at(d->k, qp->rx.busy_ps > t ? qp->rx.busy_ps : t,
 					      rx_drain, r);
 		}
 		return;

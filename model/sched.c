@@ -165,12 +165,12 @@ static void req_step(void *arg);
 void hm_sched_kick(struct hm_dev *d, sim_time_t t)
 {
 	struct hm_dp *dp = d->dp;
-	sim_time_t now = sim_now(sim_kernel());
+	sim_time_t now = sim_now(d->k);
 
 	if (dp->req_busy || !dp->sched_maybe)
 		return;
 	dp->req_busy = true;
-	sim_schedule_at(sim_kernel(),
+	sim_schedule_at(d->k,
 			sim_clock_after(&d->core, t > now ? t : now, d->cfg.sched_cycles), req_step,
 			d);
 }
@@ -181,7 +181,7 @@ static void req_step(void *arg)
 {
 	struct hm_dev *d = arg;
 	struct hm_dp *dp = d->dp;
-	sim_time_t t = sim_now(sim_kernel());
+	sim_time_t t = sim_now(d->k);
 	uint32_t qpn;
 
 	dp->req_busy = false;

@@ -261,7 +261,7 @@ static bool differ(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cy
 			 field, (unsigned long long)w, (unsigned long long)g, where);
 		trace_warn_lockstep(d->devno, twins[op->block].name, op->name, in_cycle, field, w, g);
 		fprintf(stderr, "hcasim: %s\n", msg);
-		sim_halt(sim_kernel(), msg);
+		sim_halt(d->k, msg);
 	}
 	return true;
 }

@@ -45,9 +45,9 @@ static void fetch_woken(void *arg)
 	struct fetch_wake *w = arg;
 	struct hm_qp *qp = w->qpn < w->d->dp->nqps ? w->d->dp->qps[w->qpn] : NULL;
 
-	if (qp && qp->fetch.sq_wake_at == sim_now(sim_kernel())) {
+	if (qp && qp->fetch.sq_wake_at == sim_now(w->d->k)) {
 		qp->fetch.sq_wake_at = 0;
-		w->d->wire.sq_wake(w->d, qp, sim_now(sim_kernel()));
+		w->d->wire.sq_wake(w->d, qp, sim_now(w->d->k));
 	}
 	free(w);
 }
@@ -63,7 +63,7 @@ static void wake_when_ready(struct hm_dev *d, struct hm_qp *qp)
 	SIM_ASSERT(w != NULL, "out of memory");
 	*w = (struct fetch_wake){ d, qp->qpn };
 	qp->fetch.sq_wake_at = qp->fetch.sq_fetch_ready;
-	sim_schedule_owned_at(sim_kernel(), qp->fetch.sq_fetch_ready, fetch_woken, w);
+	sim_schedule_owned_at(d->k, qp->fetch.sq_fetch_ready, fetch_woken, w);
 }
 
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t)

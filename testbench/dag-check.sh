@@ -46,6 +46,20 @@ awk -v dagf="$dag" -v shared="$shared" '
 		bad = 1
 	}
 	END { exit bad }' "$ranks" "$syms" "$calls" || bad=1
+# A process-wide instance (only: lines) is reached only by the blocks listed with it; every
+# other block goes through the device (the kernel: d->k).
+while read -r kw sym users; do
+	[ "$kw" = "only:" ] || continue
+	for src in model/*.c; do
+		b=$(basename "$src" .c)
+		case " $users " in *" $b "*) continue ;; esac
+		if nm -u "$obj/model/$b.o" | awk '{ print $NF }' | grep -qx "$sym"; then
+			echo "dag-check: $b calls $sym, which only $users may call (model/blocks.dag)"
+			bad=1
+		fi
+	done
+done < "$dag"
+
 # Each part of struct hm_qp is written by its owner only (owner: lines): an assignment,
 # increment or memset through `->part.` or `.part.` in any other model file is a violation.
 # The image block (image: line) decodes whole contexts from their image, so it is excepted.

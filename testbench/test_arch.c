@@ -107,6 +107,31 @@ Test(arch, a_write_to_another_blocks_part_is_named)
 	free(out);
 }
 
+/* The kernel is reached through the device: a block that calls sim_kernel() without leave is
+ * named (here the wave writer, with the leave taken away). */
+Test(arch, a_block_reaching_the_kernel_directly_is_named)
+{
+	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
+	FILE *in, *f;
+	int fd = mkstemp(path), rc;
+
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	snprintf(line, sizeof(line), "%s/model/blocks.dag", HCASIM_SRC_DIR);
+	in = fopen(line, "r");
+	cr_assert(f && in);
+	while (fgets(line, sizeof(line), in))
+		fputs(strncmp(line, "only: sim_kernel", 16) ? line : "only: sim_kernel hca\n", f);
+	fclose(in);
+	fclose(f);
+	rc = dag_check(path, &out);
+	unlink(path);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "dag-check: waves calls sim_kernel, which only hca may call") != NULL,
+		  "%s", out);
+	free(out);
+}
+
 /* A model file that is not a block of the DAG fails the check. */
 Test(arch, a_file_outside_the_dag_is_named)
 {
