@@ -53,10 +53,12 @@ static bool nothing_outstanding(const struct hm_qp *qp)
 	return qp->comp.sq_done == qp->req.sq_next && !qp->req.cur_started;
 }
 
-/* Retire the oldest outstanding WQE with status. */
-static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+/* Retire the oldest outstanding WQE: successfully (HCA_VERR_NONE), or failing the check verr
+ * names (its completion status is verr's). */
+static void retire(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t)
 {
 	struct hm_flight *f = oldest(qp);
+	uint8_t status = hca_verr_status(verr);
 
 	/* The requester lets go of it (the message being sent again stops there), and a WQE
 	 * that waited for max_rd_atomic or a fence may go. */
@@ -70,6 +72,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		cqe.wqe_index = (uint16_t)f->wqe;
 		cqe.opcode = hm_cqe_op_of(f->op);
 		cqe.status = status;
+		cqe.vendor_err = verr;
 		cqe.is_send = 1;
 		if (f->op == HCA_WQE_OP_RDMA_READ)
 			cqe.byte_len = f->len;
@@ -84,9 +87,9 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_
 		progress(d, qp, t);
 }
 
-void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t)
 {
-	retire(d, qp, status, t);
+	retire(d, qp, verr, t);
 	hm_qp_error(d, qp, HCA_QPS_ERR, t);
 }
 
@@ -137,37 +140,41 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 
 		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hca_wqe_rd_atomic(f->op))
 			return;
-		retire(d, qp, HCA_WC_SUCCESS, t);
+		retire(d, qp, HCA_VERR_NONE, t);
 	}
 }
 
-/* Scatter response data into the local list of the READ (or atomic) WQE f. */
-static bool scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *f,
-			  const uint8_t *data, uint32_t off, uint32_t len, sim_time_t t)
+/* Scatter response data into the local list of the READ (or atomic) WQE f: HCA_VERR_NONE, or
+ * the check that failed. */
+static uint32_t scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *f,
+			      const uint8_t *data, uint32_t off, uint32_t len, sim_time_t t)
 {
 	const uint8_t *w = wqe_at(qp, f->wqe);
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
-	bool ok;
+	uint32_t verr;
 
 	/* hm_sge_copy only reads buf when writing to memory; the data is written as it comes
 	 * through the receive pipeline (cut-through). */
-	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off,
-			   (void *)data, len, true, &t, &ok, &ct) == len &&
-	       ok;
+	if (hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off,
+			(void *)data, len, true, &t, &verr, &ct) < len &&
+	    !verr)
+		verr = HCA_VERR_LKEY_BOUNDS; /* past the end of the WQE's list */
+	return verr;
 }
 
-static uint8_t nak_status(uint8_t syn)
+/* The syndrome of a fatal NAK, as the completion says it (IBA 9.7.5.2.1). */
+static uint32_t nak_verr(uint8_t syn)
 {
 	switch (syn) {
 	case HM_AETH_NAK_INV_REQ:
-		return HCA_WC_REM_INV_REQ_ERR;
+		return HCA_VERR_NAK_INV_REQ;
 	case HM_AETH_NAK_REM_ACCESS:
-		return HCA_WC_REM_ACCESS_ERR;
+		return HCA_VERR_NAK_REM_ACCESS;
 	case HM_AETH_NAK_REM_OP:
-		return HCA_WC_REM_OP_ERR;
+		return HCA_VERR_NAK_REM_OP;
 	default:
-		return HCA_WC_GENERAL_ERR;
+		return HCA_VERR_NAK_OTHER;
 	}
 }
 
@@ -188,11 +195,11 @@ static void ack_progress(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_
 /* A sequence NAK or a READ response gap: go back to psn at the cost of a retry, or end the
  * oldest WQE with RETRY_EXC_ERR when none is left (IBA 9.7.5.1.2, 9.7.5.1.6). */
 static void take_retry(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, const char *cause,
-		       sim_time_t t)
+		       uint32_t verr, sim_time_t t)
 {
 	trace_comp_retry(d->devno, qp->qpn, psn, cause, qp->comp.retry_left, !qp->comp.retry_left);
 	if (!qp->comp.retry_left) {
-		hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+		hm_comp_fail_oldest(d, qp, verr, t);
 		return;
 	}
 	qp->comp.retry_left--;
@@ -298,7 +305,7 @@ static enum comp_step chk_gap(struct comp_pkt *c)
 		return COMP_CLASSIFY;
 	if (!qp->comp.rd_gap) {
 		qp->comp.rd_gap = true;
-		take_retry(c->d, qp, *next_rsp(qp), "rsp_gap", c->t);
+		take_retry(c->d, qp, *next_rsp(qp), "rsp_gap", HCA_VERR_RETRY_RSP_GAP, c->t);
 	}
 	return COMP_DONE;
 }
@@ -330,7 +337,7 @@ static enum comp_step seq_nak(struct comp_pkt *c)
 		return COMP_DONE;
 	qp->comp.nak_seen = true;
 	qp->comp.nak_psn = c->p->psn;
-	take_retry(c->d, qp, c->p->psn, "seq_nak", c->t);
+	take_retry(c->d, qp, c->p->psn, "seq_nak", HCA_VERR_RETRY_SEQ_NAK, c->t);
 	return COMP_DONE;
 }
 
@@ -347,7 +354,7 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 			    qp->attr.rnr_retry == 7, qp->attr.rnr_retry != 7 && !qp->comp.rnr_left);
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->comp.rnr_left) {
-			hm_comp_fail_oldest(d, qp, HCA_WC_RNR_RETRY_EXC_ERR, c->t);
+			hm_comp_fail_oldest(d, qp, HCA_VERR_RNR_RETRY, c->t);
 			return COMP_DONE;
 		}
 		qp->comp.rnr_left--;
@@ -367,14 +374,13 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 static enum comp_step err_nak(struct comp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
-	uint8_t status = nak_status(c->syn);
 
 	while (oldest_sent(qp) && hm_psn_cmp(oldest(qp)->last_psn, c->p->psn) < 0)
-		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+		retire(c->d, qp, HCA_VERR_NONE, c->t);
 	/* The oldest left holds the PSN (the window check), if need be the message still being
 	 * sent: it ends now, its remaining packets unsent. */
 	if (!nothing_outstanding(qp))
-		hm_comp_fail_oldest(c->d, qp, status, c->t);
+		hm_comp_fail_oldest(c->d, qp, nak_verr(c->syn), c->t);
 	return COMP_DONE;
 }
 
@@ -382,9 +388,11 @@ static enum comp_step err_nak(struct comp_pkt *c)
  * cannot be scattered ends it with LOC_PROT_ERR. */
 static bool scatter_or_fail(struct comp_pkt *c, const uint8_t *data, uint32_t off, uint32_t len)
 {
-	if (scatter_local(c->d, c->qp, oldest(c->qp), data, off, len, c->t))
+	uint32_t verr = scatter_local(c->d, c->qp, oldest(c->qp), data, off, len, c->t);
+
+	if (!verr)
 		return true;
-	hm_comp_fail_oldest(c->d, c->qp, HCA_WC_LOC_PROT_ERR, c->t);
+	hm_comp_fail_oldest(c->d, c->qp, verr, c->t);
 	return false;
 }
 
@@ -410,7 +418,7 @@ static enum comp_step read_rsp(struct comp_pkt *c)
 			     c->p->paylen))
 		return COMP_DONE;
 	if (psn == f->last_psn)
-		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+		retire(c->d, qp, HCA_VERR_NONE, c->t);
 	return COMP_DONE;
 }
 
@@ -424,7 +432,7 @@ static enum comp_step atomic_ack(struct comp_pkt *c)
 	    c->p->psn != oldest(qp)->last_psn)
 		return COMP_DONE;
 	if (scatter_or_fail(c, (const uint8_t *)&orig, 0, 8))
-		retire(c->d, qp, HCA_WC_SUCCESS, c->t);
+		retire(c->d, qp, HCA_VERR_NONE, c->t);
 	return COMP_DONE;
 }
 
@@ -513,7 +521,7 @@ static void comp_timeout(void *arg)
 			qp->comp.retry_left = qp->attr.retry_cnt;
 			d->wire.sq_retry(d, qp, psn, t);
 		} else if (!qp->comp.retry_left) {
-			hm_comp_fail_oldest(d, qp, HCA_WC_RETRY_EXC_ERR, t);
+			hm_comp_fail_oldest(d, qp, HCA_VERR_RETRY_TIMEOUT, t);
 		} else {
 			qp->comp.retry_left--;
 			d->wire.sq_retry(d, qp, psn, t);
@@ -572,19 +580,25 @@ void hm_comp_reset(struct hm_qp *qp)
 	qp->comp.rd_gap = false;
 }
 
-void hm_comp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+/* Complete the send WQEs from sq_done up to upto with WR_FLUSH_ERR, in order. */
+static void flush_to(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
 {
-	while (qp->comp.sq_done != qp->sq_pi) {
-		struct hca_cqe cqe = { 0 };
+	while (qp->comp.sq_done != upto) {
+		struct hca_cqe cqe = { .qpn = qp->qpn,
+				       .wqe_index = (uint16_t)qp->comp.sq_done,
+				       .opcode = HCA_CQE_OP_SEND,
+				       .status = HCA_WC_WR_FLUSH_ERR,
+				       .vendor_err = HCA_VERR_FLUSHED,
+				       .is_send = 1 };
 
-		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->comp.sq_done;
-		cqe.opcode = HCA_CQE_OP_SEND;
-		cqe.status = HCA_WC_WR_FLUSH_ERR;
-		cqe.is_send = 1;
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 		qp->comp.sq_done++;
 	}
+}
+
+void hm_comp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
+{
+	flush_to(d, qp, qp->sq_pi, t);
 }
 
 void hm_comp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)
@@ -616,24 +630,17 @@ void hm_comp_sent(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f,
 }
 
 void hm_comp_fail_local(struct hm_dev *d, struct hm_qp *qp, uint32_t wqe, uint8_t op,
-			uint8_t status, sim_time_t t)
+			uint32_t verr, sim_time_t t)
 {
-	struct hca_cqe cqe = { 0 };
+	struct hca_cqe cqe = { .qpn = qp->qpn,
+			       .wqe_index = (uint16_t)wqe,
+			       .opcode = hm_cqe_op_of(op),
+			       .status = hca_verr_status(verr),
+			       .vendor_err = verr,
+			       .is_send = 1 };
 
 	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
-	while (qp->comp.sq_done != wqe) {
-		cqe = (struct hca_cqe){ .qpn = qp->qpn, .wqe_index = (uint16_t)qp->comp.sq_done,
-					.opcode = HCA_CQE_OP_SEND, .status = HCA_WC_WR_FLUSH_ERR,
-					.is_send = 1 };
-		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-		qp->comp.sq_done++;
-	}
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.qpn = qp->qpn;
-	cqe.wqe_index = (uint16_t)wqe;
-	cqe.opcode = hm_cqe_op_of(op);
-	cqe.status = status;
-	cqe.is_send = 1;
+	flush_to(d, qp, wqe, t);
 	hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	qp->comp.sq_done = wqe + 1;
 }

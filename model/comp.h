@@ -7,14 +7,15 @@
 
 /* Handle a received response for qp from time t; return the time its handling ends. */
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t);
-/* End the oldest outstanding send WQE with status and move the QP to ERR (retries exhausted). */
-void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t);
+/* End the oldest outstanding send WQE failing the check verr names (HCA_VERR_*, its status
+ * the completion's) and move the QP to ERR. */
+void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t);
 /* Local completion of a UC or UD message f once its last packet has left (IBA 10.8.3.1). */
 void hm_comp_sent(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f, sim_time_t t);
-/* The requester failed WQE wqe (opcode op) with status before sending it: the WQEs before it
- * still waiting for their ACK complete flushed, then it with status. */
+/* The requester failed WQE wqe (opcode op) before sending it, on the check verr names: the
+ * WQEs before it still waiting for their ACK complete flushed, then it in error. */
 void hm_comp_fail_local(struct hm_dev *d, struct hm_qp *qp, uint32_t wqe, uint8_t op,
-			uint8_t status, sim_time_t t);
+			uint32_t verr, sim_time_t t);
 /* The requester started WQE wqe at first_psn: its progress mark starts there. */
 void hm_comp_track(struct hm_qp *qp, uint32_t wqe, uint32_t first_psn);
 /* The completer's part of a QP (model/ctx.h) as the QP commands change it: created and

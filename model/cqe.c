@@ -87,6 +87,14 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 			sizeof(out.image), t);
 	trace_cqe_write(d->devno, cqn, cq->pi, cqe->qpn, cqe->opcode, cqe->status, cqe->byte_len,
 			cqe->wqe_index);
+	if (cqe->status != HCA_WC_SUCCESS) {
+		/* Every error CQE names the check that failed, one of verr.def for its status. */
+		SIM_ASSERT(hca_verr_status(cqe->vendor_err) == cqe->status,
+			   "qpn 0x%x: error CQE status %u with vendor_err 0x%x", cqe->qpn,
+			   cqe->status, cqe->vendor_err);
+		trace_cqe_error(d->devno, cqn, cqe->qpn, cqe->wqe_index, hca_wc_name(cqe->status),
+				cqe->vendor_err, hca_verr_name(cqe->vendor_err));
+	}
 	cq->pi = out.new_pi;
 	cq->cqes++;
 	cq->arm = out.new_arm;

@@ -21,27 +21,45 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 	return HM_MKEY_OK;
 }
 
+uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote)
+{
+	static const uint32_t local[] = { [HM_MKEY_OK] = HCA_VERR_NONE,
+					  [HM_MKEY_BAD_KEY] = HCA_VERR_LKEY_INVALID,
+					  [HM_MKEY_BAD_PD] = HCA_VERR_LKEY_PD,
+					  [HM_MKEY_BAD_ACCESS] = HCA_VERR_LKEY_ACCESS,
+					  [HM_MKEY_BAD_RANGE] = HCA_VERR_LKEY_BOUNDS };
+	static const uint32_t rem[] = { [HM_MKEY_OK] = HCA_VERR_NONE,
+					[HM_MKEY_BAD_KEY] = HCA_VERR_RKEY_INVALID,
+					[HM_MKEY_BAD_PD] = HCA_VERR_RKEY_PD,
+					[HM_MKEY_BAD_ACCESS] = HCA_VERR_RKEY_ACCESS,
+					[HM_MKEY_BAD_RANGE] = HCA_VERR_RKEY_BOUNDS };
+
+	return remote ? rem[r] : local[r];
+}
+
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
-		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, uint32_t *verr,
 		     struct hm_ct *ct)
 {
 	uint32_t mbps = ct ? sim_config_link_mbps(&d->cfg) : 0;
 	uint8_t *b = buf;
 	uint32_t moved = 0;
 
-	*ok = true;
+	*verr = HCA_VERR_NONE;
 	for (unsigned i = 0; i < nsge && moved < len; i++) {
 		uint32_t n;
 		uint64_t iova;
+		enum hm_mkey_result r;
 
 		if (off >= sg[i].length) {
 			off -= sg[i].length;
 			continue;
 		}
 		n = sg[i].length - off < len - moved ? sg[i].length - off : len - moved;
-		if (hm_mkey_check(d, sg[i].lkey, pdn, sg[i].addr + off, n,
-				  write ? HCA_ACCESS_LOCAL_WRITE : 0, &iova)) {
-			*ok = false;
+		r = hm_mkey_check(d, sg[i].lkey, pdn, sg[i].addr + off, n,
+				  write ? HCA_ACCESS_LOCAL_WRITE : 0, &iova);
+		if (r != HM_MKEY_OK) {
+			*verr = hm_mkey_verr(r, false);
 			return moved;
 		}
 		if (write && ct) {
@@ -51,7 +69,7 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 			hm_dma_write_at(d, iova, b + moved, n, *t);
 		} else if (ct ? sim_dma_read_ct(d->fn, iova, b + moved, n, t, mbps, moved, &ct->need)
 			      : sim_dma_read_timed(d->fn, iova, b + moved, n, t)) {
-			*ok = false;
+			*verr = HCA_VERR_LOCAL_DMA;
 			return moved;
 		}
 		moved += n;

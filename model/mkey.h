@@ -20,8 +20,9 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 /* Move len bytes between buf and the memory the scatter/gather list sg[0..nsge) names, from
  * byte off of the list: every piece is checked against its key (PD pdn; local write access
  * when writing) and then written from buf (posted at *t) or read into buf (timed from *t).
- * Returns the bytes moved; *ok turns false when a key check or a read failed, which stops
- * the move. Fewer bytes than len with *ok true: the list is too short.
+ * Returns the bytes moved; *verr names the check that stopped the move (a key check,
+ * HCA_VERR_LKEY_*, or a failed read, HCA_VERR_LOCAL_DMA), HCA_VERR_NONE if none did. Fewer
+ * bytes than len with HCA_VERR_NONE: the list is too short.
  * With ct (cut-through, docs/timing.md#cut-through), buf is one packet's payload: reads raise
  * ct->need (the earliest time the payload's first byte may go on the wire), and writes go
  * out as the payload comes through the receive pipeline, which is done with it at ct->ready
@@ -32,7 +33,10 @@ struct hm_ct {
 	uint32_t tail;    /* write: wire bytes after the payload (hm_port_tail_bytes) */
 };
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
-		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, bool *ok,
+		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, uint32_t *verr,
 		     struct hm_ct *ct);
+/* The vendor error syndrome (HCA_VERR_*) of a failed key check: of an lkey, or (remote) of an
+ * rkey. */
+uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote);
 
 #endif

@@ -24,11 +24,11 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 
 /* Complete the WQE at sq_next as failed: a CQE whatever its signaled flag (IBA 10.8.3), then
  * the QP leaves RTS: RC to ERR, UC and UD to SQE; both flush the WQEs after it. */
-static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, uint8_t op,
+static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, uint8_t op,
 		     sim_time_t t)
 {
-	trace_req_fail(d->devno, qp->qpn, qp->req.sq_next, status);
-	hm_comp_fail_local(d, qp, qp->req.sq_next, op, status, t);
+	trace_req_fail(d->devno, qp->qpn, qp->req.sq_next, hca_verr_status(verr));
+	hm_comp_fail_local(d, qp, qp->req.sq_next, op, verr, t);
 	qp->req.sq_next++;
 	qp->req.cur_started = false;
 	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
@@ -42,7 +42,7 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	struct hm_flight *f = &qp->req.flight[qp->req.sq_next % qp->sq_entries];
 	uint64_t len;
-	uint32_t npsn;
+	uint32_t npsn, verr;
 	uint8_t st;
 
 	switch (hm_wqe_fetch(d, qp, qp->req.sq_next, t)) {
@@ -54,9 +54,9 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		hm_qp_fatal(d, qp, *t);
 		return false;
 	}
-	st = hm_wqe_check(d, qp, w, &len);
+	st = hm_wqe_check(d, qp, w, &len, &verr);
 	if (st != HCA_WC_SUCCESS) {
-		req_fail(d, qp, st, c->opcode, *t);
+		req_fail(d, qp, verr, c->opcode, *t);
 		return false;
 	}
 	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU). */
@@ -76,20 +76,22 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	return true;
 }
 
-/* Gather len bytes of the message at offset off into buf. false: protection error. */
-static bool gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_t off,
+/* Gather len bytes of the message at offset off into buf: HCA_VERR_NONE, or the check that
+ * failed. */
+static uint32_t gather(struct hm_dev *d, struct hm_qp *qp, const uint8_t *w, uint32_t off,
 		   uint8_t *buf, uint32_t len, sim_time_t *t, struct hm_ct *ct)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	bool ok;
+	uint32_t verr;
 
 	if (c->flags & HCA_WQE_F_INLINE) {
 		memcpy(buf, w + HCA_WQE_BASE_BYTES + off, len);
-		return true;
+		return HCA_VERR_NONE;
 	}
-	return hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off, buf,
-			   len, false, t, &ok, ct) == len &&
-	       ok;
+	if (hm_sge_copy(d, qp->pdn, (const void *)(w + HCA_WQE_BASE_BYTES), c->num_sge, off, buf,
+			len, false, t, &verr, ct) < len && !verr)
+		verr = HCA_VERR_WQE_MSG_LEN; /* the list is shorter than the message it made */
+	return verr;
 }
 
 /* Headers common to every packet of this QP. */
@@ -287,6 +289,7 @@ static enum req_step build_send(struct req_pkt *r)
 	const struct hca_wqe_ud *ud = (const void *)(c + 1);
 	unsigned mtu = hm_qp_mtu(r->d, qp);
 	bool first = qp->req.cur_off == 0;
+	uint32_t verr;
 
 	r->paylen = r->f->len - qp->req.cur_off < mtu ? r->f->len - qp->req.cur_off : mtu;
 	r->last = qp->req.cur_off + r->paylen == r->f->len;
@@ -309,9 +312,10 @@ static enum req_step build_send(struct req_pkt *r)
 	r->p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
 	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
 	r->p.ackreq = r->last && qp->type == HCA_QPT_RC;
-	if (!gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
-		    &r->ct)) {
-		req_fail(r->d, qp, HCA_WC_LOC_PROT_ERR, c->opcode, r->t);
+	verr = gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
+		      &r->ct);
+	if (verr) {
+		req_fail(r->d, qp, verr, c->opcode, r->t);
 		return REQ_FAILED;
 	}
 	r->p.payload = r->payload;

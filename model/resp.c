@@ -64,14 +64,15 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 }
 
 /* The receive WQE in use completes with status (a receive error). */
-static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_time_t t)
+static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t)
 {
 	struct hca_cqe cqe = { 0 };
 
 	cqe.qpn = qp->qpn;
 	cqe.wqe_index = (uint16_t)qp->resp.rwqe;
 	cqe.opcode = HCA_CQE_OP_RECV;
-	cqe.status = status;
+	cqe.status = hca_verr_status(verr);
+	cqe.vendor_err = verr;
 	cqe.srqn = qp->resp.rwqe_srq ? qp->srqn : 0;
 	if (!qp->resp.rwqe_srq)
 		qp->resp.rq_ci = qp->resp.rwqe + 1;
@@ -81,10 +82,11 @@ static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint8_t status, sim_ti
 /* A responder error of class NAK + QP to ERR (RC), with a receive CQE when a receive WQE was
  * in use. */
 static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, uint8_t syn,
-		       uint8_t wc_status, sim_time_t t)
+		       uint32_t verr, sim_time_t t)
 {
 	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
 
+	trace_resp_error(d->devno, qp->qpn, p->psn, verr, hca_verr_name(verr), syn);
 	if (qp->type == HCA_QPT_RC) {
 		send_ack(d, qp, p, syn, qp->resp.epsn, t);
 		/* The affiliated asynchronous error of the responder (IBA 11.6.3.1): invalid
@@ -95,7 +97,7 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 			hm_eq_post(d, HCA_EQE_QP_EVENT, HCA_QP_EV_ACCESS_ERR, data);
 	}
 	if (qp->resp.in_msg && qp->resp.msg_kind == 0)
-		recv_fail(d, qp, wc_status, t);
+		recv_fail(d, qp, verr, t);
 	/* RC: the QP goes to ERR. UC: a receive WQE completed in error also takes the QP to
 	 * ERR (IBA 10.8.3.2: a completion error other than on the send side of UC/UD); without
 	 * one, the message is only dropped. */
@@ -211,18 +213,16 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 
 /* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE.
  * Returns a HCA_WC_* status. */
-static uint8_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
+static uint32_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
 		       sim_time_t t)
 {
-	bool ok;
+	uint32_t verr;
 	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
 	uint32_t n = hm_sge_copy(d, qp->resp.rwqe_pdn, qp->resp.rsge, qp->resp.rsge_n, qp->resp.recv_off, (void *)data,
-				 len, true, &t, &ok, &ct);
+				 len, true, &t, &verr, &ct);
 
 	qp->resp.recv_off += n;
-	if (!ok)
-		return HCA_WC_LOC_PROT_ERR;
-	return n < len ? HCA_WC_LOC_LEN_ERR : HCA_WC_SUCCESS;
+	return verr ? verr : n < len ? HCA_VERR_RECV_LEN : HCA_VERR_NONE;
 }
 
 
@@ -253,7 +253,7 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
 	uint8_t grh[40] = { 0 };
-	uint8_t st;
+	uint32_t verr;
 
 	/* IBA 10.2.5 (C10-15): a Q_Key mismatch drops the packet silently (and counts). */
 	if (p->deth_qkey != qp->attr.qkey) {
@@ -311,17 +311,28 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		memcpy(grh + 8, p->sgid, 16);
 		memcpy(grh + 24, p->dgid, 16);
 	}
-	st = scatter(d, qp, grh, sizeof(grh), t);
-	if (st == HCA_WC_SUCCESS)
-		st = scatter(d, qp, p->payload, p->paylen, t);
-	if (st != HCA_WC_SUCCESS) {
-		recv_fail(d, qp, st, t);
+	verr = scatter(d, qp, grh, sizeof(grh), t);
+	if (!verr)
+		verr = scatter(d, qp, p->payload, p->paylen, t);
+	if (verr) {
+		recv_fail(d, qp, verr, t);
 		return t;
 	}
 	recv_complete(d, qp, p, p->opcode == HM_OP_UD_SEND_ONLY_IMM, false, t);
 	return t;
 }
 
+
+/* The responder's checks of a remote access of len bytes at va with rkey: the QP's access
+ * flags, then the key (IBA 10.6.3.2). HCA_VERR_NONE and *iova, or the check that failed. */
+static uint32_t rkey_verr(struct hm_dev *d, const struct hm_qp *qp, uint32_t access,
+			  uint32_t rkey, uint64_t va, uint32_t len, uint64_t *iova)
+{
+	if (!(qp->attr.access_flags & access))
+		return HCA_VERR_REQ_NO_ACCESS;
+	return len ? hm_mkey_verr(hm_mkey_check(d, rkey, qp->pdn, va, len, access, iova), true)
+		   : HCA_VERR_NONE;
+}
 
 /* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
 static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
@@ -332,10 +343,11 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	uint64_t iova = 0;
 	uint8_t buf[4096];
 
-	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_READ) ||
-	    (len && hm_mkey_check(d, p->reth_rkey, qp->pdn, p->reth_va, len,
-				  HCA_ACCESS_REMOTE_READ, &iova))) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+	uint32_t verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_READ, p->reth_rkey, p->reth_va, len,
+				  &iova);
+
+	if (verr) {
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, verr, t);
 		return t;
 	}
 	qp->resp.msn++;
@@ -386,21 +398,21 @@ static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct h
 			      sim_time_t t)
 {
 	uint64_t iova, orig, val;
+	uint32_t verr;
 
 	if (p->atomic_va & 7) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_ATOMIC_ALIGN, t);
 		return t;
 	}
-	if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_ATOMIC) ||
-	    hm_mkey_check(d, p->atomic_rkey, qp->pdn, p->atomic_va, 8, HCA_ACCESS_REMOTE_ATOMIC,
-			  &iova)) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, t);
+	verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_ATOMIC, p->atomic_rkey, p->atomic_va, 8, &iova);
+	if (verr) {
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, verr, t);
 		return t;
 	}
 	/* Read, modify and write as one operation of the device (IBA 9.4.5: atomic with
 	 * respect to other accesses through this HCA). */
 	if (sim_dma_read_timed(d->fn, iova, &orig, 8, &t)) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_REM_OP, HCA_WC_REM_OP_ERR, t);
+		resp_fatal(d, qp, p, HM_AETH_NAK_REM_OP, HCA_VERR_REQ_DMA, t);
 		return t;
 	}
 	if (p->opcode == HM_OP_COMPARE_SWAP)
@@ -565,7 +577,7 @@ static enum resp_step chk_op_seq(struct resp_pkt *c)
 
 	if ((qp->resp.in_msg && c->first) || (!qp->resp.in_msg && !c->first) ||
 	    (qp->resp.in_msg && ((qp->resp.msg_kind == 0) != !!(c->cls & HM_OPC_SEND)))) {
-		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE_SEQ, c->t);
 		return RESP_DONE;
 	}
 	return RESP_CLASSIFY;
@@ -583,7 +595,7 @@ static enum resp_step classify(struct resp_pkt *c)
 		return RESP_SEND;
 	if (c->cls & HM_OPC_WRITE)
 		return RESP_WRITE;
-	resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+	resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE, c->t);
 	return RESP_DONE;
 }
 
@@ -622,7 +634,7 @@ static void no_rwqe(struct resp_pkt *c)
 static enum resp_step send_req(struct resp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
-	uint8_t st;
+	uint32_t verr;
 
 	if (c->first) {
 		if (!take_rwqe(c->d, qp, &c->t)) {
@@ -632,18 +644,18 @@ static enum resp_step send_req(struct resp_pkt *c)
 		qp->resp.in_msg = true;
 		qp->resp.msg_kind = 0;
 	}
-	st = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
-	if (st == HCA_WC_LOC_LEN_ERR) {
+	verr = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
+	if (verr == HCA_VERR_RECV_LEN) {
 		/* Message longer than the receive buffer: class C on RC (NAK invalid request,
 		 * REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
 		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_INV_REQ,
-			   qp->type == HCA_QPT_RC ? HCA_WC_REM_INV_REQ_ERR : HCA_WC_LOC_LEN_ERR, c->t);
+			   qp->type == HCA_QPT_RC ? HCA_VERR_REQ_LEN : HCA_VERR_RECV_LEN, c->t);
 		return RESP_DONE;
 	}
-	if (st != HCA_WC_SUCCESS) {
+	if (verr) {
 		/* The receive WQE names memory we may not write: remote operational error for
-		 * the requester, local protection error here. */
-		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_REM_OP, HCA_WC_LOC_PROT_ERR, c->t);
+		 * the requester, local protection error (the key check) here. */
+		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_REM_OP, verr, c->t);
 		return RESP_DONE;
 	}
 	return RESP_COMPLETE;
@@ -672,7 +684,7 @@ static enum resp_step write_req(struct resp_pkt *c)
 	}
 	if (c->first) {
 		if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
-			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
+			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_VERR_REQ_NO_ACCESS, c->t);
 			return RESP_DONE;
 		}
 		qp->resp.wr_va = p->reth_va;
@@ -683,13 +695,17 @@ static enum resp_step write_req(struct resp_pkt *c)
 		qp->resp.msg_kind = 1;
 	}
 	if (p->paylen > qp->resp.wr_left || (c->last && p->paylen != qp->resp.wr_left)) {
-		resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, HCA_WC_REM_INV_REQ_ERR, c->t);
+		resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_LEN, c->t);
 		return RESP_DONE;
 	}
-	if (p->paylen && hm_mkey_check(c->d, qp->resp.wr_rkey, qp->pdn, qp->resp.wr_va, p->paylen,
-				       HCA_ACCESS_REMOTE_WRITE, &iova)) {
-		resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_WC_REM_ACCESS_ERR, c->t);
-		return RESP_DONE;
+	if (p->paylen) {
+		enum hm_mkey_result r = hm_mkey_check(c->d, qp->resp.wr_rkey, qp->pdn, qp->resp.wr_va,
+						      p->paylen, HCA_ACCESS_REMOTE_WRITE, &iova);
+
+		if (r != HM_MKEY_OK) {
+			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, hm_mkey_verr(r, true), c->t);
+			return RESP_DONE;
+		}
 	}
 	if (p->paylen) /* cut-through: written as it comes through the pipeline */
 		sim_dma_write_ct(c->d->fn, iova, p->payload, p->paylen, c->t,
@@ -800,6 +816,7 @@ void hm_resp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		cqe.wqe_index = (uint16_t)qp->resp.rq_ci;
 		cqe.opcode = HCA_CQE_OP_RECV;
 		cqe.status = HCA_WC_WR_FLUSH_ERR;
+		cqe.vendor_err = HCA_VERR_FLUSHED;
 		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
 		qp->resp.rq_ci++;
 	}

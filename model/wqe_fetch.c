@@ -99,32 +99,34 @@ static bool ud_av_ok(const struct hm_dev *d, const struct hca_wqe_ud *ud)
 }
 
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
-		      uint64_t *len)
+		      uint64_t *len, uint32_t *verr)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
 	uint32_t room = qp->sq_stride - HCA_WQE_BASE_BYTES;
 
 	*len = 0;
+	*verr = HCA_VERR_NONE;
 	if (!hca_wqe_op_allowed(qp->type, c->opcode))
-		return HCA_WC_LOC_QP_OP_ERR;
-	if (qp->type == HCA_QPT_UD && !ud_av_ok(d, (const void *)(c + 1)))
-		return HCA_WC_LOC_QP_OP_ERR;
-	if (c->flags & HCA_WQE_F_INLINE) {
-		if (c->inline_len > room)
-			return HCA_WC_LOC_QP_OP_ERR;
+		*verr = HCA_VERR_WQE_OPCODE;
+	else if (qp->type == HCA_QPT_UD && !ud_av_ok(d, (const void *)(c + 1)))
+		*verr = HCA_VERR_WQE_UD_AV;
+	else if ((c->flags & HCA_WQE_F_INLINE) && c->inline_len > room)
+		*verr = HCA_VERR_WQE_INLINE_LEN;
+	else if (!(c->flags & HCA_WQE_F_INLINE) &&
+		 (c->num_sge > room / HCA_SGE_BYTES || c->num_sge > HM_MAX_SGE))
+		*verr = HCA_VERR_WQE_NUM_SGE;
+	if (*verr)
+		return hca_verr_status(*verr);
+	if (c->flags & HCA_WQE_F_INLINE)
 		*len = c->inline_len;
-	} else {
-		if (c->num_sge > room / HCA_SGE_BYTES || c->num_sge > HM_MAX_SGE)
-			return HCA_WC_LOC_QP_OP_ERR;
-		for (unsigned i = 0; i < c->num_sge; i++)
-			*len += sg[i].length;
-	}
+	for (unsigned i = 0; !(c->flags & HCA_WQE_F_INLINE) && i < c->num_sge; i++)
+		*len += sg[i].length;
 	if (*len > 0x80000000ull || (qp->type == HCA_QPT_UD && *len > hm_qp_mtu(d, qp)))
-		return HCA_WC_LOC_LEN_ERR;
-	if (hca_wqe_atomic(c->opcode) && *len != 8)
-		return HCA_WC_LOC_LEN_ERR;
-	return HCA_WC_SUCCESS;
+		*verr = HCA_VERR_WQE_MSG_LEN;
+	else if (hca_wqe_atomic(c->opcode) && *len != 8)
+		*verr = HCA_VERR_WQE_ATOMIC_LEN;
+	return hca_verr_status(*verr);
 }
 
 void hm_fetch_take(struct hm_dev *d, struct hm_qp *qp, const uint8_t *wqe, uint32_t len,

@@ -13,10 +13,10 @@ enum { HM_WQE_READY = 0, HM_WQE_WAIT = 1, HM_WQE_FAILED = -1 };
 int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_time_t *t);
 /* A send doorbell at t: start reading the newly posted WQEs if nothing is fetched ahead. */
 void hm_wqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-/* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with; *len is the
- * message length. */
+/* Validate a fetched WQE: HCA_WC_SUCCESS or the completion status it fails with, *verr the
+ * check that failed (HCA_VERR_*, verr.def); *len is the message length. */
 uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
-		      uint64_t *len);
+		      uint64_t *len, uint32_t *verr);
 
 /* A BlueFlame write's WQE (len bytes) for the next slot of qp's SQ, at t: it goes straight
  * into the WQE buffer when it follows every WQE already there or being read (alone, or

@@ -12,6 +12,7 @@
  * driver refuses all of those in ibv_post_send (EINVAL), and a receive WQE with a bad lkey is
  * a protection error, not a malformed WQE. No honest verbs-level way to provoke it exists yet
  * (it needs fault injection on the WQE fetch). */
+#include "model/hw/hca_hw.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -176,6 +177,8 @@ static void post_srq_recv_ok(struct ibv_srq *srq, uint64_t id, uint64_t addr, ui
 struct exp {
 	uint64_t wr_id;
 	enum ibv_wc_status status;
+	uint32_t verr; /* the check vendor_err names (HCA_VERR_*, model/hw/verr.def); 0: any of
+			* the status's */
 };
 
 static void describe(char *buf, size_t len, const struct ibv_wc *wc, int n)
@@ -227,6 +230,26 @@ static void expect_no_more(struct ibv_cq *cq, const char *who)
 	cr_assert_eq(r, 0, "%s: unexpected completions: %s", who, s);
 }
 
+/* An error completion names the check that failed: a vendor_err of verr.def that goes with its
+ * status (a flush: FLUSHED), and verr when one is expected. */
+static void expect_verr(const struct ibv_wc *wc, uint32_t verr, const char *who)
+{
+	if (wc->status == IBV_WC_SUCCESS)
+		return;
+	cr_assert_not_null(hca_verr_name(wc->vendor_err),
+			   "%s: wr_id 0x%" PRIx64 " vendor_err 0x%x is no code of verr.def", who,
+			   wc->wr_id, wc->vendor_err);
+	cr_assert_eq(hca_verr_status(wc->vendor_err), (uint8_t)wc->status,
+		     "%s: wr_id 0x%" PRIx64 " '%s' with vendor_err %s, which is %s's", who,
+		     wc->wr_id, ibv_wc_status_str(wc->status), hca_verr_name(wc->vendor_err),
+		     hca_wc_name(hca_verr_status(wc->vendor_err)));
+	if (wc->status == IBV_WC_WR_FLUSH_ERR)
+		verr = HCA_VERR_FLUSHED;
+	if (verr)
+		cr_assert_eq(wc->vendor_err, verr, "%s: wr_id 0x%" PRIx64 " vendor_err %s, expected %s",
+			     who, wc->wr_id, hca_verr_name(wc->vendor_err), hca_verr_name(verr));
+}
+
 /* Exactly the n completions of e arrive on cq, all of QP qpn, each queue (send: wr_id below
  * RECV_ID, receive: the others) in the order of e. */
 static void expect_wcs(struct ibv_cq *cq, uint32_t qpn, const char *who, const struct exp *e, int n)
@@ -255,6 +278,7 @@ static void expect_wcs(struct ibv_cq *cq, uint32_t qpn, const char *who, const s
 			     "last error: %s)",
 			     who, wc[i].wr_id, ibv_wc_status_str(wc[i].status),
 			     ibv_wc_status_str(e[*k].status), all, hcasim_last_error());
+		expect_verr(&wc[i], e[*k].verr, who);
 		cr_assert_eq(wc[i].qp_num, qpn,
 			     "%s: wr_id 0x%" PRIx64 " reports qp_num 0x%x, not 0x%x", who,
 			     wc[i].wr_id, wc[i].qp_num, qpn);
@@ -343,9 +367,9 @@ Test(dp_errors, ud_send_longer_than_mtu_is_loc_len_err_then_sqe_to_rts_recovers)
 	}
 	post_send_ok(p.qa, x, 3);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_LOC_LEN_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR},
-					{0x1002, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_LOC_LEN_ERR, HCA_VERR_WQE_MSG_LEN},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+					{0x1002, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sender", e, 3);
 	}
@@ -361,7 +385,7 @@ Test(dp_errors, ud_send_longer_than_mtu_is_loc_len_err_then_sqe_to_rts_recovers)
 	x[0].w.wr.ud.remote_qkey = TB_QKEY;
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp e[] = {{0x1003, IBV_WC_SUCCESS}};
+		const struct exp e[] = {{0x1003, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sender after recovery", e, 1);
 	}
@@ -418,7 +442,7 @@ Test(dp_errors, ud_limit_is_the_port_active_mtu)
 	}
 	post_send_ok(p.qa, x, 2);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS}, {0x1001, IBV_WC_LOC_LEN_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS, 0}, {0x1001, IBV_WC_LOC_LEN_ERR, HCA_VERR_WQE_MSG_LEN}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sender (port MTU 1024)", e, 2);
 	}
@@ -454,7 +478,7 @@ Test(dp_errors, ud_send_posted_in_sqe_is_flushed)
 	x[0].w.wr.ud.remote_qkey = TB_QKEY;
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_LOC_LEN_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_LOC_LEN_ERR, HCA_VERR_WQE_MSG_LEN}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sender", e, 1);
 	}
@@ -468,8 +492,8 @@ Test(dp_errors, ud_send_posted_in_sqe_is_flushed)
 	}
 	post_send_ok(p.qa, x, 2);
 	{
-		const struct exp e[] = {{0x1001, IBV_WC_WR_FLUSH_ERR},
-					{0x1002, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+					{0x1002, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sends posted in SQE", e, 2);
 	}
@@ -501,14 +525,14 @@ Test(dp_errors, uc_receive_buffer_too_small_is_loc_len_err_on_the_responder)
 	mk_send(&x[0], 0x1000, IBV_WR_SEND, true, (uintptr_t)sa->addr, 200, sa->lkey);
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS}};
+		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "UC sender (completes when sent)", e, 1);
 	}
 	EXPECT_STATE(p.qa, IBV_QPS_RTS, "UC sender");
 	{
-		const struct exp e[] = {{RECV_ID + 0, IBV_WC_LOC_LEN_ERR},
-					{RECV_ID + 1, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{RECV_ID + 0, IBV_WC_LOC_LEN_ERR, HCA_VERR_RECV_LEN},
+					{RECV_ID + 1, IBV_WC_WR_FLUSH_ERR, 0}};
 		struct ibv_wc wc;
 
 		/* First the failing receive, then the state, then the flush of the other one. */
@@ -561,10 +585,10 @@ Test(dp_errors, uc_write_imm_without_a_receive_loses_only_itself)
 	chain(x + 1, 3);
 	post_send_ok(p.qa, x + 1, 3);
 	{
-		const struct exp s[] = {{0x2000, IBV_WC_SUCCESS}, {0x2001, IBV_WC_SUCCESS},
-					{0x2002, IBV_WC_SUCCESS}};
-		const struct exp r[] = {{RECV_ID + 0, IBV_WC_SUCCESS}, {RECV_ID + 1, IBV_WC_SUCCESS},
-					{RECV_ID + 2, IBV_WC_SUCCESS}};
+		const struct exp s[] = {{0x2000, IBV_WC_SUCCESS, 0}, {0x2001, IBV_WC_SUCCESS, 0},
+					{0x2002, IBV_WC_SUCCESS, 0}};
+		const struct exp r[] = {{RECV_ID + 0, IBV_WC_SUCCESS, 0}, {RECV_ID + 1, IBV_WC_SUCCESS, 0},
+					{RECV_ID + 2, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "UC sender", s, 3);
 		expect_wcs(p.b.cq, p.qb->qp_num, "UC responder", r, 3);
@@ -594,6 +618,10 @@ static void loc_prot(enum prot_case c)
 	struct wr x[3];
 	uint64_t addr;
 	uint32_t lkey, len = 64;
+	/* the check that fails, as vendor_err names it */
+	const uint32_t want = c == PROT_OTHER_PD	       ? HCA_VERR_LKEY_PD
+			      : c == PROT_DEREGISTERED ? HCA_VERR_LKEY_INVALID
+						       : HCA_VERR_LKEY_BOUNDS;
 
 	pair_open(&p, IBV_QPT_RC, IBV_MTU_1024);
 	sa = reg(p.a.pd, 4096, ACCESS_ALL);
@@ -630,8 +658,8 @@ static void loc_prot(enum prot_case c)
 	mk_send(&x[0], 0x0fff, IBV_WR_SEND, true, (uintptr_t)sa->addr, 16, sa->lkey);
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp ea[] = {{0x0fff, IBV_WC_SUCCESS}};
-		const struct exp eb[] = {{RECV_ID + 0x100, IBV_WC_SUCCESS}};
+		const struct exp ea[] = {{0x0fff, IBV_WC_SUCCESS, 0}};
+		const struct exp eb[] = {{RECV_ID + 0x100, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "good send", ea, 1);
 		expect_wcs(p.b.cq, p.qb->qp_num, "good send's receive", eb, 1);
@@ -642,11 +670,11 @@ static void loc_prot(enum prot_case c)
 	mk_send(&x[2], 0x1002, IBV_WR_SEND, true, (uintptr_t)sa->addr, 16, sa->lkey);
 	post_send_ok(p.qa, x, 3);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_LOC_PROT_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR},
-					{0x1002, IBV_WC_WR_FLUSH_ERR},
-					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR},
-					{RECV_ID + 1, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_LOC_PROT_ERR, want},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+					{0x1002, IBV_WC_WR_FLUSH_ERR, 0},
+					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR, 0},
+					{RECV_ID + 1, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "sender", e, 5);
 	}
@@ -705,8 +733,8 @@ Test(dp_errors, rc_read_scattering_into_a_deregistered_lkey_is_loc_prot_err)
 	x[1].w.wr.rdma.rkey = rm->rkey;
 	post_send_ok(p.qa, x, 2);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_LOC_PROT_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_LOC_PROT_ERR, HCA_VERR_LKEY_INVALID},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "READ requester", e, 2);
 	}
@@ -779,10 +807,10 @@ static void rem_access(struct pair *p, enum ibv_wr_opcode op, enum acc_case c)
 	mk_send(&x[2], 0x1002, IBV_WR_SEND, true, (uintptr_t)la->addr, 16, la->lkey);
 	post_send_ok(p->qa, x, 3);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_REM_ACCESS_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR},
-					{0x1002, IBV_WC_WR_FLUSH_ERR},
-					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_REM_ACCESS_ERR, HCA_VERR_NAK_REM_ACCESS},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+					{0x1002, IBV_WC_WR_FLUSH_ERR, 0},
+					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p->a.cq, p->qa->qp_num, who, e, 4);
 	}
@@ -790,7 +818,7 @@ static void rem_access(struct pair *p, enum ibv_wr_opcode op, enum acc_case c)
 	snprintf(who, sizeof(who), "op %d, %s: responder", op, acc_name[c]);
 	{
 		/* No receive WQE was in use: the posted one is flushed. */
-		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p->b.cq, p->qb->qp_num, who, e, 1);
 	}
@@ -861,16 +889,16 @@ Test(dp_errors, rc_send_longer_than_the_receive_buffer_is_rem_inv_req_err)
 	mk_send(&x[1], 0x1001, IBV_WR_SEND, false, (uintptr_t)sa->addr, 16, sa->lkey);
 	post_send_ok(p.qa, x, 2);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_REM_INV_REQ_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR},
-					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_REM_INV_REQ_ERR, HCA_VERR_NAK_INV_REQ},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+					{RECV_ID + 0, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "requester", e, 3);
 	}
 	EXPECT_STATE(p.qa, IBV_QPS_ERR, "requester");
 	{
-		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_REM_INV_REQ_ERR},
-					{RECV_ID + 0x101, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_REM_INV_REQ_ERR, HCA_VERR_REQ_LEN},
+					{RECV_ID + 0x101, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.b.cq, p.qb->qp_num, "responder", e, 2);
 	}
@@ -904,14 +932,14 @@ static void misaligned_atomic(struct pair *p, enum ibv_wr_opcode op)
 	x[1].w.wr.rdma.rkey = rm->rkey;
 	post_send_ok(p->qa, x, 2);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_REM_INV_REQ_ERR},
-					{0x1001, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_REM_INV_REQ_ERR, HCA_VERR_NAK_INV_REQ},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p->a.cq, p->qa->qp_num, "misaligned atomic: requester", e, 2);
 	}
 	EXPECT_STATE(p->qa, IBV_QPS_ERR, "misaligned atomic: requester");
 	{
-		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p->b.cq, p->qb->qp_num, "misaligned atomic: responder", e, 1);
 	}
@@ -957,14 +985,15 @@ Test(dp_errors, rc_receive_into_a_deregistered_mr_is_rem_op_err)
 	mk_send(&x[1], 0x1001, IBV_WR_SEND, false, (uintptr_t)sa->addr, 16, sa->lkey);
 	post_send_ok(p.qa, x, 2);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_REM_OP_ERR}, {0x1001, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1000, IBV_WC_REM_OP_ERR, HCA_VERR_NAK_REM_OP},
+					{0x1001, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "requester", e, 2);
 	}
 	EXPECT_STATE(p.qa, IBV_QPS_ERR, "requester");
 	{
-		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_LOC_PROT_ERR},
-					{RECV_ID + 0x101, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{RECV_ID + 0x100, IBV_WC_LOC_PROT_ERR, HCA_VERR_LKEY_INVALID},
+					{RECV_ID + 0x101, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.b.cq, p.qb->qp_num, "responder", e, 2);
 	}
@@ -1016,10 +1045,10 @@ Test(dp_errors, modify_to_err_flushes_everything_and_posts_in_err_complete_flush
 	modify_state(p.qa, IBV_QPS_ERR);
 	{
 		const struct exp e[] = {
-		    {0x1000, IBV_WC_WR_FLUSH_ERR},	{0x1001, IBV_WC_WR_FLUSH_ERR},
-		    {0x1002, IBV_WC_WR_FLUSH_ERR},	{0x1003, IBV_WC_WR_FLUSH_ERR},
-		    {RECV_ID + 0, IBV_WC_WR_FLUSH_ERR}, {RECV_ID + 1, IBV_WC_WR_FLUSH_ERR},
-		    {RECV_ID + 2, IBV_WC_WR_FLUSH_ERR}, {RECV_ID + 3, IBV_WC_WR_FLUSH_ERR},
+		    {0x1000, IBV_WC_WR_FLUSH_ERR, 0},	{0x1001, IBV_WC_WR_FLUSH_ERR, 0},
+		    {0x1002, IBV_WC_WR_FLUSH_ERR, 0},	{0x1003, IBV_WC_WR_FLUSH_ERR, 0},
+		    {RECV_ID + 0, IBV_WC_WR_FLUSH_ERR, 0}, {RECV_ID + 1, IBV_WC_WR_FLUSH_ERR, 0},
+		    {RECV_ID + 2, IBV_WC_WR_FLUSH_ERR, 0}, {RECV_ID + 3, IBV_WC_WR_FLUSH_ERR, 0},
 		};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "modify to ERR", e, 8);
@@ -1032,9 +1061,9 @@ Test(dp_errors, modify_to_err_flushes_everything_and_posts_in_err_complete_flush
 	post_send_ok(p.qa, x, 2);
 	post_recv_ok(p.qa, RECV_ID + 0x10, (uintptr_t)ra->addr, 256, ra->lkey);
 	{
-		const struct exp e[] = {{0x1010, IBV_WC_WR_FLUSH_ERR},
-					{0x1011, IBV_WC_WR_FLUSH_ERR},
-					{RECV_ID + 0x10, IBV_WC_WR_FLUSH_ERR}};
+		const struct exp e[] = {{0x1010, IBV_WC_WR_FLUSH_ERR, 0},
+					{0x1011, IBV_WC_WR_FLUSH_ERR, 0},
+					{RECV_ID + 0x10, IBV_WC_WR_FLUSH_ERR, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "posted in ERR", e, 3);
 	}
@@ -1090,8 +1119,8 @@ Test(dp_errors, srq_receives_are_not_flushed_and_last_wqe_reached_is_raised)
 	mk_send(&x[0], 0x1000, IBV_WR_SEND, true, (uintptr_t)sa->addr, 100, sa->lkey);
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp ea[] = {{0x1000, IBV_WC_SUCCESS}};
-		const struct exp eb[] = {{0x3000, IBV_WC_SUCCESS}};
+		const struct exp ea[] = {{0x1000, IBV_WC_SUCCESS, 0}};
+		const struct exp eb[] = {{0x3000, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "send to the SRQ QP", ea, 1);
 		expect_wcs(p.b.cq, p.qb->qp_num, "SRQ receive", eb, 1);
@@ -1118,7 +1147,7 @@ Test(dp_errors, srq_receives_are_not_flushed_and_last_wqe_reached_is_raised)
 	mk_send(&x[0], 0x1100, IBV_WR_SEND, true, (uintptr_t)sa->addr, 200, sa->lkey);
 	post_send_ok(qd, x, 1);
 	{
-		const struct exp ea[] = {{0x1100, IBV_WC_SUCCESS}};
+		const struct exp ea[] = {{0x1100, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, qd->qp_num, "send to the other SRQ QP", ea, 1);
 	}
@@ -1259,7 +1288,7 @@ Test(dp_errors, full_queues_are_enomem_with_bad_wr_at_the_first_that_did_not_fit
 	cr_assert_eq(bad, &x[nsend].w, "*bad_wr is WR %d, expected %u",
 		     bad ? (int)(((char *)bad - (char *)&x[0].w) / (long)sizeof(*x)) : -1, nsend);
 	for (uint32_t i = 0; i < nsend; i++)
-		e[i] = (struct exp){0x1000 + i, IBV_WC_SUCCESS};
+		e[i] = (struct exp){0x1000 + i, IBV_WC_SUCCESS, 0};
 	expect_wcs(p.a.cq, p.qa->qp_num, "the WRs that fit", e, (int)nsend);
 
 	r = calloc(nrecv + 2, sizeof(*r));
@@ -1285,7 +1314,7 @@ Test(dp_errors, full_queues_are_enomem_with_bad_wr_at_the_first_that_did_not_fit
 		poll_n(p.b.cq, &wc, 1, "b's send");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "b's send %u: %s", i,
 			     ibv_wc_status_str(wc.status));
-		e[i] = (struct exp){RECV_ID + i, IBV_WC_SUCCESS};
+		e[i] = (struct exp){RECV_ID + i, IBV_WC_SUCCESS, 0};
 	}
 	expect_wcs(p.a.cq, p.qa->qp_num, "the receives that fit", e, (int)nrecv);
 	free(x);
@@ -1332,11 +1361,11 @@ Test(dp_errors, clean_workload_has_no_crc_errors_and_no_drops)
 	x[3].w.wr.atomic.compare_add = 1;
 	post_send_ok(p.qa, x, 4);
 	{
-		const struct exp ea[] = {{0x1000, IBV_WC_SUCCESS},
-					 {0x1001, IBV_WC_SUCCESS},
-					 {0x1002, IBV_WC_SUCCESS},
-					 {0x1003, IBV_WC_SUCCESS}};
-		const struct exp eb[] = {{RECV_ID, IBV_WC_SUCCESS}};
+		const struct exp ea[] = {{0x1000, IBV_WC_SUCCESS, 0},
+					 {0x1001, IBV_WC_SUCCESS, 0},
+					 {0x1002, IBV_WC_SUCCESS, 0},
+					 {0x1003, IBV_WC_SUCCESS, 0}};
+		const struct exp eb[] = {{RECV_ID, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "workload", ea, 4);
 		expect_wcs(p.b.cq, p.qb->qp_num, "workload receive", eb, 1);
@@ -1374,7 +1403,7 @@ Test(dp_errors, packets_for_a_qp_in_reset_are_dropped_and_counted)
 	mk_send(&x[0], 0x1000, IBV_WR_SEND, true, (uintptr_t)sa->addr, 3000, sa->lkey);
 	post_send_ok(p.qa, x, 1);
 	{
-		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS}};
+		const struct exp e[] = {{0x1000, IBV_WC_SUCCESS, 0}};
 
 		expect_wcs(p.a.cq, p.qa->qp_num, "UC sender", e, 1);
 	}

@@ -1,5 +1,6 @@
 /* Faults on the link: RC delivers every message exactly once, byte-exact and in order through
  * drops, duplicates, reordering and corruption, and the counters agree with what was injected. */
+#include "model/hw/hca_hw.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -392,6 +393,8 @@ Test(faults, targeted_drop_of_every_ack_exhausts_the_retries)
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.vendor_err, HCA_VERR_RETRY_TIMEOUT, "vendor_err %s",
+		     hca_verr_name(wc.vendor_err));
 	cr_assert_eq(hcasim_link_fault_counts(0, 1, n), 0);
 	cr_assert_eq(n[0], 8, "ACKs dropped: %llu (first try + 7 retries)",
 		     (unsigned long long)n[0]);

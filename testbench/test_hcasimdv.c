@@ -3,6 +3,7 @@
  * SEND WQE built by hand against docs/device-interface.md, rung through the UAR (doorbell and
  * BlueFlame), completes and delivers its data; malformed hand-built WQEs end in error
  * completions from the device model itself (no driver check is on that path). */
+#include "model/hw/hca_hw.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -221,7 +222,7 @@ Test(hcasimdv, hand_built_send_completes_through_the_doorbell_and_blueflame)
 enum bad { BAD_OPCODE, BAD_OPCODE_FF, BAD_NUM_SGE, BAD_NUM_SGE_255, BAD_INLINE_LEN, BAD_LEN_PAST_MR,
 	   BAD_LKEY, BAD_ATOMIC_LEN };
 
-static void malformed(enum bad kind, enum ibv_wc_status want, const char *what)
+static void malformed(enum bad kind, enum ibv_wc_status want, uint32_t verr, const char *what)
 {
 	struct tb_pair p;
 	struct hcasimdv_qp q;
@@ -277,6 +278,8 @@ static void malformed(enum bad kind, enum ibv_wc_status want, const char *what)
 	tb_poll(p.a.cq, &wc, 1);
 	cr_assert_eq(wc.status, want, "%s: status %s, expected %s", what,
 		     ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
+	cr_assert_eq(wc.vendor_err, verr, "%s: vendor_err %s, expected %s (model/hw/verr.def)",
+		     what, hca_verr_name(wc.vendor_err), hca_verr_name(verr));
 	cr_assert_eq(wc.qp_num, q.qpn, "%s: qp_num", what);
 	cr_assert_eq(wc.wr_id, 0u, "%s: wr_id", what);
 	cr_assert_null(hcasim_halted(), "%s: the simulation halted: %s", what, hcasim_halted());
@@ -290,14 +293,14 @@ static void malformed(enum bad kind, enum ibv_wc_status want, const char *what)
 
 Test(hcasimdv, malformed_hand_built_wqes_end_in_error_completions)
 {
-	malformed(BAD_OPCODE, IBV_WC_LOC_QP_OP_ERR, "opcode 9");
-	malformed(BAD_OPCODE_FF, IBV_WC_LOC_QP_OP_ERR, "opcode 0xff");
-	malformed(BAD_NUM_SGE, IBV_WC_LOC_QP_OP_ERR, "num_sge one past the stride");
-	malformed(BAD_NUM_SGE_255, IBV_WC_LOC_QP_OP_ERR, "num_sge 255");
-	malformed(BAD_INLINE_LEN, IBV_WC_LOC_QP_OP_ERR, "inline_len past the stride");
-	malformed(BAD_LEN_PAST_MR, IBV_WC_LOC_PROT_ERR, "length one past the MR");
-	malformed(BAD_LKEY, IBV_WC_LOC_PROT_ERR, "lkey that does not exist");
-	malformed(BAD_ATOMIC_LEN, IBV_WC_LOC_LEN_ERR, "atomic of 4 bytes");
+	malformed(BAD_OPCODE, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_OPCODE, "opcode 9");
+	malformed(BAD_OPCODE_FF, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_OPCODE, "opcode 0xff");
+	malformed(BAD_NUM_SGE, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_NUM_SGE, "num_sge one past the stride");
+	malformed(BAD_NUM_SGE_255, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_NUM_SGE, "num_sge 255");
+	malformed(BAD_INLINE_LEN, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_INLINE_LEN, "inline_len past the stride");
+	malformed(BAD_LEN_PAST_MR, IBV_WC_LOC_PROT_ERR, HCA_VERR_LKEY_BOUNDS, "length one past the MR");
+	malformed(BAD_LKEY, IBV_WC_LOC_PROT_ERR, HCA_VERR_LKEY_INVALID, "lkey that does not exist");
+	malformed(BAD_ATOMIC_LEN, IBV_WC_LOC_LEN_ERR, HCA_VERR_WQE_ATOMIC_LEN, "atomic of 4 bytes");
 }
 
 /* A UD SEND built by hand to p's peer at the head slot: hand_send's WQE with the UD segment
@@ -354,6 +357,8 @@ static void ud_av(enum bad_av kind, const char *what)
 	}
 	cr_assert_eq(wc.status, IBV_WC_LOC_QP_OP_ERR, "%s: status %s", what,
 		     ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.vendor_err, HCA_VERR_WQE_UD_AV, "%s: vendor_err %s", what,
+		     hca_verr_name(wc.vendor_err));
 	cr_assert_eq(wc.qp_num, q.qpn, "%s: qp_num", what);
 	cr_assert_eq(ibv_query_qp(p.qa, &qa, IBV_QP_STATE, &qi), 0, "%s", hcasim_last_error());
 	cr_assert_eq(qa.qp_state, IBV_QPS_SQE, "%s: QP state %d", what, qa.qp_state);

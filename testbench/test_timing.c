@@ -8,6 +8,7 @@
  * Times come from the trace (link.tx first/last bit, req.timeout, comp.rnr_wait/rnr_resume) and
  * the retransmissions are counted in the pcap as tshark decodes it. The oracle tables here are
  * written from the specification, independently of model/. */
+#include "model/hw/hca_hw.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -293,6 +294,8 @@ static void timeout_exhaustion(unsigned timeout, unsigned retry_cnt)
 	post_send(&r, 100);
 	wait_wc(&r, &wc, (retry_cnt + 2) * period + MS);
 	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "status %s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.vendor_err, HCA_VERR_RETRY_TIMEOUT, "vendor_err %s",
+		     hca_verr_name(wc.vendor_err));
 	cr_assert_eq(qp_state(r.qa), IBV_QPS_ERR);
 	rig_finish(&r, &tr, pf, &npf, MAXE);
 
@@ -380,6 +383,8 @@ static void rnr_exhaustion(unsigned code, unsigned rnr_retry)
 	qpn_b = r.qb->qp_num;
 	post_send(&r, 100);
 	wait_wc(&r, &wc, (rnr_retry + 2) * rnr_delay_ps(code) + MS);
+	cr_assert_eq(wc.vendor_err, HCA_VERR_RNR_RETRY, "vendor_err %s",
+		     hca_verr_name(wc.vendor_err));
 	cr_assert_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR, "status %s",
 		     ibv_wc_status_str(wc.status));
 	cr_assert_eq(qp_state(r.qa), IBV_QPS_ERR);

@@ -197,6 +197,12 @@ enum hca_wc_status {
 #undef CQE_OP
 #undef WC
 };
+/* Vendor error syndromes (verr.def): which check an error completion failed. */
+enum hca_verr {
+#define VERR(name, val, status, doc) HCA_VERR_##name = val,
+#include "model/hw/verr.def"
+#undef VERR
+};
 /* The QP types a WQE opcode may be posted on (wqe.def), as masks of 1 << HCA_QPT_*. */
 #define HCA_QPTS_RC (1u << HCA_QPT_RC)
 #define HCA_QPTS_RC_UC (HCA_QPTS_RC | 1u << HCA_QPT_UC)
@@ -380,6 +386,13 @@ const struct hca_cmd_desc *hca_cmd_find(uint16_t opcode);
 /* Dotted path of the field at offset in struct name ("attr.av.dlid"); false if none. */
 bool hca_field_path(const char *name, size_t offset, char *buf, size_t len);
 const char *hca_status_name(uint8_t status);
+/* A vendor error syndrome's name ("LKEY_BOUNDS"), meaning and completion status; NULL, "" and
+ * 0xff for a code verr.def does not declare. */
+const char *hca_verr_name(uint32_t verr);
+/* A completion status's name (wqe.def WC: "LOC_PROT_ERR"), "UNKNOWN" if none. */
+const char *hca_wc_name(uint8_t status);
+const char *hca_verr_doc(uint32_t verr);
+uint8_t hca_verr_status(uint32_t verr);
 const char *hca_status_doc(uint8_t status);
 int hca_status_errno(uint8_t status);
 const char *hca_qpa_name(uint32_t bit_index);

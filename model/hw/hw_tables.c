@@ -146,3 +146,60 @@ const char *hca_qps_name(unsigned state)
 
 	return state < HCA_QPS_COUNT ? names[state] : "UNKNOWN";
 }
+
+static const struct {
+	uint32_t val;     /* code */
+	const char *name; /* name */
+	uint8_t status;   /* the completion status it goes with */
+	const char *doc;  /* the check */
+} verrs[] = {
+#define VERR(name, val, status, doc) { val, #name, HCA_WC_##status, doc },
+#include "model/hw/verr.def"
+#undef VERR
+};
+
+static int verr_find(uint32_t v)
+{
+	for (size_t i = 0; i < sizeof(verrs) / sizeof(verrs[0]); i++)
+		if (verrs[i].val == v)
+			return (int)i;
+	return -1;
+}
+
+const char *hca_verr_name(uint32_t verr)
+{
+	int i = verr_find(verr);
+
+	return i < 0 ? NULL : verrs[i].name;
+}
+
+const char *hca_verr_doc(uint32_t verr)
+{
+	int i = verr_find(verr);
+
+	return i < 0 ? "" : verrs[i].doc;
+}
+
+uint8_t hca_verr_status(uint32_t verr)
+{
+	int i = verr_find(verr);
+
+	return i < 0 ? 0xff : verrs[i].status;
+}
+
+const char *hca_wc_name(uint8_t status)
+{
+	switch (status) {
+#define WQE_OP(name, val, qpts, cls, doc)
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc)                                                                         \
+	case val:                                                                                  \
+		return #name;
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+	default:
+		return "UNKNOWN";
+	}
+}

@@ -57,6 +57,14 @@ static void regmap(void)
 #undef WQE_OP
 #undef CQE_OP
 #undef WC
+	printf("\n## Error completions: vendor_err\n\nEvery error CQE carries in `vendor_err` the "
+	       "check that failed (`ibv_wc.vendor_err`); the trace names it (`cqe.error`).\n\n"
+	       "| vendor_err | name | status | check that failed |\n|---|---|---|---|\n");
+#define VERR(name, val, status, doc)                                                               \
+	if (val)                                                                                   \
+		printf("| 0x%02x | `%s` | `%s` | %s |\n", val, #name, #status, doc);
+#include "model/hw/verr.def"
+#undef VERR
 	printf("\n## Event queue entry types\n\n| value | name | meaning |\n|---|---|---|\n");
 #define EQE(name, val, doc) printf("| 0x%02x | `%s` | %s |\n", val, #name, doc);
 #include "model/hw/eqe.def"
