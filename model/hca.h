@@ -123,6 +123,9 @@ void hm_port_stop(struct hm_dev *d);
 void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
 /* Connect a port to one side of a link. */
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side);
+/* Hand len bytes to port's receive path as if they came off its link with a good FCS
+ * (hcasim_inject_frame; port checked by the caller). */
+void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len);
 /* MAC address of the RoCE port owning IPv4-mapped GID gid (the fabric's ARP). */
 void hm_roce_mac_of(const uint8_t gid[16], uint8_t mac[6]);
 /* enum hm_link_layer of the port. */

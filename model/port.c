@@ -472,6 +472,12 @@ static void port_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 	port_rx_in(arg, frame, len, fcs_ok, false);
 }
 
+void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len)
+{
+	trace_pkt_inject(d->devno, port, len);
+	port_rx_in(&d->ports[port - 1], frame, len, true, false);
+}
+
 /* A frame arrived at port p, from its link or from the HCA's loopback path. */
 static void port_rx_in(struct hm_port *p, const uint8_t *frame, size_t len, bool fcs_ok,
 		       bool loopback)
