@@ -10,8 +10,9 @@
  *   - install an MSI-X interrupt handler per vector;
  *   - host time: charge CPU time, wait for a condition, let the simulation settle.
  *
- * The register map, the command interface and the queue formats are in docs/regmap.md and
- * docs/device-interface.md (generated from model/hw/, which a driver may include).
+ * The register map, the command interface and the queue formats are in docs/regmap.md
+ * (generated from model/hw/, installed as build/include/model/hw/, which a driver may include)
+ * and docs/device-interface.md.
  *
  * Host memory is the process's own memory: any buffer may be mapped. The device sees only
  * IOVAs, handed out in mapping order from a fixed base with a guard page between mappings,
