@@ -91,7 +91,11 @@ SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
 BENCHBIN   := $(BIN)/hcasim-bench
 PERFBIN    := $(BIN)/hcasim-perf
-HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasimdv.h
+# model/hw/ (the register map and formats, included by hcasimdv.h and by a driver written
+# against hcasim_bus.h) is installed as build/include/model/hw/.
+HW_HEADERS := $(patsubst %,$(BUILD)/include/%,$(wildcard model/hw/*.h model/hw/*.def))
+HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasim_bus.h $(BUILD)/include/hcasimdv.h \
+              $(HW_HEADERS)
 
 .PHONY: all run test bench deps docs check-docs clean waves golden
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
@@ -142,33 +146,58 @@ $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 endif
 
-$(LIBHCASIM): $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME)
+# libhcasim.so.0 exports hcasim_* only (sim/libhcasim.map); libibverbs.so.1 the libibverbs ABI
+# and hcasimdv_* (driver/libibverbs.map), linked with -z defs: a driver call to anything
+# libhcasim does not export is a link error. Tests and tools that use internals link the
+# internal image instead: driver and simulator in one libibverbs.so.1 in build/lib/internal/
+# that exports everything (the same map without its `local: *`), so that a process holds one
+# simulator. They find it through DT_RPATH, which LD_LIBRARY_PATH does not override.
+LIBINT     := $(LIB)/internal
+LIBINTERNAL := $(LIBINT)/libibverbs.so.1
+INTERNAL_LINK := -L$(LIBINT) -libverbs -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib/internal'
+
+$(LIBHCASIM): $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME) sim/libhcasim.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libhcasim.so.0 $(LDFLAGS) -o $@ $(SIM_OBJS) $(VL_OBJS) \
-		$(VL_ARCH) $(VL_RUNTIME) -linih -lz $(VL_LIBS)
+	$(CC) -shared -Wl,-soname,libhcasim.so.0 -Wl,--version-script=sim/libhcasim.map $(LDFLAGS) \
+		-o $@ $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME) -linih -lz $(VL_LIBS)
 	ln -sf libhcasim.so.0 $(LIB)/libhcasim.so
 
-$(LIBIBVERBS): $(DRV_OBJS) $(LIBHCASIM) driver/libibverbs.map
+# The driver carries its own copy of model/hw/'s descriptive tables (names and texts of the
+# commands, statuses and attributes: the programming interface, no device state).
+DRV_LIB_OBJS := $(DRV_OBJS) $(OBJ)/model/hw/hw_tables.o
+$(LIBIBVERBS): $(DRV_LIB_OBJS) $(LIBHCASIM) driver/libibverbs.map
 	@mkdir -p $(@D)
 	$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=driver/libibverbs.map \
-		$(LDFLAGS) -o $@ $(DRV_OBJS) -L$(LIB) -lhcasim -Wl,-rpath,'$$ORIGIN'
+		-Wl,-z,defs $(LDFLAGS) -o $@ $(DRV_LIB_OBJS) -L$(LIB) -lhcasim -Wl,-rpath,'$$ORIGIN'
 	ln -sf libibverbs.so.1 $(LIB)/libibverbs.so
 
-$(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBHCASIM) $(LIBIBVERBS)
+$(OBJ)/libibverbs-internal.map: driver/libibverbs.map
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
+	sed '/^[[:space:]]*local: \*;/d' $< > $@
 
+$(LIBINTERNAL): $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME) $(DRV_OBJS) $(OBJ)/libibverbs-internal.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=$(OBJ)/libibverbs-internal.map \
+		$(LDFLAGS) -o $@ $(DRV_OBJS) $(SIM_OBJS) $(VL_OBJS) $(VL_ARCH) $(VL_RUNTIME) -linih -lz \
+		$(VL_LIBS)
+	ln -sf libibverbs.so.1 $(LIBINT)/libibverbs.so
+
+# hcasim-run and hcasim-vcdcheck use the public libraries; the tools that use internals
+# (gendoc: the tables; pcapcheck: the packet parser; scenario: the text-file reader) the
+# internal image.
 $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
 		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
-$(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
-$(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
 $(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
-$(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) -L$(LIB) -libverbs -lhcasim \
-		-linih -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $(LDFLAGS) -o $@ $<
+$(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBINTERNAL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(INTERNAL_LINK)
+$(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBINTERNAL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(INTERNAL_LINK) -linih
 
 # ---- SystemC top (sim/systemc/, docs/systemc.md): the default simulation in sc_main, the C
 # model behind an sc_module and the RTL blocks Verilated with --sc (prefix Vsc_<block>, so that
@@ -197,11 +226,11 @@ $(OBJ)/sim/systemc/%.o: sim/systemc/%.cpp $(SC_ARCH) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(SC_CXXFLAGS) -c $< -o $@
 
-# The Verilator runtime comes from libhcasim (linked into it for the --cc models).
-$(SC_BIN): $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) $(LIBHCASIM) $(LIBIBVERBS)
+# The Verilator runtime comes from the internal image (linked into it for the --cc models).
+$(SC_BIN): $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) $(LIBINTERNAL)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) -L$(LIB) \
-		-libverbs -lhcasim $$(pkg-config --libs systemc) -pthread -latomic -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CXX) $(LDFLAGS) -o $@ $(SC_OBJS) $(OBJ)/sim/apps/run_workload.o $(SC_ARCH) $(INTERNAL_LINK) \
+		$$(pkg-config --libs systemc) -pthread -latomic
 else
 all: sc-skipped
 .PHONY: sc-skipped
@@ -209,8 +238,9 @@ sc-skipped:
 	@echo "make: SystemC top $(SC_BIN) skipped: needs verilator and libsystemc-dev (make deps)"
 endif
 
-# The public headers, installed side by side: hcasim.h and the direct verbs of the driver.
-$(BUILD)/include/hcasim.h: sim/hcasim.h
+# The public headers, installed side by side: hcasim.h, the host bus hcasim_bus.h and the
+# direct verbs of the driver.
+$(BUILD)/include/hcasim.h $(BUILD)/include/hcasim_bus.h: $(BUILD)/include/%: sim/%
 	@mkdir -p $(@D)
 	cp $< $@
 
@@ -218,10 +248,15 @@ $(BUILD)/include/hcasimdv.h: driver/hcasimdv.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(TESTBIN): $(TEST_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
+$(BUILD)/include/model/hw/%: model/hw/%
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(LIB) -libverbs -lhcasim \
-		-Wl,-rpath,'$$ORIGIN/../lib' $$(pkg-config --libs criterion) -lz
+	cp $< $@
+
+# The suites use internals: the internal image (one simulator per process). They also build
+# and run programs against the public libraries, so those are built first.
+$(TESTBIN): $(TEST_OBJS) $(LIBINTERNAL) $(LIBHCASIM) $(LIBIBVERBS) $(HEADER)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(INTERNAL_LINK) $$(pkg-config --libs criterion) -lz
 
 # The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
 $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)

@@ -8,7 +8,6 @@
  *      CMD event for our token arrives through EQ 0 and MSI-X;
  *   4. read status and output (on silicon an rmb() after seeing own == 0). */
 #include "driver/drv.h"
-#include "sim/error.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -29,7 +28,7 @@ int drv_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	sim_error(-err, "%s", msg);
+	hcasim_error(-err, "%s", msg);
 	errno = err;
 	return err;
 }
@@ -83,11 +82,12 @@ void drv_eq_process(struct drv_dev *d)
 			break;
 		case HCA_EQE_DMA_FAULT:
 			d->dma_faults_seen++;
-			fprintf(stderr,
-				"hcasim: %s: device reported a DMA fault at 0x%llx (%u bytes, %s)\n",
-				d->ibdev.name,
-				(unsigned long long)e->data[0] | ((unsigned long long)e->data[1] << 32),
-				e->data[2], e->data[3] == SIM_DMA_READ ? "read" : "write");
+			fprintf(
+			    stderr,
+			    "hcasim: %s: device reported a DMA fault at 0x%llx (%u bytes, %s)\n",
+			    d->ibdev.name,
+			    (unsigned long long)e->data[0] | ((unsigned long long)e->data[1] << 32),
+			    e->data[2], e->data[3] == HCASIM_DMA_READ ? "read" : "write");
 			break;
 		default:
 			drv_dp_event(d, e);
@@ -98,7 +98,7 @@ void drv_eq_process(struct drv_dev *d)
 	}
 	/* Report the consumer index and re-arm in one write. */
 	if (any || d->cmd_irq)
-		sim_pcie_mmio_write32(d->fn, HCA_REG_EQ_DOORBELL, HCA_EQ_DB(d->eqn, 1, d->eq_ci));
+		hcasim_mmio_write(d->fn, 0, HCA_REG_EQ_DOORBELL, 4, HCA_EQ_DB(d->eqn, 1, d->eq_ci));
 }
 
 /* ---- commands ---- */
@@ -191,11 +191,11 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 	e->out_addr = d->cmd_iova + CMD_OUT_OFF;
 	e->own = HCA_CMD_OWN_DEVICE;
 	d->cmd_done = false;
-	sim_pcie_mmio_write32(d->fn, HCA_REG_CMD_DOORBELL, d->token);
+	hcasim_mmio_write(d->fn, 0, HCA_REG_CMD_DOORBELL, 4, d->token);
 	if (d->cmd_irq) {
 		/* Sleep until the CMD event for our token arrives (MSI-X, then EQ 0). */
 		while (!d->cmd_done) {
-			int r = sim_host_wait(irq_pending, d, d->cmd_timeout_ps);
+			int r = hcasim_host_wait(irq_pending, d, d->cmd_timeout_ps);
 
 			if (r) {
 				rc = r == -EDEADLK ? EDEADLK : ETIMEDOUT;
@@ -209,11 +209,11 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 				rc = ETIMEDOUT;
 				break;
 			}
-			if (sim_host_idle()) {
+			if (hcasim_host_idle() == 1) {
 				rc = EDEADLK;
 				break;
 			}
-			sim_host_advance(d->poll_ps);
+			hcasim_host_advance(d->poll_ps);
 		}
 		if (d->irq_pending)
 			drv_eq_process(d);
@@ -247,12 +247,12 @@ int drv_cmd_setup(struct drv_dev *d)
 	char mode[32];
 	int rc;
 
-	rc = drv_dma_alloc(d, CMD_PAGE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&d->cmd_page,
-			   &d->cmd_map, &d->cmd_iova);
+	rc = drv_dma_alloc(d, CMD_PAGE_BYTES, HCASIM_DMA_READ | HCASIM_DMA_WRITE,
+			   (void **)&d->cmd_page, &d->cmd_map, &d->cmd_iova);
 	if (rc)
 		return rc;
-	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_LO, (uint32_t)d->cmd_iova);
-	sim_pcie_mmio_write32(d->fn, HCA_REG_CMDQ_ADDR_HI, (uint32_t)(d->cmd_iova >> 32));
+	hcasim_mmio_write(d->fn, 0, HCA_REG_CMDQ_ADDR_LO, 4, (uint32_t)d->cmd_iova);
+	hcasim_mmio_write(d->fn, 0, HCA_REG_CMDQ_ADDR_HI, 4, (uint32_t)(d->cmd_iova >> 32));
 	/* Until EQ 0 exists, commands are polled (as mlx5 does at probe). */
 	d->cmd_irq = false;
 	rc = drv_cmd(d, HCA_CMD_QUERY_HCA_CAP, &none, sizeof(none), &d->cap, sizeof(d->cap));
@@ -270,7 +270,8 @@ int drv_cmd_setup(struct drv_dev *d)
 		if (p == MAP_FAILED)
 			return drv_fail(ENOMEM, "probe: no memory for a %zu-byte QP context store",
 					bytes);
-		id = sim_pcie_map(d->fn, p, bytes, SIM_DMA_READ | SIM_DMA_WRITE, &init.qpc_base);
+		id = hcasim_dma_map(d->fn, p, bytes, HCASIM_DMA_READ | HCASIM_DMA_WRITE,
+				    &init.qpc_base);
 		if (id < 0) {
 			munmap(p, bytes);
 			return drv_fail((int)-id, "probe: %s", hcasim_last_error());
@@ -282,7 +283,7 @@ int drv_cmd_setup(struct drv_dev *d)
 		if (rc)
 			return rc;
 	}
-	rc = drv_dma_alloc(d, HCA_EQE_BYTES << DRV_EQ_LOG_SIZE, SIM_DMA_READ | SIM_DMA_WRITE,
+	rc = drv_dma_alloc(d, HCA_EQE_BYTES << DRV_EQ_LOG_SIZE, HCASIM_DMA_READ | HCASIM_DMA_WRITE,
 			   (void **)&d->eq, &d->eq_map, &eq.ring_addr);
 	if (rc)
 		return rc;
@@ -300,8 +301,8 @@ int drv_cmd_setup(struct drv_dev *d)
 		return rc;
 	d->eqn = h.handle;
 	d->eq_ci = 0;
-	sim_pcie_set_irq(d->fn, eq.vector, eq_irq, d);
-	sim_pcie_mmio_write32(d->fn, HCA_REG_EQ_DOORBELL, HCA_EQ_DB(d->eqn, 1, 0));
+	hcasim_irq_set(d->fn, eq.vector, eq_irq, d);
+	hcasim_mmio_write(d->fn, 0, HCA_REG_EQ_DOORBELL, 4, HCA_EQ_DB(d->eqn, 1, 0));
 	d->cmd_irq = !strcmp(mode, "interrupt");
 	return 0;
 }

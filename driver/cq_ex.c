@@ -40,7 +40,7 @@ static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	if (!drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle)) {
 		/* ibv_start_poll(3): ENOENT, and no ibv_end_poll follows. Costs as an empty
 		 * ibv_poll_cq does. */
-		sim_host_advance(d->poll_ps);
+		hcasim_host_advance(d->poll_ps);
 		return ENOENT;
 	}
 	return took(cq);

@@ -11,7 +11,6 @@
  *   arm:  the arm doorbell carries the consumer index, so CQEs the device wrote after the last
  *         poll raise the event at once instead of being missed. */
 #include "driver/drv.h"
-#include "sim/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -109,7 +108,7 @@ static struct drv_srq *srq_num(struct drv_dev *d, uint32_t n)
 static void uar_db(struct drv_dev *d, uint32_t reg, uint64_t val)
 {
 	/* wmb(): WQE (or consumer index) stores before the doorbell. */
-	sim_pcie_mmio_write64(d->fn, HCA_REGION_UAR + reg, val);
+	hcasim_mmio_write(d->fn, 0, HCA_REGION_UAR + reg, 8, val);
 }
 
 /* ---- send WQEs: built alike by ibv_post_send and by the ibv_wr_* API (qp_ex.c) ---- */
@@ -269,8 +268,8 @@ void drv_sq_ring(struct drv_dev *d, struct drv_qp *qp, uint32_t posted)
 
 		memcpy(bf, &db, sizeof(db));
 		memcpy(bf + 16, last, used);
-		sim_pcie_mmio_write_block(d->fn, HCA_REGION_UAR + HCA_UAR_BF, bf,
-					  (16 + used + 63) / 64 * 64);
+		hcasim_mmio_write_block(d->fn, 0, HCA_REGION_UAR + HCA_UAR_BF, bf,
+					(16 + used + 63) / 64 * 64);
 	} else if (posted) {
 		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(qpn, qp->sq_pi & 0xffff));
 	}
@@ -546,7 +545,7 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		drv_cq_publish_ci(cq);
 		drv_charge_verb(d);
 	} else {
-		sim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+		hcasim_host_advance(d->poll_ps); /* an empty poll still costs the host */
 	}
 	return got;
 }
@@ -693,7 +692,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 			return -1;
 		}
 		/* Blocking: run the simulation until an event arrives, or report the deadlock. */
-		rc = sim_host_wait(chan_ready, &w, UINT64_MAX / 2);
+		rc = hcasim_host_wait(chan_ready, &w, UINT64_MAX / 2);
 		if (rc) {
 			drv_fail(EDEADLK, "ibv_get_cq_event: no completion event can arrive: the "
 				 "simulation is idle");

@@ -1,8 +1,6 @@
 /* Driver: device discovery and probe, contexts, device/port/GID/P_Key queries, the virtual
  * sysfs files ibv_devinfo reads. */
 #include "driver/drv.h"
-#include "sim/error.h"
-#include "sim/trace.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -46,18 +44,18 @@ static uint64_t cfg_u64(const char *key)
  * the fabric settle (links train, the SM activates the ports) as it would at system boot. */
 static int probe_all(void)
 {
-	struct sim_pcie_fn *fns[DRV_MAX_DEVS];
+	struct hcasim_fn *fns[DRV_MAX_DEVS];
 	int n, rc;
 
 	rc = hcasim_boot();
 	if (rc)
 		return -rc;
-	if (ndevs && devs[0]->bus_gen == sim_pcie_bus_generation())
+	if (ndevs && devs[0]->bus_gen == hcasim_bus_generation())
 		return 0;
 	for (int i = 0; i < ndevs; i++)
 		drv_dev_free(devs[i]); /* stale: the system was rebooted */
 	ndevs = 0;
-	n = sim_pcie_enumerate(fns, DRV_MAX_DEVS);
+	n = hcasim_bus_enumerate(fns, DRV_MAX_DEVS);
 	for (int i = 0; i < n; i++) {
 		struct drv_dev *d = calloc(1, sizeof(*d));
 
@@ -66,10 +64,10 @@ static int probe_all(void)
 		d->fn = fns[i];
 		d->ops = &drv_device_ops;
 		d->refcount = 1;
-		d->bus_gen = sim_pcie_bus_generation();
+		d->bus_gen = hcasim_bus_generation();
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
-		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", sim_pcie_fn_name(fns[i]));
+		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", hcasim_fn_name(fns[i]));
 		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
 			 "/sys/class/infiniband_verbs/uverbs%d", i);
@@ -84,7 +82,7 @@ static int probe_all(void)
 			return rc;
 	}
 	/* Boot settles when nothing is pending: ports trained and swept by the SM. */
-	sim_host_settle();
+	hcasim_host_settle();
 	for (int i = 0; i < ndevs; i++)
 		if (devs[i]->irq_pending)
 			drv_eq_process(devs[i]);
@@ -170,8 +168,8 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
 void drv_charge_verb_(struct drv_dev *d, const char *verb)
 {
-	trace_drv_verb(sim_pcie_fn_devno(d->fn), verb);
-	sim_host_advance(d->verb_ps);
+	hcasim_trace_verb(hcasim_fn_devno(d->fn), verb);
+	hcasim_host_advance(d->verb_ps);
 }
 
 struct drv_ctx *drv_ctx_of(struct ibv_context *ctx)
@@ -365,10 +363,11 @@ uint64_t drv_core_cycles(struct drv_dev *d)
 {
 	/* LO first: reading it latches HI, so both halves come from one sample (taken when the
 	 * LO read reaches the device, half an MMIO round trip after the call). */
-	uint32_t lo = sim_pcie_mmio_read32(d->fn, HCA_REG_CORE_CLOCK_LO);
-	uint32_t hi = sim_pcie_mmio_read32(d->fn, HCA_REG_CORE_CLOCK_HI);
+	uint64_t lo = 0, hi = 0;
 
-	return (uint64_t)hi << 32 | lo;
+	hcasim_mmio_read(d->fn, 0, HCA_REG_CORE_CLOCK_LO, 4, &lo);
+	hcasim_mmio_read(d->fn, 0, HCA_REG_CORE_CLOCK_HI, 4, &hi);
+	return hi << 32 | lo;
 }
 
 /* ibv_query_rt_values_ex(3). As mlx5 does, raw_clock carries the cycle count in tv_nsec with
@@ -646,7 +645,7 @@ int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 			return -1;
 		}
 		/* Blocking: run the simulation until an event arrives, or report the deadlock. */
-		rc = sim_host_wait(async_ready, c, UINT64_MAX / 2);
+		rc = hcasim_host_wait(async_ready, c, UINT64_MAX / 2);
 		if (rc) {
 			drv_fail(EDEADLK, "ibv_get_async_event: no event can arrive: the simulation "
 				 "is idle");

@@ -11,7 +11,6 @@
  * pages: 512 records per page, one mapping per page, pages kept per DMA permission (QP and
  * SRQ records are only read by the device, CQ records are read and written). */
 #include "driver/drv.h"
-#include "sim/error.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -28,7 +27,7 @@ struct drv_dbrec_page {
 	uint8_t *mem;                        /* the page */
 	int64_t map;                         /* its mapping */
 	uint64_t iova;                       /* its device address */
-	unsigned perm;                       /* SIM_DMA_* the device has on it */
+	unsigned perm;			     /* HCASIM_DMA_* the device has on it */
 	unsigned used;                       /* records handed out */
 	uint64_t bits[DBRECS_PER_PAGE / 64]; /* which */
 };
@@ -122,7 +121,7 @@ int drv_dma_alloc(struct drv_dev *d, size_t bytes, unsigned perm, void **mem, in
 			return drv_fail(ENOMEM, "out of host memory for a %zu-byte queue", len);
 		memset(p, 0, len);
 	}
-	id = sim_pcie_map(d->fn, p, len, perm, iova);
+	id = hcasim_dma_map(d->fn, p, len, perm, iova);
 	if (id < 0) {
 		host_free(d, p);
 		return drv_fail((int)-id, "%s", hcasim_last_error());
@@ -136,7 +135,7 @@ void drv_dma_free(struct drv_dev *d, void *mem, int64_t map)
 {
 	if (!mem)
 		return;
-	sim_pcie_unmap(d->fn, map);
+	hcasim_dma_unmap(d->fn, map);
 	host_free(d, mem);
 }
 

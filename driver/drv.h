@@ -14,7 +14,7 @@
 
 #include "model/hw/hca_hw.h"
 #include "sim/hcasim.h"
-#include "sim/pcie_host.h"
+#include "sim/hcasim_bus.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,7 +57,7 @@ struct drv_dev {
 	void *entry_next, *entry_prev; /* verbs_device.entry (list_node): unused */
 	void *sysfs;                   /* verbs_device.sysfs: NULL, no kernel sysfs device */
 	uint64_t core_support;         /* verbs_device.core_support: 0 */
-	struct sim_pcie_fn *fn;        /* PCIe function */
+	struct hcasim_fn *fn;	       /* PCIe function */
 	uint64_t bus_gen;              /* bus generation it was probed in (re-probe on reboot) */
 	struct hca_hca_cap cap;        /* from QUERY_HCA_CAP at probe */
 	/* command interface */

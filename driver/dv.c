@@ -114,7 +114,7 @@ int hcasimdv_uar_write64(const struct hcasimdv_uar *uar, uint32_t offset, uint64
 				"aligned offset inside the %u-byte UAR page", offset,
 				HCA_UAR_PAGE_BYTES);
 	/* wmb() on silicon: the program's WQE stores before the doorbell. */
-	sim_pcie_mmio_write64(d->fn, uar->offset + offset, value);
+	hcasim_mmio_write(d->fn, 0, uar->offset + offset, 8, value);
 	return 0;
 }
 
@@ -127,6 +127,6 @@ int hcasimdv_uar_write_bf(const struct hcasimdv_uar *uar, const void *buf, size_
 	if (!buf || !len || len % 64 || len > HCA_UAR_BF_BYTES)
 		return drv_fail(EINVAL, "hcasimdv_uar_write_bf: %s len %zu (a multiple of 64, at "
 				"most %u)", !buf ? "NULL buf," : "", len, HCA_UAR_BF_BYTES);
-	sim_pcie_mmio_write_block(d->fn, uar->offset + HCA_UAR_BF, buf, (unsigned)len);
+	hcasim_mmio_write_block(d->fn, 0, uar->offset + HCA_UAR_BF, buf, (unsigned)len);
 	return 0;
 }

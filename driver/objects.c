@@ -117,7 +117,7 @@ static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *
 		       struct hca_mkey_out *out)
 {
 	struct hca_mkey_in in = { 0 };
-	unsigned perm = SIM_DMA_READ, rights = 0;
+	unsigned perm = HCASIM_DMA_READ, rights = 0;
 	int rc = mr_access_check(verb, access, &rights);
 
 	if (rc)
@@ -130,8 +130,8 @@ static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *
 		return drv_fail(EFAULT, "%s: [%p, +%zu) is not mapped in this process", verb, addr,
 				length);
 	if (rights & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		perm |= SIM_DMA_WRITE;
-	*map = sim_pcie_map(d->fn, addr, length, perm, &in.start);
+		perm |= HCASIM_DMA_WRITE;
+	*map = hcasim_dma_map(d->fn, addr, length, perm, &in.start);
 	if (*map < 0)
 		return drv_fail((int)-*map, "%s: %s", verb, hcasim_last_error());
 	in.pdn = pdn;
@@ -140,7 +140,7 @@ static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *
 	in.iova = iova;
 	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), out, sizeof(*out));
 	if (rc)
-		sim_pcie_unmap(d->fn, *map);
+		hcasim_dma_unmap(d->fn, *map);
 	return rc;
 }
 
@@ -150,7 +150,7 @@ static void mkey_destroy(struct drv_dev *d, uint32_t lkey, int64_t map)
 	struct hca_cmd_empty none;
 
 	drv_cmd(d, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
-	sim_pcie_unmap(d->fn, map);
+	hcasim_dma_unmap(d->fn, map);
 }
 
 static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
@@ -291,7 +291,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	rc = drv_cmd(d, HCA_CMD_DESTROY_MKEY, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
-	sim_pcie_unmap(d->fn, mr->map);
+	hcasim_dma_unmap(d->fn, mr->map);
 	drv_handle_del(mr);
 	free(mr);
 	return 0;
@@ -348,8 +348,8 @@ static int cq_ring_alloc(struct drv_dev *d, int cqe, void **ring, int64_t *map, 
 	uint32_t entries = hca_cq_ring_entries((uint32_t)cqe);
 
 	*log = hca_log2(entries);
-	return drv_dma_alloc(d, (size_t)entries * HCA_CQE_BYTES, SIM_DMA_READ | SIM_DMA_WRITE, ring,
-			     map, iova);
+	return drv_dma_alloc(d, (size_t)entries * HCA_CQE_BYTES, HCASIM_DMA_READ | HCASIM_DMA_WRITE,
+			     ring, map, iova);
 }
 
 struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_context *ctx,
@@ -381,7 +381,7 @@ struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_con
 		return NULL;
 	}
 	if (cq_ring_alloc(d, (int)cqe, &cq->ring, &cq->ring_map, &in.ring_addr, &cq->log_size) ||
-	    drv_dbrec_alloc(d, SIM_DMA_READ | SIM_DMA_WRITE, (void **)&cq->db, &in.db_addr))
+	    drv_dbrec_alloc(d, HCASIM_DMA_READ | HCASIM_DMA_WRITE, (void **)&cq->db, &in.db_addr))
 		goto err_free;
 	in.cqe = (uint32_t)cqe;
 	in.eqn = d->eqn;
@@ -534,9 +534,9 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 		drv_fail(ENOMEM, "ibv_create_srq: out of memory");
 		return NULL;
 	}
-	if (drv_dma_alloc(d, (size_t)entries * stride, SIM_DMA_READ, &srq->ring, &srq->ring_map,
+	if (drv_dma_alloc(d, (size_t)entries * stride, HCASIM_DMA_READ, &srq->ring, &srq->ring_map,
 			  &in.ring_addr) ||
-	    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&srq->db, &in.db_addr))
+	    drv_dbrec_alloc(d, HCASIM_DMA_READ, (void **)&srq->db, &in.db_addr))
 		goto err_free;
 	in.pdn = pd->pdn;
 	in.max_wr = init->attr.max_wr;

@@ -157,9 +157,9 @@ static struct drv_qp *qp_alloc(struct drv_dev *d, const char *verb, struct hca_q
 	 * too); the doorbell record in a shared page. */
 	sq_bytes = (size_t)sq_entries * qp->sq_stride;
 	rq_bytes = srq ? 0 : (size_t)rq_entries * qp->rq_stride;
-	if (drv_dma_alloc(d, sq_bytes + rq_bytes, SIM_DMA_READ, &qp->sq, &qp->buf_map,
+	if (drv_dma_alloc(d, sq_bytes + rq_bytes, HCASIM_DMA_READ, &qp->sq, &qp->buf_map,
 			  &in->sq_addr) ||
-	    drv_dbrec_alloc(d, SIM_DMA_READ, (void **)&qp->db, &in->db_addr)) {
+	    drv_dbrec_alloc(d, HCASIM_DMA_READ, (void **)&qp->db, &in->db_addr)) {
 		qp_free(d, qp);
 		return NULL;
 	}

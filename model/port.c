@@ -429,6 +429,12 @@ static void link_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
 	p->dev->wire.rx_frame(p->dev, p->num, frame, len, fcs_ok, false);
 }
 
+void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len)
+{
+	trace_pkt_inject(d->devno, port, len);
+	d->wire.rx_frame(d, port, frame, len, true, false);
+}
+
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)
 {
 	d->links[port - 1] = l;

@@ -10,6 +10,9 @@ void hm_port_init(struct hm_dev *d);
 void hm_port_start(struct hm_dev *d, sim_time_t t); /* link training from time t */
 void hm_port_stop(struct hm_dev *d);
 void hm_port_info(const struct hm_port *p, struct hca_port_info *out);
+/* Hand len bytes to port's receive path as if they came off its link with a good FCS
+ * (hcasim_inject_frame; port checked by the caller). */
+void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len);
 /* Connect a port to one side of a link. */
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side);
 /* MAC address of the RoCE port owning IPv4-mapped GID gid (the fabric's ARP). */

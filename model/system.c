@@ -259,6 +259,23 @@ bad:
 			 "'%s'", spec, p);
 }
 
+int hcasim_inject_frame(int dev, int port, const void *frame, size_t len)
+{
+	if (!sys.booted || dev < 0 || dev >= sys.ndevs)
+		return sim_error(-EINVAL, "hcasim_inject_frame: no device %d", dev);
+	if (port < 1 || port > (int)sys.devs[dev]->nports)
+		return sim_error(-EINVAL, "hcasim_inject_frame: device %d has no port %d", dev,
+				 port);
+	if (!frame || !len)
+		return sim_error(-EINVAL, "hcasim_inject_frame: %s",
+				 !frame ? "frame is NULL" : "len is 0");
+	if (len > HCASIM_FRAME_MAX)
+		return sim_error(-EMSGSIZE, "hcasim_inject_frame: len %zu (at most %d bytes)", len,
+				 HCASIM_FRAME_MAX);
+	hm_port_inject(sys.devs[dev], (unsigned)port, frame, len);
+	return 0;
+}
+
 int hcasim_sm_set_lid(int dev, int port, unsigned lid)
 {
 	int rc;

@@ -11,11 +11,18 @@ static _Thread_local char last_msg[512];
 int sim_error(int err, const char *fmt, ...)
 {
 	va_list ap;
-	static int verbose = -1;
 
 	va_start(ap, fmt);
-	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+	err = sim_verror(err, fmt, ap);
 	va_end(ap);
+	return err;
+}
+
+int sim_verror(int err, const char *fmt, va_list ap)
+{
+	static int verbose = -1;
+
+	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
 	if (verbose < 0) {
 		const char *v = getenv("HCASIM_VERBOSE");
 

@@ -3,8 +3,11 @@
 #ifndef SIM_ERROR_H
 #define SIM_ERROR_H
 
+#include <stdarg.h>
+
 /* Record the message and return err (a negative errno), for `return sim_error(-EINVAL, ...)`. */
 int sim_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sim_verror(int err, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 const char *sim_last_error(void);
 void sim_clear_error(void);
 

@@ -125,6 +125,19 @@ int hcasim_link_is_up(int link); /* 1, 0, or a negative errno */
  * IBV_EVENT_LID_CHANGE. -EINVAL, -EADDRINUSE. */
 int hcasim_sm_set_lid(int dev, int port, unsigned lid);
 
+/* Hand len bytes to the receive path of port (1-based) of device dev as if they had come off
+ * its link with a good Ethernet FCS: the frame as a capture shows it (InfiniBand: LRH to VCRC;
+ * RoCEv2: Ethernet header to ICRC, without the FCS). It takes the receive pipeline's next slot
+ * after the current simulated time and gets every check of a received frame: a malformed frame
+ * or a bad ICRC/VCRC is dropped and counted (hcasim_dev_counters rx_dropped, rx_crc_errors;
+ * the port counters), a frame for no QP or a QP in the wrong state likewise; a good one is
+ * delivered. It does not pass through the link: no capture, no link fault. The bytes are
+ * copied before the call returns; the frame is handled when the simulation next runs (traced
+ * pkt.inject). 0, or -EINVAL (no such device or port, frame NULL, len 0), -EMSGSIZE
+ * (len > HCASIM_FRAME_MAX). */
+#define HCASIM_FRAME_MAX 16384
+int hcasim_inject_frame(int dev, int port, const void *frame, size_t len);
+
 /* PCIe error injection on device dev: the next count DMA reads of the given kind for object
  * num (a QPN, or an SRQN) complete with Unsupported Request status, as a failed host bridge
  * or a bad translation would make them. A send or receive WQE that cannot be read is a

@@ -123,6 +123,19 @@ int sim_pcie_enumerate(struct sim_pcie_fn **out, int max)
 	return n;
 }
 
+bool sim_pcie_fn_live(const struct sim_pcie_fn *fn)
+{
+	for (int i = 0; i < nfns; i++)
+		if (fns[i] == fn)
+			return true;
+	return false;
+}
+
+uint32_t sim_pcie_fn_bar0_bytes(const struct sim_pcie_fn *fn)
+{
+	return fn->bar0_bytes;
+}
+
 const char *sim_pcie_fn_name(const struct sim_pcie_fn *fn)
 {
 	return fn->name;
@@ -176,6 +189,8 @@ static void mmio_write_arrive(void *arg)
 	}
 	if (!in_bar0(w->fn, w->off, w->bytes) || (w->off & (w->bytes - 1)))
 		trace_warn_mmio_wr(w->fn->devno, w->off, w->val, w->bytes, "outside_bar");
+	else if (w->bytes < 4) /* the registers have no byte enables */
+		trace_warn_mmio_wr(w->fn->devno, w->off, w->val, w->bytes, "sub_dword");
 	else if (w->bytes == 4)
 		w->fn->ops->mmio_write32(w->fn->dev, w->off, (uint32_t)w->val);
 	else if (w->fn->ops->mmio_write64)
@@ -220,6 +235,12 @@ void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val)
 	mmio_post(fn, off, val, 8, NULL);
 }
 
+void sim_pcie_mmio_write(struct sim_pcie_fn *fn, uint32_t off, unsigned width, uint64_t val)
+{
+	SIM_ASSERT(width == 1 || width == 2 || width == 4 || width == 8, "MMIO width %u", width);
+	mmio_post(fn, off, width == 8 ? val : val & ((1ull << (8 * width)) - 1), width, NULL);
+}
+
 void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void *data,
 			       unsigned len)
 {
@@ -233,26 +254,50 @@ void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void 
 	mmio_post(fn, off, 0, len, data);
 }
 
-uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
+/* One register read at the device: all ones (an unsupported request, as on a real bus)
+ * outside BAR0 or unaligned. */
+static uint32_t mmio_read_reg(struct sim_pcie_fn *fn, uint32_t off)
+{
+	uint32_t v;
+
+	if (!in_bar0(fn, off, 4) || (off & 3)) {
+		trace_warn_mmio_rd(fn->devno, off, "outside_bar");
+		v = 0xffffffffu;
+	} else {
+		v = fn->ops->mmio_read32(fn->dev, off);
+	}
+	trace_pcie_mmio_rd(fn->devno, off, v);
+	return v;
+}
+
+uint64_t sim_pcie_mmio_read(struct sim_pcie_fn *fn, uint32_t off, unsigned width)
 {
 	struct sim_kernel *k = sim_kernel();
 	sim_time_t start = sim_now(k), at;
-	uint32_t v;
+	uint64_t v;
 
+	SIM_ASSERT(width == 1 || width == 2 || width == 4 || width == 8, "MMIO width %u", width);
 	/* A read never passes posted writes: it reaches the device after them. */
 	at = start + fn->mmio_rd_ps / 2;
 	if (at < fn->last_mmio_arrival_ps)
 		at = fn->last_mmio_arrival_ps;
 	sim_run_until(k, at);
-	if (!in_bar0(fn, off, 4) || (off & 3)) {
-		trace_warn_mmio_rd(fn->devno, off, "outside_bar");
-		v = 0xffffffffu; /* unsupported request: all ones, as on a real bus */
-	} else {
-		v = fn->ops->mmio_read32(fn->dev, off);
+	if (width == 8) { /* one request, the two registers at one instant */
+		v = mmio_read_reg(fn, off);
+		v |= (uint64_t)mmio_read_reg(fn, off + 4) << 32;
+	} else if (width == 4) {
+		v = mmio_read_reg(fn, off);
+	} else { /* the bytes asked for, of the aligned register */
+		v = mmio_read_reg(fn, off & ~3u) >> (8 * (off & 3));
+		v &= (1ull << (8 * width)) - 1;
 	}
-	trace_pcie_mmio_rd(fn->devno, off, v);
 	sim_run_until(k, at + (fn->mmio_rd_ps - fn->mmio_rd_ps / 2));
 	return v;
+}
+
+uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
+{
+	return (uint32_t)sim_pcie_mmio_read(fn, off, 4);
 }
 
 /* ---- IOMMU ---- */

@@ -1,7 +1,8 @@
-/* PCIe seam, host half: what a driver may use to reach a device (architecture §5.1 and the
- * layering rule) — enumerate the functions on the bus, BAR0 MMIO, map and unmap host memory for
- * the device's DMA, install interrupt handlers — and host time. The device half, DMA and the
- * IOMMU as the device sees them, is sim/pcie_dev.h, which a driver cannot include.
+/* PCIe seam, host half, inside the simulator: enumerate the functions on the bus, BAR0 MMIO,
+ * map and unmap host memory for the device's DMA, install interrupt handlers — and host time.
+ * A driver uses the public sim/hcasim_bus.h (sim/bus.c), which checks every argument and calls
+ * these; the testbench calls them directly. The device half, DMA and the IOMMU as the device
+ * sees them, is sim/pcie_dev.h, which a driver cannot include.
  *
  * Host memory is the process's own memory. The device sees only I/O virtual addresses (IOVAs)
  * that the IOMMU hands out when the driver maps a range (sim_pcie_map), allocated in mapping
@@ -37,6 +38,9 @@ int sim_pcie_enumerate(struct sim_pcie_fn **out, int max);
 /* Changes whenever functions are created or destroyed (a reboot), so a driver can tell that
  * the functions it probed are gone. */
 uint64_t sim_pcie_bus_generation(void);
+/* Is fn one of the functions present (a handle from sim_pcie_enumerate, not yet destroyed)? */
+bool sim_pcie_fn_live(const struct sim_pcie_fn *fn);
+uint32_t sim_pcie_fn_bar0_bytes(const struct sim_pcie_fn *fn);
 const char *sim_pcie_fn_name(const struct sim_pcie_fn *fn);
 int sim_pcie_fn_host(const struct sim_pcie_fn *fn);
 int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
@@ -44,6 +48,9 @@ int sim_pcie_fn_devno(const struct sim_pcie_fn *fn);
 void sim_pcie_mmio_write32(struct sim_pcie_fn *fn, uint32_t off, uint32_t val);
 /* A 64-bit posted write (one TLP, arrives whole): doorbells. */
 void sim_pcie_mmio_write64(struct sim_pcie_fn *fn, uint32_t off, uint64_t val);
+/* A posted write of width 1, 2, 4 or 8 bytes (val's low bytes). The device's registers take
+ * 4- and 8-byte writes; a 1- or 2-byte write arrives and is dropped (warn.mmio_wr sub_dword). */
+void sim_pcie_mmio_write(struct sim_pcie_fn *fn, uint32_t off, unsigned width, uint64_t val);
 /* A write-combined burst of len bytes (8..4096, a multiple of 8) to a 64-byte aligned offset:
  * one posted TLP that arrives whole (BlueFlame doorbells). Another length is refused at once
  * (warn.mmio); an access outside BAR0, whatever its offset, is refused where it arrives. */
@@ -51,6 +58,9 @@ void sim_pcie_mmio_write_block(struct sim_pcie_fn *fn, uint32_t off, const void 
 			       unsigned len);
 /* Non-posted read: simulated time advances by the round trip. */
 uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off);
+/* A read of width 1, 2, 4 or 8 bytes, one round trip: 1 and 2 are bytes of the aligned
+ * register; 8 is the registers at off and off + 4, read at one instant. */
+uint64_t sim_pcie_mmio_read(struct sim_pcie_fn *fn, uint32_t off, unsigned width);
 /* Let the device reach [addr, addr+len) with perm. Returns a mapping id > 0 and the device
  * address of addr in *iova, or -errno. */
 int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
