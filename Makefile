@@ -313,6 +313,9 @@ docs: $(BIN)/hcasim-gendoc
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
 	$(BIN)/hcasim-gendoc twins > docs/twins.md
 	$(BIN)/hcasim-gendoc trace > docs/trace-events.md
+	@mkdir -p waves/filters
+	for f in $$($(BIN)/hcasim-gendoc filters); do \
+		$(BIN)/hcasim-gendoc filter $$f > waves/filters/$$f.txt || exit 1; done
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

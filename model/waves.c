@@ -241,9 +241,11 @@ static void on_trace(void *arg, uint64_t t, int dev, int ev, const char *fields)
 	case SIM_TEV_db_sq:
 	case SIM_TEV_db_rq:
 	case SIM_TEV_db_srq: {
-		int kind = ev == SIM_TEV_db_sq ? 0 : ev == SIM_TEV_db_rq ? 1 : 2;
+		enum hm_waves_db_kind kind = ev == SIM_TEV_db_sq   ? HM_WAVES_DB_SQ
+					     : ev == SIM_TEV_db_rq ? HM_WAVES_DB_RQ
+								   : HM_WAVES_DB_SRQ;
 
-		if (!hcasim_trace_field(fields, kind == 2 ? "srq" : "qpn", &qpn) ||
+		if (!hcasim_trace_field(fields, kind == HM_WAVES_DB_SRQ ? "srq" : "qpn", &qpn) ||
 		    !hcasim_trace_field(fields, "pi", &pi))
 			return;
 		sim_waves_set(v->db_qpn, t, qpn);
@@ -357,9 +359,6 @@ static void txn_strobe(const struct hm_dev *d, const char *block, const char *na
 	sim_waves_strobe(sig(d, scope, name, 1), t, cycle_ps(d));
 }
 
-/* req_op of the sched block: which operation a transaction is. */
-enum { SCHED_OP_DOORBELL = 0, SCHED_OP_PUSH = 1, SCHED_OP_POP = 2 };
-
 void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,
 		       const struct hm_sched_db_out *out)
 {
@@ -367,8 +366,8 @@ void hm_waves_sched_db(struct hm_dev *d, const struct hm_sched_db_in *in,
 
 	if (!devw_of(d))
 		return;
-	txn(d, "sched", "req_op", 2, ti, SCHED_OP_DOORBELL);
-	txn(d, "sched", "resp_op", 2, to, SCHED_OP_DOORBELL);
+	txn(d, "sched", "req_op", 2, ti, HM_WAVES_SCHED_DOORBELL);
+	txn(d, "sched", "resp_op", 2, to, HM_WAVES_SCHED_DOORBELL);
 	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
 	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
 	txn(d, "sched", "req_lat", 32, ti, in->lat);
@@ -391,8 +390,8 @@ void hm_waves_sched_push(struct hm_dev *d, const struct hm_sched_push_in *in,
 
 	if (!devw_of(d))
 		return;
-	txn(d, "sched", "req_op", 2, ti, SCHED_OP_PUSH);
-	txn(d, "sched", "resp_op", 2, to, SCHED_OP_PUSH);
+	txn(d, "sched", "req_op", 2, ti, HM_WAVES_SCHED_PUSH);
+	txn(d, "sched", "resp_op", 2, to, HM_WAVES_SCHED_PUSH);
 	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
 	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
 	txn(d, "sched", "req_qpn", 24, ti, in->qpn);
@@ -408,8 +407,8 @@ void hm_waves_sched_pop(struct hm_dev *d, const struct hm_sched_pop_in *in,
 
 	if (!devw_of(d))
 		return;
-	txn(d, "sched", "req_op", 2, ti, SCHED_OP_POP);
-	txn(d, "sched", "resp_op", 2, to, SCHED_OP_POP);
+	txn(d, "sched", "req_op", 2, ti, HM_WAVES_SCHED_POP);
+	txn(d, "sched", "resp_op", 2, to, HM_WAVES_SCHED_POP);
 	txn(d, "sched", "req_cycle", 64, ti, in->cycle);
 	txn(d, "sched", "resp_cycle", 64, to, out->cycle);
 	txn_strobe(d, "sched", "req_valid", ti);

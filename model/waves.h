@@ -11,6 +11,13 @@
 
 struct hm_dev;
 
+/* The coded signals that are not a model/hw or model/twin.h value (hcasim-gendoc writes the
+ * names of both for GTKWave, waves/filters/): hca<dev>.sched.txn.req_op and resp_op, which
+ * call of the sched port a transaction is (the RTL's req_op), and hca<dev>.db.kind, which
+ * doorbell the device took. */
+enum hm_waves_sched_op { HM_WAVES_SCHED_DOORBELL = 0, HM_WAVES_SCHED_PUSH = 1, HM_WAVES_SCHED_POP = 2 };
+enum hm_waves_db_kind { HM_WAVES_DB_SQ = 0, HM_WAVES_DB_RQ = 1, HM_WAVES_DB_SRQ = 2 };
+
 /* Start feeding the open dump (sim_waves_open) from devices devs[0..n-1]; stop before they
  * are destroyed (a last sample is taken). */
 int hm_waves_start(struct hm_dev *const *devs, int n);

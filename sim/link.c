@@ -1,12 +1,15 @@
 /* link: full-duplex point-to-point links (architecture §5.2) — per-direction serialization
  * behind a busy-until time, delivery one propagation latency after the last bit, and the pcap
- * tap that records both directions in order of transmit start. */
+ * tap that records both directions in order of transmit start, each frame with a comment for
+ * every fault that hit it. */
 #include "sim/link.h"
 #include "sim/pcap.h"
 #include "sim/rng.h"
 #include "sim/trace.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +36,18 @@ struct link_side {
 	unsigned ntargets;				      /* in use */
 };
 
-/* A frame for the tap that starts after the send that queued it: it is written once no later
- * send can start before it (sends happen at non-decreasing simulated times, and a frame never
- * starts before it is sent). */
+/* A frame for the tap. It is written once no later send can start before it (sends happen at
+ * non-decreasing simulated times, and a frame never starts before it is sent) and its fate is
+ * known (each of its deliveries has happened), so that the marks of the faults that hit it,
+ * a loss to the link going down included, go into the file with it. */
 struct tap_rec {
 	struct tap_rec *next; /* sorted by start, then by send order */
+	uint64_t seq;	      /* the link's frame number; its deliveries carry it */
 	sim_time_t start_ps;  /* first bit on the wire */
+	sim_time_t fate_ps;   /* its last delivery is due then; UINT64_MAX: not yet scheduled */
+	char *notes;	      /* the faults' marks, each NUL-terminated, or NULL */
+	size_t notes_len;     /* bytes at notes */
+	unsigned nnotes;      /* marks at notes */
 	size_t len;	      /* bytes at frame */
 	uint8_t frame[];      /* a copy */
 };
@@ -55,6 +64,7 @@ struct sim_link {
 	struct sim_pcap *pcap;	  /* tap, or NULL */
 	sim_link_classify_fn classify; /* names frames for targeted faults */
 	struct tap_rec *tap;	  /* frames not yet written to it */
+	uint64_t seq;		  /* frames sent, both sides */
 	bool down;		  /* no signal: nothing is carried */
 	uint32_t epoch;		  /* bumped when the link goes down: frames of older epochs are lost */
 };
@@ -65,6 +75,7 @@ struct delivery {
 	uint64_t link_id; /* sim_link.id */
 	int to;		  /* receiving side */
 	uint32_t epoch;	  /* the link's epoch when it was sent */
+	uint64_t seq;	  /* the frame's number (sim_link.seq), for its tap record */
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent */
 	uint8_t frame[];  /* the copy taken at send time */
@@ -134,6 +145,10 @@ static sim_time_t ser_ps(const struct sim_link *l, size_t len)
 	return sim_link_bytes_ps(l->rate_mbps, (uint64_t)len + l->overhead_bytes);
 }
 
+static struct tap_rec *tap_find(struct sim_link *l, uint64_t seq);
+static void tap_note(struct tap_rec *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The receiver sees the frame for the duration of its callback only. */
 static void deliver(void *arg)
 {
@@ -144,6 +159,9 @@ static void deliver(void *arg)
 		/* In flight when the link went down: lost with the signal. */
 		l->side[!d->to].lost_down++;
 		trace_link_fault_down(-1, l->name, !d->to, d->len, 1);
+		tap_note(tap_find(l, d->seq),
+			 "hcasim: lost by link.fault_down: the link went down while the frame was "
+			 "on the wire");
 	} else if (l && l->side[d->to].rx) {
 		bool ok = l->kind != SIM_LINK_ETH ||
 			  crc32(0, d->frame, (uInt)d->len) == d->fcs; /* the receiving MAC's check */
@@ -153,37 +171,88 @@ static void deliver(void *arg)
 	free(d);
 }
 
-/* Write every held frame that starts at or before now. */
+/* The tap's record of frame seq, while it is held; NULL once written (or without a tap). */
+static struct tap_rec *tap_find(struct sim_link *l, uint64_t seq)
+{
+	for (struct tap_rec *r = l->tap; r; r = r->next)
+		if (r->seq == seq)
+			return r;
+	return NULL;
+}
+
+/* Add a mark to a record (NULL: no tap, nothing to mark). */
+static void tap_note(struct tap_rec *r, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	SIM_ASSERT(n > 0 && (size_t)n < sizeof(buf), "link: a mark of %d bytes", n);
+	r->notes = realloc(r->notes, r->notes_len + (size_t)n + 1);
+	SIM_ASSERT(r->notes != NULL, "out of memory");
+	memcpy(r->notes + r->notes_len, buf, (size_t)n + 1);
+	r->notes_len += (size_t)n + 1;
+	r->nnotes++;
+}
+
+static void tap_write(struct sim_link *l, struct tap_rec *r)
+{
+	const char *marks[8];
+	unsigned n = 0;
+
+	for (size_t off = 0; off < r->notes_len && n < 8; off += strlen(r->notes + off) + 1)
+		marks[n++] = r->notes + off;
+	sim_pcap_write_comments(l->pcap, r->start_ps, r->frame, r->len, marks, n);
+}
+
+/* Write every held frame that has started and whose fate is known by now (all: every one). */
 static void tap_flush(struct sim_link *l, sim_time_t now, bool all)
 {
-	while (l->tap && (all || l->tap->start_ps <= now)) {
+	while (l->tap && (all || (l->tap->start_ps <= now && l->tap->fate_ps < now))) {
 		struct tap_rec *r = l->tap;
 
 		l->tap = r->next;
-		sim_pcap_write(l->pcap, r->start_ps, r->frame, r->len);
+		tap_write(l, r);
+		free(r->notes);
 		free(r);
 	}
 }
 
-static void tap(struct sim_link *l, sim_time_t now, sim_time_t start, const uint8_t *frame,
-		size_t len)
+/* Hold a frame starting at start for the tap. */
+static struct tap_rec *tap(struct sim_link *l, sim_time_t now, uint64_t seq, sim_time_t start,
+			   const uint8_t *frame, size_t len)
 {
 	struct tap_rec *r, **pp;
 
 	tap_flush(l, now, false);
-	if (!l->tap && start <= now) {
-		sim_pcap_write(l->pcap, start, frame, len);
-		return;
-	}
 	r = malloc(sizeof(*r) + len);
 	SIM_ASSERT(r != NULL, "out of memory");
+	r->seq = seq;
 	r->start_ps = start;
+	r->fate_ps = UINT64_MAX;
+	r->notes = NULL;
+	r->notes_len = 0;
+	r->nnotes = 0;
 	r->len = len;
 	memcpy(r->frame, frame, len);
 	for (pp = &l->tap; *pp && (*pp)->start_ps <= start; pp = &(*pp)->next)
 		;
 	r->next = *pp;
 	*pp = r;
+	return r;
+}
+
+/* Deliver d at t; its record's fate is known once the last of its deliveries is due. */
+static void schedule(struct sim_kernel *k, struct tap_rec *r, struct delivery *d, sim_time_t t)
+{
+	if (r && (r->fate_ps == UINT64_MAX || r->fate_ps < t))
+		r->fate_ps = t;
+	sim_schedule_owned_at(k, t, deliver, d);
 }
 
 static bool chance(struct link_side *s, uint32_t ppm)
@@ -269,29 +338,38 @@ static const struct sim_link_target *targeted(struct sim_link *l, struct link_si
 	return hit;
 }
 
-static void flip_bit(struct link_side *s, struct delivery *d, const char *link, int side)
+/* Flip one bit past the first byte; by names the fault for the mark ("link.fault_corrupt"). */
+static void flip_bit(struct link_side *s, struct delivery *d, const char *link, int side,
+		     struct tap_rec *r, const char *by)
 {
 	size_t bit = 8 + (size_t)sim_rng_below(&s->rng, (uint64_t)(d->len - 1) * 8);
 
 	d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	s->injected[1]++;
 	trace_link_fault_corrupt(-1, link, side, bit);
+	tap_note(r,
+		 "hcasim: corrupted by %s: bit %zu (byte %zu, mask 0x%02x) flipped on the way, the "
+		 "receiver's CRC check fails",
+		 by, bit, bit / 8, 1u << (bit % 8));
 }
 
 /* A copy of d arrives 1 ps after d (due at t). */
-static void duplicate(struct link_side *s, const struct delivery *d, sim_time_t t)
+static void duplicate(struct link_side *s, const struct delivery *d, sim_time_t t,
+		      struct tap_rec *r, const char *by)
 {
 	struct delivery *c = malloc(sizeof(*c) + d->len);
 
 	SIM_ASSERT(c != NULL, "out of memory");
 	memcpy(c, d, sizeof(*c) + d->len);
 	s->injected[2]++;
-	sim_schedule_owned_at(sim_kernel(), t + 1, deliver, c);
+	tap_note(r, "hcasim: duplicated by %s: delivered twice", by);
+	schedule(sim_kernel(), r, c, t + 1);
 }
 
 /* Apply the side's faults to a frame due at the other side at t: schedule zero, one or two
- * deliveries. */
-static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t t)
+ * deliveries. r: the frame's tap record (NULL without a tap), which gets a mark per fault. */
+static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t t,
+		   struct tap_rec *r)
 {
 	struct link_side *s = &l->side[side];
 	const struct sim_link_faults *f = &s->faults;
@@ -301,60 +379,74 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 
 	if (tg) {
 		static const char *const what[] = { "drop", "corrupt", "duplicate", "delay" };
+		char by[80];
 
 		trace_link_fault_target(-1, l->name, side, what[tg->fault], qpn, psn);
+		snprintf(by, sizeof(by), "link.fault_target (qpn 0x%x psn %u)", qpn, psn);
 		switch (tg->fault) {
 		case SIM_FAULT_DROP:
 			s->injected[0]++;
+			tap_note(r, "hcasim: dropped by %s: never delivered", by);
+			if (r)
+				r->fate_ps = sim_now(k);
 			free(d);
 			return;
 		case SIM_FAULT_CORRUPT:
 			if (d->len > 1)
-				flip_bit(s, d, l->name, side);
+				flip_bit(s, d, l->name, side, r, by);
 			break;
 		case SIM_FAULT_DUP:
-			duplicate(s, d, t);
+			duplicate(s, d, t, r, by);
 			break;
 		case SIM_FAULT_DELAY:
 			s->injected[4]++;
 			t += tg->delay_ps;
+			tap_note(r, "hcasim: delayed by %s: delivered %" PRIu64 " ps late", by,
+				 (uint64_t)tg->delay_ps);
 			break;
 		}
-		sim_schedule_owned_at(k, t, deliver, d);
+		schedule(k, r, d, t);
 		return;
 	}
 
 	if ((f->drop_every && s->frames % f->drop_every == 0) || chance(s, f->drop_ppm)) {
 		s->injected[0]++;
 		trace_link_fault_drop(-1, l->name, side, d->len);
+		tap_note(r, "hcasim: dropped by link.fault_drop: never delivered");
+		if (r)
+			r->fate_ps = sim_now(k);
 		free(d);
 		return;
 	}
 	if (chance(s, f->corrupt_ppm) && d->len > 1)
-		flip_bit(s, d, l->name, side);
+		flip_bit(s, d, l->name, side, r, "link.fault_corrupt");
 	if (chance(s, f->delay_ppm)) {
 		t += f->delay_ps;
 		s->injected[4]++;
 		trace_link_fault_delay(-1, l->name, side, f->delay_ps);
+		tap_note(r, "hcasim: delayed by link.fault_delay: delivered %" PRIu64 " ps late",
+			 (uint64_t)f->delay_ps);
 	}
 	if (chance(s, f->dup_ppm)) {
 		trace_link_fault_duplicate(-1, l->name, side);
-		duplicate(s, d, t);
+		duplicate(s, d, t, r, "link.fault_duplicate");
 	}
 	if (s->held) {
 		/* The frame held back arrives right after this one. */
-		sim_schedule_owned_at(k, t, deliver, d);
-		sim_schedule_owned_at(k, t + 1, deliver, s->held);
+		schedule(k, r, d, t);
+		schedule(k, tap_find(l, s->held->seq), s->held, t + 1);
 		s->held = NULL;
 		return;
 	}
 	if (chance(s, f->reorder_ppm)) {
 		s->injected[3]++;
 		trace_link_fault_reorder(-1, l->name, side);
-		s->held = d;
+		tap_note(r, "hcasim: held back by link.fault_reorder: delivered after the next frame "
+			    "from this side");
+		s->held = d; /* its record's fate stays open until then */
 		return;
 	}
-	sim_schedule_owned_at(k, t, deliver, d);
+	schedule(k, r, d, t);
 }
 
 sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, size_t len)
@@ -390,7 +482,9 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	d->len = len;
 	memcpy(d->frame, frame, len);
 	d->fcs = l->kind == SIM_LINK_ETH ? (uint32_t)crc32(0, frame, (uInt)len) : 0;
-	inject(l, side, d, end + l->latency_ps);
+	d->seq = ++l->seq;
+	inject(l, side, d, end + l->latency_ps,
+	       l->pcap ? tap(l, now, d->seq, start, frame, len) : NULL);
 
 	if (SIM_TRACE_ON(link)) {
 		uint32_t qpn, psn;
@@ -404,8 +498,6 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 		else
 			trace_link_tx_raw(-1, l->name, side, len, start, end);
 	}
-	if (l->pcap)
-		tap(l, now, start, frame, len);
 	return end;
 }
 
@@ -469,7 +561,13 @@ void sim_link_set_up(struct sim_link *l, bool up)
 		l->epoch++; /* every frame in flight is lost */
 		for (int s = 0; s < 2; s++) {
 			if (l->side[s].held) {
+				struct tap_rec *r = tap_find(l, l->side[s].held->seq);
+
 				l->side[s].lost_down++;
+				tap_note(r, "hcasim: lost by link.fault_down: the link went down while "
+					    "the frame was held back");
+				if (r)
+					r->fate_ps = sim_kernel() ? sim_now(sim_kernel()) : 0;
 				free(l->side[s].held);
 				l->side[s].held = NULL;
 			}

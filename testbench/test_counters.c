@@ -2,6 +2,7 @@
  * counters, read through hcasim_port_counter and hcasim_counters_dump, against what happened:
  * the frames in the capture, the faults the links injected, the completions and NAKs each
  * provoked error produces (docs/counters.md). Each test boots a fresh system. */
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -102,44 +103,33 @@ struct dir_sum {
 };
 
 /* Sum the frames of a capture by destination host. IB: the LRH's DLID (bytes 2-3) against
- * host 1's LID; RoCE: the destination MAC 02:48:53:00:h:p (byte 4 = h). */
+ * host 1's LID; RoCE: the destination MAC 02:48:53:00:h:p (byte 4 = h). The reader strips the
+ * exported-PDU tags in front of an IB packet. */
 static void capture_sums(const char *path, bool roce, uint16_t lid1, struct dir_sum to[2])
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t hdr[24], rec[16], buf[65536];
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
 	uint32_t linktype;
-	size_t pre;
 
-	cr_assert_not_null(f, "capture %s", path);
-	cr_assert_eq(fread(hdr, 1, 24, f), 24);
-	linktype = (uint32_t)hdr[20] | (uint32_t)hdr[21] << 8 | (uint32_t)hdr[22] << 16 |
-		   (uint32_t)hdr[23] << 24;
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0, "capture %s", path);
+	linktype = sim_pcap_reader_linktype(r);
 	cr_assert_eq(linktype, roce ? 1u : 252u, "linktype %u", linktype);
-	/* LINKTYPE_WIRESHARK_UPPER_PDU: the "infiniband" protocol tag (4 + 12 bytes) and the end
-	 * tag (4 bytes) come before the packet. */
-	pre = roce ? 0 : 20;
 	memset(to, 0, 2 * sizeof(*to));
-	while (fread(rec, 1, 16, f) == 16) {
-		uint32_t incl = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 | (uint32_t)rec[10] << 16 |
-				(uint32_t)rec[11] << 24;
-		uint32_t orig = (uint32_t)rec[12] | (uint32_t)rec[13] << 8 |
-				(uint32_t)rec[14] << 16 | (uint32_t)rec[15] << 24;
-		const uint8_t *fr = buf + pre;
+	while (sim_pcap_reader_next(r, &rec) == 1) {
+		const uint8_t *fr = rec.data;
 		int host;
 
-		cr_assert_leq(incl, sizeof(buf));
-		cr_assert_eq(incl, orig, "a frame cut at the snaplen");
-		cr_assert_eq(fread(buf, 1, incl, f), incl);
-		cr_assert_gt(incl, pre + 8);
+		cr_assert_eq(rec.len, rec.orig_len, "a frame cut at the snaplen");
+		cr_assert_gt(rec.len, 8);
 		if (roce)
 			host = fr[4];
 		else
 			host = ((uint16_t)(fr[2] << 8 | fr[3])) == lid1 ? 1 : 0;
 		cr_assert(host == 0 || host == 1, "frame to host %d", host);
-		to[host].bytes += incl - pre;
+		to[host].bytes += rec.len;
 		to[host].pkts++;
 	}
-	fclose(f);
+	sim_pcap_reader_close(r);
 }
 
 /* A mixed RC workload (SENDs of 0..4000 bytes, a WRITE, a READ, an atomic) with the link

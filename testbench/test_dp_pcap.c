@@ -7,6 +7,7 @@
  *     to the requester's QP with the PSN of the request they answer;
  *   - hcasim-pcapcheck accepts every ICRC/VCRC, and rejects a copy with one payload bit flipped.
  * tshark itself does not check CRCs (toolchain-facts.md §3), hence pcapcheck. */
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -333,6 +334,8 @@ static void check_pcapcheck(const char *path)
 	char cmd[512], bad[256], *out;
 	uint8_t *b;
 	size_t size, off;
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
 	FILE *f;
 	int st;
 	bool flipped = false;
@@ -344,18 +347,16 @@ static void check_pcapcheck(const char *path)
 	free(out);
 
 	b = (uint8_t *)tb_slurp(path, &size);
-	for (off = 24; off + 16 <= size;) { /* global header, then records */
-		uint32_t incl;
-
-		memcpy(&incl, b + off + 8, 4);
-		cr_assert_leq(off + 16 + incl, size, "truncated record at %zu", off);
-		if (incl > MTU_BYTES) {
-			b[off + 16 + incl - 200] ^= 0x04; /* well inside the payload */
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0, "%s", path);
+	while (sim_pcap_reader_next(r, &rec) == 1)
+		if (rec.len > MTU_BYTES) {
+			off = rec.off + rec.len - 200; /* well inside the payload */
+			cr_assert_lt(off, size);
+			b[off] ^= 0x04;
 			flipped = true;
 			break;
 		}
-		off += 16 + incl;
-	}
+	sim_pcap_reader_close(r);
 	cr_assert(flipped, "no frame with a full MTU of payload in %s", path);
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	f = fopen(bad, "wb");

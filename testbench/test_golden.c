@@ -143,3 +143,31 @@ Test(golden, every_shipped_scenario_has_a_golden)
 {
 	tb_check_scenario_list(SCENARIOS);
 }
+
+/* The captures are pcapng, and a frame a fault hit carries a comment that tshark shows: the
+ * four sends of timeout_exhaustion.ini that the targeted fault drops, the one ACK lost_ack.ini
+ * drops. The golden files are those the runs above write. */
+static void expect_marks(const char *name, const char *want, int n)
+{
+	char cmd[1024], *out, *line, *save = NULL;
+	int st, lines = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s/%s/cap.link0.pcap -Y frame.comment -T fields -e frame.comment "
+		 "2>/dev/null",
+		 GOLDEN, name);
+	out = tb_run_cmd(cmd, &st);
+	cr_assert_eq(st, 0, "%s: exit %d:\n%s", cmd, st, out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), lines++)
+		cr_expect_str_eq(line, want, "%s: frame comment %d", name, lines + 1);
+	cr_expect_eq(lines, n, "%s: %d marked frames in tshark, expected %d", name, lines, n);
+	free(out);
+}
+
+Test(golden, tshark_shows_the_frames_the_scenarios_faults_dropped)
+{
+	expect_marks("timeout_exhaustion",
+		     "hcasim: dropped by link.fault_target (qpn 0x2 psn 256): never delivered", 4);
+	expect_marks("lost_ack",
+		     "hcasim: dropped by link.fault_target (qpn 0x2 psn 256): never delivered", 1);
+}

@@ -1,7 +1,9 @@
 /* link: serialization and latency to the picosecond, queueing behind earlier frames, two
  * independent directions, byte-exact delivery, frames in flight at teardown, the link.tx trace,
- * and the pcap tap: decoded by tshark on both link types, in transmit-start order, accepted by
- * hcasim-pcapcheck and rejected by it after one flipped bit. */
+ * and the pcap tap: pcapng with nanosecond timestamps, decoded by tshark on both link types, in
+ * transmit-start order, accepted by hcasim-pcapcheck and rejected by it after one flipped bit;
+ * every fault that hits a frame (drop, corruption, duplicate, delay, reorder, the link going
+ * down) is a comment on it that tshark shows as frame.comment; the reader also reads libpcap. */
 #include "model/pkt.h"
 #include "sim/kernel.h"
 #include "sim/link.h"
@@ -412,6 +414,7 @@ static void expect_records(const char *path, uint32_t linktype, const int order[
 
 	cr_assert_eq(sim_pcap_reader_open(&r, path), 0);
 	cr_expect_eq(sim_pcap_reader_linktype(r), linktype);
+	cr_expect(sim_pcap_reader_is_ng(r), "%s is not pcapng", path);
 	while (sim_pcap_reader_next(r, &rec) > 0) {
 		size_t len;
 
@@ -423,13 +426,29 @@ static void expect_records(const char *path, uint32_t linktype, const int order[
 		cr_expect(rec.len == len && !memcmp(rec.data, buf, len), "frame %zu bytes", n + 1);
 		if (linktype == SIM_PCAP_UPPER_PDU)
 			cr_expect_str_eq(rec.proto, "infiniband");
+		cr_expect_eq(rec.ncomments, 0, "frame %zu has a comment without a fault", n + 1);
 		n++;
 	}
 	cr_expect_eq(n, NTRAFFIC);
 	sim_pcap_reader_close(r);
 }
 
-/* hcasim-pcapcheck accepts path, and rejects a copy with one payload bit of frame 1 flipped. */
+/* Where frame 1's bytes start in the file. */
+static uint64_t first_frame_at(const char *path)
+{
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
+	uint64_t off;
+
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0);
+	cr_assert_eq(sim_pcap_reader_next(r, &rec), 1, "%s: no frame", path);
+	off = rec.off;
+	sim_pcap_reader_close(r);
+	return off;
+}
+
+/* hcasim-pcapcheck accepts path, and rejects a copy with one payload bit of frame 1 flipped
+ * (payload_at: the payload's offset in the frame). */
 static void expect_pcapcheck(const char *path, size_t payload_at)
 {
 	char cmd[512], bad[160], *out;
@@ -437,6 +456,7 @@ static void expect_pcapcheck(const char *path, size_t payload_at)
 	uint8_t *b;
 	long size;
 	int st;
+	uint64_t at = first_frame_at(path);
 
 	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
 	out = run(cmd, &st);
@@ -452,7 +472,7 @@ static void expect_pcapcheck(const char *path, size_t payload_at)
 	b = malloc((size_t)size);
 	cr_assert_eq(fread(b, 1, (size_t)size, f), (size_t)size);
 	fclose(f);
-	b[24 + 16 + payload_at + 5] ^= 0x10; /* file header, record header, frame offset */
+	b[at + payload_at + 5] ^= 0x10;
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	f = fopen(bad, "wb");
 	cr_assert_not_null(f);
@@ -480,8 +500,8 @@ Test(link, ib_capture_decodes_in_tshark_and_passes_pcapcheck)
 	cr_expect_neq(order[1], 1, "so the file order is not the send order");
 	expect_records(path, SIM_PCAP_UPPER_PDU, order, start);
 	expect_tshark_decodes(path, order);
-	/* frame 1: exported-PDU tags (20 bytes), LRH, BTH, then the payload */
-	expect_pcapcheck(path, 20 + 8 + 12);
+	/* frame 1: LRH, BTH, then the payload */
+	expect_pcapcheck(path, 8 + 12);
 	unlink(path);
 }
 
@@ -518,4 +538,229 @@ Test(link, pcapcheck_refuses_what_is_not_a_capture)
 	cr_expect_eq(st, 2, "%s", out);
 	free(out);
 	unlink(path);
+}
+
+/* ---- the marks of the faults ---- */
+
+static bool classify_ib(const uint8_t *frame, size_t len, uint32_t *qpn, uint32_t *psn,
+			uint8_t *op, bool *first)
+{
+	struct hm_pkt p;
+
+	if (hm_pkt_parse(HM_LL_IB, frame, len, &p))
+		return false;
+	*qpn = p.dqpn;
+	*psn = p.psn;
+	*op = p.opcode;
+	*first = true;
+	return true;
+}
+
+/* Send the SEND_ONLY of PSN psn from side 0 and let 10 us pass. */
+static void send_psn(struct sim_link *l, uint32_t psn, sim_time_t *start)
+{
+	const struct sent s = { HM_OP_SEND_ONLY, 0x000012, psn, 0, false, 16 };
+	uint8_t buf[HM_PKT_MAX_BYTES];
+	size_t len = frame_of(HM_LL_IB, &s, buf, sizeof(buf));
+
+	*start = sim_now(K);
+	sim_link_send(l, 0, buf, len);
+	sim_run_until(K, sim_now(K) + 10000000);
+}
+
+/* What each PSN's frame carries: the comment (NULL: none) and how often it arrives. */
+static const struct {
+	const char *comment;
+	int arrivals;
+} marked[] = {
+	{ NULL, 0 },
+	{ "hcasim: dropped by link.fault_target (qpn 0x12 psn 1): never delivered", 0 },
+	{ "hcasim: corrupted by link.fault_target (qpn 0x12 psn 2): bit ", 1 },
+	{ "hcasim: duplicated by link.fault_target (qpn 0x12 psn 3): delivered twice", 2 },
+	{ "hcasim: delayed by link.fault_target (qpn 0x12 psn 4): delivered 5000000 ps late", 1 },
+	{ NULL, 1 },
+	{ "hcasim: held back by link.fault_reorder: delivered after the next frame from this side",
+	  1 },
+	{ NULL, 1 },
+	{ "hcasim: lost by link.fault_down: the link went down while the frame was on the wire",
+	  0 },
+	{ "hcasim: dropped by link.fault_drop: never delivered", 0 },
+};
+#define NMARKED 10
+
+Test(link, every_fault_marks_its_frame_in_the_capture_and_tshark_shows_it)
+{
+	struct sim_link *l = mklink(SIM_LINK_IB, 100000, 1000000, hm_pkt_wire_overhead(HM_LL_IB));
+	struct sim_link_target t = { .qpn = -1, .opcode = -1, .count = 1 };
+	struct sim_link_faults f = { 0 }, none = { 0 };
+	sim_time_t start[NMARKED];
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
+	char path[128], cmd[512], want[256], *out, *line, *save = NULL;
+	int arrivals[NMARKED] = { 0 }, st;
+	uint32_t psn;
+
+	snprintf(path, sizeof(path), "/tmp/hcasim-link-marks-%d.pcap", (int)getpid());
+	sim_link_set_classifier(l, classify_ib);
+	sim_link_set_faults(l, 0, &none, 1); /* seeds the random source a corruption draws from */
+	cr_assert_eq(sim_link_pcap(l, path), 0);
+	/* targeted: PSN 1 dropped, 2 corrupted, 3 duplicated, 4 delayed 5 us */
+	for (psn = 1; psn <= 4; psn++) {
+		t.psn = psn;
+		t.fault = (enum sim_link_fault_kind[]){ SIM_FAULT_DROP, SIM_FAULT_CORRUPT,
+							 SIM_FAULT_DUP, SIM_FAULT_DELAY }[psn - 1];
+		t.delay_ps = 5000000;
+		cr_assert_eq(sim_link_add_target(l, 0, &t), 0);
+	}
+	for (psn = 1; psn <= 5; psn++)
+		send_psn(l, psn, &start[psn]);
+	/* 6 held back behind 7 */
+	f.reorder_ppm = 1000000;
+	sim_link_set_faults(l, 0, &f, 1);
+	send_psn(l, 6, &start[6]);
+	sim_link_set_faults(l, 0, &none, 1);
+	send_psn(l, 7, &start[7]);
+	/* 8 on the wire when the link goes down */
+	start[8] = sim_now(K);
+	{
+		const struct sent s = { HM_OP_SEND_ONLY, 0x000012, 8, 0, false, 16 };
+		uint8_t buf[HM_PKT_MAX_BYTES];
+		size_t len = frame_of(HM_LL_IB, &s, buf, sizeof(buf));
+
+		sim_link_send(l, 0, buf, len);
+		sim_run_until(K, sim_now(K) + 500000);
+		sim_link_set_up(l, false);
+		sim_run_until(K, sim_now(K) + 10000000);
+		sim_link_set_up(l, true);
+	}
+	/* 9: every frame dropped */
+	f = none;
+	f.drop_every = 1;
+	sim_link_set_faults(l, 0, &f, 1);
+	send_psn(l, 9, &start[9]);
+	cr_assert_eq(sim_link_pcap(l, NULL), 0);
+
+	/* what arrived */
+	for (int i = 0; i < RX[1].n; i++) {
+		struct hm_pkt p;
+
+		cr_assert_eq(hm_pkt_parse(HM_LL_IB, RX[1].data[i], RX[1].len[i], &p) == 0 ||
+				     i == 0, 1, "arrival %d does not parse", i);
+		if (i == 0) /* the corrupted one: its CRCs fail; its PSN may be what was hit */
+			p.psn = 2;
+		cr_assert_lt(p.psn, NMARKED);
+		arrivals[p.psn]++;
+	}
+	for (psn = 1; psn < NMARKED; psn++)
+		cr_expect_eq(arrivals[psn], marked[psn].arrivals, "PSN %u arrived %d times", psn,
+			     arrivals[psn]);
+
+	/* the file: every frame as sent, at its start, with its marks */
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0);
+	for (psn = 1; sim_pcap_reader_next(r, &rec) == 1; psn++) {
+		struct hm_pkt p;
+
+		cr_assert_lt(psn, NMARKED, "more frames than sent");
+		cr_assert_eq(hm_pkt_parse(HM_LL_IB, rec.data, rec.len, &p), 0);
+		cr_expect_eq(p.psn, psn, "frame %u", psn);
+		cr_expect_eq(rec.t_ns, start[psn] / 1000, "frame %u time", psn);
+		if (!marked[psn].comment) {
+			cr_expect_eq(rec.ncomments, 0, "frame %u: '%s'", psn,
+				     rec.ncomments ? rec.comments[0] : "");
+			continue;
+		}
+		cr_assert_eq(rec.ncomments, 1, "frame %u has %u comments", psn, rec.ncomments);
+		cr_expect(!strncmp(rec.comments[0], marked[psn].comment, strlen(marked[psn].comment)),
+			  "frame %u: '%s'", psn, rec.comments[0]);
+	}
+	sim_pcap_reader_close(r);
+	cr_expect_eq(psn, NMARKED, "%u frames in the capture", psn - 1);
+
+	/* tshark shows each mark as frame.comment */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -T fields -e infiniband.bth.psn -e frame.comment 2>&1", path);
+	out = run(cmd, &st);
+	cr_assert_eq(st, 0, "%s:\n%s", cmd, out);
+	psn = 1;
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), psn++) {
+		cr_assert_lt(psn, NMARKED, "extra line '%s'", line);
+		snprintf(want, sizeof(want), "%u\t%s", psn,
+			 marked[psn].comment ? marked[psn].comment : "");
+		cr_expect(!strncmp(line, want, strlen(want)) &&
+			      (marked[psn].comment || !line[strlen(want)]),
+			  "tshark frame %u: '%s', expected '%s'", psn, line, want);
+	}
+	free(out);
+	/* and pcapcheck lists them, and passes: the frames are recorded as they were sent */
+	snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
+	out = run(cmd, &st);
+	cr_expect_eq(st, 0, "%s:\n%s", cmd, out);
+	cr_expect(strstr(out, "frame 1: comment: hcasim: dropped by link.fault_target") &&
+		      strstr(out, "frame 8: comment: hcasim: lost by link.fault_down") &&
+		      strstr(out, "9 frames, 0 bad\n"),
+		  "%s", out);
+	free(out);
+	sim_link_destroy(l);
+	unlink(path);
+}
+
+/* Store v in n bytes at b, little- or big-endian. */
+static void put_n(uint8_t *b, uint32_t v, int n, bool big)
+{
+	for (int i = 0; i < n; i++)
+		b[big ? n - 1 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The reader takes libpcap files too (either byte order, micro- or nanoseconds). */
+Test(link, reader_and_pcapcheck_take_libpcap_files)
+{
+	const struct sent s = { HM_OP_SEND_ONLY, 0x000012, 77, 0, false, 64 };
+	uint8_t frame[HM_PKT_MAX_BYTES], h[40];
+	size_t len = frame_of(HM_LL_ROCE, &s, frame, sizeof(frame));
+
+	for (int v = 0; v < 2; v++) {
+		bool big = v == 1; /* big-endian with microseconds, else little with nanoseconds */
+		struct sim_pcap_reader *r;
+		struct sim_pcap_rec rec;
+		char path[128], cmd[300], *out;
+		FILE *fp;
+		int st;
+
+		/* magic, version 2.4, thiszone, sigfigs, snaplen, link type; then one record:
+		 * 3 s and 7 us, captured and wire lengths */
+		put_n(h, big ? 0xa1b2c3d4 : 0xa1b23c4d, 4, big);
+		put_n(h + 4, 2, 2, big);
+		put_n(h + 6, 4, 2, big);
+		put_n(h + 8, 0, 4, big);
+		put_n(h + 12, 0, 4, big);
+		put_n(h + 16, 65535, 4, big);
+		put_n(h + 20, SIM_PCAP_ETHERNET, 4, big);
+		put_n(h + 24, 3, 4, big);
+		put_n(h + 28, big ? 7 : 7000, 4, big);
+		put_n(h + 32, (uint32_t)len, 4, big);
+		put_n(h + 36, (uint32_t)len, 4, big);
+		snprintf(path, sizeof(path), "/tmp/hcasim-link-legacy-%d-%d.pcap", (int)getpid(), v);
+		fp = fopen(path, "wb");
+		cr_assert_not_null(fp);
+		fwrite(h, 1, sizeof(h), fp);
+		fwrite(frame, 1, len, fp);
+		fclose(fp);
+		cr_assert_eq(sim_pcap_reader_open(&r, path), 0);
+		cr_expect(!sim_pcap_reader_is_ng(r));
+		cr_expect_eq(sim_pcap_reader_linktype(r), SIM_PCAP_ETHERNET);
+		cr_assert_eq(sim_pcap_reader_next(r, &rec), 1);
+		cr_expect_eq(rec.t_ns, 3000007000ull, "%s: %llu ns",
+			     big ? "big-endian, us" : "little-endian, ns",
+			     (unsigned long long)rec.t_ns);
+		cr_expect_eq(rec.off, 40);
+		cr_expect(rec.len == len && !memcmp(rec.data, frame, len));
+		cr_expect_eq(sim_pcap_reader_next(r, &rec), 0);
+		sim_pcap_reader_close(r);
+		snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s 2>&1", HCASIM_BUILD_DIR, path);
+		out = run(cmd, &st);
+		cr_expect_eq(st, 0, "%s", out);
+		cr_expect_str_eq(out, "1 frames, 0 bad\n");
+		free(out);
+		unlink(path);
+	}
 }

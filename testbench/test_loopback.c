@@ -5,6 +5,7 @@
  * byte; then the timing of each looped-back frame against hca.loopback_gbps and
  * hca.loopback_ns, the port.loopback trace line, the loopback capture (tshark, pcapcheck),
  * the port counters, determinism, and addresses that are neither our ports nor the peer's. */
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -563,7 +564,7 @@ static void capture(bool roce)
 	/* the link pcaps hold only their header, and hcasim1 looped nothing back */
 	snprintf(path, sizeof(path), "%s.link0.pcap", prefix);
 	data = tb_slurp(path, &len);
-	cr_assert_eq(len, 24, "%s has %zu bytes", path, len);
+	cr_assert_eq(len, SIM_PCAP_HEADER_BYTES, "%s has %zu bytes", path, len);
 	free(data);
 	snprintf(path, sizeof(path), "%s.hca1.loopback.pcap", prefix);
 	cr_assert_neq(access(path, F_OK), 0, "%s exists", path);

@@ -5,6 +5,7 @@
  * and every pcap it wrote are byte-identical across the three, and lockstep found no
  * mismatch. */
 #include "model/twin.h"
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -136,7 +137,7 @@ static void compare(const char *what, char *const argv[], size_t min_trace)
 			len = same_file(what, name, modes[m]);
 		if (!strcmp(name, "trace.txt"))
 			cr_assert_geq(len, min_trace, "%s: a trace of only %zu bytes", what, len);
-		if (strstr(name, ".pcap") && len > 24) /* more than the pcap file header */
+		if (strstr(name, ".pcap") && len > SIM_PCAP_HEADER_BYTES) /* more than a header */
 			pcaps++;
 	}
 	free(files);

@@ -3,6 +3,7 @@
  * HCASIM_TRACE='*' and HCASIM_PCAP, gives byte-identical output (completions with their
  * times), trace and pcaps; SystemC time equals hcasim time at the report and at the end; the
  * RTL blocks really ran as SystemC modules; lockstep in SystemC finds no mismatch. */
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -89,7 +90,7 @@ static void compare(const char *impl, int rtl)
 	same_file("out.txt", 3000);
 	same_file("trace.txt", 10000);
 	same_file("out.link0.pcap", 100000);
-	same_file("env.link0.pcap", 24);
+	same_file("env.link0.pcap", SIM_PCAP_HEADER_BYTES);
 	out = slurp("sc", "out.txt", NULL);
 	cr_assert_eq(strstr(out, "CMP_AND_SWP completed") != NULL, 1, "%s", out);
 

@@ -9,10 +9,19 @@
  *   - hcasim-vcdcheck rejects undeclared ids, time going back, too-wide values, scalar
  *     changes of vectors, a missing $enddefinitions, garbage;
  *   - the committed layouts open headlessly (xvfb-run + gtkwave Tcl): every signal of
- *     waves/qp_lifecycle.gtkw is found in a real dump, and the window is grabbed to a PNG. */
+ *     waves/qp_lifecycle.gtkw is found in a real dump, and the window is grabbed to a PNG;
+ *   - the coded signals (QP states, sched ops and verdicts, CQE opcodes, statuses and actions,
+ *     PSN classes, CQ arm states, doorbell kinds) are shown by name: the translate filters in
+ *     waves/filters/ are what hcasim-gendoc writes and hold the values of model/hw, model/twin.h
+ *     and model/waves.h, every layout puts its coded signals through them, and gtkwave shows
+ *     the names (RTS, ERR, DUPLICATE, ...) on real dumps. */
+#include "model/hw/hca_hw.h"
+#include "model/twin.h"
+#include "model/waves.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -326,11 +335,20 @@ Test(waves, vcdcheck_accepts_a_valid_file_and_rejects_each_defect)
 
 /* ---- the layouts, headlessly ---- */
 
-/* Open layout on dump in gtkwave under xvfb-run; a Tcl script lists the signals shown and
- * grabs the window to png. Returns the list (malloc'd). */
-static char *render(const char *dump, const char *layout, const char *png)
+/* A value to read in gtkwave: the signal as the layout names it, at time t (ps). */
+struct query {
+	uint64_t t;
+	const char *name;
+};
+
+/* Open layout on dump in gtkwave under xvfb-run, from the clone root (the layouts name their
+ * translate filters from there); a Tcl script lists the signals shown, puts the marker at each
+ * query's time and writes "<t> <name> <value as shown>" lines to *values (if not NULL), and
+ * grabs the window to png. Returns the list of signals shown (malloc'd). */
+static char *render_q(const char *dump, const char *layout, const char *png,
+		      const struct query *q, size_t nq, char **values)
 {
-	char tcl[256], list[256], cmd[2048], *out, *shown;
+	char tcl[256], list[256], vals[256], cmd[2048], *out, *shown;
 	FILE *f;
 	int st;
 
@@ -339,20 +357,49 @@ static char *render(const char *dump, const char *layout, const char *png)
 	free(out);
 	snprintf(tcl, sizeof(tcl), "%s/shot.tcl", dir);
 	snprintf(list, sizeof(list), "%s/shown.txt", dir);
+	snprintf(vals, sizeof(vals), "%s/values.txt", dir);
 	f = fopen(tcl, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "set f [open %s w]\nputs $f [gtkwave::getDisplayedSignals]\nclose $f\n"
-		   "gtkwave::/Time/Zoom/Zoom_Full\ngtkwave::/File/Grab_To_File %s\n"
-		   "gtkwave::/File/Quit\n", list, png);
+		   "set v [open %s w]\n", list, vals);
+	for (size_t i = 0; i < nq; i++)
+		fprintf(f, "gtkwave::setMarker %llu\nset n {%s}\n"
+			   "puts $v \"%llu $n [gtkwave::getTraceValueAtMarkerFromName $n]\"\n",
+			(unsigned long long)q[i].t, q[i].name, (unsigned long long)q[i].t);
+	fprintf(f, "close $v\ngtkwave::/Time/Zoom/Zoom_Full\ngtkwave::/File/Grab_To_File %s\n"
+		   "gtkwave::/File/Quit\n", png);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd),
-		 "timeout 60 xvfb-run -a -s '-screen 0 1500x1500x24' gtkwave -S %s %s %s 2>&1",
+		 "cd " HCASIM_SRC_DIR " && timeout 60 xvfb-run -a -s '-screen 0 1500x1500x24' "
+		 "gtkwave -S %s %s %s 2>&1",
 		 tcl, dump, layout);
 	out = tb_run_cmd(cmd, &st);
 	cr_assert_eq(st, 0, "gtkwave failed (%d): %s", st, out);
 	free(out);
 	shown = tb_slurp(list, NULL);
+	if (values)
+		*values = tb_slurp(vals, NULL);
 	return shown;
+}
+
+/* The value of w at time t (UINT64_MAX before its first change). */
+static uint64_t value_at(const struct wave *w, uint64_t t)
+{
+	uint64_t v = UINT64_MAX;
+
+	for (size_t i = 0; i < w->n && w->t[i] <= t; i++)
+		v = w->v[i];
+	return v;
+}
+
+/* values holds "<t> <name> <want>" (gtkwave showed want for name at t). */
+static void expect_shown(const char *values, const struct query *q, const char *want)
+{
+	char line[256];
+
+	snprintf(line, sizeof(line), "%llu %s %s\n", (unsigned long long)q->t, q->name, want);
+	cr_expect(strstr(values, line), "gtkwave does not show %s for %s at %llu ps; it shows:\n%s",
+		  want, q->name, (unsigned long long)q->t, values);
 }
 
 /* PNG signature and IHDR: width and height. */
@@ -376,7 +423,7 @@ static size_t layout_signals(const char *layout, char names[][64], size_t max)
 	size_t n = 0;
 
 	for (ln = strtok_r(buf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save))
-		if (strchr("[*@-", ln[0]) == NULL && n < max)
+		if (strchr("[*@-^", ln[0]) == NULL && n < max)
 			snprintf(names[n++], 64, "%s", ln);
 	free(buf);
 	return n;
@@ -389,9 +436,28 @@ Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump)
 	size_t n, bytes, missing = 0;
 	uint32_t w, h;
 
+	struct wave st, kind;
+	struct query q[3];
+	char *values;
+
 	run_scenario("timeout_exhaustion.ini", vcd, sizeof(vcd));
 	snprintf(png, sizeof(png), "%s/qp.png", dir);
-	shown = render(vcd, LAYOUTS "qp_lifecycle.gtkw", png);
+	/* the QP's state by name: RTS while it retries, ERR at the end; the doorbell's kind */
+	read_wave(vcd, "hca0.qp2.state", &st);
+	read_wave(vcd, "hca0.db.kind", &kind);
+	cr_assert(st.n >= 2 && st.v[st.n - 1] == HCA_QPS_ERR && st.v[st.n - 2] == HCA_QPS_RTS,
+		  "hca0.qp2.state does not go from RTS to ERR");
+	for (n = 0; n < kind.n && kind.v[n] != HM_WAVES_DB_SQ; n++)
+		;
+	cr_assert_lt(n, kind.n, "no SQ doorbell");
+	q[0] = (struct query){ st.t[st.n - 1] - 1, "hca0.qp2.state[2:0]" };
+	q[1] = (struct query){ st.t[st.n - 1] + 1, "hca0.qp2.state[2:0]" };
+	q[2] = (struct query){ kind.t[n] + 1, "hca0.db.kind[1:0]" };
+	shown = render_q(vcd, LAYOUTS "qp_lifecycle.gtkw", png, q, 3, &values);
+	expect_shown(values, &q[0], "RTS");
+	expect_shown(values, &q[1], "ERR");
+	expect_shown(values, &q[2], "SQ");
+	free(values);
 	n = layout_signals(LAYOUTS "qp_lifecycle.gtkw", names, 256);
 	cr_assert_geq(n, 40, "the layout lists %zu signals", n);
 	for (size_t i = 0; i < n; i++)
@@ -412,15 +478,66 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 	static const char *const blocks[] = { "sched", "cqe", "psn" };
 	char vcd[256], png[256], layout[256], want[64];
 
+	struct wave w1, w2;
+	struct query q[3][3];
+	const char *shows[3][3];
+	size_t nq[3] = { 0 };
+
 	run_scenario("lost_ack.ini", vcd, sizeof(vcd));
+	/* sched: the first doorbell of hca0, DOORBELL on an RTS QP, QUEUED */
+	read_wave(vcd, "hca0.sched.txn.req_valid", &w1);
+	read_wave(vcd, "hca0.sched.txn.req_op", &w2);
+	for (size_t i = 0; i < w1.n; i++)
+		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_WAVES_SCHED_DOORBELL) {
+			q[0][0] = (struct query){ w1.t[i], "hca0.sched.txn.req_op[1:0]" };
+			q[0][1] = (struct query){ w1.t[i], "hca0.sched.txn.req_state[2:0]" };
+			shows[0][0] = "DOORBELL";
+			shows[0][1] = "RTS";
+			nq[0] = 2;
+			break;
+		}
+	read_wave(vcd, "hca0.sched.txn.resp_valid", &w1);
+	read_wave(vcd, "hca0.sched.txn.resp_verdict", &w2);
+	for (size_t i = 0; i < w1.n && nq[0] == 2; i++)
+		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_SCHED_QUEUED) {
+			q[0][2] = (struct query){ w1.t[i], "hca0.sched.txn.resp_verdict[1:0]" };
+			shows[0][2] = "QUEUED";
+			nq[0] = 3;
+		}
+	cr_assert_eq(nq[0], 3, "no queued doorbell in hca0's sched transactions");
+	/* cqe: hca0's last CQE, a SUCCESS written */
+	read_wave(vcd, "hca0.cqe.txn.req_valid", &w1);
+	read_wave(vcd, "hca0.cqe.txn.req_status", &w2);
+	cr_assert(w1.n >= 2 && w1.v[w1.n - 2] == 1, "no CQE posted on hca0");
+	cr_assert_eq(value_at(&w2, w1.t[w1.n - 2]), HCA_WC_SUCCESS);
+	q[1][0] = (struct query){ w1.t[w1.n - 2], "hca0.cqe.txn.req_status[7:0]" };
+	shows[1][0] = "SUCCESS";
+	read_wave(vcd, "hca0.cqe.txn.resp_valid", &w1);
+	cr_assert(w1.n >= 2 && w1.v[w1.n - 2] == 1, "no CQE written on hca0");
+	q[1][1] = (struct query){ w1.t[w1.n - 2], "hca0.cqe.txn.resp_action[1:0]" };
+	shows[1][1] = "WRITE";
+	nq[1] = 2;
+	/* psn: the resent request is a DUPLICATE at hca1 */
+	read_wave(vcd, "hca1.psn.txn.resp_valid", &w1);
+	read_wave(vcd, "hca1.psn.txn.resp_cls", &w2);
+	for (size_t i = 0; i < w1.n; i++)
+		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_PSN_DUPLICATE) {
+			q[2][0] = (struct query){ w1.t[i], "hca1.psn.txn.resp_cls[1:0]" };
+			shows[2][0] = "DUPLICATE";
+			nq[2] = 1;
+		}
+	cr_assert_eq(nq[2], 1, "no DUPLICATE in hca1's psn transactions");
 	for (int b = 0; b < 3; b++) {
-		char *shown;
+		char *shown, *values;
 		uint32_t w, h;
 		size_t bytes;
 
 		snprintf(png, sizeof(png), "%s/%s.png", dir, blocks[b]);
 		snprintf(layout, sizeof(layout), LAYOUTS "%s.gtkw", blocks[b]);
-		shown = render(vcd, layout, png);
+		shown = render_q(vcd, layout, png, q[b], nq[b], &values);
+		for (size_t i = 0; i < nq[b]; i++)
+			expect_shown(values, &q[b][i], shows[b][i]);
+		free(values);
 		snprintf(want, sizeof(want), "hca0.%s.txn.req_valid", blocks[b]);
 		cr_assert(strstr(shown, want), "%s: %s not shown: %s", blocks[b], want, shown);
 		snprintf(want, sizeof(want), "hca1.%s.txn.resp_valid", blocks[b]);
@@ -431,4 +548,220 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 		free(shown);
 	}
 	remove_dir();
+}
+
+/* ---- the translate filters ---- */
+
+#define FILTERS HCASIM_SRC_DIR "/waves/filters/"
+
+/* The committed filter file of name. */
+static char *filter_file(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), FILTERS "%s.txt", name);
+	cr_assert_eq(access(path, R_OK), 0, "%s is missing: make docs writes it", path);
+	return tb_slurp(path, NULL);
+}
+
+/* The filter maps each value to its name, and nothing else (its lines other than comments). */
+struct coded {
+	unsigned val;
+	const char *name;
+};
+
+static void expect_filter(const char *filter, const struct coded *c, size_t n)
+{
+	char *text = filter_file(filter), *save = NULL, *ln, want[128];
+	size_t lines = 0;
+
+	for (ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save))
+		if (ln[0] != '#')
+			lines++;
+	free(text);
+	text = filter_file(filter);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "\n%u %s\n", c[i].val, c[i].name);
+		cr_expect(strstr(text, want), "waves/filters/%s.txt lacks '%u %s'", filter, c[i].val,
+			  c[i].name);
+	}
+	cr_expect_eq(lines, n, "waves/filters/%s.txt has %zu values, the table %zu", filter, lines,
+		     n);
+	free(text);
+}
+
+Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
+{
+	char cmd[512], *names, *name, *save = NULL, *gen, *committed;
+	int st, nfilters = 0;
+	DIR *d;
+	struct dirent *e;
+
+	/* each filter is what hcasim-gendoc writes (make docs) ... */
+	names = tb_run_cmd(BIN "hcasim-gendoc filters", &st);
+	cr_assert_eq(st, 0, "hcasim-gendoc filters: %s", names);
+	for (name = strtok_r(names, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
+		snprintf(cmd, sizeof(cmd), BIN "hcasim-gendoc filter %s", name);
+		gen = tb_run_cmd(cmd, &st);
+		cr_assert_eq(st, 0, "%s: %s", cmd, gen);
+		committed = filter_file(name);
+		cr_expect_str_eq(committed, gen, "waves/filters/%s.txt drifted: run make docs", name);
+		free(gen);
+		free(committed);
+		nfilters++;
+	}
+	/* ... and no file is left over from a filter that is gone */
+	d = opendir(FILTERS);
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char want[80];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(want, sizeof(want), "%.*s", (int)strcspn(e->d_name, "."), e->d_name);
+		free(names);
+		names = tb_run_cmd(BIN "hcasim-gendoc filters", &st);
+		cr_expect(strstr(names, want) && !strcmp(e->d_name + strlen(want), ".txt"),
+			  "waves/filters/%s is not a filter hcasim-gendoc writes", e->d_name);
+	}
+	closedir(d);
+	free(names);
+	cr_assert_eq(nfilters, 9, "%d filters", nfilters);
+	/* the values are those of the tables, read here from the headers themselves */
+	{
+		static const struct coded qps[] = {
+			{ HCA_QPS_RESET, "RESET" }, { HCA_QPS_INIT, "INIT" }, { HCA_QPS_RTR, "RTR" },
+			{ HCA_QPS_RTS, "RTS" },	    { HCA_QPS_SQD, "SQD" },   { HCA_QPS_SQE, "SQE" },
+			{ HCA_QPS_ERR, "ERR" },
+		};
+		static const struct coded wc[] = {
+#define WQE_OP(name, val, qpts, cls, doc)
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc) { val, #name },
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+		};
+		static const struct coded cqe_op[] = {
+#define WQE_OP(name, val, qpts, cls, doc)
+#define CQE_OP(name, val, doc) { val, #name },
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+		};
+		static const struct coded arm[] = {
+			{ HCA_CQ_DB_CI, "CI" },
+			{ HCA_CQ_DB_ARM_NEXT, "ARM_NEXT" },
+			{ HCA_CQ_DB_ARM_SOLICITED, "ARM_SOLICITED" },
+		};
+		static const struct coded verdict[] = {
+			{ HM_SCHED_QUEUED, "QUEUED" },
+			{ HM_SCHED_FLUSH, "FLUSH" },
+			{ HM_SCHED_BAD_STATE, "BAD_STATE" },
+			{ HM_SCHED_BAD_INDEX, "BAD_INDEX" },
+		};
+		static const struct coded action[] = {
+			{ HM_CQE_WRITE, "WRITE" },
+			{ HM_CQE_NEED_CI, "NEED_CI" },
+			{ HM_CQE_OVERRUN, "OVERRUN" },
+		};
+		static const struct coded cls[] = {
+			{ HM_PSN_EXPECTED, "EXPECTED" },
+			{ HM_PSN_DUPLICATE, "DUPLICATE" },
+			{ HM_PSN_AHEAD, "AHEAD" },
+		};
+		static const struct coded sched_op[] = {
+			{ HM_WAVES_SCHED_DOORBELL, "DOORBELL" },
+			{ HM_WAVES_SCHED_PUSH, "PUSH" },
+			{ HM_WAVES_SCHED_POP, "POP" },
+		};
+		static const struct coded db_kind[] = {
+			{ HM_WAVES_DB_SQ, "SQ" },
+			{ HM_WAVES_DB_RQ, "RQ" },
+			{ HM_WAVES_DB_SRQ, "SRQ" },
+		};
+#define EXPECT_FILTER(f, t) expect_filter(f, t, sizeof(t) / sizeof(t[0]))
+		EXPECT_FILTER("qp_state", qps);
+		EXPECT_FILTER("wc_status", wc);
+		EXPECT_FILTER("cqe_opcode", cqe_op);
+		EXPECT_FILTER("cq_arm", arm);
+		EXPECT_FILTER("sched_verdict", verdict);
+		EXPECT_FILTER("cqe_action", action);
+		EXPECT_FILTER("psn_class", cls);
+		EXPECT_FILTER("sched_op", sched_op);
+		EXPECT_FILTER("db_kind", db_kind);
+#undef EXPECT_FILTER
+	}
+}
+
+/* Every coded signal of every layout is shown through its filter, as gtkwave reads a .gtkw:
+ * a "@<flags>" line sets the format of the signals after it (0x2000, TR_FTRANSLATED, with
+ * 0x4, decimal), and a "^<n> <file>" line names the translate filter file of the next one.
+ * The path is relative to the clone root, where the layouts are opened from. */
+Test(waves, every_layout_shows_its_coded_signals_through_the_filters)
+{
+	static const struct {
+		const char *tail; /* the signal's name ends so */
+		const char *filter;
+	} coded[] = {
+		{ ".state[2:0]", "qp_state" },	      { ".kind[1:0]", "db_kind" },
+		{ ".req_op[1:0]", "sched_op" },	      { ".resp_op[1:0]", "sched_op" },
+		{ ".req_state[2:0]", "qp_state" },    { ".resp_verdict[1:0]", "sched_verdict" },
+		{ ".req_arm[1:0]", "cq_arm" },	      { ".resp_new_arm[1:0]", "cq_arm" },
+		{ ".req_opcode[7:0]", "cqe_opcode" }, { ".req_status[7:0]", "wc_status" },
+		{ ".resp_action[1:0]", "cqe_action" }, { ".resp_cls[1:0]", "psn_class" },
+	};
+	static const char *const layouts[] = { "qp_lifecycle", "sched", "cqe", "psn" };
+	int translated = 0;
+
+	for (size_t l = 0; l < 4; l++) {
+		char path[512], *text, *save = NULL, *ln, filter[256] = "";
+		unsigned long flags = 0;
+
+		snprintf(path, sizeof(path), LAYOUTS "%s.gtkw", layouts[l]);
+		text = tb_slurp(path, NULL);
+		for (ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+			const char *want = NULL;
+			size_t len = strlen(ln);
+
+			if (ln[0] == '@') {
+				flags = strtoul(ln + 1, NULL, 16);
+				filter[0] = 0;
+				continue;
+			}
+			if (ln[0] == '^') {
+				char *file = strchr(ln, ' ');
+
+				cr_assert_not_null(file, "%s: '%s'", layouts[l], ln);
+				snprintf(filter, sizeof(filter), "%s", file + 1);
+				snprintf(path, sizeof(path), HCASIM_SRC_DIR "/%s", filter);
+				cr_expect_eq(access(path, R_OK), 0, "%s names %s, which is missing",
+					     layouts[l], filter);
+				continue;
+			}
+			if (strchr("[*-", ln[0]))
+				continue;
+			for (size_t c = 0; c < sizeof(coded) / sizeof(coded[0]); c++) {
+				size_t tl = strlen(coded[c].tail);
+
+				if (len > tl && !strcmp(ln + len - tl, coded[c].tail))
+					want = coded[c].filter;
+			}
+			if (!want) {
+				cr_expect(!(flags & 0x2000), "%s: %s is translated", layouts[l], ln);
+				continue;
+			}
+			snprintf(path, sizeof(path), "waves/filters/%s.txt", want);
+			cr_expect((flags & 0x2000) && (flags & 0x4), "%s: %s is not shown "
+				  "through a filter in decimal (flags %lx)", layouts[l], ln, flags);
+			cr_expect_str_eq(filter, path, "%s: %s", layouts[l], ln);
+			translated++;
+		}
+		free(text);
+	}
+	/* qp_lifecycle 4, sched 2 x 2 x 4, cqe 2 x 2 x 5, psn 2 x 2 x 1 */
+	cr_expect_eq(translated, 4 + 16 + 20 + 4, "%d coded signals in the layouts", translated);
 }

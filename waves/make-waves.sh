@@ -5,7 +5,9 @@
 #   T=<filter>          every Criterion test matching it ("suite/test", globs as in --filter),
 #                       one run each                                    -> build/waves/<suite>.<test>/
 # Each directory gets model.vcd (model.<n>.vcd for a process's n-th boot) and, from blocks run
-# in rtl or lockstep mode, the RTL's hca<dev>.<block>.fst. docs/waves.md.
+# in rtl or lockstep mode, the RTL's hca<dev>.<block>.fst. The commands open the layouts from
+# the clone root, since gtkwave takes their translate filters (waves/filters/) from the current
+# directory. docs/waves.md.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
@@ -77,10 +79,10 @@ for d in $dirs; do
 	v=$d/model.vcd
 	[ -f "$v" ] || v=$(ls "$d"/model*.vcd | head -1)
 	echo "QP lifecycle (QP 0x2 and CQ 1 of each host):"
-	echo "  gtkwave $v $ROOT/waves/qp_lifecycle.gtkw"
+	echo "  cd $ROOT && gtkwave $v waves/qp_lifecycle.gtkw"
 	echo "The model's transactions of the blocks with an RTL twin:"
 	for b in sched cqe psn; do
-		echo "  gtkwave $v $ROOT/waves/$b.gtkw"
+		echo "  cd $ROOT && gtkwave $v waves/$b.gtkw"
 	done
 	echo "The RTL blocks' pins:"
 	rtl=0
@@ -88,7 +90,7 @@ for d in $dirs; do
 		[ -f "$f" ] || continue
 		rtl=1
 		b=$(basename "$f" .fst); b=${b#*.}
-		[ -f "$ROOT/waves/$b.gtkw" ] && echo "  gtkwave $f $ROOT/waves/$b.gtkw" ||
+		[ -f "$ROOT/waves/$b.gtkw" ] && echo "  cd $ROOT && gtkwave $f waves/$b.gtkw" ||
 			echo "  gtkwave $f    (no waves/$b.gtkw layout)"
 	done
 	[ $rtl = 1 ] || echo "  (no RTL dumps: no block ran in rtl or lockstep mode; HCASIM_IMPL=all=lockstep)"

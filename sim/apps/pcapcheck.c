@@ -1,10 +1,12 @@
 /* hcasim-pcapcheck: check the CRCs of every frame in a capture — the ICRC (IBA 7.8.1 / RoCEv2
  * A17.4.3.1), on native IB the VCRC (IBA 7.8.2), on RoCE the IPv4 header checksum.
  *   hcasim-pcapcheck FILE.pcap
- * Reads LINKTYPE_ETHERNET (RoCEv2) and LINKTYPE_WIRESHARK_UPPER_PDU / USER0 (native IB), as the
- * link tap writes them. Prints one line per bad frame and then "N frames, M bad"; exits 0 only
- * if every frame is good, 1 if some are not, 2 when the file cannot be read at all. tshark
- * shows these CRCs but does not check them. */
+ * Reads pcapng (as the link tap writes it) and libpcap files of LINKTYPE_ETHERNET (RoCEv2) and
+ * LINKTYPE_WIRESHARK_UPPER_PDU / USER0 (native IB). Prints one line per bad frame, one line
+ * per comment a frame carries (the marks of the faults that hit it: "frame N: comment: ..."),
+ * then "N frames, M bad"; exits 0 only if every frame is good, 1 if some are not, 2 when the
+ * file cannot be read at all. A comment is not a defect: the tap records a frame as it was
+ * sent. tshark shows these CRCs but does not check them. */
 #include "model/pkt.h"
 #include "sim/pcap.h"
 
@@ -69,7 +71,7 @@ int main(int argc, char **argv)
 	err = sim_pcap_reader_open(&r, argv[1]);
 	if (err) {
 		fprintf(stderr, "hcasim-pcapcheck: %s: %s\n", argv[1],
-			err == -EPROTO ? "not a pcap file" : strerror(-err));
+			err == -EPROTO ? "not a pcapng or pcap file" : strerror(-err));
 		return 2;
 	}
 	lt = sim_pcap_reader_linktype(r);
@@ -88,6 +90,8 @@ int main(int argc, char **argv)
 
 	while ((err = sim_pcap_reader_next(r, &rec)) > 0) {
 		frames++;
+		for (unsigned i = 0; i < rec.ncomments; i++)
+			printf("frame %" PRIu64 ": comment: %s\n", frames, rec.comments[i]);
 		if (lt == SIM_PCAP_UPPER_PDU && strcmp(rec.proto, "infiniband")) {
 			printf("frame %" PRIu64 ": exported PDU for '%s', not infiniband\n", frames,
 			       rec.proto);
