@@ -85,7 +85,7 @@ endif
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
 APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
-              $(BIN)/hcasim-vcdcheck
+              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
@@ -93,7 +93,7 @@ BENCHBIN   := $(BIN)/hcasim-bench
 PERFBIN    := $(BIN)/hcasim-perf
 HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasimdv.h
 
-.PHONY: all run test bench deps docs check-docs clean waves golden
+.PHONY: all run test bench deps docs clean waves golden
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -163,6 +163,7 @@ $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCA
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
 		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
 $(BIN)/hcasim-gendoc: $(OBJ)/sim/apps/gendoc.o
+$(BIN)/hcasim-docrun: $(OBJ)/sim/apps/docrun.o
 $(BIN)/hcasim-pcapcheck: $(OBJ)/sim/apps/pcapcheck.o
 $(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
 $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
@@ -272,12 +273,16 @@ waves: deps all $(TESTBIN)
 golden: all $(TESTBIN)
 	HCASIM_GOLDEN_UPDATE=1 $(TESTBIN) --jobs 1 --color=never --filter 'golden/*'
 
-docs: $(BIN)/hcasim-gendoc
+# The generated pages, then every marked region of README.md and docs/ from its run
+# (hcasim-docrun and its recipes sim/apps/docruns.sh; docs/writing-docs.md). The runs need
+# the whole build, the test binary (hcasim-tests --list) and hcasim-perf.
+docs: all $(TESTBIN) $(PERFBIN)
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
 	$(BIN)/hcasim-gendoc twins > docs/twins.md
 	$(BIN)/hcasim-gendoc trace > docs/trace-events.md
+	$(BIN)/hcasim-docrun
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

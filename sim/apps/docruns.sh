@@ -1,0 +1,361 @@
+#!/bin/sh
+# The recipes of the quoted runs in README.md and docs/ (docs/writing-docs.md). hcasim-docrun
+# runs `sh sim/apps/docruns.sh NAME ARG...` for a region marked <!-- run: NAME ARG... -->, in a
+# scratch directory ($HCASIM_DOC_WORK) shared by every region of one invocation, and writes
+# what it prints into the region (make docs) or compares (suite docs). A recipe prints the
+# output of a real run, or a figure taken from one; it never prints a number of its own. The
+# runs are cached in the scratch directory, so a program quoted in ten regions runs once.
+# Exit status 77: this build cannot make the run (hcasim-sc without SystemC); the region is
+# left as it is and reported as skipped.
+set -eu
+S=$HCASIM_DOC_SRC
+B=$HCASIM_DOC_BUILD
+W=$HCASIM_DOC_WORK
+
+# The docs quote the defaults: nothing in the caller's environment changes a run (make test
+# IMPL=rtl, a trace or a capture left on in the shell).
+unset HCASIM_CONFIG HCASIM_TRACE HCASIM_TRACE_FILE HCASIM_PCAP HCASIM_IMPL HCASIM_VERBOSE \
+	HCASIM_WAVES_DIR WAVES WAVES_DIR HCASIM_COUNTERS_DIR HCASIM_RTL_BUG HCASIM_GOLDEN_UPDATE
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+# A sanitized build (make test SAN=1): programs compiled here are sanitized too, and Debian's
+# binaries preload the ASan runtime, as the test suites do.
+SANCC=""
+SANENV=""
+if grep -q fsanitize "$B/.flags" 2>/dev/null; then
+	SANCC="-fsanitize=address,undefined"
+	SANENV="LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+
+die() {
+	echo "docruns: $*" >&2
+	exit 1
+}
+
+# once NAME CMD...: CMD's stdout (its stderr in $W/NAME.err, its exit status in $W/NAME.rc),
+# run in $W the first time only. A status other than 0 fails unless NAME.ok-status says it.
+once() {
+	n=$1
+	shift
+	if [ ! -f "$W/$n.out" ]; then
+		rc=0
+		(cd "$W" && "$@") >"$W/$n.tmp" 2>"$W/$n.err" || rc=$?
+		echo $rc >"$W/$n.rc"
+		mv "$W/$n.tmp" "$W/$n.out"
+	fi
+	cat "$W/$n.out"
+}
+
+# status NAME: the exit status of the run NAME (after once).
+status() { cat "$W/$1.rc"; }
+
+# ok NAME [STATUS]: fail (with its stderr) unless the run NAME exited with STATUS (0).
+ok() {
+	[ "$(status "$1")" = "${2:-0}" ] || {
+		cat "$W/$1.err" >&2
+		die "$1 exited with status $(status "$1"), expected ${2:-0}"
+	}
+}
+
+# docprog DOC MATCH NAME: compile the ```c block of DOC whose first line contains MATCH into
+# $W/NAME, with the build line the docs give (plus -I SRC for hcasimdv.h).
+docprog() {
+	[ -x "$W/$3" ] && return 0
+	awk -v m="$2" '
+		/^```c$/ { inb = 1; first = 1; next }
+		inb && /^```$/ { inb = 0; if (hit) exit; next }
+		inb && first { first = 0; hit = index($0, m) > 0 }
+		inb && hit { print }' "$S/$1" >"$W/$3.c"
+	[ -s "$W/$3.c" ] || die "$1: no \`\`\`c block starting with '$2'"
+	# shellcheck disable=SC2086
+	gcc -Wall -o "$W/$3" "$W/$3.c" -I "$B/include" -I "$S" -L "$B/lib" -libverbs -lhcasim \
+		-Wl,-rpath,"$B/lib" $SANCC >&2 || die "$1: '$2' does not compile"
+}
+
+# pick [-e] RE...: the first line of stdin that matches RE1, then the first after it that
+# matches RE2, and so on (awk EREs, \t for a tab). Skipped lines become one "..." indented as
+# the less indented of the lines around them; -e adds a "..." when lines follow the last one.
+pick() {
+	tail_dots=0
+	if [ "$1" = -e ]; then
+		tail_dots=1
+		shift
+	fi
+	res=""
+	for r in "$@"; do res="$res$r
+"; done
+	RES=$res awk -v tail_dots=$tail_dots '
+		BEGIN { n = split(ENVIRON["RES"], re, "\n") - 1; k = 1; last = 0 }
+		k <= n {
+			r = re[k]; gsub(/\\t/, "\t", r)
+			if ($0 ~ r) {
+				ind = $0; sub(/[^ \t].*/, "", ind)
+				if (last && NR > last + 1)
+					print (length(ind) < length(lastind) ? ind : lastind) "..."
+				print; last = NR; k++; lastline = $0; lastind = ind
+			}
+			next
+		}
+		{ more = 1 }
+		END {
+			if (k <= n) { print "pick: no line matches " re[k] > "/dev/stderr"; exit 1 }
+			if (tail_dots && more) print lastind "..."
+		}'
+}
+
+# para RE: from the first line that matches RE up to the next empty line.
+para() { awk -v r="$1" '$0 ~ r { on = 1 } on && $0 == "" { exit } on { print }'; }
+
+# us PS: picoseconds as microseconds with three decimals.
+us() { awk -v p="$1" 'BEGIN { printf "%.3f\n", p / 1e6 }'; }
+
+# ---- hcasim-run (user-guide §3, timing.md), as make run runs it
+run() {
+	mkdir -p "$W/build"
+	once run "$B/bin/hcasim-run" build/run
+	ok run
+}
+
+r_boot_us() { us "$(run | sed -n 's/^== .* booted at t=\([0-9]*\) ps ==$/\1/p')"; }
+r_run_devices() {
+	run | pick '^== ' '^$' '^hca_id:\thcasim0' '^\tfw_ver:' '^\tnode_guid:' '^\t\tport:\t1' \
+		'^\t\t\tstate:' '^\t\t\tport_lid:'
+}
+r_run_connect() { run | pick -e '^== connecting' 'hcasim0 qp .* -> INIT' '-> RTR' '-> RTS'; }
+r_run_queried() { run | grep '^hcasim0 qp .*state='; }
+r_run_cmdlog() {
+	run | pick '^hcasim0:$' ' QUERY_HCA_CAP ' ' INIT_HCA ' ' CREATE_EQ ' ' QUERY_HCA_CAP ' \
+		' MODIFY_QP '
+}
+r_run_first_cmd() { run | grep -m1 ' QUERY_HCA_CAP '; }
+r_run_workload() { run | para '^== RC workload =='; }
+r_run_completions() { run | para '^== RC workload ==' | grep '^t='; }
+r_run_end() { run | sed -n '/^== per-QP counters ==$/,$p'; }
+
+# The default run with faults: sim.seed 7, 2 % of the frames dropped (user-guide §6). It stops
+# with "no completion within 1 ms" (exit status 1), as the guide says.
+faulty() {
+	printf '[sim]\nseed = 7\n[fault]\ndrop_ppm = 20000\n' >"$W/faulty.ini"
+	mkdir -p "$W/faulty"
+	once faulty env HCASIM_CONFIG="$W/faulty.ini" HCASIM_TRACE=link \
+		HCASIM_TRACE_FILE="$W/faulty.trace" "$B/bin/hcasim-run" faulty/run
+	ok faulty 1
+}
+r_faulty_drops() { faulty >/dev/null && grep 'link.fault_drop' "$W/faulty.trace"; }
+r_faulty_stop() { faulty >/dev/null && sed 's/^hcasim-run: //' "$W/faulty.err" | tail -1; }
+r_faulty_send_ps() { faulty | awk '/ SEND completed/ { sub(/^t=/, "", $1); print $1 }'; }
+r_faulty_send_later_us() {
+	a=$(faulty | awk '/ SEND completed/ { sub(/^t=/, "", $1); print $1 }')
+	b=$(run | awk '/ SEND completed/ { sub(/^t=/, "", $1); print $1 }')
+	us $((a - b))
+}
+
+# ---- Debian's ibv_devinfo (README)
+r_devinfo() {
+	# shellcheck disable=SC2086
+	once devinfo env $SANENV LD_LIBRARY_PATH="$B/lib" ibv_devinfo -v >/dev/null
+	ok devinfo
+	pick '^hca_id:' '^\ttransport:' '^\tfw_ver:' '^\tnode_guid:' '^\tsys_image_guid:' \
+		'^\tvendor_id:' '^\tvendor_part_id:' '^\thw_ver:' '^\tboard_id:' '^\tphys_port_cnt:' \
+		'^\tdevice_cap_flags:' 'AUTO_PATH_MIG' 'CURR_QP_STATE_MOD' 'SYS_IMAGE_GUID' \
+		'^\thca_core_clock:' '^\t\tport:\t1' '^\t\t\tstate:' '^\t\t\tmax_mtu:' \
+		'^\t\t\tactive_mtu:' '^\t\t\tsm_lid:' '^\t\t\tport_lid:' '^\t\t\tactive_width:' \
+		'^\t\t\tactive_speed:' '^\t\t\tphys_state:' '^\t\t\tGID\[  0\]:' <"$W/devinfo.out"
+}
+
+# ---- the README's program
+r_readme_hello() {
+	docprog README.md '/* readme-example */' hello
+	once hello ./hello
+	ok hello
+}
+
+# ---- user-guide §4, §5, §6 programs
+r_connect() {
+	docprog docs/user-guide.md '/* Two RC QPs, one on each simulated HCA' connect
+	once connect ./connect >/dev/null
+	ok connect
+	sed -n '1,/^hcasim1/p' "$W/connect.out"
+	echo "  ..."
+	tail -1 "$W/connect.out"
+}
+
+twohost() {
+	docprog docs/user-guide.md '/* twohost.c:' twohost
+	once twohost ./twohost
+	ok twohost
+}
+r_twohost() { twohost; }
+# twohost_us OP: how long after its post OP completed
+r_twohost_us() { twohost | awk -v op="$1" '$1 == op { print $(NF - 4) }'; }
+r_twohost_tshark() {
+	twohost >/dev/null
+	(cd "$W" && tshark -r twohost.link0.pcap 2>/dev/null)
+}
+r_twohost_fields() {
+	twohost >/dev/null
+	(cd "$W" && tshark -r twohost.link0.pcap -T fields -e frame.number -e frame.time_relative \
+		-e frame.len -e infiniband.bth.opcode -e infiniband.bth.psn -e infiniband.bth.a \
+		-e infiniband.reth.dmalen -e infiniband.aeth.msn 2>/dev/null | head -6)
+}
+r_twohost_pcapcheck() {
+	twohost >/dev/null
+	once twohost_check "$B/bin/hcasim-pcapcheck" twohost.link0.pcap
+	ok twohost_check
+}
+# One bit of frame 1's payload flipped in a copy: the first bytes of twohost's pattern
+# (byte i is i * 7 + 1), found in the file whatever its format, get bit 0 of their 9th byte
+# flipped.
+r_twohost_flipped() {
+	twohost >/dev/null
+	if [ ! -f "$W/flipped.pcap" ]; then
+		off=$(LC_ALL=C grep -obUaP '\x01\x08\x0f\x16\x1d\x24\x2b\x32' "$W/twohost.link0.pcap" |
+			head -1 | cut -d: -f1)
+		[ -n "$off" ] || die "twohost.link0.pcap: the payload pattern is not there"
+		off=$((off + 8))
+		byte=$(od -An -tu1 -j "$off" -N1 "$W/twohost.link0.pcap" | tr -d ' ')
+		cp "$W/twohost.link0.pcap" "$W/flipped.pcap"
+		# shellcheck disable=SC2059
+		printf "$(printf '\\%03o' $((byte ^ 1)))" |
+			dd of="$W/flipped.pcap" bs=1 seek="$off" conv=notrunc 2>/dev/null
+	fi
+	once flipped "$B/bin/hcasim-pcapcheck" flipped.pcap
+	ok flipped 1
+}
+
+loopback() {
+	docprog docs/user-guide.md '/* loopback.c:' loopback
+	once loopback env HCASIM_TRACE=port,pkt HCASIM_TRACE_FILE=trace.txt ./loopback
+	ok loopback
+}
+r_loopback() { loopback; }
+r_loopback_trace() { loopback >/dev/null && grep -v 'port.state\|port.sm' "$W/trace.txt"; }
+r_loopback_first() { loopback >/dev/null && grep -m1 'port.loopback' "$W/trace.txt"; }
+r_loopback_tshark() {
+	loopback >/dev/null
+	(cd "$W" && tshark -r loopback.hca0.loopback.pcap 2>/dev/null)
+}
+r_loopback_pcapcheck() {
+	loopback >/dev/null
+	once loopback_check "$B/bin/hcasim-pcapcheck" loopback.hca0.loopback.pcap
+	ok loopback_check
+}
+
+r_dvsend() {
+	docprog docs/user-guide.md '/* A SEND built by hand through hcasimdv' dvsend
+	once dvsend ./dvsend
+	ok dvsend
+}
+
+# ---- scenarios (user-guide §14, scenarios.md), run from the top of the source tree
+scenario() {
+	[ -e "$W/sim" ] || ln -s "$S/sim" "$W/sim"
+	once "scn_$1" "$B/bin/hcasim-scenario" "sim/scenarios/$1.ini"
+	ok "scn_$1"
+}
+# The lost-ACK excerpt of the user guide: QP a's timeline, the header cut short.
+r_scn_lost_ack_guide() {
+	scenario lost_ack | sed -n '/^qp a:/,/^  totals/p' | grep -v '^  totals' |
+		grep -v ' state ' | sed 's/^\(qp a: .*timeout [0-9]* ([0-9.]* us)\), .*/\1, .../'
+	echo ...
+	scenario lost_ack | tail -1
+}
+# The report of scenarios.md: everything up to the fifth expectation, then the result.
+r_scn_report() {
+	scenario "$1" | awk '/^  (PASS|FAIL) / { if (++n > 5) { if (!dots) print "  ..."; dots = 1; next } }
+		dots && /^result:/ { print ""; print; next } !dots { print }'
+}
+# scn_time SCENARIO QP RE [N]: the time (us, three decimals) of the Nth (1) line of QP's
+# timeline that matches RE.
+r_scn_time() {
+	scenario "$1" | awk -v qp="$2" -v r="$3" -v n="${4:-1}" '
+		/^qp / { on = ($2 == qp ":") } on && $0 ~ r && ++k == n { printf "%.3f\n", $1; exit }'
+}
+# scn_count SCENARIO QP RE: how many lines of QP's timeline match RE.
+r_scn_count() {
+	scenario "$1" | awk -v qp="$2" -v r="$3" '
+		/^qp / { on = ($2 == qp ":") } on && $0 ~ r { k++ } END { print k + 0 }'
+}
+# scn_expect SCENARIO: "N of N" of its result line.
+r_scn_expect() { scenario "$1" | sed -n 's/^result: PASS (\([0-9]* of [0-9]*\) .*/\1/p'; }
+
+# ---- hcasim-perf (user-guide §15, performance.md)
+perf() {
+	once "perf_$1" "$B/bin/hcasim-perf" "$@"
+	ok "perf_$1"
+}
+r_perf_rows() { perf "$@" | grep -A1 '^ #bytes'; }
+r_perf_write_bw_gbits() { perf write_bw --report_gbits | awk 'f { print $4; exit } /^ #bytes/ { f = 1 }'; }
+r_perf_send_lat_typical() { perf send_lat | awk 'f { print $5; exit } /^ #bytes/ { f = 1 }'; }
+
+# ---- hcasim-sc (systemc.md): its own lines, on stderr
+r_systemc() {
+	[ -x "$B/bin/hcasim-sc" ] || exit 77
+	once systemc "$B/bin/hcasim-sc" >/dev/null
+	ok systemc
+	grep '^hcasim-sc:' "$W/systemc.err"
+}
+
+# ---- the test suites, counted without running them
+tests_list() { once tests_list "$B/test/hcasim-tests" --list; }
+# tests [SUITE...]: how many tests (in those suites; a SUITE may end in *)
+r_tests() {
+	tests_list | awk -v want="$*" '
+		BEGIN { n = split(want, w, " ") }
+		/^[^ ].*: [0-9]+ tests?$/ {
+			s = $1; sub(/:$/, "", s)
+			if (!n) { t += $2; next }
+			for (i = 1; i <= n; i++) {
+				p = w[i]
+				if (p == s || (p ~ /\*$/ && index(s, substr(p, 1, length(p) - 1)) == 1)) { t += $2; break }
+			}
+		}
+		END { print t + 0 }'
+}
+# suites: how many suites
+r_suites() { tests_list | grep -c '^[^ ].*: [0-9]* tests\?$'; }
+
+# ---- the configuration table: the keys whose value is text
+r_text_keys() {
+	"$B/bin/hcasim-gendoc" config | awk -F'|' '$4 ~ /^ *text *$/ { k[++n] = $2 }
+		END { for (i = 1; i <= n; i++) { gsub(/ /, "", k[i]); printf "%s%s", k[i],
+			i == n ? "\n" : i == n - 1 ? " and " : ", " } }'
+}
+
+# ---- make waves (waves.md), as in a fresh clone at /tmp/clone: the script and the layouts
+# of this tree, the build's programs, a waves directory of its own.
+r_make_waves() {
+	c=$W/clone
+	if [ ! -d "$c" ]; then
+		mkdir -p "$c/waves" "$c/build/waves"
+		cp "$S"/waves/*.sh "$S"/waves/*.gtkw "$c/waves/"
+		ln -s "$B/bin" "$c/build/bin"
+		ln -s "$B/test" "$c/build/test"
+		ln -s "$S/sim" "$c/sim"
+	fi
+	once make_waves sh -c "cd '$c' && BUILD='$c/build' sh waves/make-waves.sh sim/scenarios/lost_ack.ini" \
+		>/dev/null
+	ok make_waves
+	sed -n '/^ok: /,$p' "$W/make_waves.out" | sed "s|$c|/tmp/clone|g" | sed '${/^$/d}'
+}
+
+# ---- Debian's rdma binaries (README, abi.md): the ELF files dpkg lists for each package
+elves() {
+	n=0
+	for f in $(dpkg -L "$1"); do
+		[ -f "$f" ] && [ "$(head -c4 "$f" | tail -c3)" = ELF ] && n=$((n + 1))
+	done
+	echo $n
+}
+r_debian_elves() {
+	a=$(elves ibverbs-utils) b=$(elves perftest) c=$(elves rdmacm-utils)
+	if [ "${1:-}" = split ]; then
+		echo "$((a + b + c)) binaries ($a + $b + $c)"
+	else
+		echo $((a + b + c))
+	fi
+}
+
+name=${1:?usage: docruns.sh NAME [ARG...]}
+shift
+command -v "r_$name" >/dev/null 2>&1 || die "no recipe '$name'"
+"r_$name" "$@"
