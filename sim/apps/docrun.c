@@ -280,8 +280,15 @@ static int process(const char *path, int check, int *nregions)
 		line++;
 		while (*lead == ' ' || *lead == '\t')
 			lead++;
-		if (!strncmp(lead, "```", 3))
-			fence = !fence;
+		if (!strncmp(lead, "```", 3)) {
+			/* A fence opens with 3 or more backquotes and closes with as many. */
+			int nb = (int)strspn(lead, "`");
+
+			if (!fence)
+				fence = nb;
+			else if (nb >= fence && strchr("\n", lead[strspn(lead, "` \t\r")]))
+				fence = 0;
+		}
 		m = fence ? NULL : find_start(p, ll);
 		if (!m) {
 			if (!fence && find_marker(p, ll, END))
