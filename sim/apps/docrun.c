@@ -13,7 +13,8 @@
  * `sh RECIPES NAME ARG...` in a scratch directory shared by every region of one invocation,
  * with HCASIM_DOC_SRC, HCASIM_DOC_BUILD (this binary's build directory) and HCASIM_DOC_WORK
  * (the scratch directory) in its environment. Words are letters, digits and _ . , : / = + - #
- * @ %; the same NAME ARG... is run once per invocation. Without FILE arguments: README.md,
+ * @ % * (passed as they are: no shell sees them); the same NAME ARG... is run once per
+ * invocation. Without FILE arguments: README.md,
  * docs/NAME.md and docs/DIR/NAME.md of SRCDIR.
  *
  * Exit status: 0 all regions as their runs print them (-c) or written; 1 (-c) a region
@@ -89,7 +90,7 @@ static void err(const char *file, int line, const char *fmt, ...)
 static int word_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("_.,:/=+-#@%", c);
+	       strchr("_.,:/=+-#@%*", c);
 }
 
 /* Run `sh RECIPES NAME ARG...` in the scratch directory; its stdout, or NULL after printing
@@ -215,7 +216,7 @@ static size_t parse_start(const char *s, char *cmd, size_t cap, const char *file
 		if (!word_char(cmd[i]) && !(cmd[i] == ' ' && i && cmd[i - 1] != ' ')) {
 			err(file, line,
 			    "run marker '%s': character '%c' (words are letters, digits "
-			    "and _.,:/=+-#@%%, one space apart)",
+			    "and _.,:/=+-#@%%*, one space apart)",
 			    cmd, cmd[i]);
 			return 0;
 		}
