@@ -270,10 +270,59 @@ r_scn_time() {
 	scenario "$1" | awk -v qp="$2" -v r="$3" -v n="${4:-1}" '
 		/^qp / { on = ($2 == qp ":") } on && $0 ~ r && ++k == n { printf "%.3f\n", $1; exit }'
 }
+# rnr_extra SCENARIO: how much longer than its RNR timer code's delay (IBA table 45) each wait
+# from an RNR NAK to the resend is, for every QP: "0.542" when they are all the same, else
+# "0.540 to 0.556".
+r_rnr_extra() {
+	scenario "$1" | awk '
+		BEGIN { split("10 20 30 40 60 80 120 160 240 320 480 640 960 1280 1920 2560 3840 " \
+			"5120 7680 10240 15360 20480 30720 40960 61440 81920 122880 163840 245760 " \
+			"327680 491520", d, " "); d[0] = 655360 }
+		/^qp / { nak = -1 }
+		/ nak-rx .*RNR NAK \(timer code [0-9]+\)/ {
+			nak = $1; code = $NF; sub(/\)/, "", code); next }
+		nak >= 0 && / tx / {
+			x = $1 - nak - d[code + 0]; nak = -1
+			if (!n++ || x < lo) lo = x
+			if (n == 1 || x > hi) hi = x
+		}
+		END {
+			if (!n) { print "rnr_extra: no RNR wait" > "/dev/stderr"; exit 1 }
+			if (hi - lo < 0.0005) printf "%.3f\n", lo; else printf "%.3f to %.3f\n", lo, hi
+		}'
+}
+# te WHAT: timeout_exhaustion.ini, QP a: "total", from the first packet's last bit to the
+# completion; "resend", what each of the retry_cnt resends adds to retry_cnt + 1 timeouts.
+r_te() {
+	scenario timeout_exhaustion | awk -v what="$1" '
+		/^qp / { on = ($2 == "a:") }
+		on && /^qp a:/ { t = $0; sub(/.*timeout [0-9]+ \(/, "", t); sub(/ us.*/, "", t)
+			r = $0; sub(/.*retry_cnt /, "", r); sub(/,.*/, "", r) }
+		on && / tx / && first == "" && match($0, /last bit [0-9.]+/) {
+			first = substr($0, RSTART + 9, RLENGTH - 9) }
+		on && / cqe / { done = $1 }
+		END {
+			total = done - first
+			if (what == "total") printf "%.3f\n", total
+			else printf "%.3f\n", (total - (r + 1) * t) / r
+		}'
+}
+# scn_since SCENARIO QP RE1 RE2: from the first line of QP's timeline that matches RE1 to the
+# first that matches RE2 (us, three decimals).
+r_scn_since() {
+	a=$(r_scn_time "$1" "$2" "$3")
+	b=$(r_scn_time "$1" "$2" "$4")
+	awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f\n", b - a }'
+}
 # scn_count SCENARIO QP RE: how many lines of QP's timeline match RE.
 r_scn_count() {
 	scenario "$1" | awk -v qp="$2" -v r="$3" '
 		/^qp / { on = ($2 == qp ":") } on && $0 ~ r { k++ } END { print k + 0 }'
+}
+# scn_count_before SCENARIO QP RE US: how many lines of QP's timeline match RE before US.
+r_scn_count_before() {
+	scenario "$1" | awk -v qp="$2" -v r="$3" -v t="$4" '
+		/^qp / { on = ($2 == qp ":") } on && $0 ~ r && $1 < t + 0 { k++ } END { print k + 0 }'
 }
 # scn_expect SCENARIO: "N of N" of its result line.
 r_scn_expect() { scenario "$1" | sed -n 's/^result: PASS (\([0-9]* of [0-9]*\) .*/\1/p'; }
@@ -311,14 +360,26 @@ r_tests() {
 		}
 		END { print t + 0 }'
 }
+# modes_runs: the runs of suite modes, every shipped scenario and hcasim-run in three modes
+r_modes_runs() { echo $((($(ls "$S"/sim/scenarios/*.ini | wc -l) + 1) * 3)); }
 # suites: how many suites
 r_suites() { tests_list | grep -c '^[^ ].*: [0-9]* tests\?$'; }
 
-# ---- the configuration table: the keys whose value is text
+# ---- the configuration table (hcasim-gendoc config, from sim/config.def)
+# and_list: stdin's lines as "a, b and c"
+and_list() {
+	awk '{ k[++n] = $0 } END { for (i = 1; i <= n; i++)
+		printf "%s%s", k[i], i == n ? "\n" : i == n - 1 ? " and " : ", " }'
+}
+# text_keys: the keys whose value is text
 r_text_keys() {
-	"$B/bin/hcasim-gendoc" config | awk -F'|' '$4 ~ /^ *text *$/ { k[++n] = $2 }
-		END { for (i = 1; i <= n; i++) { gsub(/ /, "", k[i]); printf "%s%s", k[i],
-			i == n ? "\n" : i == n - 1 ? " and " : ", " } }'
+	"$B/bin/hcasim-gendoc" config | sed -n 's/^| \(`[a-z_.]*`\) | [^|]* | text | .*/\1/p' |
+		and_list
+}
+# choice_keys: the keys whose value is one word of a list, with the list
+r_choice_keys() {
+	"$B/bin/hcasim-gendoc" config |
+		sed -n 's/^| \(`[a-z_.]*`\) | [^|]* | \(`[a-z0-9|]*`\) | .*/\1 (\2)/p' | and_list
 }
 
 # ---- make waves (waves.md), as in a fresh clone at /tmp/clone: the script and the layouts
