@@ -345,7 +345,13 @@ r_systemc() {
 }
 
 # ---- the test suites, counted without running them
-tests_list() { once tests_list "$B/test/hcasim-tests" --list; }
+# A clean environment: inside a Criterion test (suite docs) the variables of Criterion's
+# runner would make hcasim-tests act as one of its workers.
+tests_list() {
+	once tests_list env -i PATH="$PATH" "$B/test/hcasim-tests" --list
+	ok tests_list
+	grep -q '^[^ ].*: [0-9]* tests\?$' "$W/tests_list.out" || die "hcasim-tests --list: no suite"
+}
 # tests [SUITE...]: how many tests (in those suites; a SUITE may end in *)
 r_tests() {
 	tests_list | awk -v want="$*" '
