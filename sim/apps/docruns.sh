@@ -127,6 +127,10 @@ r_run_cmdlog() {
 		' MODIFY_QP '
 }
 r_run_first_cmd() { run | grep -m1 ' QUERY_HCA_CAP '; }
+# run_wait CMD N: the host wait of hcasim0's Nth command CMD
+r_run_wait() {
+	run | awk -v c="$1" -v n="$2" '/^hcasim1:/ { exit } $4 == c && ++k == n { print $(NF - 1); exit }'
+}
 r_run_workload() { run | para '^== RC workload =='; }
 r_run_completions() { run | para '^== RC workload ==' | grep '^t='; }
 r_run_end() { run | sed -n '/^== per-QP counters ==$/,$p'; }
@@ -404,6 +408,26 @@ r_make_waves() {
 	ok make_waves
 	sed -n '/^ok: /,$p' "$W/make_waves.out" | sed "s|$c|/tmp/clone|g" | sed '${/^$/d}'
 }
+
+# ---- connection-manager programs on the drop-in library (abi.md): what each prints, and its
+# exit status, as a shell transcript
+cm() { # NAME CMD...: run CMD on the drop-in library (stdout and stderr together)
+	n=$1
+	shift
+	# shellcheck disable=SC2086
+	once "cm_$n" sh -c 'exec "$@" 2>&1' sh env $SANENV LD_LIBRARY_PATH="$B/lib" timeout 60 "$@"
+}
+r_cm_transcript() {
+	for c in "rping -s" ucmatose "ib_write_bw -R localhost"; do
+		echo "\$ $c"
+		# shellcheck disable=SC2086
+		cm "${c%% *}" $c
+		echo "\$ echo \$?"
+		status "cm_${c%% *}"
+	done
+}
+# cm_status NAME: the exit status of the transcript's run of NAME (rping, ucmatose, ...)
+r_cm_status() { r_cm_transcript >/dev/null && status "cm_$1"; }
 
 # ---- Debian's rdma binaries (README, abi.md): the ELF files dpkg lists for each package
 elves() {
