@@ -71,28 +71,45 @@ docprog() {
 		-Wl,-rpath,"$B/lib" $SANCC >&2 || die "$1: '$2' does not compile"
 }
 
-# pick [-e] RE...: the first line of stdin that matches RE1, then the first after it that
-# matches RE2, and so on (awk EREs, \t for a tab). Skipped lines become one "..." indented as
-# the less indented of the lines around them; -e adds a "..." when lines follow the last one.
+# pick [-e] [-a] [-w W] RE...: the first line of stdin that matches RE1, then the first after
+# it that matches RE2, and so on (awk EREs, \t for a tab). Skipped lines become one "..."
+# indented as the less indented of the lines around them; -e adds a "..." when lines follow
+# the last one. -a prints every line instead (the REs only place the notes). "RE # note"
+# writes "# note" after the line, padded to W columns (72).
 pick() {
-	tail_dots=0
-	if [ "$1" = -e ]; then
-		tail_dots=1
+	tail_dots=0 all=0 width=72
+	while :; do
+		case $1 in
+		-e) tail_dots=1 ;;
+		-a) all=1 ;;
+		-w) width=$2; shift ;;
+		*) break ;;
+		esac
 		shift
-	fi
+	done
 	res=""
 	for r in "$@"; do res="$res$r
 "; done
-	RES=$res awk -v tail_dots=$tail_dots '
+	RES=$res awk -v tail_dots=$tail_dots -v all=$all -v width="$width" '
 		BEGIN { n = split(ENVIRON["RES"], re, "\n") - 1; k = 1; last = 0 }
+		{ line = $0; hit = 0 }
 		k <= n {
-			r = re[k]; gsub(/\\t/, "\t", r)
+			r = re[k]; note = ""
+			if ((p = index(r, " # "))) { note = substr(r, p + 1); r = substr(r, 1, p - 1) }
+			gsub(/\\t/, "\t", r)
 			if ($0 ~ r) {
-				ind = $0; sub(/[^ \t].*/, "", ind)
-				if (last && NR > last + 1)
-					print (length(ind) < length(lastind) ? ind : lastind) "..."
-				print; last = NR; k++; lastline = $0; lastind = ind
+				hit = 1; k++
+				if (note != "")
+					line = length($0) < width ? sprintf("%-" width "s%s", $0, note) \
+								   : $0 "  " note
 			}
+		}
+		all { print line; last = NR; next }
+		hit {
+			ind = $0; sub(/[^ \t].*/, "", ind)
+			if (last && NR > last + 1)
+				print (length(ind) < length(lastind) ? ind : lastind) "..."
+			print line; last = NR; lastind = ind
 			next
 		}
 		{ more = 1 }
@@ -134,6 +151,34 @@ r_run_wait() {
 r_run_workload() { run | para '^== RC workload =='; }
 r_run_completions() { run | para '^== RC workload ==' | grep '^t='; }
 r_run_end() { run | sed -n '/^== per-QP counters ==$/,$p'; }
+
+# trace CATS: the trace of the default run with HCASIM_TRACE=CATS (user-guide §9)
+trace() {
+	t=trace_$(echo "$1" | tr -c 'a-z0-9\n' _)
+	once "$t" env HCASIM_TRACE="$1" HCASIM_TRACE_FILE="$t.txt" "$B/bin/hcasim-run" "$t" >/dev/null
+	ok "$t"
+	cat "$W/$t.txt"
+}
+# The start of HCASIM_TRACE='*', with notes
+r_trace_boot() {
+	trace '*' | pick 'kernel.boot' 'iommu.map id=1 # command page' \
+		'mmio_wr off=0x10 # CMDQ_ADDR_LO' 'mmio_wr off=0x14 # CMDQ_ADDR_HI' \
+		'mmio_wr off=0x18 # CMD_DOORBELL, token 1' 'cmd.doorbell' \
+		'dma_rd .*len=64 # entry fetch' 'cmd.exec' 'dma_rd # input mailbox' \
+		'dma_wr # output mailbox' 'dma_wr_cpl # status + own landed' 'cmd.done' \
+		'iommu.map # QP context store' 'mmio_wr off=0x18 # next doorbell: INIT_HCA' \
+		'fw.eq_create # CREATE_EQ' 'port.state # link trained' 'eq.eqe' \
+		'port.state # SM sweep' 'eq.eqe' 'port.state' 'eq.eqe' 'port.sm '
+}
+# One QP's life in the firmware: HCASIM_TRACE=qp,fw, device 0's QP lines
+r_trace_qp() { trace qp,fw | grep 'dev=0.*qp'; }
+# The 8 KiB SEND of the workload: the first 20 lines of the data path's categories, with notes
+r_trace_datapath() {
+	trace db,req,resp,comp,cqe,pkt | head -20 | pick -a -w 83 \
+		'db.rq # hcasim1: receive posted' 'resp.prefetch # its WQE read at once' \
+		'req.bf # hcasim0: SEND, WQE in the doorbell' 'req.pkt # SEND First' \
+		'req.pkt # SEND Last' 'req.bf # the WRITE'
+}
 
 # The default run with faults: sim.seed 7, 2 % of the frames dropped (user-guide §6). It stops
 # with "no completion within 1 ms" (exit status 1), as the guide says.
