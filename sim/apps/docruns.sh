@@ -236,6 +236,12 @@ twohost() {
 r_twohost() { twohost; }
 # twohost_us OP: how long after its post OP completed
 r_twohost_us() { twohost | awk -v op="$1" '$1 == op { print $(NF - 4) }'; }
+# twohost_qp tx_pkts|tx_bytes|rx_pkts|rx_bytes: hcasim0's QP counters at the end of twohost
+r_twohost_qp() {
+	twohost | awk -v k="$1" '/^hcasim0 qp / {
+		v["tx_pkts"] = $5; v["tx_bytes"] = $7; v["rx_pkts"] = $10; v["rx_bytes"] = $12
+		print v[k] }'
+}
 r_twohost_tshark() {
 	twohost >/dev/null
 	(cd "$W" && tshark -r twohost.link0.pcap 2>/dev/null)
@@ -384,6 +390,17 @@ perf() {
 r_perf_rows() { perf "$@" | grep -A1 '^ #bytes'; }
 r_perf_write_bw_gbits() { perf write_bw --report_gbits | awk 'f { print $4; exit } /^ #bytes/ { f = 1 }'; }
 r_perf_send_lat_typical() { perf send_lat | awk 'f { print $5; exit } /^ #bytes/ { f = 1 }'; }
+
+# ---- multicast.md: the trace of suite mcast's first test, from the first attach to the first
+# datagram's delivery on both hosts (a clean environment: see tests_list)
+r_mcast_trace() {
+	once mcast env -i PATH="$PATH" HCASIM_TRACE=fw,port,pkt HCASIM_TRACE_FILE=mcast.txt \
+		"$B/test/hcasim-tests" --color=never \
+		--filter 'mcast/one_send_reaches_four_qps_on_two_hosts_including_the_senders_hca' \
+		>/dev/null
+	ok mcast
+	awk '/port.sm_mcast/ { on = 1 } on { print } / pkt.mcast / && ++n == 2 { exit }' "$W/mcast.txt"
+}
 
 # ---- hcasim-sc (systemc.md): its own lines, on stderr
 r_systemc() {
