@@ -12,7 +12,8 @@
  * NAME ARG... is a recipe of RECIPES (default SRCDIR/sim/apps/docruns.sh), run as
  * `sh RECIPES NAME ARG...` in a scratch directory shared by every region of one invocation,
  * with HCASIM_DOC_SRC, HCASIM_DOC_BUILD (this binary's build directory) and HCASIM_DOC_WORK
- * (the scratch directory) in its environment. Words are letters, digits and _ . , : / = + - #
+ * (the scratch directory) in its environment, and with -c HCASIM_DOC_CHECK=1 (a recipe whose
+ * run is checked elsewhere may then skip). Words are letters, digits and _ . , : / = + - #
  * @ % * (passed as they are: no shell sees them); the same NAME ARG... is run once per
  * invocation. Without FILE arguments: README.md,
  * docs/NAME.md and docs/DIR/NAME.md of SRCDIR.
@@ -145,8 +146,14 @@ static char *execute(const char *cmd, const char *file, int line)
 		exit(2);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-		fprintf(stderr, "%s:%d: run '%s' skipped: this build cannot make it\n", file, line,
-			cmd);
+		/* Its stderr says why: a program this build lacks, a run checked elsewhere. */
+		FILE *e = fopen(errpath, "r");
+
+		if (!e || !fgets(chunk, sizeof(chunk), e))
+			snprintf(chunk, sizeof(chunk), "this build cannot make it\n");
+		if (e)
+			fclose(e);
+		fprintf(stderr, "%s:%d: run '%s' skipped: %s", file, line, cmd, chunk);
 		free(out.p);
 		return skipped;
 	}
@@ -513,6 +520,10 @@ int main(int argc, char **argv)
 	setenv("HCASIM_DOC_SRC", srcdir, 1);
 	setenv("HCASIM_DOC_BUILD", builddir, 1);
 	setenv("HCASIM_DOC_WORK", work, 1);
+	if (check)
+		setenv("HCASIM_DOC_CHECK", "1", 1);
+	else
+		unsetenv("HCASIM_DOC_CHECK");
 
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++, nfiles++)

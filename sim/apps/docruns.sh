@@ -391,6 +391,20 @@ r_perf_rows() { perf "$@" | grep -A1 '^ #bytes'; }
 r_perf_write_bw_gbits() { perf write_bw --report_gbits | awk 'f { print $4; exit } /^ #bytes/ { f = 1 }'; }
 r_perf_send_lat_typical() { perf send_lat | awk 'f { print $5; exit } /^ #bytes/ { f = 1 }'; }
 
+# ---- timing.md: the report of the default soak run. About 6 s of CPU, so suite docs does not
+# run it (hcasim-docrun -c sets HCASIM_DOC_CHECK): suite soak checks its own report against
+# the page instead.
+r_soak_report() {
+	[ -z "${HCASIM_DOC_CHECK:-}" ] || {
+		echo "checked by suite soak, which makes the report" >&2
+		exit 77
+	}
+	once soak env -i PATH="$PATH" "$B/test/hcasim-tests" --color=never --jobs 1 \
+		--filter 'soak/*' >/dev/null
+	ok soak
+	grep '^soak: ' "$W/soak.out"
+}
+
 # ---- multicast.md: the trace of suite mcast's first test, from the first attach to the first
 # datagram's delivery on both hosts (a clean environment: see tests_list)
 r_mcast_trace() {
@@ -404,7 +418,10 @@ r_mcast_trace() {
 
 # ---- hcasim-sc (systemc.md): its own lines, on stderr
 r_systemc() {
-	[ -x "$B/bin/hcasim-sc" ] || exit 77
+	[ -x "$B/bin/hcasim-sc" ] || {
+		echo "no $B/bin/hcasim-sc: this build has no SystemC top (docs/systemc.md)" >&2
+		exit 77
+	}
 	once systemc "$B/bin/hcasim-sc" >/dev/null
 	ok systemc
 	grep '^hcasim-sc:' "$W/systemc.err"
