@@ -454,6 +454,13 @@ r_modes_runs() { echo $((($(ls "$S"/sim/scenarios/*.ini | wc -l) + 1) * 3)); }
 # suites: how many suites
 r_suites() { tests_list | grep -c '^[^ ].*: [0-9]* tests\?$'; }
 
+# commands: how many firmware commands the device interface has (hcasim-gendoc regmap, from
+# model/hw/cmd.def)
+r_commands() {
+	"$B/bin/hcasim-gendoc" regmap | awk '/^## Commands/ { on = 1; next } /^## / { on = 0 }
+		on && /^\| 0x/ { n++ } END { if (!n) exit 1; print n }'
+}
+
 # ---- the configuration table (hcasim-gendoc config, from sim/config.def)
 # and_list: stdin's lines as "a, b and c"
 and_list() {
