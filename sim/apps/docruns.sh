@@ -295,6 +295,12 @@ r_loopback_pcapcheck() {
 	ok loopback_check
 }
 
+r_clock() {
+	docprog docs/user-guide.md '/* clock.c:' clock
+	once clock ./clock
+	ok clock
+}
+
 r_dvsend() {
 	docprog docs/user-guide.md '/* A SEND built by hand through hcasimdv' dvsend
 	once dvsend ./dvsend
