@@ -422,6 +422,40 @@ r_mcast_trace() {
 	awk '/port.sm_mcast/ { on = 1 } on { print } / pkt.mcast / && ++n == 2 { exit }' "$W/mcast.txt"
 }
 
+# ---- device-interface.md: messages of refused commands, as HCASIM_VERBOSE=1 prints them in the
+# suites that provoke them. verbose NAME FILTER: run the suites once; message RE...: for each RE,
+# the first message of those runs that matches it.
+verbose() {
+	once "verbose_$1" env -i PATH="$PATH" HCASIM_VERBOSE=1 "$B/test/hcasim-tests" \
+		--color=never --jobs 1 --filter "$2" >/dev/null
+	ok "verbose_$1"
+	cat "$W/verbose_$1.err"
+}
+message() {
+	for re in "$@"; do
+		grep -m1 -- "^hcasim: .*$re" "$W/all_messages" | sed 's/^hcasim: //' | grep . ||
+			die "no message matches '$re'"
+	done
+}
+messages() {
+	{
+		verbose modify_qp 'modify_qp/*'
+		verbose pd 'verbs_errors/*alloc_pd*'
+	} >"$W/all_messages"
+}
+r_guide_messages() {
+	messages
+	message 'MODIFY_QP: required attribute IBV_QP_ACCESS_FLAGS' 'field attr.pkey_index' \
+		'DEALLOC_PD: still in use'
+}
+r_cmd_messages() {
+	messages
+	message 'MODIFY_QP: required attribute IBV_QP_ACCESS_FLAGS' \
+		'MODIFY_QP: attribute IBV_QP_QKEY is not' 'transition RESET -> ERR' \
+		'field attr.av.sl' 'needs a device capability' 'RoCE port needs a GRH' \
+		'DEALLOC_PD: still in use' 'ALLOC_PD: device limit'
+}
+
 # ---- hcasim-sc (systemc.md): its own lines, on stderr
 r_systemc() {
 	[ -x "$B/bin/hcasim-sc" ] || {
