@@ -3,7 +3,7 @@
 #                                                make test T='suite/*'  one suite (JUnit XML:
 #                                                build/test/junit.xml, or JUNIT=path)
 #   make run        the default simulation       make deps      install missing packages
-#   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
+#   make docs       generated docs, quoted runs  make test SAN=1  with ASan + UBSan
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
 #                   the hcasim-perf plots docs/bench/*.png
 #   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
