@@ -87,10 +87,10 @@ static void remove_dir(void)
 
 TestSuite(docs_checker, .init = make_dir, .fini = remove_dir);
 
-/* A block region and an inline region that drifted: -c names each with its file and line and
- * the first differing line, changes nothing and exits 1; without -c both are rewritten, a
- * repeated run is made once, and a marker quoted in a fence (a ```` fence holding ``` lines
- * too) or in `code` is left alone. */
+/* Block, Markdown and inline regions that drifted: -c names each with its file and line and
+ * the first differing line, changes nothing and exits 1; without -c they are rewritten (the
+ * Markdown block without fences), a repeated run is made once, and a marker quoted in a fence
+ * (a ```` fence holding ``` lines too) or in `code` is left alone. */
 Test(docs_checker, a_drifted_region_is_named_then_rewritten)
 {
 	static const char doc[] = "# t\n"
@@ -103,6 +103,9 @@ Test(docs_checker, a_drifted_region_is_named_then_rewritten)
 				  "<!-- end -->\n"
 				  "The answer is <!-- run: one -->41<!-- end --> and "
 				  "<!-- run: one -->42/1<!-- end -->.\n"
+				  "<!-- run-md: say x -->\n"
+				  "| old |\n"
+				  "<!-- end -->\n"
 				  "\n"
 				  "```\n"
 				  "<!-- run: nothing -->\n"
@@ -123,7 +126,9 @@ Test(docs_checker, a_drifted_region_is_named_then_rewritten)
 	cr_assert(strstr(out, "doc: runs 0\n  run: runs 1\n"), "%s", out);
 	cr_assert(strstr(out, "doc.md:9: region 'one' differs from its run"), "%s", out);
 	cr_assert(strstr(out, "doc: 41\n  run: 42/1\n"), "%s", out);
-	cr_assert(strstr(out, "2 of 3 region(s) in 1 file(s) differ"), "%s", out);
+	cr_assert(strstr(out, "doc.md:11: region 'say x' differs from its run"), "%s", out);
+	cr_assert(strstr(out, "doc: | old |\n  run: x\n"), "%s", out);
+	cr_assert(strstr(out, "3 of 4 region(s) in 1 file(s) differ"), "%s", out);
 	free(out);
 	text = read_file("doc.md");
 	cr_assert_str_eq(text, doc, "-c changed the file");
@@ -135,6 +140,7 @@ Test(docs_checker, a_drifted_region_is_named_then_rewritten)
 	text = read_file("doc.md");
 	cr_assert(strstr(text, "<!-- run: say hello -->\n```\nhello\nruns 1\n```\n<!-- end -->\n"),
 		  "%s", text);
+	cr_assert(strstr(text, "<!-- run-md: say x -->\nx\nruns 2\n<!-- end -->\n"), "%s", text);
 	cr_assert(strstr(text, "The answer is <!-- run: one -->42/1<!-- end --> and "
 			       "<!-- run: one -->42/1<!-- end -->."),
 		  "%s", text);

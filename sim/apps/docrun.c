@@ -8,6 +8,7 @@
  *   <!-- run: NAME ARG... -->        a line of its own: a block region, up to a line
  *   ...                               <!-- end -->; its content is the run's output in a
  *   <!-- end -->                      ``` fence
+ *   <!-- run-md: NAME ARG... -->     the same, the output being Markdown (a table): no fence
  *   text <!-- run: NAME ARG... -->0.87<!-- end --> text    an inline region: one line of output
  * NAME ARG... is a recipe of RECIPES (default SRCDIR/sim/apps/docruns.sh), run as
  * `sh RECIPES NAME ARG...` in a scratch directory shared by every region of one invocation,
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #define START "<!-- run: "
+#define START_MD "<!-- run-md: "
 #define START_END " -->"
 #define END "<!-- end -->"
 #define MAX_WORDS 16
@@ -264,7 +266,7 @@ static int process(const char *path, int check, int *nregions)
 {
 	char full[PATH_MAX * 2], cmd[512];
 	struct buf in = { 0 }, out = { 0 };
-	int differ = 0, line = 0, regions = 0, errors0 = errors, fence = 0;
+	int differ = 0, line = 0, regions = 0, errors0 = errors, fence = 0, md;
 	FILE *f;
 	char chunk[4096];
 	size_t n;
@@ -298,6 +300,9 @@ static int process(const char *path, int check, int *nregions)
 				fence = 0;
 		}
 		m = fence ? NULL : find_start(p, ll);
+		md = !fence && !strncmp(lead, START_MD, strlen(START_MD));
+		if (md)
+			m = lead;
 		if (!m) {
 			if (!fence && find_marker(p, ll, END))
 				err(path, line, "'%s' without a run marker before it", END);
@@ -306,10 +311,11 @@ static int process(const char *path, int check, int *nregions)
 			continue;
 		}
 		regions++;
-		if (m == lead && !memmem(m, ll - (size_t)(m - p), END, strlen(END))) {
+		if (md || (m == lead && !memmem(m, ll - (size_t)(m - p), END, strlen(END)))) {
 			/* A block region: the marker line, up to the END line. */
 			int start = line;
-			size_t k = parse_start(m + strlen(START), cmd, sizeof(cmd), path, line);
+			size_t k = parse_start(m + strlen(md ? START_MD : START), cmd, sizeof(cmd),
+					       path, line);
 			const char *q = p + ll, *body = q, *o;
 			size_t endlen = 0;
 
@@ -326,7 +332,7 @@ static int process(const char *path, int check, int *nregions)
 					endlen = l2;
 					break;
 				}
-				if (find_start(q, l2)) {
+				if (find_start(q, l2) || find_marker(q, l2, START_MD)) {
 					err(path, line, "a run marker inside the region of line %d",
 					    start);
 					break;
@@ -346,11 +352,13 @@ static int process(const char *path, int check, int *nregions)
 				struct buf want = { 0 };
 				char *have = strndup(body, (size_t)(q - body));
 
-				buf_str(&want, "```\n");
+				if (!md)
+					buf_str(&want, "```\n");
 				buf_str(&want, o);
 				if (o[strlen(o) - 1] != '\n')
 					buf_str(&want, "\n");
-				buf_str(&want, "```\n");
+				if (!md)
+					buf_str(&want, "```\n");
 				if (strcmp(have, want.p)) {
 					const char *la, *lb;
 					int d = first_diff(have, want.p, &la, &lb);

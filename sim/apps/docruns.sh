@@ -40,15 +40,15 @@ die() {
 # once NAME CMD...: CMD's stdout (its stderr in $W/NAME.err, its exit status in $W/NAME.rc),
 # run in $W the first time only. A status other than 0 fails unless NAME.ok-status says it.
 once() {
-	n=$1
+	_on=$1
 	shift
-	if [ ! -f "$W/$n.out" ]; then
-		rc=0
-		(cd "$W" && "$@") >"$W/$n.tmp" 2>"$W/$n.err" || rc=$?
-		echo $rc >"$W/$n.rc"
-		mv "$W/$n.tmp" "$W/$n.out"
+	if [ ! -f "$W/$_on.out" ]; then
+		_orc=0
+		(cd "$W" && "$@") >"$W/$_on.tmp" 2>"$W/$_on.err" || _orc=$?
+		echo $_orc >"$W/$_on.rc"
+		mv "$W/$_on.tmp" "$W/$_on.out"
 	fi
-	cat "$W/$n.out"
+	cat "$W/$_on.out"
 }
 
 # status NAME: the exit status of the run NAME (after once).
@@ -460,6 +460,41 @@ r_cmd_messages() {
 		'MODIFY_QP: attribute IBV_QP_QKEY is not' 'transition RESET -> ERR' \
 		'field attr.av.sl' 'needs a device capability' 'RoCE port needs a GRH' \
 		'DEALLOC_PD: still in use' 'ALLOC_PD: device limit'
+}
+
+# ---- performance.md: one timing key changed at a time from the defaults. Each row: its label
+# and its keys (section.key=value,...); the four figures of hcasim-perf with them.
+calib_row() {
+	label=$1 keys=$2 cn=$3
+	: >"$W/calib$cn.ini"
+	for kv in $(echo "$keys" | tr , ' '); do
+		k=${kv%%=*}
+		printf '[%s]\n%s = %s\n' "${k%%.*}" "${k#*.}" "${kv#*=}" >>"$W/calib$cn.ini"
+	done
+	set -- "send_lat" "write_lat" "write_bw -s 64 -q 16 -n 1000" "read_bw -s 1024 -n 2000 -R"
+	row="| $label |"
+	i=0
+	for t in "$@"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086
+		once "calib${cn}_$i" env HCASIM_CONFIG="$W/calib$cn.ini" "$B/bin/hcasim-perf" $t >/dev/null
+		ok "calib${cn}_$i"
+		v=$(awk -v i=$i 'f { if (i <= 2) print $5 " µs"; else if (i == 3) printf "%.2f M/s\n", $5;
+			else printf "%.1f Gb/s\n", $4; exit } /^ #bytes/ { f = 1 }' "$W/calib${cn}_$i.out")
+		row="$row $v |"
+	done
+	echo "$row"
+}
+r_calib_table() {
+	echo "| change | send_lat | write_lat | 64 B msg rate | READ 1 KiB |"
+	echo "|---|---|---|---|---|"
+	calib_row defaults "" 0
+	calib_row '`pcie.dma_read_ns` 500 → 250' pcie.dma_read_ns=250 1
+	calib_row '`hca.wqe_prefetch` 4 → 16' hca.wqe_prefetch=16 2
+	calib_row '`pcie.mmio_write_ns` 150 → 75' pcie.mmio_write_ns=75 3
+	calib_row '`link.latency_ns` 100 → 50' link.latency_ns=50 4
+	calib_row '`host.verb_ns` 50 → 25, `host.poll_ns` 20 → 10' host.verb_ns=25,host.poll_ns=10 5
+	calib_row '`clock.core_mhz` 500 → 1000' clock.core_mhz=1000 6
 }
 
 # ---- hcasim-sc (systemc.md): its own lines, on stderr
