@@ -395,12 +395,18 @@ r_scn_count_before() {
 r_scn_expect() { scenario "$1" | sed -n 's/^result: PASS (\([0-9]* of [0-9]*\) .*/\1/p'; }
 
 # ---- hcasim-perf (user-guide §15, performance.md)
-perf() {
-	once "perf_$1" "$B/bin/hcasim-perf" "$@"
-	ok "perf_$1"
+perf() { # ARG...: hcasim-perf ARG..., once per set of arguments
+	_pk=perf_$(echo "$*" | tr -c 'a-zA-Z0-9\n' _)
+	once "$_pk" "$B/bin/hcasim-perf" "$@"
+	ok "$_pk"
 }
 r_perf_rows() { perf "$@" | grep -A1 '^ #bytes'; }
 r_perf_write_bw_gbits() { perf write_bw --report_gbits | awk 'f { print $4; exit } /^ #bytes/ { f = 1 }'; }
+# perf_msgrate_l16: the 64 B message rate with 16 WRs per post (M/s, the nearest whole)
+r_perf_msgrate_l16() {
+	perf write_bw -s 64 -q 16 -n 1000 -l 16 |
+		awk 'f { printf "%.0f\n", $5; exit } /^ #bytes/ { f = 1 }'
+}
 r_perf_send_lat_typical() { perf send_lat | awk 'f { print $5; exit } /^ #bytes/ { f = 1 }'; }
 
 # ---- timing.md: the report of the default soak run. About 6 s of CPU, so suite docs does not
