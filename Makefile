@@ -3,7 +3,7 @@
 #                                                make test T='suite/*'  one suite (JUnit XML:
 #                                                build/test/junit.xml, or JUNIT=path)
 #   make run        the default simulation       make deps      install missing packages
-#   make docs       regenerate generated docs    make test SAN=1  with ASan + UBSan
+#   make docs       generated docs, quoted runs  make test SAN=1  with ASan + UBSan
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
 #                   the hcasim-perf plots docs/bench/*.png
 #   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
@@ -85,7 +85,7 @@ endif
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
 APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
-              $(BIN)/hcasim-vcdcheck
+              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
@@ -97,7 +97,7 @@ HW_HEADERS := $(patsubst %,$(BUILD)/include/%,$(wildcard model/hw/*.h model/hw/*
 HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasim_bus.h $(BUILD)/include/hcasimdv.h \
               $(HW_HEADERS)
 
-.PHONY: all run test bench deps docs check-docs clean waves golden
+.PHONY: all run test bench deps docs clean waves golden
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -189,7 +189,7 @@ $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCA
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
 		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
-$(BIN)/hcasim-vcdcheck: $(OBJ)/sim/apps/vcdcheck.o
+$(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $<
 $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBINTERNAL)
@@ -307,7 +307,10 @@ waves: deps all $(TESTBIN)
 golden: all $(TESTBIN)
 	HCASIM_GOLDEN_UPDATE=1 $(TESTBIN) --jobs 1 --color=never --filter 'golden/*'
 
-docs: $(BIN)/hcasim-gendoc
+# The generated pages, then every marked region of README.md and docs/ from its run
+# (hcasim-docrun and its recipes sim/apps/docruns.sh; docs/writing-docs.md). The runs need
+# the whole build, the test binary (hcasim-tests --list) and hcasim-perf.
+docs: all $(TESTBIN) $(PERFBIN)
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
@@ -316,6 +319,7 @@ docs: $(BIN)/hcasim-gendoc
 	@mkdir -p waves/filters
 	for f in $$($(BIN)/hcasim-gendoc filters); do \
 		$(BIN)/hcasim-gendoc filter $$f > waves/filters/$$f.txt || exit 1; done
+	$(BIN)/hcasim-docrun
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

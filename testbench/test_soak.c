@@ -656,24 +656,51 @@ static bool selected(const struct run_cfg *c)
 	return !strcmp(only, want);
 }
 
+/* Whether docs/timing.md quotes this line of the default run's report (its region
+ * soak_report, which make docs writes from hcasim-tests --filter soak): the suite that
+ * makes the report checks the quote, so suite docs need not run the soak again. */
+static bool quoted_in_timing_md(const char *line)
+{
+	char path[512], buf[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/docs/timing.md", HCASIM_SRC_DIR);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	while (!found && fgets(buf, sizeof(buf), f))
+		found = !strcmp(buf, line);
+	fclose(f);
+	return found;
+}
+
 /* Totals per loss rate, for runs with retry_cnt = rnr_retry = 7 and for the strict runs
- * (retry_cnt = rnr_retry = 1), where exhaustions happen and the oracle judges them. */
-static void report(enum mix mix, const unsigned *losses, struct soak_result sum[4][2])
+ * (retry_cnt = rnr_retry = 1), where exhaustions happen and the oracle judges them. The
+ * default run's lines must be the ones docs/timing.md quotes. */
+static void report(enum mix mix, const unsigned *losses, struct soak_result sum[4][2],
+		   bool quoted)
 {
 	for (unsigned l = 0; l < 4; l++)
 		for (unsigned st = 0; st < 2; st++) {
 			const struct soak_result *r = &sum[l][st];
+			char line[512];
 
 			if (!r->runs)
 				continue;
-			printf("soak: %-6s loss %2u%% retry_cnt %u: %2u runs, %5" PRIu64 " of %5" PRIu64
-			       " completed, %5" PRIu64 " retries (%4" PRIu64 " timeouts, %4" PRIu64
-			       " response gaps), %4" PRIu64 " RNR NAKs, %3" PRIu64
-			       " exhausted (%" PRIu64 " RNR), %3" PRIu64 " legitimate, %" PRIu64
-			       " illegitimate\n",
-			       mix_names[mix], losses[l], st ? 1 : 7, r->runs, r->delivered, r->msgs,
-			       r->retries, r->timeouts, r->gaps, r->rnr, r->exhausted, r->rnr_exh,
-			       r->legit, r->exhausted - r->legit);
+			snprintf(line, sizeof(line),
+				 "soak: %-6s loss %2u%% retry_cnt %u: %2u runs, %5" PRIu64
+				 " of %5" PRIu64 " completed, %5" PRIu64 " retries (%4" PRIu64
+				 " timeouts, %4" PRIu64 " response gaps), %4" PRIu64
+				 " RNR NAKs, %3" PRIu64 " exhausted (%" PRIu64 " RNR), %3" PRIu64
+				 " legitimate, %" PRIu64 " illegitimate\n",
+				 mix_names[mix], losses[l], st ? 1 : 7, r->runs, r->delivered,
+				 r->msgs, r->retries, r->timeouts, r->gaps, r->rnr, r->exhausted,
+				 r->rnr_exh, r->legit, r->exhausted - r->legit);
+			fputs(line, stdout);
+			cr_expect(!quoted || quoted_in_timing_md(line),
+				  "docs/timing.md (region soak_report) does not quote this line of "
+				  "the report: run make docs\n%s",
+				  line);
 		}
 	fflush(stdout);
 }
@@ -716,7 +743,7 @@ static void soak_mix(enum mix mix)
 				run(&c, &sum[l][strict]);
 		}
 	}
-	report(mix, losses, sum);
+	report(mix, losses, sum, !full && !getenv("SOAK_RUN"));
 }
 
 Test(soak, send_only)
