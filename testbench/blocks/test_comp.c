@@ -225,7 +225,7 @@ BLK_TEST(comp, a_sequence_nak_goes_back_at_the_cost_of_a_retry)
 	cr_assert_eq(qp->comp.next_rsp[0], 11, "10 is acknowledged: progress");
 	cr_assert_eq(blk.nretry, 1);
 	cr_assert_eq(blk.retry[0].a, 11);
-	cr_assert_eq(qp->comp.retry_left, 3 - 1 + 0, "reloaded by the progress, then used");
+	cr_assert_eq(qp->comp.retry_left, 2, "reloaded to 3 by the progress, then one used");
 	cr_assert(qp->comp.nak_seen);
 	rx(qp, rsp(HM_OP_ACKNOWLEDGE, 11, HM_AETH_NAK_SEQ));
 	cr_assert_eq(blk.nretry, 1, "a duplicate NAK changes nothing");
@@ -235,7 +235,8 @@ BLK_TEST(comp, a_sequence_nak_goes_back_at_the_cost_of_a_retry)
 	cr_assert_eq(blk.ncqes, 1);
 	cr_assert_eq(blk.cqes[0].cqe.status, HCA_WC_RETRY_EXC_ERR);
 	cr_assert_eq(blk.qp_error[0].a, HCA_QPS_ERR);
-	cr_assert_str_eq(blk_event("comp.retry", 1), "qpn=0x6 psn=11 cause=seq_nak retries_left=0 exhausted=1");
+	cr_assert_str_eq(blk_event("comp.retry", 1),
+			 "qpn=0x6 psn=11 cause=seq_nak retries_left=0 exhausted=1");
 }
 
 BLK_TEST(comp, an_rnr_nak_waits_its_timer_then_wakes_the_qp)
@@ -253,7 +254,8 @@ BLK_TEST(comp, an_rnr_nak_waits_its_timer_then_wakes_the_qp)
 	cr_assert_gt(qp->comp.timer_at, wait, "no timeout while waiting");
 	sim_run_until(sim_kernel(), wait);
 	cr_assert_eq(blk.nwake, 0);
-	sim_run_until(sim_kernel(), sim_clock_after(&blk_dev->core, 1000, blk_dev->cfg.comp_cycles) + wait);
+	sim_run_until(sim_kernel(),
+		      sim_clock_after(&blk_dev->core, 1000, blk_dev->cfg.comp_cycles) + wait);
 	cr_assert_eq(blk.nwake, 1, "woken when the RNR timer ends");
 	cr_assert_not(qp->comp.rnr_wait);
 	qp->comp.rnr_left = 0;

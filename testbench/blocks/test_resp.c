@@ -16,8 +16,8 @@
 
 static uint8_t data[4096];
 
-/* A QP (QPN 4, or the next free one) of type in state, expecting PSN 5, with receive WQEs 0..nrecv-1 posted, each one
- * scatter entry of 512 bytes at RBUF + 512 * i. */
+/* A QP (QPN 4, or the next free one) of type in state, expecting PSN 5, with receive WQEs
+ * 0..nrecv-1 posted, each one scatter entry of 512 bytes at RBUF + 512 * i. */
 static struct hm_qp *resp_qp(uint8_t type, uint8_t state, uint32_t nrecv)
 {
 	uint32_t qpn = 4;
