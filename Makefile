@@ -258,6 +258,18 @@ $(TESTBIN): $(TEST_OBJS) $(LIBINTERNAL) $(LIBHCASIM) $(LIBIBVERBS) $(HEADER)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(INTERNAL_LINK) $$(pkg-config --libs criterion) -lz
 
+# Block tests (testbench/blocks/, docs/architecture.md#block-tests): each block's object alone
+# with the recording stub neighbours of stubs.c and the sim/ files that need nothing of model/,
+# as its own Criterion program build/test/block-<block>. Suite `blocks` of $(TESTBIN) runs each.
+BLOCK_TESTS := req resp comp qpc wqe_fetch
+BLOCK_BINS  := $(BLOCK_TESTS:%=$(BUILD)/test/block-%)
+BLOCK_INFRA := $(addprefix $(OBJ)/,sim/kernel.o sim/trace.o sim/error.o sim/config.o sim/textfile.o \
+               model/pkt.o model/crc.o model/hw/hw_tables.o testbench/blocks/stubs.o)
+$(BLOCK_TESTS:%=$(OBJ)/testbench/blocks/test_%.o) $(OBJ)/testbench/blocks/stubs.o: Makefile
+$(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK_INFRA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $$(pkg-config --libs criterion) -linih -lz
+
 # The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
 $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
@@ -287,7 +299,7 @@ IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 # T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.
 T       ?=
 JUNIT   ?= $(BUILD)/test/junit.xml
-test: deps all $(PERFBIN) $(TESTBIN)
+test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS)
 	@mkdir -p $(dir $(JUNIT))
 	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never --xml=$(JUNIT) \
 		$(if $(T),--filter '$(T)'); rc=$$?; echo "make test: JUnit report in $(JUNIT)"; \

@@ -235,6 +235,12 @@ static const char *const comp_step_names[] = {
 #undef X
 };
 
+const char *const *hm_comp_step_names(size_t *n)
+{
+	*n = sizeof(comp_step_names) / sizeof(comp_step_names[0]);
+	return comp_step_names;
+}
+
 /* One response on its way through the steps. */
 struct comp_pkt {
 	struct hm_dev *d;

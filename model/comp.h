@@ -30,4 +30,8 @@ void hm_comp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask
 /* (Re)start the local ACK timer from t, or stop it when nothing is outstanding. */
 void hm_comp_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 
+/* The names of the engine's steps (COMP_STEPS), *n of them in table order, as `step.comp` trace
+ * events name them; the engine stops in DONE, which is not traced. */
+const char *const *hm_comp_step_names(size_t *n);
+
 #endif

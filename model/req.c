@@ -166,6 +166,12 @@ static const char *const req_step_names[] = {
 #undef X
 };
 
+const char *const *hm_req_step_names(size_t *n)
+{
+	*n = sizeof(req_step_names) / sizeof(req_step_names[0]);
+	return req_step_names;
+}
+
 /* One packet of a QP on its way through the steps. */
 struct req_pkt {
 	struct hm_dev *d;

@@ -28,4 +28,8 @@ void hm_req_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)
  * True if anything was sent at or after psn (the arbiter then takes the QP back). */
 bool hm_req_rewind(struct hm_dev *d, struct hm_qp *qp, uint32_t psn);
 
+/* The names of the engine's steps (REQ_STEPS), *n of them in table order, as `step.req` trace
+ * events name them; the engine stops in SKIP, FAILED or SENT, which are not traced. */
+const char *const *hm_req_step_names(size_t *n);
+
 #endif

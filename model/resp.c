@@ -465,6 +465,12 @@ static const char *const resp_step_names[] = {
 #undef X
 };
 
+const char *const *hm_resp_step_names(size_t *n)
+{
+	*n = sizeof(resp_step_names) / sizeof(resp_step_names[0]);
+	return resp_step_names;
+}
+
 /* One request packet on its way through the steps. */
 struct resp_pkt {
 	struct hm_dev *d;

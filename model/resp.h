@@ -20,4 +20,8 @@ void hm_resp_reset(struct hm_qp *qp);
 void hm_resp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 void hm_resp_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask);
 
+/* The names of the engine's steps (RESP_STEPS), *n of them in table order, as `step.resp` trace
+ * events name them; the engine stops in DONE, which is not traced. */
+const char *const *hm_resp_step_names(size_t *n);
+
 #endif
