@@ -205,10 +205,21 @@ BLK_WEAK enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint3
 	return HM_MKEY_OK;
 }
 
+BLK_WEAK uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote)
+{
+	static const uint32_t lkey[] = { HCA_VERR_NONE, HCA_VERR_LKEY_INVALID, HCA_VERR_LKEY_PD,
+					 HCA_VERR_LKEY_ACCESS, HCA_VERR_LKEY_BOUNDS };
+	static const uint32_t rkey[] = { HCA_VERR_NONE, HCA_VERR_RKEY_INVALID, HCA_VERR_RKEY_PD,
+					 HCA_VERR_RKEY_ACCESS, HCA_VERR_RKEY_BOUNDS };
+
+	note("hm_mkey_verr");
+	return remote ? rkey[r] : lkey[r];
+}
+
 /* A gather or scatter list over the fake memory: each entry's address is its place in it. */
 BLK_WEAK uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg,
 			      unsigned nsge, uint32_t off, void *buf, uint32_t len, bool write,
-			      sim_time_t *t, bool *ok, struct hm_ct *ct)
+			      sim_time_t *t, uint32_t *verr, struct hm_ct *ct)
 {
 	uint32_t done = 0;
 
@@ -217,8 +228,8 @@ BLK_WEAK uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_w
 	if (blk.nsges < BLK_MAX)
 		blk.sges[blk.nsges] = (struct blk_sge){ pdn, off, len, nsge, write };
 	blk.nsges++;
-	*ok = !blk_do.sge_fail;
-	if (!*ok)
+	*verr = blk_do.sge_fail ? HCA_VERR_LKEY_INVALID : HCA_VERR_NONE;
+	if (*verr)
 		return 0;
 	for (unsigned i = 0; i < nsge && done < len; i++) {
 		uint32_t n;
@@ -229,7 +240,7 @@ BLK_WEAK uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_w
 		}
 		n = sg[i].length - off < len - done ? sg[i].length - off : len - done;
 		if (!in_mem(sg[i].addr + off, n)) {
-			*ok = false;
+			*verr = HCA_VERR_LKEY_BOUNDS;
 			return done;
 		}
 		if (write)
@@ -359,7 +370,7 @@ BLK_WEAK int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_
 }
 
 BLK_WEAK uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
-			      uint64_t *len)
+			      uint64_t *len, uint32_t *verr)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
 	const struct hca_wqe_data *sg = (const void *)(w + HCA_WQE_BASE_BYTES);
@@ -373,17 +384,24 @@ BLK_WEAK uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, co
 	else
 		for (unsigned i = 0; i < c->num_sge; i++)
 			*len += sg[i].length;
+	/* the first check of verr.def that goes with the scripted status */
+	*verr = HCA_VERR_NONE;
+	for (uint32_t v = 1; blk_do.check_status != HCA_WC_SUCCESS && v < 0x100; v++)
+		if (hca_verr_name(v) && hca_verr_status(v) == blk_do.check_status) {
+			*verr = v;
+			break;
+		}
 	return blk_do.check_status;
 }
 
 /* ---- comp, as the requester calls it ---- */
 
 BLK_WEAK void hm_comp_fail_local(struct hm_dev *d, struct hm_qp *qp, uint32_t wqe, uint8_t op,
-				 uint8_t status, sim_time_t t)
+				 uint32_t verr, sim_time_t t)
 {
 	(void)d, (void)t;
 	note("hm_comp_fail_local");
-	RECORD(blk.fail_local, blk.nfail_local, qp->qpn, wqe, op, status);
+	RECORD(blk.fail_local, blk.nfail_local, qp->qpn, wqe, op, verr);
 }
 
 BLK_WEAK void hm_comp_sent(struct hm_dev *d, struct hm_qp *qp, const struct hm_flight *f,
@@ -543,6 +561,7 @@ void blk_setup(void)
 	blk_mem = calloc(1, BLK_MEM_BYTES);
 	cr_assert_not_null(blk_mem);
 	sim_config_defaults(&d->cfg);
+	d->k = k; /* the blocks reach the kernel through the device */
 	d->core = (struct sim_clock){ "core", sim_config_period_ps(d->cfg.core_mhz) };
 	d->nports = 1;
 	d->ports[0] = (struct hm_port){ .dev = d, .num = 1, .state = 4, .link_layer = 1, .lid = 1 };
@@ -552,8 +571,11 @@ void blk_setup(void)
 	d->dp->nqps = NQPS;
 	d->dp->qps = calloc(NQPS, sizeof(*d->dp->qps));
 	cr_assert_not_null(d->dp->qps);
-	d->wire = (struct hm_wires){ wire_sq_wake, wire_sq_retired, wire_sq_retry, wire_qp_flush,
-				     wire_rx_frame };
+	d->wire = (struct hm_wires){ .sq_wake = wire_sq_wake,
+				     .sq_retired = wire_sq_retired,
+				     .sq_retry = wire_sq_retry,
+				     .qp_flush = wire_qp_flush,
+				     .rx_frame = wire_rx_frame };
 	blk_dev = d;
 	blk_steps_clear();
 	events[0] = 0;

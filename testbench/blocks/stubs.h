@@ -88,7 +88,7 @@ struct blk_log {
 	 * qp_flush (a: t) */
 	struct blk_call wake[BLK_MAX], retired[BLK_MAX], retry[BLK_MAX], flush[BLK_MAX];
 	unsigned nwake, nretired, nretry, nflush;
-	/* the completer as the requester calls it: fail_local (a: wqe, b: op, c: status),
+	/* the completer as the requester calls it: fail_local (a: wqe, b: op, c: vendor_err),
 	 * sent (a: wqe, b: t), timer (a: t), track (a: wqe, b: first_psn) */
 	struct blk_call fail_local[BLK_MAX], sent[BLK_MAX], timer[BLK_MAX], track[BLK_MAX];
 	unsigned nfail_local, nsent, ntimer, ntrack;
@@ -115,7 +115,7 @@ struct blk_script {
 	unsigned mtu;            /* hm_qp_mtu [256] */
 	sim_time_t wire_ps;      /* hm_port_send: the last bit leaves t + wire_ps [100 ns] */
 	sim_time_t dma_ps;       /* each timed DMA read or write takes [500 ns] */
-	bool sge_fail;           /* hm_sge_copy: a key check fails (*ok false, nothing moved) */
+	bool sge_fail;           /* hm_sge_copy: a key check fails (LKEY_INVALID, nothing moved) */
 	enum hm_mkey_result mkey;/* hm_mkey_check's answer [HM_MKEY_OK]; the IOVA is the VA */
 	bool wqe_read_fail;      /* hm_wqe_read fails [false] */
 	bool dma_fail;           /* sim_dma_read_timed / _ct fail [false] */

@@ -358,7 +358,7 @@ BLK_TEST(comp, local_completions_failures_and_flushes_keep_wqe_order)
 	f.wqe = 3;
 	hm_comp_sent(blk_dev, qp, &f, 5);
 	cr_assert_eq(blk.ncqes, 1);
-	hm_comp_fail_local(blk_dev, qp, 6, HCA_WQE_OP_RDMA_WRITE, HCA_WC_LOC_PROT_ERR, 7);
+	hm_comp_fail_local(blk_dev, qp, 6, HCA_WQE_OP_RDMA_WRITE, HCA_VERR_LKEY_BOUNDS, 7);
 	cr_assert_eq(blk.ncqes, 4, "5 and 4 flushed, then 6");
 	cr_assert_eq(blk.cqes[1].cqe.status, HCA_WC_WR_FLUSH_ERR);
 	cr_assert_eq(blk.cqes[3].cqe.status, HCA_WC_LOC_PROT_ERR);

@@ -333,7 +333,7 @@ BLK_TEST(req, a_wqe_failing_its_check_completes_in_error_and_the_qp_leaves_rts)
 	cr_assert_eq(blk.nfail_local, 1);
 	cr_assert_eq(blk.fail_local[0].a, 0, "WQE 0");
 	cr_assert_eq(blk.fail_local[0].b, HCA_WQE_OP_SEND);
-	cr_assert_eq(blk.fail_local[0].c, HCA_WC_LOC_LEN_ERR);
+	cr_assert_eq(hca_verr_status((uint32_t)blk.fail_local[0].c), HCA_WC_LOC_LEN_ERR);
 	cr_assert_eq(blk.nqp_error, 1);
 	cr_assert_eq(blk.qp_error[0].a, HCA_QPS_ERR, "RC to ERR");
 	cr_assert_eq(rc->req.sq_next, 1);
@@ -350,7 +350,7 @@ BLK_TEST(req, a_gather_that_fails_spends_the_step_on_a_failed_wqe)
 	cr_assert(run0(qp), "the step is spent");
 	cr_assert_str_eq(blk_steps(), FIRST_STEPS " BUILD_SEND");
 	cr_assert_eq(blk.npkts, 0);
-	cr_assert_eq(blk.fail_local[0].c, HCA_WC_LOC_PROT_ERR);
+	cr_assert_eq(blk.fail_local[0].c, HCA_VERR_LKEY_INVALID);
 	cr_assert_eq(blk.qp_error[0].a, HCA_QPS_SQE, "UC to SQE");
 	cr_assert_lt(blk_called("hm_comp_fail_local", 0), blk_called("hm_qp_error", 0),
 		     "the CQE before the flush");

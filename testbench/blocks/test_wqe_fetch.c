@@ -223,35 +223,45 @@ BLK_TEST(wqe_fetch, the_check_validates_what_software_wrote)
 	struct hm_qp *ud = blk_qp(2, HCA_QPT_UD, HCA_QPS_RTS, 4, 256, 4);
 	uint8_t w[512];
 	uint64_t len;
+	uint32_t verr;
 
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 3, 100);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_SUCCESS);
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_SUCCESS);
 	cr_assert_eq(len, 300, "the gather entries' sum");
+	cr_assert_eq(verr, HCA_VERR_NONE);
 	wqe(w, HCA_WQE_OP_SEND, HCA_WQE_F_INLINE, 150, 0, 0);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_SUCCESS);
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_SUCCESS);
 	cr_assert_eq(len, 150);
 	wqe(w, HCA_WQE_OP_SEND, HCA_WQE_F_INLINE, 256 - HCA_WQE_BASE_BYTES + 1, 0, 0);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_LOC_QP_OP_ERR, "inline past the stride");
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_LOC_QP_OP_ERR, "inline past the stride");
+	cr_assert_eq(verr, HCA_VERR_WQE_INLINE_LEN, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, (256 - HCA_WQE_BASE_BYTES) / HCA_SGE_BYTES + 1, 1);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_LOC_QP_OP_ERR, "gather past the stride");
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_LOC_QP_OP_ERR, "gather past the stride");
+	cr_assert_eq(verr, HCA_VERR_WQE_NUM_SGE, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_ATOMIC_FETCH_ADD, 0, 0, 1, 4);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_LOC_LEN_ERR, "an atomic is 8 bytes");
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_LOC_LEN_ERR, "an atomic is 8 bytes");
+	cr_assert_eq(verr, HCA_VERR_WQE_ATOMIC_LEN, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_ATOMIC_FETCH_ADD, 0, 0, 1, 8);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_SUCCESS);
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_SUCCESS);
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 2, 0x40000001);
-	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len), HCA_WC_LOC_LEN_ERR, "past 2^31 bytes");
+	cr_assert_eq(hm_wqe_check(blk_dev, rc, w, &len, &verr), HCA_WC_LOC_LEN_ERR, "past 2^31 bytes");
+	cr_assert_eq(verr, HCA_VERR_WQE_MSG_LEN, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_RDMA_WRITE, 0, 0, 1, 8);
-	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len), HCA_WC_LOC_QP_OP_ERR, "no WRITE on UD");
+	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len, &verr), HCA_WC_LOC_QP_OP_ERR, "no WRITE on UD");
+	cr_assert_eq(verr, HCA_VERR_WQE_OPCODE, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 1, blk_do.mtu);
-	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len), HCA_WC_SUCCESS, "UD within the MTU");
+	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len, &verr), HCA_WC_SUCCESS, "UD within the MTU");
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 1, blk_do.mtu + 1);
-	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len), HCA_WC_LOC_LEN_ERR, "UD past the MTU");
+	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len, &verr), HCA_WC_LOC_LEN_ERR, "UD past the MTU");
+	cr_assert_eq(verr, HCA_VERR_WQE_MSG_LEN, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 1, 8);
 	((struct hca_wqe_ud *)(w + 16))->av.sl = 16;
-	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len), HCA_WC_LOC_QP_OP_ERR, "SL 16 in the AV");
+	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len, &verr), HCA_WC_LOC_QP_OP_ERR, "SL 16 in the AV");
+	cr_assert_eq(verr, HCA_VERR_WQE_UD_AV, "%s", hca_verr_name(verr));
 	wqe(w, HCA_WQE_OP_SEND, 0, 0, 1, 8);
 	((struct hca_wqe_ud *)(w + 16))->av.port_num = 2;
-	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len), HCA_WC_LOC_QP_OP_ERR, "no port 2");
+	cr_assert_eq(hm_wqe_check(blk_dev, ud, w, &len, &verr), HCA_WC_LOC_QP_OP_ERR, "no port 2");
+	cr_assert_eq(verr, HCA_VERR_WQE_UD_AV, "%s", hca_verr_name(verr));
 }
 
 BLK_TEST(wqe_fetch, reset_and_flush_empty_the_window)
