@@ -1,6 +1,7 @@
 /* The public host bus (sim/hcasim_bus.h) and hcasim_inject_frame, through the public headers
  * only (suite bus); the exports of the two libraries (suite abi); the driver of the user
  * guide, built against libhcasim alone (suite system). */
+#include "sim/pcap.h"
 #include "testbench/tb.h"
 
 #include <criterion/criterion.h>
@@ -195,29 +196,18 @@ Test(bus, dma_maps_hand_out_iovas_and_bad_maps_vectors_and_waits_are_refused)
 	hcasim_shutdown();
 }
 
-/* The frames of link 0's capture at path: IB (LINKTYPE_WIRESHARK_UPPER_PDU) records, each an
- * exported-PDU tag list (ending with tag 0, length 0) before the frame. */
+/* The first frame of the capture at path (after its exported-PDU tags), at most cap bytes. */
 static size_t first_frame(const char *path, uint8_t *out, size_t cap)
 {
-	size_t len = 0, off = 24 + 16, n;
-	uint8_t *f = (uint8_t *)tb_slurp(path, &len);
-	uint32_t incl;
+	struct sim_pcap_reader *r;
+	struct sim_pcap_rec rec;
+	size_t n;
 
-	cr_assert_not_null(f, "%s", path);
-	cr_assert_gt(len, off, "%s: no frame", path);
-	memcpy(&incl, f + 24 + 8, 4);
-	while (off + 4 <= len) { /* tags */
-		unsigned tag = f[off] << 8 | f[off + 1], tlen = f[off + 2] << 8 | f[off + 3];
-
-		off += 4 + tlen;
-		incl -= 4 + tlen;
-		if (!tag)
-			break;
-	}
-	n = incl < cap ? incl : cap;
-	cr_assert_leq(off + n, len);
-	memcpy(out, f + off, n);
-	free(f);
+	cr_assert_eq(sim_pcap_reader_open(&r, path), 0, "capture %s", path);
+	cr_assert_eq(sim_pcap_reader_next(r, &rec), 1, "%s: no frame", path);
+	n = rec.len < cap ? rec.len : cap;
+	memcpy(out, rec.data, n);
+	sim_pcap_reader_close(r);
 	return n;
 }
 
