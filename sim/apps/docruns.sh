@@ -546,6 +546,11 @@ r_commands() {
 		on && /^\| 0x/ { n++ } END { if (!n) exit 1; print n }'
 }
 
+# ---- the architecture page: the engines' step tables and the QP context image, from the
+# code (hcasim-gendoc steps, from REQ_STEPS/RESP_STEPS/COMP_STEPS; format, from formats.def)
+r_engine_steps() { "$B/bin/hcasim-gendoc" steps; }
+r_qpc_layout() { "$B/bin/hcasim-gendoc" format hca_qpc; }
+
 # ---- the configuration table (hcasim-gendoc config, from sim/config.def)
 # and_list: stdin's lines as "a, b and c"
 and_list() {

@@ -7,7 +7,10 @@
  *   hcasim-gendoc trace    docs/trace-events.md (every trace event of sim/trace.def)
  *   hcasim-gendoc filters  the names of the GTKWave translate filters, one a line
  *   hcasim-gendoc filter NAME   waves/filters/NAME.txt (a coded signal's values by name) */
+#include "model/comp.h"
 #include "model/hw/hca_hw.h"
+#include "model/req.h"
+#include "model/resp.h"
 #include "model/twin.h"
 #include "model/waves.h"
 #include "sim/config.h"
@@ -384,8 +387,54 @@ static void trace_events(void)
 #undef TRACE_EV
 }
 
+/* One format's field table (regmap's), for the pages that show a layout. */
+static int format(const char *name)
+{
+	const struct hca_struct_desc *s = hca_struct_find(name);
+
+	if (!s) {
+		fprintf(stderr, "hcasim-gendoc: no format %s in model/hw/formats.def\n", name);
+		return 1;
+	}
+	printf("| offset | bytes | field | type | meaning |\n|---|---|---|---|---|\n");
+	for (const struct hca_field_desc *f = s->fields; f->name; f++)
+		printf("| %zu | %zu | `%s` | `%s` | %s |\n", f->offset, f->size, f->name, f->type,
+		       f->doc);
+	return 0;
+}
+
+/* The engines' step tables (REQ_STEPS, RESP_STEPS, COMP_STEPS), in their order. */
+static void steps(void)
+{
+	static const struct {
+		const char *name, *page;
+		const char *const *(*names)(size_t *n);
+	} engines[] = {
+		{ "requester", "blocks/req.md#steps", hm_req_step_names },
+		{ "responder", "blocks/resp.md#steps", hm_resp_step_names },
+		{ "completer", "blocks/comp.md#steps", hm_comp_step_names },
+	};
+
+	printf("| engine | steps, in table order |\n|---|---|\n");
+	for (size_t e = 0; e < N(engines); e++) {
+		size_t n;
+		const char *const *v = engines[e].names(&n);
+
+		printf("| [%s](%s) |", engines[e].name, engines[e].page);
+		for (size_t i = 0; i < n; i++)
+			printf(" %s`%s`", i ? "· " : "", v[i]);
+		printf(" |\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "steps")) {
+		steps();
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "format"))
+		return format(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "twins")) {
 		twins();
 		return 0;
@@ -415,6 +464,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "filter"))
 		return filter(argv[2]);
-	fprintf(stderr, "usage: %s regmap|config|sv|twins|trace|filters|filter NAME\n", argv[0]);
+	fprintf(stderr, "usage: %s regmap|config|sv|twins|trace|filters|filter NAME|steps|format NAME\n",
+		argv[0]);
 	return 2;
 }
