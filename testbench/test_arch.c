@@ -54,11 +54,12 @@ Test(arch, model_blocks_form_the_declared_dag)
 	free(out);
 }
 
-/* The same objects against a DAG in which the requester sits below the port: its calls to
- * hm_port_send go against it, and the check names them. */
-Test(arch, a_call_against_the_dag_is_named)
+/* The check run against model/blocks.dag with the line starting with `match` replaced by
+ * `with` (NULL: dropped) and `append` added at the end (NULL: nothing): its exit status, and
+ * its output in *out. */
+static int dag_variant(const char *match, const char *with, const char *append, char **out)
 {
-	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
+	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256];
 	FILE *in, *f;
 	int fd = mkstemp(path), rc;
 
@@ -68,13 +69,26 @@ Test(arch, a_call_against_the_dag_is_named)
 	in = fopen(line, "r");
 	cr_assert(f && in);
 	while (fgets(line, sizeof(line), in))
-		if (strcmp(line, "req\n"))
+		if (strncmp(line, match, strlen(match)))
 			fputs(line, f);
-	fputs("req\n", f); /* the requester last: below everything it calls */
+		else if (with)
+			fputs(with, f);
+	if (append)
+		fputs(append, f);
 	fclose(in);
 	fclose(f);
-	rc = dag_check(path, &out);
+	rc = dag_check(path, out);
 	unlink(path);
+	return rc;
+}
+
+/* The same objects against a DAG in which the requester sits below the port: its calls to
+ * hm_port_send go against it, and the check names them. */
+Test(arch, a_call_against_the_dag_is_named)
+{
+	char *out;
+	int rc = dag_variant("req\n", NULL, "req\n", &out); /* the requester last */
+
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "dag-check: req -> port (hm_port_send) goes against") != NULL, "%s",
 		  out);
@@ -85,24 +99,12 @@ Test(arch, a_call_against_the_dag_is_named)
  * requester's own writes are named. */
 Test(arch, a_write_to_another_blocks_part_is_named)
 {
-	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
-	FILE *in, *f;
-	int fd = mkstemp(path), rc;
+	char *out;
+	int rc = dag_variant("owner:", "owner: req=comp\n", NULL, &out);
 
-	cr_assert_geq(fd, 0);
-	f = fdopen(fd, "w");
-	snprintf(line, sizeof(line), "%s/model/blocks.dag", HCASIM_SRC_DIR);
-	in = fopen(line, "r");
-	cr_assert(f && in);
-	while (fgets(line, sizeof(line), in))
-		fputs(strncmp(line, "owner:", 6) ? line : "owner: req=comp\n", f);
-	fclose(in);
-	fclose(f);
-	rc = dag_check(path, &out);
-	unlink(path);
 	cr_assert_eq(rc, 1, "%s", out);
-	cr_assert(strstr(out, "model/req.c:") && strstr(out, "writes the req part of a QP, which "
-							     "comp owns"),
+	cr_assert(strstr(out, "model/req.c:") &&
+			  strstr(out, "writes the req part of a QP, which comp owns"),
 		  "%s", out);
 	free(out);
 }
@@ -111,21 +113,9 @@ Test(arch, a_write_to_another_blocks_part_is_named)
  * named (here the wave writer, with the leave taken away). */
 Test(arch, a_block_reaching_the_kernel_directly_is_named)
 {
-	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
-	FILE *in, *f;
-	int fd = mkstemp(path), rc;
+	char *out;
+	int rc = dag_variant("only: sim_kernel", "only: sim_kernel hca\n", NULL, &out);
 
-	cr_assert_geq(fd, 0);
-	f = fdopen(fd, "w");
-	snprintf(line, sizeof(line), "%s/model/blocks.dag", HCASIM_SRC_DIR);
-	in = fopen(line, "r");
-	cr_assert(f && in);
-	while (fgets(line, sizeof(line), in))
-		fputs(strncmp(line, "only: sim_kernel", 16) ? line : "only: sim_kernel hca\n", f);
-	fclose(in);
-	fclose(f);
-	rc = dag_check(path, &out);
-	unlink(path);
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "dag-check: waves calls sim_kernel, which only hca may call") != NULL,
 		  "%s", out);
@@ -135,22 +125,9 @@ Test(arch, a_block_reaching_the_kernel_directly_is_named)
 /* A model file that is not a block of the DAG fails the check. */
 Test(arch, a_file_outside_the_dag_is_named)
 {
-	char path[] = "/tmp/hcasim-dag-XXXXXX", line[256], *out;
-	FILE *in, *f;
-	int fd = mkstemp(path), rc;
+	char *out;
+	int rc = dag_variant("dma\n", NULL, NULL, &out);
 
-	cr_assert_geq(fd, 0);
-	f = fdopen(fd, "w");
-	snprintf(line, sizeof(line), "%s/model/blocks.dag", HCASIM_SRC_DIR);
-	in = fopen(line, "r");
-	cr_assert(f && in);
-	while (fgets(line, sizeof(line), in))
-		if (strcmp(line, "dma\n"))
-			fputs(line, f);
-	fclose(in);
-	fclose(f);
-	rc = dag_check(path, &out);
-	unlink(path);
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert(strstr(out, "dag-check: model/dma.c is not a block of") != NULL, "%s", out);
 	free(out);
