@@ -15,7 +15,7 @@ SAN     ?= 0
 CC      ?= gcc
 JOBS    ?= 2
 
-DEB_PKGS := gcc make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
+DEB_PKGS := gcc clang make pkg-config libc6-dev libcriterion-dev libibverbs-dev ibverbs-utils \
             libinih-dev zlib1g-dev tshark gnuplot-nox gtkwave xvfb xauth verilator libsystemc-dev \
             libibverbs1 ibverbs-providers perftest rdmacm-utils python3-pyverbs binutils
 
@@ -27,6 +27,11 @@ LDFLAGS :=
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
+endif
+# FUZZ=1 (make fuzz builds so, with clang, in build/fuzz): libFuzzer's coverage in every object.
+FUZZ    ?= 0
+ifeq ($(FUZZ),1)
+CFLAGS  += -fsanitize=fuzzer-no-link
 endif
 
 OBJ := $(BUILD)/obj
@@ -97,7 +102,7 @@ HW_HEADERS := $(patsubst %,$(BUILD)/include/%,$(wildcard model/hw/*.h model/hw/*
 HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasim_bus.h $(BUILD)/include/hcasimdv.h \
               $(HW_HEADERS)
 
-.PHONY: all run test bench deps docs clean waves golden
+.PHONY: all run test bench deps docs clean waves golden fuzz fuzz-bins
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -347,6 +352,24 @@ deps:
 		echo "make deps: missing packages:$$missing"; \
 		echo "  run: sudo apt-get install -y$$missing"; exit 1; \
 	fi
+
+# ---- fuzzing (docs/security.md): libFuzzer targets (testbench/fuzz/fuzz_<target>.c), built
+# with clang, ASan and UBSan into build/fuzz, run from the seeds of testbench/fuzz/corpus/.
+# make fuzz [FUZZ_SECONDS=60] [FUZZ_RUNS=N] [FUZZ_TARGETS='frame mmio ...']
+FUZZ_TARGETS ?= frame mmio config scenario trace
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BIN)/fuzz-%)
+FUZZ_COMMON  := $(OBJ)/testbench/fuzz/common.o
+$(BIN)/fuzz-scenario: FUZZ_EXTRA = $(SCN_OBJS) -linih
+$(BIN)/fuzz-scenario: $(SCN_OBJS)
+$(BIN)/fuzz-%: $(OBJ)/testbench/fuzz/fuzz_%.o $(FUZZ_COMMON) $(LIBINTERNAL)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON) $(FUZZ_EXTRA) $(INTERNAL_LINK)
+fuzz-bins: $(FUZZ_BINS)
+fuzz: deps
+	$(MAKE) BUILD=build/fuzz CC=clang VERILATOR= SYSTEMC= SAN=1 FUZZ=1 fuzz-bins
+	sh testbench/fuzz/run.sh build/fuzz '$(FUZZ_TARGETS)' $(FUZZ_SECONDS) '$(FUZZ_RUNS)'
 
 clean:
 	rm -rf $(BUILD)

@@ -464,6 +464,44 @@ static uint64_t take_wrid(uint32_t *pi, uint32_t *ci, uint64_t *wrid, uint32_t e
 	return wrid[idx % entries];
 }
 
+/* Slot idx of cq's ring, and the owner bit a CQE written there on idx's pass carries. */
+static volatile struct hca_cqe *cq_slot(struct drv_cq *cq, uint32_t idx)
+{
+	return (volatile struct hca_cqe *)((uint8_t *)cq->ring +
+					   (size_t)(idx & ((1u << cq->log_size) - 1)) * HCA_CQE_BYTES);
+}
+
+static uint8_t cq_owner(const struct drv_cq *cq, uint32_t idx)
+{
+	return ((idx >> cq->log_size) & 1) ? 0 : 1;
+}
+
+void drv_cq_clean(struct drv_cq *cq, uint32_t qpn)
+{
+	uint32_t size = 1u << cq->log_size, prod = cq->ci, nfreed = 0;
+
+	/* The CQEs not taken yet: from ci on, while the owner bit says the device wrote them. */
+	while (prod - cq->ci < size && (cq_slot(cq, prod)->owner & 1) == cq_owner(cq, prod))
+		prod++;
+	/* From the newest down: qpn's go; the others move up over them, keeping their order,
+	 * each with the owner bit of the slot it moves to (mlx5's cq_clean does the same). */
+	while (prod != cq->ci) {
+		struct hca_cqe c;
+
+		prod--;
+		memcpy(&c, (const void *)cq_slot(cq, prod), sizeof(c));
+		if ((c.qpn & HCA_QPN_MASK) == qpn) {
+			nfreed++;
+		} else if (nfreed) {
+			c.owner = (uint8_t)((c.owner & ~1u) | cq_owner(cq, prod + nfreed));
+			memcpy((void *)cq_slot(cq, prod + nfreed), &c, sizeof(c));
+		}
+	}
+	cq->ci += nfreed;
+	if (nfreed)
+		*cq->db = cq->ci & 0xffffff; /* the slots are the device's again */
+}
+
 bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_t *cycle)
 {
 	uint32_t size = 1u << cq->log_size;

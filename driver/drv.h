@@ -127,6 +127,11 @@ struct drv_chan {
 	unsigned ev_head, ev_count, ev_cap;
 };
 
+struct drv_cq;
+/* Remove qpn's CQEs that software has not taken from cq (a QP going to RESET: IBA 10.3.1, its
+ * completions are no more; what others left stays, in order). */
+void drv_cq_clean(struct drv_cq *cq, uint32_t qpn);
+
 struct drv_cq {
 	union {
 		struct ibv_cq cq;      /* user handle (ibv_cq is the prefix of ibv_cq_ex) */

@@ -321,6 +321,22 @@ static void av_from_hw(const struct hca_av *h, struct ibv_ah_attr *a)
 }
 
 
+/* RESET empties both queues on the device (its indices restart at 0, IBA 10.3.1); the
+ * driver's follow, as mlx5's do: the QP's completions not taken yet go from its CQs, and the
+ * next WR goes to slot 0. */
+static void qp_reset(struct drv_qp *qp)
+{
+	struct drv_cq *scq = cq_of(qp->qpx.qp_base.send_cq, qp->qpx.qp_base.context);
+	struct drv_cq *rcq = cq_of(qp->qpx.qp_base.recv_cq, qp->qpx.qp_base.context);
+
+	if (rcq)
+		drv_cq_clean(rcq, qp->qpx.qp_base.qp_num);
+	if (scq && scq != rcq)
+		drv_cq_clean(scq, qp->qpx.qp_base.qp_num);
+	qp->sq_pi = qp->sq_ci = qp->rq_pi = qp->rq_ci = 0;
+	qp->batch_pi = 0;
+}
+
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct drv_qp *qp = qp_of(ibqp);
@@ -394,6 +410,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (rc)
 		return rc;
 	ibqp->state = (enum ibv_qp_state)out.state; /* libibverbs keeps qp->state current */
+	if (out.state == HCA_QPS_RESET)
+		qp_reset(qp);
 	return 0;
 }
 
