@@ -291,6 +291,8 @@ void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk);
 /* How many memory windows are bound to the memory region at index (firmware refuses to
  * deregister it while any is). */
 uint32_t hm_mkey_windows_on(struct hm_dev *d, uint32_t index);
+/* Invalidate every type 2 window bound to QP qpn (the QP is destroyed); how many were. */
+uint32_t hm_mkey_unbind_qp(struct hm_dev *d, uint32_t qpn);
 void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq);
 struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn);
 void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq);

@@ -564,3 +564,22 @@ Test(mw, extended_api_binds_invalidates_and_sends_with_invalidate)
 	cr_assert_eq(wc.invalidated_rkey, rkey);
 	remote(&f, IBV_WR_RDMA_READ, rkey, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR, 0x31);
 }
+
+Test(mw, destroying_the_qp_of_a_type2_window_invalidates_it)
+{
+	struct mwf f;
+	struct ibv_mw *mw;
+
+	mwf_open(&f);
+	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_2);
+	post(f.p.qb, IBV_WR_BIND_MW, mw, ibv_inc_rkey(mw->rkey), f.reg, 0, 64,
+	     IBV_ACCESS_REMOTE_READ);
+	one(f.p.b.cq, IBV_WC_SUCCESS, 0);
+	EXPECT_RC_ERR(ibv_dereg_mr(f.reg), EBUSY);
+	EXPECT_OK(ibv_destroy_qp(f.p.qb));
+	f.p.qb = tb_create_qp(&f.p.b, IBV_QPT_RC);
+	/* no window is bound to the region any more */
+	EXPECT_OK(ibv_dereg_mr(f.reg));
+	f.reg = reg_mr(f.p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	mwf_close(&f, mw);
+}
