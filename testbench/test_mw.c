@@ -21,7 +21,9 @@
  * and no remote right of its own: what a remote access may do is the window's alone). */
 struct mwf {
 	struct tb_pair p;
-	struct ibv_mr *reg; /* on host 1, in its PD */
+	struct ibv_mr *reg;   /* on host 1, in its PD */
+	struct ibv_mr *extra; /* another region a test registered, freed by mwf_close */
+	struct ibv_pd *pd2;   /* another PD of host 1, freed by mwf_close (after extra) */
 };
 
 static struct ibv_mr *reg_mr(struct ibv_pd *pd, unsigned access)
@@ -40,17 +42,28 @@ static void mwf_open(struct mwf *f)
 {
 	tb_pair_open(&f->p, IBV_QPT_RC, BUF, 3);
 	f->reg = reg_mr(f->p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	f->extra = NULL;
+	f->pd2 = NULL;
 }
 
-/* Free window mw (if any) and the region, then the pair. */
+static void dereg(struct ibv_mr *mr)
+{
+	void *buf = mr->addr;
+
+	EXPECT_OK(ibv_dereg_mr(mr));
+	free(buf);
+}
+
+/* Free window mw (if any), the regions and the second PD, then the pair. */
 static void mwf_close(struct mwf *f, struct ibv_mw *mw)
 {
-	void *buf = f->reg->addr;
-
 	if (mw)
 		EXPECT_OK(ibv_dealloc_mw(mw));
-	EXPECT_OK(ibv_dereg_mr(f->reg));
-	free(buf);
+	if (f->extra)
+		dereg(f->extra);
+	if (f->pd2)
+		EXPECT_OK(ibv_dealloc_pd(f->pd2));
+	dereg(f->reg);
 	tb_pair_close(&f->p);
 }
 
@@ -188,7 +201,7 @@ Test(mw, type1_bind_grants_remote_access_within_the_window_and_completes_as_bind
 	/* the key before the bind names nothing now */
 	remote(&f, IBV_WR_RDMA_READ, key0, win(&f, WIN_OFF), 8, IBV_WC_REM_ACCESS_ERR, 0);
 	cr_assert_eq(mwbe(1), 0);
-	EXPECT_OK(ibv_dealloc_mw(mw));
+	mwf_close(&f, mw);
 }
 
 Test(mw, access_beyond_the_window_or_without_its_right_is_rem_access_err)
@@ -213,6 +226,7 @@ Test(mw, access_beyond_the_window_or_without_its_right_is_rem_access_err)
 	remote(&f, IBV_WR_RDMA_WRITE, mw->rkey, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR,
 	       0x31);
 	cr_assert_eq(((uint8_t *)f.reg->addr)[WIN_OFF], 0, "nothing written");
+	mwf_close(&f, mw);
 }
 
 Test(mw, bind_beyond_the_mr_is_mw_bind_err_and_counts_sq_num_mwbe)
@@ -231,6 +245,7 @@ Test(mw, bind_beyond_the_mr_is_mw_bind_err_and_counts_sq_num_mwbe)
 	cr_assert_eq(mwbe(0), 0, "counted on the binding QP's port only");
 	cr_assert_eq(state(f.p.qb), IBV_QPS_ERR, "a failed bind takes the QP to ERR");
 	cr_assert_str_eq(ibv_wc_status_str(IBV_WC_MW_BIND_ERR), "memory management operation error");
+	mwf_close(&f, mw);
 }
 
 Test(mw, bind_without_ibv_access_mw_bind_is_mw_bind_err)
@@ -240,11 +255,12 @@ Test(mw, bind_without_ibv_access_mw_bind_is_mw_bind_err)
 	struct ibv_mr *plain;
 
 	mwf_open(&f);
-	plain = reg_mr(f.p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	plain = f.extra = reg_mr(f.p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_1);
 	bind1(&f, mw, plain, 0, 64, IBV_ACCESS_REMOTE_READ);
 	one(f.p.b.cq, IBV_WC_MW_BIND_ERR, 0x56 /* MW_MR_NO_BIND */);
 	cr_assert_eq(mwbe(1), 1);
+	mwf_close(&f, mw);
 }
 
 Test(mw, remote_write_through_a_window_needs_local_write_on_its_region)
@@ -254,10 +270,11 @@ Test(mw, remote_write_through_a_window_needs_local_write_on_its_region)
 	struct ibv_mr *ro;
 
 	mwf_open(&f);
-	ro = reg_mr(f.p.b.pd, IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ);
+	ro = f.extra = reg_mr(f.p.b.pd, IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ);
 	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_1);
 	bind1(&f, mw, ro, 0, 64, IBV_ACCESS_REMOTE_WRITE);
 	one(f.p.b.cq, IBV_WC_MW_BIND_ERR, 0x58 /* MW_ACCESS */);
+	mwf_close(&f, mw);
 }
 
 Test(mw, type1_bind_from_a_qp_of_another_pd_is_mw_bind_err)
@@ -270,9 +287,9 @@ Test(mw, type1_bind_from_a_qp_of_another_pd_is_mw_bind_err)
 	struct ibv_wc wc;
 
 	mwf_open(&f);
-	pd2 = ibv_alloc_pd(f.p.b.ctx);
+	pd2 = f.pd2 = ibv_alloc_pd(f.p.b.ctx);
 	cr_assert_not_null(pd2);
-	mr2 = reg_mr(pd2, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	mr2 = f.extra = reg_mr(pd2, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	mw = ibv_alloc_mw(pd2, IBV_MW_TYPE_1);
 	/* libibverbs refuses a region of another PD than the window's itself, posting nothing */
 	b.bind_info = (struct ibv_mw_bind_info){ f.reg, (uintptr_t)f.reg->addr, 64,
@@ -284,6 +301,7 @@ Test(mw, type1_bind_from_a_qp_of_another_pd_is_mw_bind_err)
 	bind1(&f, mw, mr2, 0, 64, IBV_ACCESS_REMOTE_READ);
 	one(f.p.b.cq, IBV_WC_MW_BIND_ERR, 0x51 /* MW_PD */);
 	cr_assert_eq(mwbe(1), 1);
+	mwf_close(&f, mw);
 }
 
 Test(mw, type1_unbind_and_dealloc_invalidate_the_window)
@@ -310,6 +328,7 @@ Test(mw, type1_unbind_and_dealloc_invalidate_the_window)
 	remote(&f, IBV_WR_RDMA_READ, key, win(&f, WIN_OFF), 64, IBV_WC_SUCCESS, 0);
 	EXPECT_OK(ibv_dealloc_mw(mw));
 	remote(&f, IBV_WR_RDMA_READ, key, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR, 0x31);
+	mwf_close(&f, NULL);
 }
 
 Test(mw, ibv_bind_mw_takes_type_1_windows_and_live_handles_only)
@@ -333,6 +352,7 @@ Test(mw, ibv_bind_mw_takes_type_1_windows_and_live_handles_only)
 	hcasim_run_for_ps(10000000ull);
 	cr_assert_eq(ibv_poll_cq(f.p.b.cq, 1, &wc), 0, "nothing was posted");
 	cr_assert_eq(state(f.p.qb), IBV_QPS_RTS);
+	mwf_close(&f, m2);
 }
 
 Test(mw, type2_window_invalidated_locally_refuses_access)
@@ -358,6 +378,7 @@ Test(mw, type2_window_invalidated_locally_refuses_access)
 	remote(&f, IBV_WR_RDMA_WRITE, rkey, win(&f, WIN_OFF), 256, IBV_WC_REM_ACCESS_ERR, 0x31);
 	cr_assert_eq(((uint8_t *)f.reg->addr)[WIN_OFF], 0, "nothing written");
 	cr_assert_eq(mwbe(1), 0);
+	mwf_close(&f, mw);
 }
 
 Test(mw, type2_rules_bound_twice_invalid_key_and_unbound_invalidation)
@@ -427,6 +448,7 @@ Test(mw, send_with_invalidate_invalidates_the_window_at_the_responder)
 	cr_assert_eq(wc.invalidated_rkey, rkey);
 	cr_assert_eq(memcmp(f.p.dst->addr, f.p.src->addr, 2000), 0);
 	remote(&f, IBV_WR_RDMA_READ, rkey, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR, 0x31);
+	mwf_close(&f, mw);
 }
 
 Test(mw, send_with_invalidate_of_a_key_that_is_no_window_is_rem_inv_req_err)
@@ -452,6 +474,7 @@ Test(mw, send_with_invalidate_of_a_key_that_is_no_window_is_rem_inv_req_err)
 	tb_connect(&f.p.a, f.p.qa, &f.p.b, f.p.qb->qp_num, IBV_MTU_1024);
 	EXPECT_RC_ERR(ibv_post_send(f.p.qa, &w, &bad), EINVAL);
 	EXPECT_MSG("not valid on this QP type");
+	mwf_close(&f, NULL);
 }
 
 Test(mw, a_type2_window_serves_only_the_qp_it_is_bound_to)
@@ -485,6 +508,9 @@ Test(mw, a_type2_window_serves_only_the_qp_it_is_bound_to)
 	}
 	cr_assert_eq(state(qb2), IBV_QPS_ERR, "the responder's QP took the access error");
 	cr_assert_eq(state(f.p.qb), IBV_QPS_RTS);
+	EXPECT_OK(ibv_destroy_qp(qa2));
+	EXPECT_OK(ibv_destroy_qp(qb2));
+	mwf_close(&f, mw);
 }
 
 /* An extended QP pair: qb binds and invalidates through ibv_wr_bind_mw / ibv_wr_local_inv,
@@ -563,6 +589,7 @@ Test(mw, extended_api_binds_invalidates_and_sends_with_invalidate)
 	cr_assert(wc.wc_flags & IBV_WC_WITH_INV);
 	cr_assert_eq(wc.invalidated_rkey, rkey);
 	remote(&f, IBV_WR_RDMA_READ, rkey, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR, 0x31);
+	mwf_close(&f, mw);
 }
 
 Test(mw, destroying_the_qp_of_a_type2_window_invalidates_it)
