@@ -26,6 +26,24 @@ struct mwf {
 	struct ibv_pd *pd2;   /* another PD of host 1, freed by mwf_close (after extra) */
 };
 
+/* The last vendor_err of each traced check: a responder's (resp.error), a bind's (mw.bind), an
+ * invalidation's (mw.inv), with how many binds and invalidations were traced. */
+static struct {
+	uint64_t resp, bind, inv;
+	unsigned nbind, ninv;
+} seen;
+
+static void observe(void *arg, uint64_t t, int dev, const char *event, const char *fields)
+{
+	(void)arg, (void)t, (void)dev;
+	if (!strcmp(event, "resp.error"))
+		hcasim_trace_field(fields, "verr", &seen.resp);
+	if (!strcmp(event, "mw.bind") && hcasim_trace_field(fields, "verr", &seen.bind))
+		seen.nbind++;
+	if (!strcmp(event, "mw.inv") && hcasim_trace_field(fields, "verr", &seen.inv))
+		seen.ninv++;
+}
+
 static struct ibv_mr *reg_mr(struct ibv_pd *pd, unsigned access)
 {
 	void *buf = NULL;
@@ -40,6 +58,8 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, unsigned access)
 
 static void mwf_open(struct mwf *f)
 {
+	memset(&seen, 0, sizeof(seen));
+	cr_assert_eq(hcasim_trace_observe("mw,resp", observe, NULL), 0);
 	tb_pair_open(&f->p, IBV_QPT_RC, BUF, 3);
 	f->reg = reg_mr(f->p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	f->extra = NULL;
@@ -241,6 +261,8 @@ Test(mw, bind_beyond_the_mr_is_mw_bind_err_and_counts_sq_num_mwbe)
 	bind1(&f, mw, f.reg, BUF - 1024, 2048, IBV_ACCESS_REMOTE_READ);
 	wc = one(f.p.b.cq, IBV_WC_MW_BIND_ERR, 0x57 /* MW_BOUNDS */);
 	cr_assert_eq(wc.opcode, IBV_WC_BIND_MW);
+	cr_assert_eq(seen.nbind, 1, "the trace shows the bind");
+	cr_assert_eq(seen.bind, 0x57, "with the rule it broke");
 	cr_assert_eq(mwbe(1), 1);
 	cr_assert_eq(mwbe(0), 0, "counted on the binding QP's port only");
 	cr_assert_eq(state(f.p.qb), IBV_QPS_ERR, "a failed bind takes the QP to ERR");
@@ -447,6 +469,8 @@ Test(mw, send_with_invalidate_invalidates_the_window_at_the_responder)
 	cr_assert_eq(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_WITH_IMM), IBV_WC_WITH_INV);
 	cr_assert_eq(wc.invalidated_rkey, rkey);
 	cr_assert_eq(memcmp(f.p.dst->addr, f.p.src->addr, 2000), 0);
+	cr_assert_eq(seen.ninv, 1, "one invalidation, remote, done");
+	cr_assert_eq(seen.inv, 0);
 	remote(&f, IBV_WR_RDMA_READ, rkey, win(&f, WIN_OFF), 64, IBV_WC_REM_ACCESS_ERR, 0x31);
 	mwf_close(&f, mw);
 }
@@ -506,6 +530,8 @@ Test(mw, a_type2_window_serves_only_the_qp_it_is_bound_to)
 		EXPECT_OK(ibv_post_send(qa2, &w, &bad));
 		one(f.p.a.cq, IBV_WC_REM_ACCESS_ERR, 0x31);
 	}
+	cr_assert_eq(seen.resp, 0x2b, "the responder's check: RKEY_QP (0x%llx)",
+		     (unsigned long long)seen.resp);
 	cr_assert_eq(state(qb2), IBV_QPS_ERR, "the responder's QP took the access error");
 	cr_assert_eq(state(f.p.qb), IBV_QPS_RTS);
 	EXPECT_OK(ibv_destroy_qp(qa2));
