@@ -636,3 +636,57 @@ Test(mw, destroying_the_qp_of_a_type2_window_invalidates_it)
 	f.reg = reg_mr(f.p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	mwf_close(&f, mw);
 }
+
+/* The other rules, each broken by what a program (or a buggy one) can hand the device: a
+ * window key changed under the driver, a new key of another window, a region key changed, a
+ * region or a window of another PD than the window or the QP. */
+Test(mw, every_other_bind_and_invalidation_rule_has_its_vendor_err)
+{
+	enum { STALE, NEW_KEY, MR_KEY, MR_PD, INV_PD };
+	static const uint32_t verr[] = { [STALE] = 0x50 /* MW_INVALID */,
+					 [NEW_KEY] = 0x53 /* MW_NEW_KEY */,
+					 [MR_KEY] = 0x54 /* MW_MR_INVALID */,
+					 [MR_PD] = 0x55 /* MW_MR_PD */, [INV_PD] = 0x5a /* INV_PD */ };
+
+	for (int r = STALE; r <= INV_PD; r++) {
+		struct mwf f;
+		struct ibv_mw *mw;
+		struct ibv_wc wc;
+		uint32_t lkey;
+
+		mwf_open(&f);
+		f.pd2 = ibv_alloc_pd(f.p.b.ctx);
+		f.extra = reg_mr(f.pd2, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		mw = ibv_alloc_mw(r == INV_PD ? f.pd2 : f.p.b.pd,
+				  r == STALE ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+		cr_assert_not_null(mw, "%s", hcasim_last_error());
+		switch (r) {
+		case STALE:
+			mw->rkey ^= 0x80; /* not the window's key any more */
+			bind1(&f, mw, f.reg, 0, 64, IBV_ACCESS_REMOTE_READ);
+			break;
+		case NEW_KEY:
+			post(f.p.qb, IBV_WR_BIND_MW, mw, mw->rkey + 0x100, f.reg, 0, 64,
+			     IBV_ACCESS_REMOTE_READ);
+			break;
+		case MR_KEY:
+			lkey = f.reg->lkey;
+			f.reg->lkey ^= 0x80; /* a variant the region does not have */
+			post(f.p.qb, IBV_WR_BIND_MW, mw, ibv_inc_rkey(mw->rkey), f.reg, 0, 64,
+			     IBV_ACCESS_REMOTE_READ);
+			f.reg->lkey = lkey;
+			break;
+		case MR_PD: /* IBV_WR_BIND_MW has no inline check of the region's PD */
+			post(f.p.qb, IBV_WR_BIND_MW, mw, ibv_inc_rkey(mw->rkey), f.extra, 0, 64,
+			     IBV_ACCESS_REMOTE_READ);
+			break;
+		case INV_PD:
+			post(f.p.qb, IBV_WR_LOCAL_INV, NULL, mw->rkey, NULL, 0, 0, 0);
+			break;
+		}
+		wc = one(f.p.b.cq, IBV_WC_MW_BIND_ERR, verr[r]);
+		cr_assert_eq(wc.opcode, r == INV_PD ? IBV_WC_LOCAL_INV : IBV_WC_BIND_MW);
+		cr_assert_eq(state(f.p.qb), IBV_QPS_ERR, "rule %d", r);
+		mwf_close(&f, mw);
+	}
+}
