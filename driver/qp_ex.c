@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode for the seven opcodes the device has. */
+/* IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode for the ten opcodes the device has. */
 #define SAME_BIT(w, o) _Static_assert(IBV_QP_EX_WITH_##w == 1u << HCA_WQE_OP_##o, #w)
 SAME_BIT(RDMA_WRITE, RDMA_WRITE);
 SAME_BIT(RDMA_WRITE_WITH_IMM, RDMA_WRITE_IMM);
