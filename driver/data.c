@@ -27,6 +27,9 @@ SAME_OP(SEND_IMM, SEND_WITH_IMM);
 SAME_OP(RDMA_READ, RDMA_READ);
 SAME_OP(ATOMIC_CMP_SWP, ATOMIC_CMP_AND_SWP);
 SAME_OP(ATOMIC_FETCH_ADD, ATOMIC_FETCH_AND_ADD);
+SAME_OP(LOCAL_INV, LOCAL_INV);
+SAME_OP(BIND_MW, BIND_MW);
+SAME_OP(SEND_INV, SEND_WITH_INV);
 #undef SAME_OP
 _Static_assert((unsigned)HCA_QPT_RC == (unsigned)IBV_QPT_RC, "RC");
 _Static_assert((unsigned)HCA_QPT_UC == (unsigned)IBV_QPT_UC, "UC");
@@ -37,6 +40,9 @@ SAME_WC(CQE_OP_RDMA_WRITE, WC_RDMA_WRITE);
 SAME_WC(CQE_OP_RDMA_READ, WC_RDMA_READ);
 SAME_WC(CQE_OP_COMP_SWAP, WC_COMP_SWAP);
 SAME_WC(CQE_OP_FETCH_ADD, WC_FETCH_ADD);
+SAME_WC(CQE_OP_BIND_MW, WC_BIND_MW);
+SAME_WC(CQE_OP_LOCAL_INV, WC_LOCAL_INV);
+SAME_WC(WC_MW_BIND_ERR, WC_MW_BIND_ERR);
 SAME_WC(CQE_OP_RECV, WC_RECV);
 SAME_WC(CQE_OP_RECV_RDMA_WITH_IMM, WC_RECV_RDMA_WITH_IMM);
 SAME_WC(WC_SUCCESS, WC_SUCCESS);
@@ -283,9 +289,20 @@ static int post_one(struct drv_qp *qp, const struct ibv_send_wr *wr)
 
 	if (wr->num_sge < 0)
 		return drv_fail(EINVAL, "%s: num_sge %d is negative", verb, wr->num_sge);
-	rc = drv_sq_begin(qp, verb, (unsigned)wr->opcode, wr->send_flags, wr->imm_data, &w);
+	/* LOCAL_INV and SEND_WITH_INV: invalidate_rkey (host order) shares imm_data's place */
+	rc = drv_sq_begin(qp, verb, (unsigned)wr->opcode, wr->send_flags,
+			  wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV
+				  ? htobe32(wr->invalidate_rkey) : wr->imm_data, &w);
 	if (rc)
 		return rc;
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+		/* no data: a local operation of the device's key block */
+		rc = wr->opcode == IBV_WR_LOCAL_INV ? 0 : drv_sq_set_bind(verb, w, wr->bind_mw.mw,
+					wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		if (!rc)
+			drv_sq_commit(qp, wr->wr_id);
+		return rc;
+	}
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		rc = drv_sq_set_ud(qp, verb, w, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
 				   wr->wr.ud.remote_qkey);
@@ -530,6 +547,10 @@ bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_
 	if (c.wc_flags & HCA_WC_F_IMM) {
 		w->wc_flags |= IBV_WC_WITH_IMM;
 		w->imm_data = c.imm_data;
+	}
+	if (c.wc_flags & HCA_WC_F_INV) {
+		w->wc_flags |= IBV_WC_WITH_INV;
+		w->invalidated_rkey = c.imm_data;
 	}
 	if (c.wc_flags & HCA_WC_F_GRH)
 		w->wc_flags |= IBV_WC_GRH;

@@ -289,6 +289,11 @@ static int fill_device_attr(struct drv_dev *d, struct ibv_device_attr *a)
 		a->device_cap_flags |= IBV_DEVICE_AUTO_PATH_MIG;
 	if (cap.cap_flags & HCA_CAP_CHANGE_PHY_PORT)
 		a->device_cap_flags |= IBV_DEVICE_CHANGE_PHY_PORT;
+	if (cap.cap_flags & HCA_CAP_MEM_WINDOW) {
+		/* windows share the key table with the regions */
+		a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+		a->max_mw = (int)cap.max_mr;
+	}
 	a->max_sge = (int)cap.max_sge;
 	a->max_sge_rd = (int)cap.max_sge;
 	a->max_cq = (int)cap.max_cq;

@@ -21,7 +21,6 @@
 
 #define DRV_MAX_DEVS 16
 /* The reason every memory-window verb gives (alloc_mw, bind_mw, ibv_wr_bind_mw, ...). */
-#define NO_MW "memory windows are not supported yet"
 #define DRV_CMD_LOG 256
 #define DRV_EQ_LOG_SIZE 8
 #define DRV_ASYNC_QUEUE 256
@@ -35,6 +34,7 @@ enum drv_kind { /* 0 = not a live handle */
 	DRV_KIND_SRQ,
 	DRV_KIND_AH,
 	DRV_KIND_CHAN,
+	DRV_KIND_MW,
 };
 
 struct drv_ctx;
@@ -250,6 +250,14 @@ int drv_sq_begin(struct drv_qp *qp, const char *verb, unsigned opcode, unsigned 
 		 uint32_t imm_data, uint8_t **wqe);
 void drv_sq_commit(struct drv_qp *qp, uint64_t wr_id);
 void drv_sq_ring(struct drv_dev *d, struct drv_qp *qp, uint32_t posted);
+/* The bind segment of a BIND_MW WQE: window mw (its current key), the key it takes, and
+ * bind_info (a NULL mr: length 0, an unbind). 0 or EINVAL for a handle that is not live. */
+int drv_sq_set_bind(const char *verb, uint8_t *w, struct ibv_mw *mw, uint32_t new_rkey,
+		    const struct ibv_mw_bind_info *bind_info);
+/* Memory window ops of every context (mw.c). */
+struct ibv_mw *drv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int drv_dealloc_mw(struct ibv_mw *mw);
+int drv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 void drv_sq_set_rdma(uint8_t *w, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		     uint64_t swap);
 int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct ibv_ah *ah,

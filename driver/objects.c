@@ -69,7 +69,8 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 /* ---- MR ---- */
 
 #define VERBS_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                        \
-			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+_Static_assert((unsigned)IBV_ACCESS_MW_BIND == (unsigned)HCA_ACCESS_MW_BIND, "MW_BIND crosses the driver unchanged");
 
 /* True if every page of [addr, addr+len) is mapped in this process (what pinning checks). */
 static bool range_resident(const void *addr, size_t len)
@@ -89,7 +90,8 @@ static bool range_resident(const void *addr, size_t len)
 
 /* Access flags as the kernel's uverbs checks them (ib_check_mr_access): unknown bits are
  * EINVAL, on-demand paging (a capability this device lacks) EOPNOTSUPP, remote write or atomic
- * need local write; MW_BIND, ZERO_BASED and HUGETLB are accepted and change nothing here, and
+ * need local write; MW_BIND goes to the device (memory windows may be bound to the region),
+ * ZERO_BASED and HUGETLB are accepted and change nothing here, and
  * the optional range (IBV_ACCESS_OPTIONAL_RANGE, e.g. RELAXED_ORDERING) is ignored. Returns 0
  * with the rights the device is given in *rights, or a positive errno. */
 static int mr_access_check(const char *verb, unsigned access, unsigned *rights)

@@ -38,9 +38,6 @@
 #define NO_WQ "work queues and RSS are not supported"
 #define NO_TD "thread domains and parent domains are not supported"
 
-UNSUP_PTR(struct ibv_mw, alloc_mw, NO_MW, struct ibv_pd *pd, enum ibv_mw_type type)
-UNSUP_INT(bind_mw, NO_MW, struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-UNSUP_INT(dealloc_mw, NO_MW, struct ibv_mw *mw)
 UNSUP_INT(advise_mr, "prefetch advice needs on-demand paging, which is not supported",
 	  struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 	  struct ibv_sge *sg_list, uint32_t num_sges)
@@ -102,9 +99,9 @@ void drv_ctx_fill_unsupported(struct verbs_context *v)
 {
 	struct ibv_context_ops *o = &v->context.ops;
 
-	FILL(o, alloc_mw);
-	FILL(o, bind_mw);
-	FILL(o, dealloc_mw);
+	o->alloc_mw = drv_alloc_mw;
+	o->bind_mw = drv_bind_mw;
+	o->dealloc_mw = drv_dealloc_mw;
 	o->_compat_query_device = ibv_query_device;
 	o->_compat_query_port = ibv_query_port;
 	COMPAT(o, alloc_pd, ibv_alloc_pd);

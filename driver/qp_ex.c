@@ -6,12 +6,13 @@
  * posts nothing of the batch, as rdma-core's providers do. */
 #include "driver/drv.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode for the seven opcodes the device has. */
+/* IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode for the ten opcodes the device has. */
 #define SAME_BIT(w, o) _Static_assert(IBV_QP_EX_WITH_##w == 1u << HCA_WQE_OP_##o, #w)
 SAME_BIT(RDMA_WRITE, RDMA_WRITE);
 SAME_BIT(RDMA_WRITE_WITH_IMM, RDMA_WRITE_IMM);
@@ -20,10 +21,14 @@ SAME_BIT(SEND_WITH_IMM, SEND_IMM);
 SAME_BIT(RDMA_READ, RDMA_READ);
 SAME_BIT(ATOMIC_CMP_AND_SWP, ATOMIC_CMP_SWP);
 SAME_BIT(ATOMIC_FETCH_AND_ADD, ATOMIC_FETCH_ADD);
+SAME_BIT(LOCAL_INV, LOCAL_INV);
+SAME_BIT(BIND_MW, BIND_MW);
+SAME_BIT(SEND_WITH_INV, SEND_INV);
 #undef SAME_BIT
 
-/* The send ops this device has; every other IBV_QP_EX_WITH_* bit is refused at create. */
-#define DEVICE_OPS 0x7fu
+/* The send ops this device has (wqe.def's opcodes 0..9); every other IBV_QP_EX_WITH_* bit is
+ * refused at create. */
+#define DEVICE_OPS 0x3ffu
 
 static struct drv_qp *qp_of(struct ibv_qp_ex *qpx)
 {
@@ -174,23 +179,32 @@ static void unsupported(struct ibv_qp_ex *qpx, const char *verb, const char *why
 	batch_failf(qp, EOPNOTSUPP, "%s: %s; the batch will not be posted", verb, why);
 }
 
+/* A bind or invalidation takes no setter: the WR is whole when it is built. */
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw, (void)rkey, (void)info;
-	unsupported(qpx, "ibv_wr_bind_mw", NO_MW);
+	static const char verb[] = "ibv_wr_bind_mw";
+	struct drv_qp *qp = qp_of(qpx);
+	uint8_t *w = build(qpx, verb, HCA_WQE_OP_BIND_MW, 0);
+	int rc;
+
+	if (!w)
+		return;
+	qp->cur = NULL;
+	rc = drv_sq_set_bind(verb, w, mw, rkey, info);
+	if (rc)
+		batch_fail(qp, rc);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	(void)rkey;
-	unsupported(qpx, "ibv_wr_local_inv", NO_MW);
+	if (build(qpx, "ibv_wr_local_inv", HCA_WQE_OP_LOCAL_INV, htobe32(rkey)))
+		qp_of(qpx)->cur = NULL;
 }
 
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	(void)rkey;
-	unsupported(qpx, "ibv_wr_send_inv", NO_MW);
+	build(qpx, "ibv_wr_send_inv", HCA_WQE_OP_SEND_INV, htobe32(rkey));
 }
 
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -354,7 +368,7 @@ static uint64_t ops_refused(enum ibv_qp_type type, uint64_t ops)
 {
 	uint64_t bad = ops & ~(uint64_t)DEVICE_OPS;
 
-	for (unsigned op = 0; op < 7; op++)
+	for (unsigned op = 0; op <= HCA_WQE_OP_SEND_INV; op++)
 		if ((ops & (1u << op)) && !hca_wqe_op_allowed((unsigned)type, op))
 			bad |= 1u << op;
 	return bad;
@@ -392,7 +406,7 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (bad = ops_refused(attr->qp_type, attr->send_ops_flags))) {
 		drv_fail(EOPNOTSUPP, "%s: send_ops_flags 0x%llx: not supported on qp_type %d "
-			 "(memory windows, XRC, TSO and atomic write are not supported yet)", verb,
+			 "(XRC, TSO and atomic write are not supported yet)", verb,
 			 (unsigned long long)bad, attr->qp_type);
 		return NULL;
 	}

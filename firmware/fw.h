@@ -23,6 +23,7 @@ struct fw_mkey {
 	uint64_t start;   /* host address */
 	uint64_t length;  /* bytes */
 	uint64_t iova;    /* address used in WRs */
+	uint8_t mw_type;  /* 0: a memory region; HCA_MW_TYPE_*: a memory window */
 };
 
 struct fw_cq {

@@ -53,7 +53,7 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 	(void)t;
 	if (!pd)
 		return FW_HANDLE(hca_mkey_in, pdn);
-	if (in->access & ~HCA_ACCESS_ALL)
+	if (in->access & ~HCA_ACCESS_MR_ALL)
 		return FW_FIELD(BAD_PARAM, hca_mkey_in, access);
 	/* IBA 10.6.3.1 (C10-43): remote write or atomic needs local write. */
 	if ((in->access & (HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_ATOMIC)) &&
@@ -72,6 +72,7 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
 	mk->variant++;
+	mk->mw_type = 0;
 	mk->pdn = in->pdn;
 	mk->access = in->access;
 	mk->start = in->start;
@@ -96,12 +97,68 @@ struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void 
 
 	(void)out_;
 	(void)t;
-	if (!mk || mk->variant != (uint8_t)in->handle)
+	if (!mk || mk->mw_type || mk->variant != (uint8_t)in->handle)
 		return FW_HANDLE(hca_handle_in, handle);
+	/* IBA 10.6.7.1: a region with memory windows bound to it stays registered */
+	if (hm_mkey_windows_on(fw->dev, in->handle >> 8))
+		return FW_FAIL(BUSY, BUSY, hm_mkey_windows_on(fw->dev, in->handle >> 8));
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
 	fw_obj_free(&fw->mkeys, in->handle >> 8);
 	hm_mkey_write(fw->dev, in->handle >> 8, &(struct hm_mkey){ .variant = mk->variant });
 	trace_fw_mkey_destroy(DEV(fw), in->handle);
+	return FW_OK;
+}
+
+/* ---- MW: memory windows share the key table with the regions (IBA 10.6.7) ---- */
+
+struct fw_result fw_cmd_ALLOC_MW(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_mw_in *in = in_;
+	struct hca_handle_out *o = out_;
+	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_mkey *mk;
+	int64_t idx;
+
+	(void)t;
+	if (!pd)
+		return FW_HANDLE(hca_mw_in, pdn);
+	if (in->type != HCA_MW_TYPE_1 && in->type != HCA_MW_TYPE_2)
+		return FW_FIELD(BAD_PARAM, hca_mw_in, type);
+	idx = fw_obj_alloc(&fw->mkeys);
+	if (idx < 0 || idx >= 0xffffff)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
+	mk->variant++;
+	mk->mw_type = (uint8_t)in->type;
+	mk->pdn = in->pdn;
+	mk->access = 0;
+	mk->start = mk->length = mk->iova = 0;
+	pd->refs++;
+	o->handle = ((uint32_t)idx << 8) | mk->variant;
+	hm_mkey_write(fw->dev, (uint32_t)idx,
+		      &(struct hm_mkey){ .valid = true, .variant = mk->variant,
+					 .mw_type = (uint8_t)in->type, .pdn = in->pdn });
+	trace_fw_mw_alloc(DEV(fw), o->handle, in->pdn, in->type);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DEALLOC_MW(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_mkey *mk = in->handle < 0xffffff ? fw_obj(&fw->mkeys, in->handle) : NULL;
+	const struct hm_mkey *hw;
+
+	(void)out_;
+	(void)t;
+	if (!mk || !mk->mw_type)
+		return FW_HANDLE(hca_handle_in, handle);
+	hw = &fw->dev->dp->mkeys[in->handle];
+	trace_fw_mw_dealloc(DEV(fw), in->handle, hw->bound);
+	/* the variant the window has now (binds change it) is the one not to reuse */
+	mk->variant = hw->variant;
+	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
+	fw_obj_free(&fw->mkeys, in->handle);
+	hm_mkey_write(fw->dev, in->handle, &(struct hm_mkey){ .variant = mk->variant });
 	return FW_OK;
 }
 

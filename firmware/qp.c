@@ -457,6 +457,9 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 	if (qp->has_srq)
 		((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
 	fw_obj_free(&fw->qps, in->handle);
+	/* type 2B windows serve their QP alone: they end with it, and a QP that reuses the
+	 * number does not inherit them */
+	hm_mkey_unbind_qp(fw->dev, in->handle);
 	hm_qp_destroy(fw->dev, in->handle);
 	trace_fw_qp_destroy(DEV(fw), in->handle);
 	return FW_OK;

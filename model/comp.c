@@ -85,6 +85,9 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t
 	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS)
 		progress(d, qp, t);
+	/* a bind or invalidation waiting for the WQEs before it may run now */
+	if (qp->req.local_wait && qp->comp.sq_done == qp->req.sq_next)
+		d->wire.sq_wake(d, qp, t);
 }
 
 void hm_comp_fail_oldest(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t)
@@ -138,7 +141,9 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 	while (oldest_sent(qp)) {
 		struct hm_flight *f = oldest(qp);
 
-		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hca_wqe_rd_atomic(f->op))
+		/* a bind or invalidation is completed by the requester when it runs */
+		if (hm_psn_cmp(f->last_psn, psn) >= 0 || hca_wqe_rd_atomic(f->op) ||
+		    hca_wqe_op_class(f->op) == HCA_WQE_CLASS_LOCAL)
 			return;
 		retire(d, qp, HCA_VERR_NONE, t);
 	}

@@ -106,7 +106,7 @@ static const struct ctr_view views[] = {
 	HW("sq_num_lqpoe", HM_CTR_SQ_LQPOE, "requester: local QP operation errors"),
 	HW("sq_num_lpe", HM_CTR_SQ_LPE, "requester: local protection errors"),
 	HW("sq_num_wrfe", HM_CTR_SQ_WRFE, "requester: send WRs flushed"),
-	HW("sq_num_mwbe", HM_CTR_SQ_MWBE, "requester: memory window bind errors (no cause)"),
+	HW("sq_num_mwbe", HM_CTR_SQ_MWBE, "requester: memory window bind and invalidation errors (MW_BIND_ERR completions)"),
 	HW("sq_num_bre", HM_CTR_SQ_BRE, "requester: bad response errors (no cause)"),
 	HW("sq_num_rire", HM_CTR_SQ_RIRE, "requester: remote invalid request errors"),
 	HW("sq_num_rae", HM_CTR_SQ_RAE, "requester: remote access errors"),
@@ -214,6 +214,7 @@ void hm_ctr_cqe(struct hm_dev *d, const struct hca_cqe *cqe)
 		case HCA_WC_REM_OP_ERR: c = HM_CTR_SQ_ROE; break;
 		case HCA_WC_RETRY_EXC_ERR: c = HM_CTR_SQ_TREE; break;
 		case HCA_WC_RNR_RETRY_EXC_ERR: c = HM_CTR_SQ_RREE; break;
+		case HCA_WC_MW_BIND_ERR: c = HM_CTR_SQ_MWBE; break;
 		default: return; /* GENERAL_ERR: no counter */
 		}
 	}

@@ -58,7 +58,7 @@ enum hm_ctr {
 	HM_CTR_SQ_LQPOE,            /* send completions with LOC_QP_OP_ERR */
 	HM_CTR_SQ_LPE,              /* send completions with LOC_PROT_ERR */
 	HM_CTR_SQ_WRFE,             /* send completions with WR_FLUSH_ERR */
-	HM_CTR_SQ_MWBE,             /* no cause: no memory windows */
+	HM_CTR_SQ_MWBE,             /* send completions with MW_BIND_ERR */
 	HM_CTR_SQ_BRE,              /* no cause: unexpected responses are ignored */
 	HM_CTR_SQ_RIRE,             /* send completions with REM_INV_REQ_ERR */
 	HM_CTR_SQ_RAE,              /* send completions with REM_ACCESS_ERR */

@@ -200,7 +200,7 @@ void hm_cqe_twin_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cq
 	hm_twin_call(d, &cqe_post_op, in->cycle, in, out, &rtl);
 }
 
-static const uint8_t wqe_cqe_op[HCA_WQE_OP_ATOMIC_FETCH_ADD + 1] = {
+static const uint8_t wqe_cqe_op[HCA_WQE_OP_SEND_INV + 1] = {
 	[HCA_WQE_OP_RDMA_WRITE] = HCA_CQE_OP_RDMA_WRITE,
 	[HCA_WQE_OP_RDMA_WRITE_IMM] = HCA_CQE_OP_RDMA_WRITE,
 	[HCA_WQE_OP_SEND] = HCA_CQE_OP_SEND,
@@ -208,6 +208,9 @@ static const uint8_t wqe_cqe_op[HCA_WQE_OP_ATOMIC_FETCH_ADD + 1] = {
 	[HCA_WQE_OP_RDMA_READ] = HCA_CQE_OP_RDMA_READ,
 	[HCA_WQE_OP_ATOMIC_CMP_SWP] = HCA_CQE_OP_COMP_SWAP,
 	[HCA_WQE_OP_ATOMIC_FETCH_ADD] = HCA_CQE_OP_FETCH_ADD,
+	[HCA_WQE_OP_LOCAL_INV] = HCA_CQE_OP_LOCAL_INV,
+	[HCA_WQE_OP_BIND_MW] = HCA_CQE_OP_BIND_MW,
+	[HCA_WQE_OP_SEND_INV] = HCA_CQE_OP_SEND,
 };
 
 uint8_t hm_cqe_op_of(uint8_t wqe_op)

@@ -48,6 +48,33 @@ void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk)
 	d->dp->mkeys[index] = *mk;
 }
 
+uint32_t hm_mkey_windows_on(struct hm_dev *d, uint32_t index)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < d->dp->nmkeys; i++) {
+		const struct hm_mkey *w = &d->dp->mkeys[i];
+
+		n += w->valid && w->mw_type && w->bound && w->mr == index;
+	}
+	return n;
+}
+
+uint32_t hm_mkey_unbind_qp(struct hm_dev *d, uint32_t qpn)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < d->dp->nmkeys; i++) {
+		struct hm_mkey *w = &d->dp->mkeys[i];
+
+		if (w->valid && w->mw_type == HCA_MW_TYPE_2 && w->bound && w->qpn == qpn) {
+			w->bound = false;
+			n++;
+		}
+	}
+	return n;
+}
+
 void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq)
 {
 	d->dp->cqs = hm_ctx_grow(d->dp->cqs, &d->dp->ncqs, cqn, sizeof(*cq));

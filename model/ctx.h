@@ -20,15 +20,21 @@
 #define HM_QPC_BYTES 1024u /* backing-store slot per QP */
 #define HM_MAX_SGE 64u    /* scatter/gather entries a WQE may carry (hca.max_sge <= 64) */
 
-/* Memory key context (IBA 10.6): what a local or remote access is checked against. */
+/* Memory key context (IBA 10.6): what a local or remote access is checked against. A memory
+ * window (IBA 10.6.7) is a key of the same table: allocated by firmware (not bound), bound and
+ * invalidated by the key block (model/mkey.c) as the requester and responder reach its WQEs. */
 struct hm_mkey {
-	bool valid;      /* registered */
+	bool valid;      /* registered (a window: allocated) */
 	uint8_t variant; /* low 8 bits of the key */
+	uint8_t mw_type; /* 0: a memory region; HCA_MW_TYPE_1 or _2: a memory window */
+	bool bound;      /* a window: bound to mr (va, len, access, iova are the window's) */
 	uint32_t pdn;    /* protection domain */
 	uint32_t access; /* HCA_ACCESS_* */
 	uint64_t va;     /* first byte, as WRs and RETHs name it */
 	uint64_t len;    /* bytes */
 	uint64_t iova;   /* device address of the first byte */
+	uint32_t mr;     /* a bound window: the index of its memory region */
+	uint32_t qpn;    /* a bound type 2 window: the QP it is bound to (type 2B) */
 };
 
 /* Completion queue context. */
@@ -91,6 +97,7 @@ struct hm_req_qp {
 	uint32_t cur_off;          /* bytes of WQE sq_next already sent */
 	bool cur_started;          /* WQE sq_next fetched and begun */
 	uint32_t rd_out;           /* READ/atomic requests outstanding */
+	bool local_wait;           /* a bind or invalidation (sq_next) waits for the WQEs before it */
 	struct hm_flight *flight;  /* per WQE, indexed by wqe % sq_entries */
 };
 
@@ -281,6 +288,11 @@ void hm_dp_destroy(struct hm_dp *dp);
 /* Contexts as firmware writes them; CQ and SRQ contexts as the blocks use them (NULL if not
  * created). */
 void hm_mkey_write(struct hm_dev *d, uint32_t index, const struct hm_mkey *mk);
+/* How many memory windows are bound to the memory region at index (firmware refuses to
+ * deregister it while any is). */
+uint32_t hm_mkey_windows_on(struct hm_dev *d, uint32_t index);
+/* Invalidate every type 2 window bound to QP qpn (the QP is destroyed); how many were. */
+uint32_t hm_mkey_unbind_qp(struct hm_dev *d, uint32_t qpn);
 void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq);
 struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn);
 void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq);

@@ -1,18 +1,23 @@
 /* mkey: memory key table and address translation (IBA 10.6). Every local and remote access
  * names a key: the key must exist with the same variant byte, belong to the accessing QP's
- * protection domain, grant the access, and contain [va, va+len). */
+ * protection domain, grant the access, and contain [va, va+len). Memory windows (IBA 10.6.7)
+ * are keys of the same table: an lkey never names one; an rkey names one once it is bound, and
+ * the window's range and rights are checked instead of its region's. Binds and invalidations
+ * run here, when the requester (or, for a SEND with Invalidate, the responder) reaches them. */
 #include "model/mkey.h"
+#include "sim/trace.h"
 
-enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
-				  uint64_t len, uint32_t access, uint64_t *iova)
+static struct hm_mkey *mkey_at(struct hm_dev *d, uint32_t key)
 {
 	uint32_t idx = key >> 8;
-	const struct hm_mkey *mk = idx < d->dp->nmkeys ? &d->dp->mkeys[idx] : NULL;
 
-	if (!mk || !mk->valid || mk->variant != (uint8_t)key)
-		return HM_MKEY_BAD_KEY;
-	if (mk->pdn != pdn)
-		return HM_MKEY_BAD_PD;
+	return idx < d->dp->nmkeys && d->dp->mkeys[idx].valid ? &d->dp->mkeys[idx] : NULL;
+}
+
+/* The rights and the range of key mk (a region, or a bound window). */
+static enum hm_mkey_result mkey_span(const struct hm_mkey *mk, uint64_t va, uint64_t len,
+				     uint32_t access, uint64_t *iova)
+{
 	if ((mk->access & access) != access)
 		return HM_MKEY_BAD_ACCESS;
 	if (va < mk->va || va + len < va || va + len > mk->va + mk->len)
@@ -21,18 +26,130 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 	return HM_MKEY_OK;
 }
 
+enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+				  uint64_t len, uint32_t access, uint64_t *iova)
+{
+	const struct hm_mkey *mk = mkey_at(d, key);
+
+	if (!mk || mk->mw_type || mk->variant != (uint8_t)key)
+		return HM_MKEY_BAD_KEY;
+	if (mk->pdn != pdn)
+		return HM_MKEY_BAD_PD;
+	return mkey_span(mk, va, len, access, iova);
+}
+
+enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
+				  uint64_t va, uint64_t len, uint32_t access, uint64_t *iova)
+{
+	const struct hm_mkey *mk = mkey_at(d, key);
+
+	if (!mk || mk->variant != (uint8_t)key || (mk->mw_type && !mk->bound))
+		return HM_MKEY_BAD_KEY; /* an invalidated window's key is no key */
+	if (mk->pdn != qp->pdn)
+		return HM_MKEY_BAD_PD;
+	if (mk->mw_type == HCA_MW_TYPE_2 && mk->qpn != qp->qpn)
+		return HM_MKEY_BAD_QP;
+	return mkey_span(mk, va, len, access, iova);
+}
+
+/* The region a bind names, for window w: HCA_VERR_NONE or the MW_* check it fails. */
+static uint32_t bind_region(struct hm_dev *d, const struct hm_mkey *w, const struct hca_wqe_bind *b)
+{
+	const struct hm_mkey *mr = mkey_at(d, b->mr_lkey);
+	const uint32_t remote = HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_READ |
+				HCA_ACCESS_REMOTE_ATOMIC;
+
+	if (!mr || mr->mw_type || mr->variant != (uint8_t)b->mr_lkey)
+		return HCA_VERR_MW_MR_INVALID;
+	if (mr->pdn != w->pdn)
+		return HCA_VERR_MW_MR_PD;
+	if (!(mr->access & HCA_ACCESS_MW_BIND))
+		return HCA_VERR_MW_MR_NO_BIND;
+	/* IBA 10.6.7.2.1: remote write or atomic through a window needs local write on its region */
+	if ((b->access & ~(remote | HCA_ACCESS_LOCAL_WRITE)) ||
+	    ((b->access & (HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_ATOMIC)) &&
+	     !(mr->access & HCA_ACCESS_LOCAL_WRITE)))
+		return HCA_VERR_MW_ACCESS;
+	if (b->addr < mr->va || b->addr + b->length < b->addr ||
+	    b->addr + b->length > mr->va + mr->len)
+		return HCA_VERR_MW_BOUNDS;
+	return HCA_VERR_NONE;
+}
+
+/* The window a bind names, for qp: HCA_VERR_NONE or the MW_* check it fails. */
+static uint32_t bind_window(const struct hm_mkey *w, const struct hm_qp *qp,
+			    const struct hca_wqe_bind *b)
+{
+	if (!w || !w->mw_type || (w->mw_type == HCA_MW_TYPE_1 && w->variant != (uint8_t)b->mw_key))
+		return HCA_VERR_MW_INVALID;
+	if (w->pdn != qp->pdn)
+		return HCA_VERR_MW_PD;
+	if (b->new_rkey >> 8 != b->mw_key >> 8)
+		return HCA_VERR_MW_NEW_KEY;
+	if (w->mw_type == HCA_MW_TYPE_2 && w->bound)
+		return HCA_VERR_MW_IN_USE;
+	return HCA_VERR_NONE;
+}
+
+uint32_t hm_mw_bind(struct hm_dev *d, const struct hm_qp *qp, uint32_t wqe,
+		    const struct hca_wqe_bind *b)
+{
+	struct hm_mkey *w = mkey_at(d, b->mw_key);
+	bool unbind = w && w->mw_type == HCA_MW_TYPE_1 && !b->length;
+	uint32_t verr = bind_window(w, qp, b);
+
+	if (!verr && !unbind)
+		verr = bind_region(d, w, b);
+	trace_mw_bind(d->devno, qp->qpn, wqe, b->mw_key, b->new_rkey, b->mr_lkey, b->addr,
+		      b->length, b->access, verr);
+	if (verr)
+		return verr;
+	w->variant = (uint8_t)b->new_rkey; /* the old key names nothing from now on */
+	w->bound = !unbind;
+	if (unbind)
+		return HCA_VERR_NONE;
+	w->mr = b->mr_lkey >> 8;
+	w->va = b->addr;
+	w->len = b->length;
+	w->access = b->access & ~(uint32_t)HCA_ACCESS_LOCAL_WRITE;
+	w->iova = d->dp->mkeys[w->mr].iova + (b->addr - d->dp->mkeys[w->mr].va);
+	w->qpn = w->mw_type == HCA_MW_TYPE_2 ? qp->qpn : 0;
+	return HCA_VERR_NONE;
+}
+
+uint32_t hm_mw_invalidate(struct hm_dev *d, const struct hm_qp *qp, uint32_t rkey, bool remote)
+{
+	struct hm_mkey *w = mkey_at(d, rkey);
+	uint32_t verr = HCA_VERR_NONE;
+
+	if (!w || w->mw_type != HCA_MW_TYPE_2 || w->variant != (uint8_t)rkey)
+		verr = HCA_VERR_INV_KEY;
+	else if (w->pdn != qp->pdn)
+		verr = HCA_VERR_INV_PD;
+	else if (!w->bound || (remote && w->qpn != qp->qpn))
+		verr = HCA_VERR_INV_NOT_BOUND;
+	if (verr && remote)
+		verr = HCA_VERR_REQ_INV_RKEY;
+	trace_mw_inv(d->devno, qp->qpn, rkey, remote, verr);
+	if (!verr)
+		w->bound = false;
+	return verr;
+}
+
 uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote)
 {
 	static const uint32_t local[] = { [HM_MKEY_OK] = HCA_VERR_NONE,
 					  [HM_MKEY_BAD_KEY] = HCA_VERR_LKEY_INVALID,
 					  [HM_MKEY_BAD_PD] = HCA_VERR_LKEY_PD,
 					  [HM_MKEY_BAD_ACCESS] = HCA_VERR_LKEY_ACCESS,
-					  [HM_MKEY_BAD_RANGE] = HCA_VERR_LKEY_BOUNDS };
+					  [HM_MKEY_BAD_RANGE] = HCA_VERR_LKEY_BOUNDS,
+					  [HM_MKEY_BAD_QP] = HCA_VERR_LKEY_INVALID };
 	static const uint32_t rem[] = { [HM_MKEY_OK] = HCA_VERR_NONE,
 					[HM_MKEY_BAD_KEY] = HCA_VERR_RKEY_INVALID,
 					[HM_MKEY_BAD_PD] = HCA_VERR_RKEY_PD,
 					[HM_MKEY_BAD_ACCESS] = HCA_VERR_RKEY_ACCESS,
-					[HM_MKEY_BAD_RANGE] = HCA_VERR_RKEY_BOUNDS };
+					[HM_MKEY_BAD_RANGE] = HCA_VERR_RKEY_BOUNDS,
+					[HM_MKEY_BAD_QP] = HCA_VERR_RKEY_QP };
 
 	return remote ? rem[r] : local[r];
 }

@@ -11,11 +11,27 @@ enum hm_mkey_result {
 	HM_MKEY_BAD_PD,     /* key of another PD */
 	HM_MKEY_BAD_ACCESS, /* access right missing */
 	HM_MKEY_BAD_RANGE,  /* outside the region */
+	HM_MKEY_BAD_QP,     /* a type 2 window bound to another QP */
 };
-/* Check an access of len bytes at va with key, for pdn, needing access (HCA_ACCESS_* bits; 0
- * for a local read); on success *iova is the device address. */
+/* Check a local access of len bytes at va with key (an lkey: memory regions only, never a
+ * window), for pdn, needing access (HCA_ACCESS_* bits; 0 for a local read); on success *iova
+ * is the device address. */
 enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				  uint64_t len, uint32_t access, uint64_t *iova);
+/* The same for a remote access through qp with an rkey: a memory region of qp's PD, or a bound
+ * memory window of qp's PD (type 2: bound to qp) checked against the window's range and
+ * rights (IBA 10.6.7.3). */
+enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
+				  uint64_t va, uint64_t len, uint32_t access, uint64_t *iova);
+
+/* Memory windows (IBA 10.6.7), run when the requester reaches their WQE. Bind the window the
+ * BIND_MW WQE wqe of qp names: HCA_VERR_NONE, or the MW_* check that failed (nothing changes). */
+uint32_t hm_mw_bind(struct hm_dev *d, const struct hm_qp *qp, uint32_t wqe,
+		    const struct hca_wqe_bind *b);
+/* Invalidate the type 2 window rkey for qp: by LOCAL_INV (remote false: HCA_VERR_NONE or an
+ * INV_* check), or by a SEND with Invalidate qp received (remote true: the window must be bound
+ * to qp; HCA_VERR_NONE or HCA_VERR_REQ_INV_RKEY). Nothing changes on failure. */
+uint32_t hm_mw_invalidate(struct hm_dev *d, const struct hm_qp *qp, uint32_t rkey, bool remote);
 
 /* Move len bytes between buf and the memory the scatter/gather list sg[0..nsge) names, from
  * byte off of the list: every piece is checked against its key (PD pdn; local write access

@@ -59,8 +59,10 @@ static bool req_fetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 		req_fail(d, qp, verr, c->opcode, *t);
 		return false;
 	}
-	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU). */
-	npsn = hca_wqe_atomic(c->opcode) || !len
+	/* Every message but an atomic spans one PSN per MTU (a READ: one response per MTU); a
+	 * bind or invalidation none (its last PSN is the one before). */
+	npsn = hca_wqe_op_class(c->opcode) == HCA_WQE_CLASS_LOCAL ? 0
+	       : hca_wqe_atomic(c->opcode) || !len
 		       ? 1
 		       : (uint32_t)((len + hm_qp_mtu(d, qp) - 1) / hm_qp_mtu(d, qp));
 	*f = (struct hm_flight){ .wqe = qp->req.sq_next,
@@ -121,8 +123,14 @@ static uint8_t send_opcode(uint8_t op, bool first, bool last, bool uc)
 {
 	uint8_t o;
 	bool imm = op == HCA_WQE_OP_SEND_IMM || op == HCA_WQE_OP_RDMA_WRITE_IMM;
+	bool inv = op == HCA_WQE_OP_SEND_INV; /* RC only (wqe.def) */
 
-	if (op == HCA_WQE_OP_SEND || op == HCA_WQE_OP_SEND_IMM)
+	if (inv)
+		o = first && last ? HM_OP_SEND_ONLY_INV
+		    : first	  ? HM_OP_SEND_FIRST
+		    : last	  ? HM_OP_SEND_LAST_INV
+				  : HM_OP_SEND_MIDDLE;
+	else if (op == HCA_WQE_OP_SEND || op == HCA_WQE_OP_SEND_IMM)
 		o = first && last ? (imm ? HM_OP_SEND_ONLY_IMM : HM_OP_SEND_ONLY)
 		    : first	  ? HM_OP_SEND_FIRST
 		    : last	  ? (imm ? HM_OP_SEND_LAST_IMM : HM_OP_SEND_LAST)
@@ -143,6 +151,7 @@ static uint8_t send_opcode(uint8_t op, bool first, bool last, bool uc)
 	X(FETCH)      /* fetch and validate the next WQE (it may fail it) */                     \
 	X(CHK_RD_ATOMIC) /* a READ or atomic within max_rd_atomic */                             \
 	X(CHK_FENCE)  /* a fenced WQE waits for the READs and atomics before it */               \
+	X(LOCAL)      /* a bind or invalidation: after every WQE before it, in the key block */  \
 	X(HEADERS)    /* the packet's headers, after the engine's per-packet latency */          \
 	X(BUILD_READ) /* a READ request (or the rest of one after a lost response) */            \
 	X(BUILD_ATOMIC) /* an atomic request */                                                   \
@@ -227,7 +236,38 @@ static enum req_step chk_fence(struct req_pkt *r)
 
 	if (qp->req.cur_off == 0 && (r->c->flags & HCA_WQE_F_FENCE) && qp->req.rd_out)
 		return REQ_SKIP;
-	return REQ_HEADERS;
+	return hca_wqe_op_class(r->c->opcode) == HCA_WQE_CLASS_LOCAL ? REQ_LOCAL : REQ_HEADERS;
+}
+
+/* A memory window bind or invalidation (IBA 10.6.7.2) sends nothing: it runs in the key block
+ * once every WQE before it has completed (the completer wakes the QP then), so that its
+ * completion stays in order and the accesses before it see the window as it was. Success
+ * completes it at once; a failed check completes it with MW_BIND_ERR and the QP leaves RTS. */
+static enum req_step local_op(struct req_pkt *r)
+{
+	struct hm_qp *qp = r->qp;
+	const uint8_t *w = (const uint8_t *)r->c;
+	uint32_t verr;
+
+	if (qp->comp.sq_done != qp->req.sq_next) {
+		qp->req.local_wait = true;
+		return REQ_SKIP;
+	}
+	qp->req.local_wait = false;
+	r->t = sim_clock_after(&r->d->core, r->t, r->d->cfg.req_cycles);
+	if (r->c->opcode == HCA_WQE_OP_BIND_MW)
+		verr = hm_mw_bind(r->d, qp, qp->req.sq_next, (const void *)(w + sizeof(*r->c)));
+	else
+		verr = hm_mw_invalidate(r->d, qp, be32toh(r->c->imm_data), false);
+	if (verr) {
+		req_fail(r->d, qp, verr, r->c->opcode, r->t);
+		return REQ_FAILED;
+	}
+	qp->req.cur_started = false;
+	qp->req.sq_next++;
+	hm_comp_sent(r->d, qp, r->f, r->t);
+	hm_comp_timer(r->d, qp, r->t); /* nothing outstanding: the timer stops */
+	return REQ_SENT;
 }
 
 static enum req_step headers(struct req_pkt *r)
@@ -316,6 +356,7 @@ static enum req_step build_send(struct req_pkt *r)
 		r->p.reth_dmalen = r->f->len;
 	}
 	r->p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
+	r->p.ieth_rkey = r->p.imm;       /* SEND_INV: the R_Key to invalidate, in the same field */
 	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
 	r->p.ackreq = r->last && qp->type == HCA_QPT_RC;
 	verr = gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
@@ -372,7 +413,8 @@ static enum req_step arm_timer(struct req_pkt *r)
 static enum req_step (*const req_steps[])(struct req_pkt *) = {
 	[REQ_CHK_QUEUE] = chk_queue,	     [REQ_CHK_STATE] = chk_state,
 	[REQ_FETCH] = fetch,		     [REQ_CHK_RD_ATOMIC] = chk_rd_atomic,
-	[REQ_CHK_FENCE] = chk_fence,	     [REQ_HEADERS] = headers,
+	[REQ_CHK_FENCE] = chk_fence,	     [REQ_LOCAL] = local_op,
+	[REQ_HEADERS] = headers,
 	[REQ_BUILD_READ] = build_read,
 	[REQ_BUILD_ATOMIC] = build_atomic,   [REQ_BUILD_SEND] = build_send,
 	[REQ_XMIT] = xmit,		     [REQ_ADVANCE] = advance,
@@ -484,6 +526,7 @@ void hm_req_reset(struct hm_qp *qp)
 	qp->req.cur_off = 0;
 	qp->req.cur_started = false;
 	qp->req.rd_out = 0;
+	qp->req.local_wait = false;
 }
 
 void hm_req_flush(struct hm_qp *qp)
@@ -491,6 +534,7 @@ void hm_req_flush(struct hm_qp *qp)
 	qp->req.sq_next = qp->sq_pi;
 	qp->req.cur_started = false;
 	qp->req.rd_out = 0;
+	qp->req.local_wait = false;
 }
 
 void hm_req_modify(struct hm_qp *qp, const struct hca_qp_attr *a, uint32_t mask)

@@ -240,6 +240,10 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	cqe.imm_data = htobe32(p->imm); /* the CQE holds the wire bytes, as ibv_wc does */
 	cqe.wc_flags = (imm ? HCA_WC_F_IMM : 0) | (qp->type == HCA_QPT_UD && p->has_grh ?
 						   HCA_WC_F_GRH : 0);
+	if (p->opcode == HM_OP_SEND_LAST_INV || p->opcode == HM_OP_SEND_ONLY_INV) {
+		cqe.wc_flags |= HCA_WC_F_INV;
+		cqe.imm_data = p->ieth_rkey; /* ibv_wc.invalidated_rkey, in host order */
+	}
 	cqe.src_qp = qp->type == HCA_QPT_UD ? p->deth_sqpn : qp->attr.dest_qpn;
 	cqe.slid = p->slid;
 	cqe.sl = p->sl;
@@ -330,7 +334,7 @@ static uint32_t rkey_verr(struct hm_dev *d, const struct hm_qp *qp, uint32_t acc
 {
 	if (!(qp->attr.access_flags & access))
 		return HCA_VERR_REQ_NO_ACCESS;
-	return len ? hm_mkey_verr(hm_mkey_check(d, rkey, qp->pdn, va, len, access, iova), true)
+	return len ? hm_mkey_verr(hm_rkey_check(d, rkey, qp, va, len, access, iova), true)
 		   : HCA_VERR_NONE;
 }
 
@@ -705,7 +709,7 @@ static enum resp_step write_req(struct resp_pkt *c)
 		return RESP_DONE;
 	}
 	if (p->paylen) {
-		enum hm_mkey_result r = hm_mkey_check(c->d, qp->resp.wr_rkey, qp->pdn, qp->resp.wr_va,
+		enum hm_mkey_result r = hm_rkey_check(c->d, qp->resp.wr_rkey, qp, qp->resp.wr_va,
 						      p->paylen, HCA_ACCESS_REMOTE_WRITE, &iova);
 
 		if (r != HM_MKEY_OK) {
@@ -727,6 +731,16 @@ static enum resp_step complete(struct resp_pkt *c)
 	struct hm_qp *qp = c->qp;
 	const struct hm_pkt *p = c->p;
 
+	/* SEND with Invalidate: its last packet invalidates the window its IETH names, or the
+	 * request is invalid (IBA 9.4.1.1, 10.6.7.2.6) */
+	if (c->last && (p->opcode == HM_OP_SEND_LAST_INV || p->opcode == HM_OP_SEND_ONLY_INV)) {
+		uint32_t verr = hm_mw_invalidate(c->d, qp, p->ieth_rkey, true);
+
+		if (verr) {
+			resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, verr, c->t);
+			return RESP_DONE;
+		}
+	}
 	if (qp->type == HCA_QPT_RC)
 		qp->resp.epsn = (p->psn + 1) & HCA_PSN_MASK;
 	if (c->last) {

@@ -36,6 +36,7 @@ package hca_pkg;
     HCA_WC_LOC_QP_OP_ERR = 8'd2,
     HCA_WC_LOC_PROT_ERR = 8'd4,
     HCA_WC_WR_FLUSH_ERR = 8'd5,
+    HCA_WC_MW_BIND_ERR = 8'd6,
     HCA_WC_REM_INV_REQ_ERR = 8'd9,
     HCA_WC_REM_ACCESS_ERR = 8'd10,
     HCA_WC_REM_OP_ERR = 8'd11,
@@ -51,6 +52,8 @@ package hca_pkg;
     HCA_CQE_OP_RDMA_READ = 8'd2,
     HCA_CQE_OP_COMP_SWAP = 8'd3,
     HCA_CQE_OP_FETCH_ADD = 8'd4,
+    HCA_CQE_OP_BIND_MW = 8'd5,
+    HCA_CQE_OP_LOCAL_INV = 8'd6,
     HCA_CQE_OP_RECV = 8'd128,
     HCA_CQE_OP_RECV_RDMA_WITH_IMM = 8'd129
   } hca_cqe_op_e;

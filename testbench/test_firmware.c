@@ -1016,7 +1016,7 @@ Test(firmware, create_mkey_bad_fields_name_the_field_and_take_no_reference)
 	in.pdn = 4242;
 	EXPECT_BAD_HANDLE(&f, HCA_CMD_CREATE_MKEY, &in, "pdn");
 	in = ok;
-	in.access = HCA_ACCESS_LOCAL_WRITE | 0x10;
+	in.access = HCA_ACCESS_LOCAL_WRITE | 0x20; /* 0x10 is MW_BIND */
 	EXPECT_FIELD(&f, HCA_CMD_CREATE_MKEY, &in, BAD_PARAM, "access");
 	in.access = HCA_ACCESS_REMOTE_WRITE;
 	EXPECT_FIELD(&f, HCA_CMD_CREATE_MKEY, &in, BAD_PARAM, "access");

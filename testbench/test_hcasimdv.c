@@ -241,7 +241,7 @@ static void malformed(enum bad kind, enum ibv_wc_status want, uint32_t verr, con
 	d = (void *)(w + HCA_WQE_BASE_BYTES);
 	switch (kind) {
 	case BAD_OPCODE:
-		c->opcode = 9;
+		c->opcode = 10; /* IBV_WR_TSO: not the device's */
 		break;
 	case BAD_OPCODE_FF:
 		c->opcode = 0xff;
@@ -293,7 +293,7 @@ static void malformed(enum bad kind, enum ibv_wc_status want, uint32_t verr, con
 
 Test(hcasimdv, malformed_hand_built_wqes_end_in_error_completions)
 {
-	malformed(BAD_OPCODE, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_OPCODE, "opcode 9");
+	malformed(BAD_OPCODE, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_OPCODE, "opcode 10");
 	malformed(BAD_OPCODE_FF, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_OPCODE, "opcode 0xff");
 	malformed(BAD_NUM_SGE, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_NUM_SGE, "num_sge one past the stride");
 	malformed(BAD_NUM_SGE_255, IBV_WC_LOC_QP_OP_ERR, HCA_VERR_WQE_NUM_SGE, "num_sge 255");

@@ -134,8 +134,16 @@ enum hca_access { /* numbered as libibverbs */
 	HCA_ACCESS_REMOTE_WRITE = 1u << 1,
 	HCA_ACCESS_REMOTE_READ = 1u << 2,
 	HCA_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	HCA_ACCESS_MW_BIND = 1u << 4, /* memory regions: memory windows may be bound to it */
 };
-#define HCA_ACCESS_ALL 0xfu
+#define HCA_ACCESS_ALL 0xfu    /* the rights of a QP (and of a memory window) */
+#define HCA_ACCESS_MR_ALL 0x1fu /* the rights of a memory region */
+
+/* Memory window types (IBA 10.6.7.1), numbered as libibverbs' ibv_mw_type. */
+enum hca_mw_type {
+	HCA_MW_TYPE_1 = 1, /* bound by a BIND_MW WQE whose QP is of the window's PD */
+	HCA_MW_TYPE_2 = 2, /* type 2B: bound to one QP, invalidated by LOCAL_INV or SEND_INV */
+};
 
 /* Capability flags reported by QUERY_HCA_CAP: only what the device implements. */
 enum hca_cap_flag {
@@ -144,6 +152,7 @@ enum hca_cap_flag {
 	HCA_CAP_AUTO_PATH_MIG = 1u << 2,     /* alternate paths (HCA_QPA_ALT_PATH, PATH_MIG_STATE) */
 	HCA_CAP_CHANGE_PHY_PORT = 1u << 3,   /* HCA_QPA_PORT in SQD->SQD */
 	HCA_CAP_UD_MCAST = 1u << 4,          /* ATTACH_MCG/DETACH_MCG, with HCA_MCAST_* limits */
+	HCA_CAP_MEM_WINDOW = 1u << 5,        /* ALLOC_MW/DEALLOC_MW, BIND_MW, LOCAL_INV, SEND_INV */
 };
 
 #define HCA_PSN_MASK 0xffffffu
@@ -213,6 +222,7 @@ enum hca_wqe_class {
 	HCA_WQE_CLASS_WRITE = 1u << 1,  /* data placed at an rkey */
 	HCA_WQE_CLASS_READ = 1u << 2,   /* data returned in responses */
 	HCA_WQE_CLASS_ATOMIC = 1u << 3, /* 8 bytes read, modified, written once, returned */
+	HCA_WQE_CLASS_LOCAL = 1u << 4,  /* nothing: a local operation of the key block, no packet */
 };
 
 /* What wqe.def says of WQE opcode op: the QP types it may be posted on (HCA_QPTS_*) and its
@@ -270,6 +280,7 @@ enum hca_wqe_flag {
 enum hca_wc_flag {
 	HCA_WC_F_GRH = 1u << 0, /* the first 40 bytes of the receive buffer hold the GRH */
 	HCA_WC_F_IMM = 1u << 1, /* imm_data is valid */
+	HCA_WC_F_INV = 1u << 2, /* a SEND with Invalidate: imm_data is the R_Key invalidated (host order) */
 };
 #define HCA_LKEY_END 0xffffffffu /* ends a receive WQE's scatter list */
 #define HCA_QKEY_PRIVILEGED 0x80000000u

@@ -205,12 +205,47 @@ BLK_WEAK enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint3
 	return HM_MKEY_OK;
 }
 
+/* The responder's rkey checks answer as the lkey checks do (blk_do.mkey). */
+BLK_WEAK enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
+					   uint64_t va, uint64_t len, uint32_t access,
+					   uint64_t *iova)
+{
+	(void)d, (void)key, (void)qp, (void)len, (void)access;
+	note("hm_rkey_check");
+	blk.nmkey++;
+	if (blk_do.mkey != HM_MKEY_OK)
+		return blk_do.mkey;
+	*iova = va;
+	return HM_MKEY_OK;
+}
+
+/* Memory window binds and invalidations: recorded, and answered blk_do.mw_verr. */
+BLK_WEAK uint32_t hm_mw_bind(struct hm_dev *d, const struct hm_qp *qp, uint32_t wqe,
+			     const struct hca_wqe_bind *b)
+{
+	(void)d, (void)qp, (void)wqe, (void)b;
+	note("hm_mw_bind");
+	blk.nmw++;
+	return blk_do.mw_verr;
+}
+
+BLK_WEAK uint32_t hm_mw_invalidate(struct hm_dev *d, const struct hm_qp *qp, uint32_t rkey,
+				   bool remote)
+{
+	(void)d, (void)qp, (void)rkey;
+	note("hm_mw_invalidate");
+	blk.nmw++;
+	return blk_do.mw_verr && remote ? HCA_VERR_REQ_INV_RKEY : blk_do.mw_verr;
+}
+
 BLK_WEAK uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote)
 {
 	static const uint32_t lkey[] = { HCA_VERR_NONE, HCA_VERR_LKEY_INVALID, HCA_VERR_LKEY_PD,
-					 HCA_VERR_LKEY_ACCESS, HCA_VERR_LKEY_BOUNDS };
+					 HCA_VERR_LKEY_ACCESS, HCA_VERR_LKEY_BOUNDS,
+					 HCA_VERR_LKEY_INVALID };
 	static const uint32_t rkey[] = { HCA_VERR_NONE, HCA_VERR_RKEY_INVALID, HCA_VERR_RKEY_PD,
-					 HCA_VERR_RKEY_ACCESS, HCA_VERR_RKEY_BOUNDS };
+					 HCA_VERR_RKEY_ACCESS, HCA_VERR_RKEY_BOUNDS,
+					 HCA_VERR_RKEY_QP };
 
 	note("hm_mkey_verr");
 	return remote ? rkey[r] : lkey[r];

@@ -104,7 +104,7 @@ struct blk_log {
 	/* the PSN classifier's inputs (the stub classifies as IBA 9.7.5.1 says) */
 	struct hm_psn_in psn_in[BLK_MAX];
 	unsigned npsn;
-	unsigned nqpc_get, nmkey;
+	unsigned nqpc_get, nmkey, nmw;
 };
 
 /* What the stubbed neighbours answer; blk_setup resets it to the defaults in brackets. */
@@ -116,7 +116,8 @@ struct blk_script {
 	sim_time_t wire_ps;      /* hm_port_send: the last bit leaves t + wire_ps [100 ns] */
 	sim_time_t dma_ps;       /* each timed DMA read or write takes [500 ns] */
 	bool sge_fail;           /* hm_sge_copy: a key check fails (LKEY_INVALID, nothing moved) */
-	enum hm_mkey_result mkey;/* hm_mkey_check's answer [HM_MKEY_OK]; the IOVA is the VA */
+	enum hm_mkey_result mkey;/* hm_mkey_check, hm_rkey_check [HM_MKEY_OK]; the IOVA is the VA */
+	uint32_t mw_verr;        /* hm_mw_bind's and hm_mw_invalidate's answer [HCA_VERR_NONE] */
 	bool wqe_read_fail;      /* hm_wqe_read fails [false] */
 	bool dma_fail;           /* sim_dma_read_timed / _ct fail [false] */
 	bool migrate_ok;         /* hm_qp_migrate's answer [false] */

@@ -282,6 +282,39 @@ BLK_TEST(req, max_rd_atomic_and_fences_hold_a_wqe_back)
 	cr_assert_eq(blk.pkts[2].p.opcode, HM_OP_SEND_ONLY);
 }
 
+BLK_TEST(req, a_bind_waits_for_the_wqes_before_it_then_runs_in_the_key_block)
+{
+	struct hm_qp *qp = rc_qp(HCA_QPT_RC);
+
+	post(qp, HCA_WQE_OP_SEND, 0, 64);
+	post(qp, HCA_WQE_OP_BIND_MW, HCA_WQE_F_SIGNALED, 0);
+	cr_assert(run0(qp));
+	cr_assert_not(run0(qp), "the SEND before it is not acknowledged");
+	cr_assert_str_eq(blk_steps(), "CHK_QUEUE CHK_STATE FETCH CHK_RD_ATOMIC CHK_FENCE LOCAL");
+	cr_assert(qp->req.local_wait);
+	cr_assert_eq(blk.nmw, 0, "the window is not touched before the SEND completes");
+	cr_assert_eq(qp->req.flight[1].last_psn, 10, "no PSN of its own: the one before");
+	qp->comp.sq_done = 1; /* the completer retired the SEND */
+	cr_assert(run0(qp));
+	cr_assert_str_eq(blk_steps(), "CHK_QUEUE CHK_STATE CHK_RD_ATOMIC CHK_FENCE LOCAL");
+	cr_assert_eq(blk.nmw, 1);
+	cr_assert_eq(blk.npkts, 1, "a bind sends nothing");
+	cr_assert_eq(blk.nsent, 1);
+	cr_assert_eq(blk.sent[0].a, 1, "completed at once");
+	cr_assert_eq(qp->req.sq_next, 2);
+	cr_assert_eq(qp->req.sq_psn, 11);
+	cr_assert_not(qp->req.local_wait);
+	/* an invalidation the key block refuses fails its WQE and takes the QP out of RTS */
+	post(qp, HCA_WQE_OP_LOCAL_INV, 0, 0);
+	qp->comp.sq_done = 2;
+	blk_do.mw_verr = HCA_VERR_INV_NOT_BOUND;
+	cr_assert(run0(qp));
+	cr_assert_eq(blk.nfail_local, 1);
+	cr_assert_eq(blk.fail_local[0].a, 2);
+	cr_assert_eq(blk.fail_local[0].c, HCA_VERR_INV_NOT_BOUND);
+	cr_assert_eq(blk.nqp_error, 1);
+}
+
 BLK_TEST(req, only_rts_starts_a_wqe_and_sqd_finishes_the_one_begun)
 {
 	struct hm_qp *qp = rc_qp(HCA_QPT_RC);
