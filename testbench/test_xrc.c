@@ -109,6 +109,17 @@ static void xconnect(struct ibv_qp *qp, uint16_t dlid, uint32_t peer_qpn)
 		     0, "RTS: %s", hcasim_last_error());
 }
 
+/* A new XRC_RECV QP and ini[0], connected to each other. */
+static void renew(struct xrc *x)
+{
+	cr_assert_eq(ibv_destroy_qp(x->tgt), 0);
+	cr_assert_eq(ibv_destroy_qp(x->ini[0]), 0);
+	x->tgt = xrc_tgt(x->b.ctx, x->xrcd);
+	x->ini[0] = xrc_ini(&x->a, false);
+	xconnect(x->tgt, x->a.port.lid, x->ini[0]->qp_num);
+	xconnect(x->ini[0], x->b.port.lid, x->tgt->qp_num);
+}
+
 static void xrc_open(struct xrc *x)
 {
 	memset(x, 0, sizeof(*x));
@@ -266,6 +277,52 @@ Test(xrc, srq_without_receive_rnr_naks_then_delivers)
 	xrc_close(&x);
 }
 
+/* RDMA WRITE through XRC: the rkey is checked in the PD of the SRQ the XRCETH names (IBA
+ * A14), so a WRITE naming an SRQ of the MR's PD lands, and one naming an SRQ of another PD
+ * completes with REM_ACCESS_ERR (vendor_err NAK_REM_ACCESS) and writes nothing. */
+Test(xrc, rdma_write_is_checked_in_the_pd_of_the_named_srq)
+{
+	struct xrc x;
+	struct ibv_pd *pd2;
+	struct ibv_srq *s2;
+	uint32_t n2;
+	struct ibv_wc w;
+
+	xrc_open(&x);
+	pd2 = ibv_alloc_pd(x.b.ctx);
+	cr_assert_not_null(pd2);
+	s2 = xrc_srq(x.b.ctx, pd2, x.xrcd, x.b.cq);
+	cr_assert_eq(ibv_get_srq_num(s2, &n2), 0);
+	renew(&x);
+	for (int c = 0; c < 2; c++) {
+		struct ibv_sge sg = { (uintptr_t)x.src->addr, 256, x.src->lkey };
+		struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sg, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *b;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)x.dst->addr + SLOT;
+		wr.wr.rdma.rkey = x.dst->rkey;
+		wr.qp_type.xrc.remote_srqn = c ? n2 : x.srqn[1];
+		cr_assert_eq(ibv_post_send(x.ini[0], &wr, &b), 0, "%s", hcasim_last_error());
+		tb_poll(x.a.cq, &w, 1);
+		cr_expect_eq(w.status, c ? IBV_WC_REM_ACCESS_ERR : IBV_WC_SUCCESS, "case %d: %s", c,
+			     ibv_wc_status_str(w.status));
+		cr_expect_eq(w.opcode, IBV_WC_RDMA_WRITE);
+		cr_expect_eq(w.vendor_err, c ? 0x31u : 0u);
+		cr_expect_eq(memcmp((uint8_t *)x.dst->addr + SLOT, x.src->addr, 256) == 0, c == 0,
+			     "case %d: the bytes", c);
+		memset((uint8_t *)x.dst->addr + SLOT, 0, 256);
+		if (!c)
+			renew(&x);
+	}
+	cr_assert_eq(ibv_destroy_qp(x.tgt), 0);
+	x.tgt = xrc_tgt(x.b.ctx, x.xrcd); /* xrc_close destroys it; s2 must go first */
+	cr_assert_eq(ibv_destroy_srq(s2), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0, "%s", hcasim_last_error());
+	xrc_close(&x);
+}
+
 /* The wire: an XRC SEND carries the XRC opcode class and a 4-byte XRCETH right after the BTH
  * (Reserved 8 bits, XRCSRQ 24 bits), parses back, and a frame cut inside it is malformed. */
 Test(xrc, xrceth_layout_on_the_wire)
@@ -298,17 +355,6 @@ Test(xrc, xrceth_layout_on_the_wire)
 	memmove(f + HM_LRH_BYTES + HM_BTH_BYTES + 2, f + n - 6, 6);
 	f[5] = (uint8_t)((HM_LRH_BYTES + HM_BTH_BYTES + 2 + 4) / 4); /* LRH PktLen */
 	cr_expect_neq(hm_pkt_parse(HM_LL_IB, f, HM_LRH_BYTES + HM_BTH_BYTES + 2 + 6, &q), 0);
-}
-
-/* A new XRC_RECV QP and ini[0], connected to each other. */
-static void renew(struct xrc *x)
-{
-	cr_assert_eq(ibv_destroy_qp(x->tgt), 0);
-	cr_assert_eq(ibv_destroy_qp(x->ini[0]), 0);
-	x->tgt = xrc_tgt(x->b.ctx, x->xrcd);
-	x->ini[0] = xrc_ini(&x->a, false);
-	xconnect(x->tgt, x->a.port.lid, x->ini[0]->qp_num);
-	xconnect(x->ini[0], x->b.port.lid, x->tgt->qp_num);
 }
 
 /* A wrong SRQ number from the wire (none, a basic SRQ, an SRQ of another domain) is NAKed
