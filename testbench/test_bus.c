@@ -195,17 +195,28 @@ Test(bus, dma_maps_hand_out_iovas_and_bad_maps_vectors_and_waits_are_refused)
 	hcasim_shutdown();
 }
 
-/* The frames of link 0's capture at path: IB (LINKTYPE_WIRESHARK_UPPER_PDU) records, each an
- * exported-PDU tag list (ending with tag 0, length 0) before the frame. */
+/* The frames of link 0's capture at path, a pcapng file: a section header and an interface
+ * description block, then enhanced packet blocks (type 6: 28 bytes before the data, the
+ * captured length at +20), each IB (LINKTYPE_WIRESHARK_UPPER_PDU) frame after an exported-PDU
+ * tag list (ending with tag 0, length 0). */
 static size_t first_frame(const char *path, uint8_t *out, size_t cap)
 {
-	size_t len = 0, off = 24 + 16, n;
+	size_t len = 0, off = 0, n;
 	uint8_t *f = (uint8_t *)tb_slurp(path, &len);
-	uint32_t incl;
+	uint32_t type = 0, blen, incl;
 
 	cr_assert_not_null(f, "%s", path);
-	cr_assert_gt(len, off, "%s: no frame", path);
-	memcpy(&incl, f + 24 + 8, 4);
+	while (off + 28 <= len) {
+		memcpy(&type, f + off, 4);
+		memcpy(&blen, f + off + 4, 4);
+		if (type == 6)
+			break;
+		cr_assert_geq(blen, 12u, "%s: a block of %u bytes", path, blen);
+		off += blen;
+	}
+	cr_assert_eq(type, 6u, "%s: no frame", path);
+	memcpy(&incl, f + off + 20, 4);
+	off += 28;
 	while (off + 4 <= len) { /* tags */
 		unsigned tag = f[off] << 8 | f[off + 1], tlen = f[off + 2] << 8 | f[off + 3];
 
