@@ -175,6 +175,18 @@ void drv_sq_set_rdma(uint8_t *w, uint64_t remote_addr, uint32_t rkey, uint64_t c
 	r->swap = swap;
 }
 
+/* XRC_SEND: the remote XRC SRQ, carried in the XRCETH (24 bits). */
+int drv_sq_set_xrc(const char *verb, uint8_t *w, uint32_t srqn)
+{
+	struct hca_wqe_rdma *r = (void *)(w + sizeof(struct hca_wqe_ctrl));
+
+	if (srqn > HCA_QPN_MASK)
+		return drv_fail(EINVAL, "%s: remote_srqn 0x%x wider than the XRCETH's 24 bits", verb,
+				srqn);
+	r->xrc_srqn = srqn;
+	return 0;
+}
+
 int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct ibv_ah *ibah,
 		  uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -311,6 +323,8 @@ static int post_one(struct drv_qp *qp, const struct ibv_send_wr *wr)
 				wr->wr.atomic.compare_add, wr->wr.atomic.swap);
 	else
 		drv_sq_set_rdma(w, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, 0, 0);
+	if (!rc && qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		rc = drv_sq_set_xrc(verb, w, wr->qp_type.xrc.remote_srqn);
 	if (rc)
 		return rc;
 	if (wr->send_flags & IBV_SEND_INLINE)

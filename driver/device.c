@@ -232,6 +232,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_rt_values = query_rt_values;
 	c->vctx.create_cq_ex = drv_create_cq_ex;
 	c->vctx.create_qp_ex = drv_create_qp_ex;
+	c->vctx.open_xrcd = drv_open_xrcd;
+	c->vctx.close_xrcd = drv_close_xrcd;
+	c->vctx.create_srq_ex = drv_create_srq_ex;
 	drv_ops_init(&c->vctx.context.ops);
 	drv_ctx_fill_unsupported(&c->vctx);
 	c->next = d->ctxs;
@@ -294,6 +297,8 @@ static int fill_device_attr(struct drv_dev *d, struct ibv_device_attr *a)
 		a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 		a->max_mw = (int)cap.max_mr;
 	}
+	if (cap.cap_flags & HCA_CAP_XRC)
+		a->device_cap_flags |= IBV_DEVICE_XRC;
 	a->max_sge = (int)cap.max_sge;
 	a->max_sge_rd = (int)cap.max_sge;
 	a->max_cq = (int)cap.max_cq;

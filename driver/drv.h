@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define DRV_MAX_DEVS 16
 /* The reason every memory-window verb gives (alloc_mw, bind_mw, ibv_wr_bind_mw, ...). */
@@ -35,6 +36,7 @@ enum drv_kind { /* 0 = not a live handle */
 	DRV_KIND_AH,
 	DRV_KIND_CHAN,
 	DRV_KIND_MW,
+	DRV_KIND_XRCD,
 };
 
 struct drv_ctx;
@@ -85,6 +87,7 @@ struct drv_dev {
 	uint32_t nqp_by_num;
 	struct drv_cq **cq_by_num;     /* CQN -> CQ */
 	uint32_t ncq_by_num;
+	struct drv_xrc_dom *xrc_doms;  /* XRC domains opened (driver/xrc.c) */
 	struct drv_srq **srq_by_num;   /* SRQN -> SRQ */
 	uint32_t nsrq_by_num;
 	unsigned nah;                  /* address handles alive */
@@ -161,6 +164,24 @@ struct drv_srq {
 	uint32_t tail;      /* oldest WQE whose completion has not been seen */
 	uint64_t *wrid;     /* per slot */
 	uint8_t *done;      /* per slot: completion seen */
+	uint32_t xrcdn;     /* XRC SRQ: its device XRC domain (0: a basic SRQ) */
+};
+
+/* An XRC domain of the device, shared by every ibv_open_xrcd of the same file (or private to
+ * one open with fd -1): docs/xrc.md. */
+struct drv_xrc_dom {
+	struct drv_xrc_dom *next; /* the device's list */
+	uint32_t xrcdn;           /* device XRC domain number */
+	bool shared;              /* opened through a file: dev and ino identify it */
+	dev_t st_dev;
+	ino_t st_ino;
+	unsigned opens;           /* ibv_xrcd handles on it */
+};
+
+/* One ibv_open_xrcd: a handle of one context on a domain. */
+struct drv_xrcd {
+	struct ibv_xrcd xrcd;     /* user handle */
+	struct drv_xrc_dom *dom;
 };
 
 struct drv_qp {
@@ -260,6 +281,7 @@ int drv_dealloc_mw(struct ibv_mw *mw);
 int drv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 void drv_sq_set_rdma(uint8_t *w, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		     uint64_t swap);
+int drv_sq_set_xrc(const char *verb, uint8_t *w, uint32_t srqn);
 int drv_sq_set_ud(const struct drv_qp *qp, const char *verb, uint8_t *w, struct ibv_ah *ah,
 		  uint32_t remote_qpn, uint32_t remote_qkey);
 int drv_sq_set_sge(const struct drv_qp *qp, const char *verb, uint8_t *w,
@@ -295,5 +317,16 @@ void drv_handle_del(const void *ptr);
 	(drv_handle_kind(ptr) == (kind) ? (type *)(void *)(ptr) : NULL)
 
 int drv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+
+/* objects.c: an SRQ of PD pd; an XRC SRQ also names its device XRC domain and CQ (0, 0 for a
+ * basic SRQ). */
+struct drv_srq *drv_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init,
+			       const char *verb, uint32_t xrcdn, uint32_t cqn);
+
+/* xrc.c: XRC domains, XRC SRQs and XRC_RECV QPs (the verbs_context ops), docs/xrc.md. */
+struct ibv_xrcd *drv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int drv_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_srq *drv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 
 #endif

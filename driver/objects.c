@@ -491,32 +491,33 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 /* ---- SRQ ---- */
 
-struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+struct drv_srq *drv_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init,
+			       const char *verb, uint32_t xrcdn, uint32_t cqn)
 {
 	struct drv_pd *pd = DRV_OBJ(struct drv_pd, ibpd, DRV_KIND_PD);
-	struct hca_srq_create_in in = { 0 };
+	struct hca_srq_create_in in = { .xrcd = xrcdn, .cqn = cqn };
 	struct hca_srq_out out;
 	struct drv_srq *srq;
 	struct drv_dev *d;
 	uint32_t entries, stride;
 
 	if (!pd) {
-		drv_fail(EINVAL, "ibv_create_srq: not a live PD");
+		drv_fail(EINVAL, "%s: not a live PD", verb);
 		return NULL;
 	}
 	d = drv_dev_of(pd->pd.context);
-	drv_charge_verb(d);
+	drv_charge_verb_(d, verb);
 	if (!init) {
-		drv_fail(EINVAL, "ibv_create_srq: NULL init_attr");
+		drv_fail(EINVAL, "%s: NULL init_attr", verb);
 		return NULL;
 	}
 	if (!init->attr.max_wr || init->attr.max_wr > d->cap.max_srq_wr) {
-		drv_fail(EINVAL, "ibv_create_srq: max_wr %u outside 1..%u", init->attr.max_wr,
+		drv_fail(EINVAL, "%s: max_wr %u outside 1..%u", verb, init->attr.max_wr,
 			 d->cap.max_srq_wr);
 		return NULL;
 	}
 	if (init->attr.max_sge > d->cap.max_srq_sge) {
-		drv_fail(EINVAL, "ibv_create_srq: max_sge %u above %u", init->attr.max_sge,
+		drv_fail(EINVAL, "%s: max_sge %u above %u", verb, init->attr.max_sge,
 			 d->cap.max_srq_sge);
 		return NULL;
 	}
@@ -533,7 +534,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 			free(srq->done);
 		}
 		free(srq);
-		drv_fail(ENOMEM, "ibv_create_srq: out of memory");
+		drv_fail(ENOMEM, "%s: out of memory", verb);
 		return NULL;
 	}
 	if (drv_dma_alloc(d, (size_t)entries * stride, HCASIM_DMA_READ, &srq->ring, &srq->ring_map,
@@ -561,7 +562,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	init->attr.max_wr = out.max_wr;
 	init->attr.max_sge = out.max_sge;
 	init->attr.srq_limit = out.srq_limit;
-	return &srq->srq;
+	return srq;
 err_free:
 	drv_dbrec_free(d, srq->db);
 	drv_dma_free(d, srq->ring, srq->ring_map);
@@ -569,6 +570,13 @@ err_free:
 	free(srq->done);
 	free(srq);
 	return NULL;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+{
+	struct drv_srq *srq = drv_srq_create(ibpd, init, "ibv_create_srq", 0, 0);
+
+	return srq ? &srq->srq : NULL;
 }
 
 int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)

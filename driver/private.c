@@ -31,7 +31,6 @@
 		return drv_fail(EOPNOTSUPP, "ibv_" #name ": %s", why);                             \
 	}
 
-#define NO_XRC "XRC is not supported yet"
 #define NO_DM "device memory is not supported"
 #define NO_FLOW "flow steering is not supported (no raw Ethernet QPs)"
 #define NO_COUNTERS "counter objects are not supported (see hcasim_qp_counters)"
@@ -78,13 +77,9 @@ UNSUP_INT(modify_wq, NO_WQ, struct ibv_wq *wq, struct ibv_wq_attr *attr)
 UNSUP_PTR(struct ibv_wq, create_wq, NO_WQ, struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 UNSUP_INT(destroy_flow, NO_FLOW, struct ibv_flow *flow)
 UNSUP_PTR(struct ibv_flow, create_flow, NO_FLOW, struct ibv_qp *qp, struct ibv_flow_attr *attr)
-UNSUP_PTR(struct ibv_qp, open_qp, NO_XRC, struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
-UNSUP_PTR(struct ibv_srq, create_srq_ex,
-	  "extended SRQs (comp_mask beyond IBV_SRQ_INIT_ATTR_PD, XRC SRQs) are not supported yet",
-	  struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
-UNSUP_PTR(struct ibv_xrcd, open_xrcd, NO_XRC, struct ibv_context *ctx,
-	  struct ibv_xrcd_init_attr *attr)
-UNSUP_INT(close_xrcd, NO_XRC, struct ibv_xrcd *xrcd)
+UNSUP_PTR(struct ibv_qp, open_qp,
+	  "opening an XRC_RECV QP of another context is not supported (docs/xrc.md)",
+	  struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 
 #define FILL(p, op)                                                                                \
 	do {                                                                                       \
@@ -148,9 +143,6 @@ void drv_ctx_fill_unsupported(struct verbs_context *v)
 	if (!v->ibv_create_flow)
 		v->ibv_create_flow = unsup_create_flow;
 	FILL(v, open_qp);
-	FILL(v, create_srq_ex);
-	FILL(v, open_xrcd);
-	FILL(v, close_xrcd);
 }
 
 /* ---- IBVERBS_PRIVATE_34: the provider interface. A provider library (libmlx5, libefa, ...)

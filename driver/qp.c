@@ -62,10 +62,13 @@ static int qp_check_type(const char *verb, enum ibv_qp_type type)
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		return 0;
-	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
-	case IBV_QPT_XRC_RECV:
+		return 0;
+	case IBV_QPT_XRC_RECV: /* the kernel's create_qp finds no XRC domain without the mask */
+		drv_fail(EINVAL, "%s: IBV_QPT_XRC_RECV needs ibv_create_qp_ex with "
+			 "IBV_QP_INIT_ATTR_XRCD", verb);
+		return -1;
+	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		drv_fail(EOPNOTSUPP, "%s: qp_type %d is not supported by this device", verb,
 			 type);
@@ -182,6 +185,7 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	struct ibv_context *ctx;
 	struct drv_dev *d;
 	struct drv_qp *qp;
+	bool xrc;
 
 	if (!pd) {
 		drv_fail(EINVAL, "%s: not a live PD", verb);
@@ -196,14 +200,17 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	}
 	if (qp_check_type(verb, init->qp_type))
 		return NULL;
+	/* XRC_SEND: no receive side (recv_cq, srq and the receive sizes are ignored, as the
+	 * kernel ignores them); the device takes its send CQ as its receive CQ. */
+	xrc = init->qp_type == IBV_QPT_XRC_SEND;
 	scq = cq_of(init->send_cq, ctx);
-	rcq = cq_of(init->recv_cq, ctx);
+	rcq = xrc ? scq : cq_of(init->recv_cq, ctx);
 	if (!scq || !rcq) {
 		drv_fail(EINVAL, "%s: %s is not a live CQ of this context", verb,
 			 !scq ? "send_cq" : "recv_cq");
 		return NULL;
 	}
-	if (init->srq) {
+	if (init->srq && !xrc) {
 		srq = DRV_OBJ(struct drv_srq, init->srq, DRV_KIND_SRQ);
 		if (!srq || srq->srq.context != ctx) {
 			drv_fail(EINVAL, "%s: srq is not a live SRQ of this context", verb);
@@ -214,11 +221,11 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	in.caps.max_send_sge = init->cap.max_send_sge;
 	in.caps.max_inline = init->cap.max_inline_data;
 	/* With an SRQ the receive sizes are ignored (ibv_create_qp(3)). */
-	in.caps.max_recv_wr = srq ? 0 : init->cap.max_recv_wr;
-	in.caps.max_recv_sge = srq ? 0 : init->cap.max_recv_sge;
+	in.caps.max_recv_wr = srq || xrc ? 0 : init->cap.max_recv_wr;
+	in.caps.max_recv_sge = srq || xrc ? 0 : init->cap.max_recv_sge;
 	if (qp_check_caps(d, verb, &in.caps))
 		return NULL;
-	qp = qp_alloc(d, verb, &in, srq != NULL);
+	qp = qp_alloc(d, verb, &in, srq || xrc);
 	if (!qp)
 		return NULL;
 	in.type = (uint8_t)init->qp_type;

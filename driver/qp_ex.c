@@ -222,8 +222,20 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remot
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 {
-	(void)srqn;
-	unsupported(qpx, "ibv_wr_set_xrc_srqn", "XRC is not supported yet");
+	static const char verb[] = "ibv_wr_set_xrc_srqn";
+	struct drv_qp *qp = qp_of(qpx);
+	uint8_t *w = cur_wqe(qp, verb);
+	int rc;
+
+	if (!w)
+		return;
+	if (qpx->qp_base.qp_type != IBV_QPT_XRC_SEND) {
+		batch_failf(qp, EINVAL, "%s: the QP is not IBV_QPT_XRC_SEND", verb);
+		return;
+	}
+	rc = drv_sq_set_xrc(verb, w, srqn);
+	if (rc)
+		batch_fail(qp, rc);
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
@@ -378,7 +390,7 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 {
 	static const char verb[] = "ibv_create_qp_ex";
 	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
 	struct ibv_qp_init_attr init;
 	struct drv_qp *qp;
 	uint64_t bad;
@@ -393,9 +405,11 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	}
 	if (attr->comp_mask & ~known) {
 		drv_fail(EOPNOTSUPP, "%s: comp_mask bits 0x%x are not supported by this device "
-			 "(XRC, RSS, TSO, ...)", verb, attr->comp_mask & ~known);
+			 "(RSS, TSO, ...)", verb, attr->comp_mask & ~known);
 		return NULL;
 	}
+	if (attr->qp_type == IBV_QPT_XRC_RECV) /* no PD: its XRC domain (driver/xrc.c) */
+		return drv_xrc_tgt_create(ctx, attr);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
 	    !DRV_OBJ(struct drv_pd, attr->pd, DRV_KIND_PD) || attr->pd->context != ctx) {
 		drv_fail(EINVAL, "%s: comp_mask lacks IBV_QP_INIT_ATTR_PD or pd is not of this "
@@ -406,7 +420,7 @@ struct ibv_qp *drv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (bad = ops_refused(attr->qp_type, attr->send_ops_flags))) {
 		drv_fail(EOPNOTSUPP, "%s: send_ops_flags 0x%llx: not supported on qp_type %d "
-			 "(XRC, TSO and atomic write are not supported yet)", verb,
+			 "(TSO and atomic write are not supported yet)", verb,
 			 (unsigned long long)bad, attr->qp_type);
 		return NULL;
 	}

@@ -112,6 +112,7 @@ void fw_reset_objects(struct fw_state *fw)
 	table_init(&fw->cqs, sizeof(struct fw_cq), 1, c->max_cq);
 	table_init(&fw->srqs, sizeof(struct fw_srq), 1, c->max_srq);
 	table_init(&fw->qps, sizeof(struct fw_qp), HCA_FIRST_QPN, c->max_qp);
+	table_init(&fw->xrcds, sizeof(struct fw_xrcd), 1, HCA_MAX_XRCD);
 	hm_eq_reset(fw->dev);
 }
 
@@ -134,6 +135,7 @@ void fw_destroy(struct fw_state *fw)
 	free(fw->cqs.objs);
 	free(fw->srqs.objs);
 	free(fw->qps.objs);
+	free(fw->xrcds.objs);
 	free(fw);
 }
 

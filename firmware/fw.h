@@ -45,6 +45,12 @@ struct fw_srq {
 	uint64_t ring_addr; /* receive ring */
 	uint64_t db_addr;   /* doorbell record */
 	uint32_t refs;      /* QPs using it */
+	uint32_t xrcd;      /* XRC SRQ: its XRC domain (0: a basic SRQ) */
+	uint32_t cqn;       /* XRC SRQ: the CQ of its receive completions */
+};
+struct fw_xrcd {
+	bool live;     /* allocated */
+	uint32_t refs; /* XRC SRQs and XRC_RECV QPs in it */
 };
 
 struct fw_qp {
@@ -54,6 +60,7 @@ struct fw_qp {
 	uint8_t sq_sig_all;       /* as created */
 	uint8_t has_srq;          /* as created */
 	uint32_t pdn, send_cqn, recv_cqn, srqn; /* creation-time objects */
+	uint32_t xrcd;            /* XRC_RECV: its XRC domain (and no PD, CQ or SRQ) */
 	struct hca_qp_caps caps;  /* actual sizes */
 	struct hca_qp_attr attr;  /* current attributes */
 	uint64_t sq_addr, rq_addr, db_addr; /* rings */
@@ -72,7 +79,7 @@ struct fw_table {
 
 struct fw_state {
 	struct hm_dev *dev;   /* device */
-	struct fw_table pds, mkeys, cqs, srqs, qps; /* objects */
+	struct fw_table pds, mkeys, cqs, srqs, qps, xrcds; /* objects */
 };
 
 void fw_reset_objects(struct fw_state *fw);
@@ -112,6 +119,12 @@ bool fw_qp_transition_valid(unsigned cur, unsigned next);
 uint32_t fw_qp_required(unsigned type, unsigned cur, unsigned next);
 uint32_t fw_qp_optional(unsigned type, unsigned cur, unsigned next);
 
+/* XRC (firmware/xrc.c): an XRC SRQ's domain and CQ, and the XRC_RECV QP. */
+struct fw_result fw_xrc_srq_check(struct fw_state *fw, const struct hca_srq_create_in *in);
+void fw_xrc_srq_ref(struct fw_state *fw, const struct fw_srq *s, int delta);
+struct fw_result fw_xrc_create_tgt(struct fw_state *fw, const struct hca_qp_create_in *in,
+				   struct hca_qp_create_out *o, sim_time_t *t);
+void fw_xrcd_ref(struct fw_state *fw, uint32_t xrcd, int delta);
 /* True if [addr, addr+len) is mapped for the device with perm. */
 bool fw_dma_ok(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm);
 

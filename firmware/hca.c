@@ -43,7 +43,7 @@ struct fw_result fw_cmd_QUERY_HCA_CAP(struct fw_state *fw, const void *in_, void
 	o->pkey_table_len = (uint32_t)c->pkey_table;
 	o->gid_table_len = HM_GID_TABLE;
 	o->cap_flags = HCA_CAP_CURR_QP_STATE_MOD | HCA_CAP_SYS_IMAGE_GUID | HCA_CAP_AUTO_PATH_MIG |
-		       HCA_CAP_UD_MCAST | HCA_CAP_MEM_WINDOW;
+		       HCA_CAP_UD_MCAST | HCA_CAP_MEM_WINDOW | HCA_CAP_XRC;
 	o->atomic_cap = 1; /* atomic with respect to this HCA (the responder's read-modify-write) */
 	o->core_clock_khz = (uint32_t)(c->core_mhz * 1000);
 	o->local_ca_ack_delay = 15;

@@ -318,6 +318,8 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_sge);
 	if (in->srq_limit)
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, srq_limit); /* armed by MODIFY_SRQ */
+	if (fw_xrc_srq_check(fw, in).status)
+		return fw_xrc_srq_check(fw, in);
 	entries = hca_wq_entries(in->max_wr + 1); /* one slot free to tell full from empty */
 	stride = hca_rq_stride(in->max_sge);
 	if (!fw_dma_ok(fw, in->ring_addr, (uint64_t)entries * stride, SIM_DMA_READ))
@@ -336,12 +338,18 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 	s->ring_addr = in->ring_addr;
 	s->db_addr = in->db_addr;
 	s->refs = 0;
+	s->xrcd = in->xrcd;
+	s->cqn = in->cqn;
 	pd->refs++;
+	fw_xrc_srq_ref(fw, s, 1);
 	hm_srq_write(fw->dev, (uint32_t)srqn,
 		     &(struct hm_srq){ .valid = true, .pdn = in->pdn, .ring = in->ring_addr,
-				       .entries = entries, .stride = stride });
+				       .entries = entries, .stride = stride, .xrcd = in->xrcd,
+				       .cqn = in->cqn });
 	srq_out((uint32_t)srqn, s, out_);
 	trace_fw_srq_create(DEV(fw), (long long)srqn, in->pdn, s->max_wr, s->max_sge);
+	if (in->xrcd)
+		trace_fw_xrc_srq(DEV(fw), (uint32_t)srqn, in->xrcd, in->cqn);
 	return FW_OK;
 }
 
@@ -394,6 +402,7 @@ struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *
 	if (s->refs)
 		return FW_FAIL(BUSY, BUSY, s->refs);
 	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;
+	fw_xrc_srq_ref(fw, s, -1);
 	fw_obj_free(&fw->srqs, in->handle);
 	hm_srq_write(fw->dev, in->handle, &(struct hm_srq){ .valid = false });
 	trace_fw_srq_destroy(DEV(fw), in->handle);

@@ -37,8 +37,16 @@ static void sync_state(struct fw_state *fw, uint32_t qpn, struct fw_qp *qp)
 /* CREATE_QP's type and flag fields. */
 static struct fw_result qp_create_flags(const struct hca_qp_create_in *in)
 {
-	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD)
+	if (in->type != HCA_QPT_RC && in->type != HCA_QPT_UC && in->type != HCA_QPT_UD &&
+	    in->type != HCA_QPT_XRC_SEND)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, type);
+	if (in->xrcd)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, xrcd);
+	/* XRC_SEND: no receive queue (its receive CQ is its send CQ, counted twice). */
+	if (in->type == HCA_QPT_XRC_SEND && in->has_srq)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, has_srq);
+	if (in->type == HCA_QPT_XRC_SEND && in->recv_cqn != in->send_cqn)
+		return FW_FIELD(BAD_PARAM, hca_qp_create_in, recv_cqn);
 	if (in->sq_sig_all > 1)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
 	if (in->has_srq > 1)
@@ -84,7 +92,7 @@ static void qp_record(struct fw_qp *qp, const struct hca_qp_create_in *in, bool 
 	qp->pdn = in->pdn;
 	qp->send_cqn = in->send_cqn;
 	qp->recv_cqn = in->recv_cqn;
-	qp->srqn = srq ? in->srqn : 0;
+	qp->srqn = in->has_srq ? in->srqn : 0;
 	qp->caps = *caps;
 	qp->sq_addr = in->sq_addr;
 	qp->rq_addr = srq ? 0 : in->rq_addr;
@@ -105,7 +113,10 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	struct fw_qp *qp;
 	int64_t qpn;
 	struct fw_result r = qp_create_flags(in);
+	bool norq = in->has_srq || in->type == HCA_QPT_XRC_SEND;
 
+	if (in->type == HCA_QPT_XRC_RECV)
+		return fw_xrc_create_tgt(fw, in, o, t);
 	if (r.status)
 		return r;
 	if (!pd)
@@ -123,7 +134,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		/* The SRQ may belong to another PD than the QP (as on real HCAs): receive WQEs
 		 * are checked against the SRQ's PD by the data path. */
 	}
-	r = qp_create_caps(&in->caps, c, srq != NULL);
+	r = qp_create_caps(&in->caps, c, norq);
 	if (r.status)
 		return r;
 
@@ -133,7 +144,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	caps.max_send_wr = cap_min(sq_entries, c->max_qp_wr);
 	caps.max_send_sge = cap_min((sq_stride - HCA_WQE_BASE_BYTES) / HCA_SGE_BYTES, c->max_sge);
 	caps.max_inline = cap_min(hca_sq_inline_for_stride(sq_stride), c->max_inline);
-	if (!srq) {
+	if (!norq) {
 		rq_entries = hca_wq_entries(rq->max_recv_wr);
 		rq_stride = hca_rq_stride(rq->max_recv_sge);
 		caps.max_recv_wr = cap_min(rq_entries, c->max_qp_wr);
@@ -141,7 +152,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	}
 	if (!fw_dma_ok(fw, in->sq_addr, (uint64_t)sq_entries * sq_stride, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, sq_addr));
-	if (!srq && !fw_dma_ok(fw, in->rq_addr, (uint64_t)rq_entries * rq_stride, SIM_DMA_READ))
+	if (!norq && !fw_dma_ok(fw, in->rq_addr, (uint64_t)rq_entries * rq_stride, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, rq_addr));
 	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, db_addr));
@@ -149,7 +160,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	if (qpn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	qp = fw_obj(&fw->qps, (uint32_t)qpn);
-	qp_record(qp, in, srq != NULL, &caps);
+	qp_record(qp, in, norq, &caps);
 	pd->refs++;
 	scq->refs++;
 	rcq->refs++;
@@ -451,11 +462,15 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 	groups = hm_mcg_of_qp(fw->dev, in->handle);
 	if (groups)
 		return FW_FAIL(BUSY, BUSY, groups);
-	((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
-	((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
-	((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;
-	if (qp->has_srq)
-		((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
+	if (qp->type == HCA_QPT_XRC_RECV) {
+		fw_xrcd_ref(fw, qp->xrcd, -1);
+	} else {
+		((struct fw_pd *)fw_obj(&fw->pds, qp->pdn))->refs--;
+		((struct fw_cq *)fw_obj(&fw->cqs, qp->send_cqn))->refs--;
+		((struct fw_cq *)fw_obj(&fw->cqs, qp->recv_cqn))->refs--;
+		if (qp->has_srq)
+			((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
+	}
 	fw_obj_free(&fw->qps, in->handle);
 	/* type 2B windows serve their QP alone: they end with it, and a QP that reuses the
 	 * number does not inherit them */

@@ -6,16 +6,29 @@
 
 #define S(x) HCA_QPS_##x
 #define A(x) HCA_QPA_##x
+/* The XRC types' optional set of RTR->RTS, RTS->RTS and SQD->RTS (the target adds
+ * MIN_RNR_TIMER). */
+#define CUR_ALT_ACC_MIG (A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PATH_MIG_STATE))
 
 struct qp_cell {
 	bool valid;       /* transition allowed */
-	uint32_t req[3];  /* required, indexed RC, UC, UD */
-	uint32_t opt[3];  /* optional, same index */
+	uint32_t req[5];  /* required, indexed RC, UC, UD, XI (XRC_SEND), XT (XRC_RECV) */
+	uint32_t opt[5];  /* optional, same index */
 };
 
 #define RC 0
 #define UC 1
 #define UD 2
+#define XI 3 /* the kernel's IB_QPT_XRC_INI */
+#define XT 4 /* IB_QPT_XRC_TGT */
+
+/* What RTR->RTS and SQD->RTS allow (the same in the kernel's table). */
+#define TO_RTS_OPT                                                                                 \
+	{                                                                                          \
+		[RC] = CUR_ALT_ACC_MIG | A(MIN_RNR_TIMER), [UC] = CUR_ALT_ACC_MIG,                 \
+		[UD] = A(CUR_STATE) | A(QKEY), [XI] = CUR_ALT_ACC_MIG,                             \
+		[XT] = CUR_ALT_ACC_MIG | A(MIN_RNR_TIMER),                                         \
+	}
 
 static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 	[S(RESET)] = {
@@ -26,6 +39,8 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[XI] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
 	},
@@ -38,6 +53,8 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[XI] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
 		[S(RTR)] = {
@@ -46,11 +63,16 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
 				       A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 				[UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[XI] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[XT] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+				       A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 			},
 			.opt = {
 				[RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[UD] = A(PKEY_INDEX) | A(QKEY),
+				[XI] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+				[XT] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 			},
 		},
 	},
@@ -64,14 +86,11 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				       A(MAX_QP_RD_ATOMIC),
 				[UC] = A(SQ_PSN),
 				[UD] = A(SQ_PSN),
+				[XI] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
+				       A(MAX_QP_RD_ATOMIC),
+				[XT] = A(TIMEOUT) | A(SQ_PSN),
 			},
-			.opt = {
-				[RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
-				       A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
-				[UC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
-				       A(PATH_MIG_STATE),
-				[UD] = A(CUR_STATE) | A(QKEY),
-			},
+			.opt = TO_RTS_OPT,
 		},
 	},
 	[S(RTS)] = {
@@ -85,6 +104,8 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[UC] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
 				       A(PATH_MIG_STATE),
 				[UD] = A(CUR_STATE) | A(QKEY),
+				[XI] = CUR_ALT_ACC_MIG,
+				[XT] = CUR_ALT_ACC_MIG | A(MIN_RNR_TIMER),
 			},
 		},
 		[S(SQD)] = {
@@ -93,6 +114,8 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[RC] = A(EN_SQD_ASYNC_NOTIFY),
 				[UC] = A(EN_SQD_ASYNC_NOTIFY),
 				[UD] = A(EN_SQD_ASYNC_NOTIFY),
+				[XI] = A(EN_SQD_ASYNC_NOTIFY),
+				[XT] = A(EN_SQD_ASYNC_NOTIFY),
 			},
 		},
 	},
@@ -101,13 +124,7 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 		[S(ERR)] = { .valid = true },
 		[S(RTS)] = {
 			.valid = true,
-			.opt = {
-				[RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
-				       A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
-				[UC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
-				       A(PATH_MIG_STATE),
-				[UD] = A(CUR_STATE) | A(QKEY),
-			},
+			.opt = TO_RTS_OPT,
 		},
 		[S(SQD)] = {
 			.valid = true,
@@ -119,6 +136,12 @@ static const struct qp_cell cells[HCA_QPS_COUNT][HCA_QPS_COUNT] = {
 				[UC] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
 				       A(PATH_MIG_STATE),
 				[UD] = A(PKEY_INDEX) | A(QKEY),
+				[XI] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+				       A(MAX_QP_RD_ATOMIC) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+				       A(PKEY_INDEX) | A(PATH_MIG_STATE),
+				[XT] = A(PORT) | A(AV) | A(TIMEOUT) | A(MAX_DEST_RD_ATOMIC) |
+				       A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+				       A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -148,6 +171,10 @@ static int type_index(unsigned type)
 		return UC;
 	case HCA_QPT_UD:
 		return UD;
+	case HCA_QPT_XRC_SEND:
+		return XI;
+	case HCA_QPT_XRC_RECV:
+		return XT;
 	default:
 		return -1;
 	}

@@ -265,7 +265,7 @@ static enum comp_step chk_state(struct comp_pkt *c)
 {
 	const struct hm_qp *qp = c->qp;
 
-	if (qp->type != HCA_QPT_RC || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
+	if (!hca_qpt_reliable(qp->type) || qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET)
 		return COMP_DONE;
 	return COMP_CHK_WINDOW;
 }
@@ -467,7 +467,8 @@ static enum comp_step (*const comp_steps[])(struct comp_pkt *) = {
 
 sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
 {
-	struct comp_pkt c = { .d = d, .qp = qp, .p = p, .op = p->opcode, .syn = p->aeth_syndrome };
+	/* XRC responses are the RC ones in the XRC class: the low five bits say which */
+	struct comp_pkt c = { .d = d, .qp = qp, .p = p, .op = p->opcode & 0x1f, .syn = p->aeth_syndrome };
 	enum comp_step step = COMP_CHK_STATE;
 
 	c.t = t = sim_clock_after(&d->core, t, d->cfg.comp_cycles);

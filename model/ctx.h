@@ -62,6 +62,8 @@ struct hm_srq {
 	uint32_t ci;       /* WQEs consumed */
 	uint32_t limit;    /* armed limit, 0 = not armed */
 	bool error;        /* catastrophic error: no more WQEs are taken from it */
+	uint32_t xrcd;     /* XRC SRQ: its XRC domain (0: a basic SRQ) */
+	uint32_t cqn;      /* XRC SRQ: the CQ of its receive completions */
 };
 
 /* One send WQE in flight (requester → completer), in device SRAM: written by the requester
@@ -155,6 +157,7 @@ struct hm_resp_qp {
 	uint32_t wr_left;          /* RDMA WRITE: bytes still to come */
 	uint32_t wr_len;           /* RDMA WRITE: message length (from the RETH) */
 	uint32_t rd_in;            /* READ/atomic being answered */
+	uint32_t xrc_srqn;         /* XRC_RECV: the XRC SRQ of the message in progress (XRCETH) */
 	/* the results of the last HM_ATOMIC_SAVED atomics (PSN, original value, MSN of the
 	 * ACK), replayed for a duplicate instead of executing it again (IBA 9.7.5.1.1) */
 	struct hm_atomic_saved {
@@ -205,6 +208,7 @@ struct hm_qp {
 	bool mcast_lb_block;   /* UD: created with HCA_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
 	uint32_t qpn, pdn, scqn, rcqn, srqn;
+	uint32_t xrcd;         /* XRC_RECV: its XRC domain (no PD, CQs or rings of its own) */
 	struct hca_qp_attr attr; /* as last modified */
 	uint64_t sq;           /* device address of the send ring */
 	uint32_t sq_entries, sq_stride;

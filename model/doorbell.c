@@ -36,7 +36,7 @@ static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 	struct hm_sched_db_out out;
 	struct hm_qp *qp = hm_qpc_get(d, obj, &t0);
 
-	if (!qp) {
+	if (!qp || !qp->sq_entries) { /* an XRC_RECV QP has no send queue */
 		bad_db(d, "sq", "no_queue", obj, pi16);
 		return;
 	}
@@ -151,7 +151,7 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	 * in host memory) the write is an ordinary doorbell: the WQE is in host memory too.
 	 * Nothing is stored unless the WQE fits the ring: past a full send queue its slot is the
 	 * oldest WQE's, which may still be being sent (the doorbell is then refused, below). */
-	if (qp && len <= HCA_UAR_BF_BYTES && qp->state == HCA_QPS_RTS &&
+	if (qp && qp->sq_entries && len <= HCA_UAR_BF_BYTES && qp->state == HCA_QPS_RTS &&
 	    ((qp->sq_pi + 1) & 0xffffu) == pi16)
 		hm_fetch_take(d, qp, data + 16, wlen, t);
 	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);

@@ -39,13 +39,14 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 }
 
 enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
-				  uint64_t va, uint64_t len, uint32_t access, uint64_t *iova)
+				  uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
+				  uint64_t *iova)
 {
 	const struct hm_mkey *mk = mkey_at(d, key);
 
 	if (!mk || mk->variant != (uint8_t)key || (mk->mw_type && !mk->bound))
 		return HM_MKEY_BAD_KEY; /* an invalidated window's key is no key */
-	if (mk->pdn != qp->pdn)
+	if (mk->pdn != pdn)
 		return HM_MKEY_BAD_PD;
 	if (mk->mw_type == HCA_MW_TYPE_2 && mk->qpn != qp->qpn)
 		return HM_MKEY_BAD_QP;

@@ -18,11 +18,13 @@ enum hm_mkey_result {
  * is the device address. */
 enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				  uint64_t len, uint32_t access, uint64_t *iova);
-/* The same for a remote access through qp with an rkey: a memory region of qp's PD, or a bound
- * memory window of qp's PD (type 2: bound to qp) checked against the window's range and
- * rights (IBA 10.6.7.3). */
+/* The same for a remote access through qp with an rkey, in PD pdn (qp's, or for an XRC_RECV
+ * QP the PD of the XRC SRQ the request names): a memory region of pdn, or a bound memory
+ * window of pdn (type 2: bound to qp) checked against the window's range and rights
+ * (IBA 10.6.7.3). */
 enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
-				  uint64_t va, uint64_t len, uint32_t access, uint64_t *iova);
+				  uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
+				  uint64_t *iova);
 
 /* Memory windows (IBA 10.6.7), run when the requester reaches their WQE. Bind the window the
  * BIND_MW WQE wqe of qp names: HCA_VERR_NONE, or the MW_* check that failed (nothing changes). */

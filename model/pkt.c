@@ -13,6 +13,7 @@
 
 /* clang-format off */
 #define P HM_HDR_PAYLOAD
+#define X HM_HDR_XRCETH
 #define OP(nm, hd, ps, cl) { .name = nm, .hdrs = (hd), .pos = HM_POS_##ps, .cls = HM_OPC_##cl }
 
 static const struct hm_opcode_info opcodes[256] = {
@@ -56,11 +57,36 @@ static const struct hm_opcode_info opcodes[256] = {
 	/* UD */
 	[0x64] = OP("UD SEND Only", HM_HDR_DETH | P, ONLY, SEND),
 	[0x65] = OP("UD SEND Only with Immediate", HM_HDR_DETH | HM_HDR_IMMDT | P, ONLY, SEND),
+	/* XRC (IBA annex A14): the RC opcodes with 0xa0 set; requests carry the XRCETH */
+	[0xa0] = OP("XRC SEND First", X | P, FIRST, SEND),
+	[0xa1] = OP("XRC SEND Middle", X | P, MIDDLE, SEND),
+	[0xa2] = OP("XRC SEND Last", X | P, LAST, SEND),
+	[0xa3] = OP("XRC SEND Last with Immediate", X | HM_HDR_IMMDT | P, LAST, SEND),
+	[0xa4] = OP("XRC SEND Only", X | P, ONLY, SEND),
+	[0xa5] = OP("XRC SEND Only with Immediate", X | HM_HDR_IMMDT | P, ONLY, SEND),
+	[0xa6] = OP("XRC RDMA WRITE First", X | HM_HDR_RETH | P, FIRST, WRITE),
+	[0xa7] = OP("XRC RDMA WRITE Middle", X | P, MIDDLE, WRITE),
+	[0xa8] = OP("XRC RDMA WRITE Last", X | P, LAST, WRITE),
+	[0xa9] = OP("XRC RDMA WRITE Last with Immediate", X | HM_HDR_IMMDT | P, LAST, WRITE),
+	[0xaa] = OP("XRC RDMA WRITE Only", X | HM_HDR_RETH | P, ONLY, WRITE),
+	[0xab] = OP("XRC RDMA WRITE Only with Immediate", X | HM_HDR_RETH | HM_HDR_IMMDT | P, ONLY, WRITE),
+	[0xac] = OP("XRC RDMA READ Request", X | HM_HDR_RETH, ONLY, READ_REQ),
+	[0xad] = OP("XRC RDMA READ response First", HM_HDR_AETH | P, FIRST, READ_RSP),
+	[0xae] = OP("XRC RDMA READ response Middle", P, MIDDLE, READ_RSP),
+	[0xaf] = OP("XRC RDMA READ response Last", HM_HDR_AETH | P, LAST, READ_RSP),
+	[0xb0] = OP("XRC RDMA READ response Only", HM_HDR_AETH | P, ONLY, READ_RSP),
+	[0xb1] = OP("XRC Acknowledge", HM_HDR_AETH, ONLY, ACK),
+	[0xb2] = OP("XRC ATOMIC Acknowledge", HM_HDR_AETH | HM_HDR_ATOMICACKETH, ONLY, ATOMIC_ACK),
+	[0xb3] = OP("XRC CmpSwap", X | HM_HDR_ATOMICETH, ONLY, ATOMIC),
+	[0xb4] = OP("XRC FetchAdd", X | HM_HDR_ATOMICETH, ONLY, ATOMIC),
+	[0xb6] = OP("XRC SEND Last with Invalidate", X | HM_HDR_IETH | P, LAST, SEND),
+	[0xb7] = OP("XRC SEND Only with Invalidate", X | HM_HDR_IETH | P, ONLY, SEND),
 };
 /* clang-format on */
 
 #undef OP
 #undef P
+#undef X
 
 const struct hm_opcode_info *hm_opcode_info(uint8_t opcode)
 {
@@ -72,14 +98,15 @@ uint8_t hm_opcode_class(uint8_t opcode)
 	return opcodes[opcode].cls;
 }
 
-/* Extension headers in the order they follow the BTH (IBA 9.2: RDETH, DETH, RETH, AtomicETH,
- * AETH, AtomicAckETH, ImmDt, IETH; we carry no RD). */
+/* Extension headers in the order they follow the BTH (IBA 9.2: RDETH, DETH, XRCETH, RETH,
+ * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH; we carry no RD). */
 /* clang-format off */
 static const struct {
 	uint32_t bit;  /* enum hm_hdr_mask */
 	uint8_t bytes; /* size on the wire */
 } ext_order[] = {
 	{ HM_HDR_DETH, HM_DETH_BYTES },
+	{ HM_HDR_XRCETH, HM_XRCETH_BYTES },
 	{ HM_HDR_RETH, HM_RETH_BYTES },
 	{ HM_HDR_ATOMICETH, HM_ATOMICETH_BYTES },
 	{ HM_HDR_AETH, HM_AETH_BYTES },
@@ -317,6 +344,10 @@ static void put_ext(uint8_t *b, uint32_t bit, const struct hm_pkt *p)
 	case HM_HDR_IETH: /* R_Key */
 		put32(b, p->ieth_rkey);
 		break;
+	case HM_HDR_XRCETH: /* Reserved (8 bits), XRCSRQ (24 bits) */
+		b[0] = 0;
+		put24(b + 1, p->xrc_srqn);
+		break;
 	}
 }
 
@@ -351,6 +382,9 @@ static void get_ext(const uint8_t *b, uint32_t bit, struct hm_pkt *p)
 	case HM_HDR_IETH:
 		p->ieth_rkey = get32(b);
 		break;
+	case HM_HDR_XRCETH: /* the reserved byte is ignored on receipt */
+		p->xrc_srqn = get24(b + 1);
+		break;
 	}
 }
 
@@ -362,8 +396,9 @@ static void check_fields(const struct hm_pkt *p, const struct hm_opcode_info *oi
 	SIM_ASSERT(p->vl < 16 && p->sl < 16 && p->flow_label < (1u << 20),
 		   "op 0x%02x: vl %u sl %u flow_label 0x%x", p->opcode, p->vl, p->sl,
 		   p->flow_label);
-	SIM_ASSERT(p->aeth_msn < (1u << 24) && p->deth_sqpn < (1u << 24),
-		   "op 0x%02x: msn 0x%x sqpn 0x%x", p->opcode, p->aeth_msn, p->deth_sqpn);
+	SIM_ASSERT(p->aeth_msn < (1u << 24) && p->deth_sqpn < (1u << 24) &&
+		   p->xrc_srqn < (1u << 24), "op 0x%02x: msn 0x%x sqpn 0x%x srqn 0x%x", p->opcode,
+		   p->aeth_msn, p->deth_sqpn, p->xrc_srqn);
 	SIM_ASSERT(p->paylen == 0 || ((oi->hdrs & HM_HDR_PAYLOAD) && p->payload),
 		   "op 0x%02x (%s) with %u payload bytes", p->opcode, oi->name, p->paylen);
 }

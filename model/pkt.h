@@ -1,5 +1,5 @@
 /* pkt: IBA packet formats on the wire — LRH, GRH, BTH and the extension headers (RETH, AETH,
- * AtomicETH, AtomicAckETH, ImmDt, DETH, IETH), ICRC and VCRC for native InfiniBand, and
+ * AtomicETH, AtomicAckETH, ImmDt, DETH, IETH, XRCETH), ICRC and VCRC for native InfiniBand, and
  * Ethernet/IPv4/UDP(4791) encapsulation with the masked ICRC for RoCEv2 (IBA 5, 9.2, 9.3,
  * 7.8; RoCEv2 annex A17). Wire headers are big-endian and live only behind these functions;
  * the rest of the model works on struct hm_pkt. The opcode table is data (which headers each
@@ -28,6 +28,7 @@ enum {
 	HM_IMMDT_BYTES = 4,
 	HM_DETH_BYTES = 8,
 	HM_IETH_BYTES = 4,
+	HM_XRCETH_BYTES = 4,
 	HM_ICRC_BYTES = 4,
 	HM_VCRC_BYTES = 2,
 	HM_ETH_BYTES = 14,
@@ -47,12 +48,14 @@ enum hm_hdr_mask {
 	HM_HDR_DETH = 1u << 5,
 	HM_HDR_IETH = 1u << 6,
 	HM_HDR_PAYLOAD = 1u << 7, /* may carry payload */
+	HM_HDR_XRCETH = 1u << 8,  /* XRC requests: the destination XRC SRQ */
 };
 
 /* Position of a packet in its message. */
 enum hm_op_pos { HM_POS_ONLY, HM_POS_FIRST, HM_POS_MIDDLE, HM_POS_LAST };
 
-/* IBA opcodes (BTH byte 0), RC; UC = RC | 0x20 for 0x00..0x0b; UD 0x64/0x65. */
+/* IBA opcodes (BTH byte 0), RC; UC = RC | 0x20 for 0x00..0x0b; UD 0x64/0x65; XRC = RC | 0xa0
+ * for 0x00..0x17. */
 enum hm_opcode {
 	HM_OP_SEND_FIRST = 0x00,
 	HM_OP_SEND_MIDDLE = 0x01,
@@ -78,6 +81,7 @@ enum hm_opcode {
 	HM_OP_SEND_LAST_INV = 0x16,
 	HM_OP_SEND_ONLY_INV = 0x17,
 	HM_OP_UC = 0x20,        /* OR into an RC send/write opcode */
+	HM_OP_XRC = 0xa0,       /* OR into any RC opcode: the XRC class (IBA annex A14) */
 	HM_OP_UD_SEND_ONLY = 0x64,
 	HM_OP_UD_SEND_ONLY_IMM = 0x65,
 };
@@ -139,6 +143,7 @@ struct hm_pkt {
 	uint32_t imm;              /* ImmDt as a number (written big-endian on the wire) */
 	uint32_t deth_qkey, deth_sqpn; /* DETH */
 	uint32_t ieth_rkey;        /* IETH */
+	uint32_t xrc_srqn;         /* XRCETH: the XRC SRQ (24 bits) */
 	/* payload */
 	const uint8_t *payload;    /* into the frame for parsed packets */
 	uint32_t paylen;           /* bytes, without pad */

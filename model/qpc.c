@@ -38,7 +38,7 @@ _Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == H
 	X(rq_pi, rq_pi) X(rq_ci, resp.rq_ci) X(epsn, resp.epsn) X(msn, resp.msn)                   \
 	X(rwqe, resp.rwqe) X(rwqe_pdn, resp.rwqe_pdn) X(recv_off, resp.recv_off)                   \
 	X(wr_rkey, resp.wr_rkey) X(wr_left, resp.wr_left) X(wr_len, resp.wr_len)                   \
-	X(rd_in, resp.rd_in)
+	X(rd_in, resp.rd_in) X(xrcd, xrcd) X(xrc_srqn, resp.xrc_srqn)
 
 void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
 {
@@ -91,8 +91,9 @@ int hm_qpc_unpack(const struct hca_qpc *img, struct hm_qp *qp, const char **why)
 		return -EINVAL;
 	}
 	if (img->qp_type != HCA_QPT_RC && img->qp_type != HCA_QPT_UC &&
-	    img->qp_type != HCA_QPT_UD) {
-		*why = "qp_type: not HCA_QPT_RC, UC or UD";
+	    img->qp_type != HCA_QPT_UD && img->qp_type != HCA_QPT_XRC_SEND &&
+	    img->qp_type != HCA_QPT_XRC_RECV) {
+		*why = "qp_type: not HCA_QPT_RC, UC, UD, XRC_SEND or XRC_RECV";
 		return -EINVAL;
 	}
 	if (img->state >= HCA_QPS_COUNT) {

@@ -31,7 +31,7 @@ static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, uint8_t 
 	hm_comp_fail_local(d, qp, qp->req.sq_next, op, verr, t);
 	qp->req.sq_next++;
 	qp->req.cur_started = false;
-	hm_qp_error(d, qp, qp->type == HCA_QPT_RC ? HCA_QPS_ERR : HCA_QPS_SQE, t);
+	hm_qp_error(d, qp, hca_qpt_reliable(qp->type) ? HCA_QPS_ERR : HCA_QPS_SQE, t);
 }
 
 /* Fetch and validate WQE sq_next. false: its read is still under way, or it failed
@@ -358,7 +358,7 @@ static enum req_step build_send(struct req_pkt *r)
 	r->p.imm = be32toh(c->imm_data); /* the WQE holds the wire bytes */
 	r->p.ieth_rkey = r->p.imm;       /* SEND_INV: the R_Key to invalidate, in the same field */
 	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
-	r->p.ackreq = r->last && qp->type == HCA_QPT_RC;
+	r->p.ackreq = r->last && hca_qpt_reliable(qp->type);
 	verr = gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
 		      &r->ct);
 	if (verr) {
@@ -378,6 +378,10 @@ static enum req_step xmit(struct req_pkt *r)
 
 	if (hm_psn_cmp(qp->req.sq_psn, qp->req.sent_psn) > 0)
 		qp->req.sent_psn = qp->req.sq_psn;
+	if (qp->type == HCA_QPT_XRC_SEND) { /* the XRC class, and the XRCETH from the WQE */
+		r->p.opcode |= HM_OP_XRC;
+		r->p.xrc_srqn = ((const struct hca_wqe_rdma *)(r->c + 1))->xrc_srqn & HCA_QPN_MASK;
+	}
 	r->end = hm_port_send(r->d, hm_qp_port(qp), &r->p, r->issue, r->ct.need);
 	qp->stats.tx_pkts++;
 	qp->stats.tx_bytes += r->paylen;
@@ -391,7 +395,7 @@ static enum req_step advance(struct req_pkt *r)
 
 	qp->req.cur_started = false;
 	qp->req.sq_next++;
-	if (qp->type != HCA_QPT_RC)
+	if (!hca_qpt_reliable(qp->type))
 		hm_comp_sent(r->d, qp, r->f, r->end);
 	return REQ_ARM_TIMER;
 }
@@ -404,7 +408,7 @@ static enum req_step arm_timer(struct req_pkt *r)
 	struct hm_qp *qp = r->qp;
 	sim_time_t window = r->d->cfg.tx_window_ns * SIM_PS_PER_NS;
 
-	if (qp->type == HCA_QPT_RC && !qp->comp.timer_on && !qp->comp.rnr_wait)
+	if (hca_qpt_reliable(qp->type) && !qp->comp.timer_on && !qp->comp.rnr_wait)
 		hm_comp_timer(r->d, qp, r->end);
 	r->t = r->end > r->issue + window ? r->end - window : r->issue;
 	return REQ_SENT;

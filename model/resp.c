@@ -44,13 +44,19 @@ static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt
 	p->migreq = qp->attr.path_mig_state == HCA_MIG_MIGRATED;
 }
 
+/* The responses of an XRC_RECV QP are the RC ones in the XRC class (IBA annex A14). */
+static uint8_t rsp_class(const struct hm_qp *qp)
+{
+	return qp->type == HCA_QPT_XRC_RECV ? HM_OP_XRC : 0;
+}
+
 static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *req, uint8_t syn,
 		     uint32_t psn, sim_time_t t)
 {
 	struct hm_pkt a;
 
 	resp_headers(d, qp, req, &a);
-	a.opcode = HM_OP_ACKNOWLEDGE;
+	a.opcode = HM_OP_ACKNOWLEDGE | rsp_class(qp);
 	a.psn = psn;
 	a.aeth_syndrome = syn;
 	a.aeth_msn = qp->resp.msn & 0xffffff;
@@ -63,6 +69,32 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	hm_port_send(d, hm_qp_port(qp), &a, t, 0);
 }
 
+/* XRC (IBA annex A14): an XRC_RECV QP receives into the XRC SRQ its request's XRCETH names
+ * (resp.xrc_srqn, checked by xrc_srq_ok), whose CQ takes the receive completion and whose PD
+ * checks the rkeys. Other QPs: their own SRQ, receive CQ and PD. */
+static uint32_t rsrqn(const struct hm_qp *qp)
+{
+	return qp->type == HCA_QPT_XRC_RECV ? qp->resp.xrc_srqn : qp->srqn;
+}
+
+static uint32_t rcqn(struct hm_dev *d, const struct hm_qp *qp)
+{
+	const struct hm_srq *srq = hm_srq_get(d, qp->resp.xrc_srqn);
+
+	if (qp->type != HCA_QPT_XRC_RECV)
+		return qp->rcqn;
+	return srq ? srq->cqn : 0; /* 0 is never a CQ */
+}
+
+static uint32_t resp_pdn(struct hm_dev *d, const struct hm_qp *qp)
+{
+	const struct hm_srq *srq = hm_srq_get(d, qp->resp.xrc_srqn);
+
+	if (qp->type != HCA_QPT_XRC_RECV)
+		return qp->pdn;
+	return srq ? srq->pdn : 0; /* 0 is never a PD: every rkey fails RKEY_PD */
+}
+
 /* The receive WQE in use completes with status (a receive error). */
 static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t t)
 {
@@ -73,10 +105,10 @@ static void recv_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_tim
 	cqe.opcode = HCA_CQE_OP_RECV;
 	cqe.status = hca_verr_status(verr);
 	cqe.vendor_err = verr;
-	cqe.srqn = qp->resp.rwqe_srq ? qp->srqn : 0;
+	cqe.srqn = qp->resp.rwqe_srq ? rsrqn(qp) : 0;
 	if (!qp->resp.rwqe_srq)
 		qp->resp.rq_ci = qp->resp.rwqe + 1;
-	hm_cqe_post(d, qp->rcqn, &cqe, false, t);
+	hm_cqe_post(d, rcqn(d, qp), &cqe, false, t);
 }
 
 /* A responder error of class NAK + QP to ERR (RC), with a receive CQE when a receive WQE was
@@ -87,7 +119,7 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 	uint32_t data[6] = { qp->qpn, 0, 0, 0, 0, 0 };
 
 	trace_resp_error(d->devno, qp->qpn, p->psn, verr, hca_verr_name(verr), syn);
-	if (qp->type == HCA_QPT_RC) {
+	if (hca_qpt_reliable(qp->type)) {
 		send_ack(d, qp, p, syn, qp->resp.epsn, t);
 		/* The affiliated asynchronous error of the responder (IBA 11.6.3.1): invalid
 		 * request, or access violation. */
@@ -101,7 +133,7 @@ static void resp_fatal(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *
 	/* RC: the QP goes to ERR. UC: a receive WQE completed in error also takes the QP to
 	 * ERR (IBA 10.8.3.2: a completion error other than on the send side of UC/UD); without
 	 * one, the message is only dropped. */
-	if (qp->type == HCA_QPT_RC || (qp->resp.in_msg && qp->resp.msg_kind == 0)) {
+	if (hca_qpt_reliable(qp->type) || (qp->resp.in_msg && qp->resp.msg_kind == 0)) {
 		qp->resp.in_msg = false;
 		hm_qp_error(d, qp, HCA_QPS_ERR, t);
 	} else {
@@ -148,7 +180,7 @@ void hm_rwqe_prefetch(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
  * from the prefetch when it holds it (waiting for its read if that is still under way). */
 static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	struct hm_srq *srq = qp->has_srq ? hm_srq_get(d, qp->srqn) : NULL;
+	struct hm_srq *srq = qp->has_srq ? hm_srq_get(d, rsrqn(qp)) : NULL;
 	uint64_t addr;
 	uint32_t stride, idx, n;
 	uint8_t buf[HM_MAX_SGE * HCA_SGE_BYTES];
@@ -178,13 +210,13 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	} else {
 		qp->resp.rpf_valid = false; /* held another index: stale */
 		failed = hm_wqe_read(d, srq ? HM_DMA_SRQ_WQE : HM_DMA_RQ_WQE,
-				     srq ? qp->srqn : qp->qpn, addr, buf, stride, t);
+				     srq ? rsrqn(qp) : qp->qpn, addr, buf, stride, t);
 	}
 	if (failed) {
 		/* The receive WQE cannot be read: catastrophic for the SRQ (and its QPs) or the
 		 * QP. The caller sees no WQE and a QP in ERR. */
 		if (srq)
-			hm_srq_fatal(d, qp->srqn, *t);
+			hm_srq_fatal(d, rsrqn(qp), *t);
 		else
 			hm_qp_fatal(d, qp, *t);
 		return false;
@@ -202,7 +234,7 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	qp->resp.rwqe_pdn = srq ? srq->pdn : qp->pdn; /* an SRQ's buffers are in the SRQ's PD */
 	qp->resp.recv_off = 0;
 	if (srq && srq->limit && srq->pi - srq->ci < srq->limit) {
-		uint32_t data[6] = { qp->srqn, 0, 0, 0, 0, 0 };
+		uint32_t data[6] = { rsrqn(qp), 0, 0, 0, 0, 0 };
 
 		/* IBA 10.2.9.3: below the limit, one event, and the limit disarms. */
 		srq->limit = 0;
@@ -248,10 +280,10 @@ static void recv_complete(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 	cqe.slid = p->slid;
 	cqe.sl = p->sl;
 	cqe.pkey_index = qp->attr.pkey_index;
-	cqe.srqn = qp->resp.rwqe_srq ? qp->srqn : 0;
+	cqe.srqn = qp->resp.rwqe_srq ? rsrqn(qp) : 0;
 	if (!qp->resp.rwqe_srq)
 		qp->resp.rq_ci = qp->resp.rwqe + 1;
-	hm_cqe_post(d, qp->rcqn, &cqe, p->se, t);
+	hm_cqe_post(d, rcqn(d, qp), &cqe, p->se, t);
 }
 
 static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p, sim_time_t t)
@@ -334,7 +366,9 @@ static uint32_t rkey_verr(struct hm_dev *d, const struct hm_qp *qp, uint32_t acc
 {
 	if (!(qp->attr.access_flags & access))
 		return HCA_VERR_REQ_NO_ACCESS;
-	return len ? hm_mkey_verr(hm_rkey_check(d, rkey, qp, va, len, access, iova), true)
+	return len ? hm_mkey_verr(hm_rkey_check(d, rkey, qp, resp_pdn(d, qp), va, len, access,
+						iova),
+				  true)
 		   : HCA_VERR_NONE;
 }
 
@@ -361,10 +395,10 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 		sim_time_t tr = t, need = 0; /* all responses' reads are issued together */
 
 		resp_headers(d, qp, p, &r);
-		r.opcode = n == 1	   ? HM_OP_READ_RESPONSE_ONLY
-			   : i == 0	   ? HM_OP_READ_RESPONSE_FIRST
-			   : i == n - 1 ? HM_OP_READ_RESPONSE_LAST
-					   : HM_OP_READ_RESPONSE_MIDDLE;
+		r.opcode = rsp_class(qp) | (n == 1	   ? HM_OP_READ_RESPONSE_ONLY
+					    : i == 0	   ? HM_OP_READ_RESPONSE_FIRST
+					    : i == n - 1 ? HM_OP_READ_RESPONSE_LAST
+							   : HM_OP_READ_RESPONSE_MIDDLE);
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = HM_AETH_ACK;
 		r.aeth_msn = qp->resp.msn & 0xffffff;
@@ -389,7 +423,7 @@ static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	struct hm_pkt r;
 
 	resp_headers(d, qp, p, &r);
-	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE;
+	r.opcode = HM_OP_ATOMIC_ACKNOWLEDGE | rsp_class(qp);
 	r.psn = p->psn;
 	r.aeth_syndrome = HM_AETH_ACK;
 	r.aeth_msn = msn;
@@ -580,6 +614,22 @@ static enum resp_step duplicate(struct resp_pkt *c)
 	return RESP_DONE;
 }
 
+/* XRC_RECV: the XRCETH must name a live XRC SRQ of the QP's XRC domain, and within a message
+ * the SRQ it began with; otherwise NAK invalid request (IBA annex A14). */
+static bool xrc_srq_ok(struct resp_pkt *c)
+{
+	struct hm_qp *qp = c->qp;
+	const struct hm_srq *srq = hm_srq_get(c->d, c->p->xrc_srqn);
+
+	if (qp->type != HCA_QPT_XRC_RECV)
+		return true;
+	if (!srq || !srq->xrcd || srq->xrcd != qp->xrcd ||
+	    (qp->resp.in_msg && c->p->xrc_srqn != qp->resp.xrc_srqn))
+		return false;
+	qp->resp.xrc_srqn = c->p->xrc_srqn;
+	return true;
+}
+
 /* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
 static enum resp_step chk_op_seq(struct resp_pkt *c)
 {
@@ -590,12 +640,16 @@ static enum resp_step chk_op_seq(struct resp_pkt *c)
 		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE_SEQ, c->t);
 		return RESP_DONE;
 	}
+	if (!xrc_srq_ok(c)) {
+		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_XRC_SRQ, c->t);
+		return RESP_DONE;
+	}
 	return RESP_CLASSIFY;
 }
 
 static enum resp_step classify(struct resp_pkt *c)
 {
-	bool rc = c->qp->type == HCA_QPT_RC;
+	bool rc = hca_qpt_reliable(c->qp->type);
 
 	if (rc && (c->cls & HM_OPC_READ_REQ))
 		return RESP_READ;
@@ -632,7 +686,7 @@ static void no_rwqe(struct resp_pkt *c)
 
 	if (qp->state == HCA_QPS_ERR)
 		return;
-	if (qp->type == HCA_QPT_RC) {
+	if (hca_qpt_reliable(qp->type)) {
 		send_ack(c->d, qp, c->p, HM_AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), c->p->psn,
 			 c->t);
 		qp->resp.nak_sent = true;
@@ -659,7 +713,7 @@ static enum resp_step send_req(struct resp_pkt *c)
 		/* Message longer than the receive buffer: class C on RC (NAK invalid request,
 		 * REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
 		resp_fatal(c->d, qp, c->p, HM_AETH_NAK_INV_REQ,
-			   qp->type == HCA_QPT_RC ? HCA_VERR_REQ_LEN : HCA_VERR_RECV_LEN, c->t);
+			   hca_qpt_reliable(qp->type) ? HCA_VERR_REQ_LEN : HCA_VERR_RECV_LEN, c->t);
 		return RESP_DONE;
 	}
 	if (verr) {
@@ -709,7 +763,8 @@ static enum resp_step write_req(struct resp_pkt *c)
 		return RESP_DONE;
 	}
 	if (p->paylen) {
-		enum hm_mkey_result r = hm_rkey_check(c->d, qp->resp.wr_rkey, qp, qp->resp.wr_va,
+		enum hm_mkey_result r = hm_rkey_check(c->d, qp->resp.wr_rkey, qp, resp_pdn(c->d, qp),
+						      qp->resp.wr_va,
 						      p->paylen, HCA_ACCESS_REMOTE_WRITE, &iova);
 
 		if (r != HM_MKEY_OK) {
@@ -741,7 +796,7 @@ static enum resp_step complete(struct resp_pkt *c)
 			return RESP_DONE;
 		}
 	}
-	if (qp->type == HCA_QPT_RC)
+	if (hca_qpt_reliable(qp->type))
 		qp->resp.epsn = (p->psn + 1) & HCA_PSN_MASK;
 	if (c->last) {
 		bool imm = c->op == HM_OP_SEND_LAST_IMM || c->op == HM_OP_SEND_ONLY_IMM ||
@@ -752,7 +807,7 @@ static enum resp_step complete(struct resp_pkt *c)
 		if ((c->cls & HM_OPC_SEND) || imm)
 			recv_complete(c->d, qp, p, imm, (c->cls & HM_OPC_WRITE) != 0, c->t);
 	}
-	if (qp->type == HCA_QPT_RC && p->ackreq)
+	if (hca_qpt_reliable(qp->type) && p->ackreq)
 		send_ack(c->d, qp, p, HM_AETH_ACK, p->psn, c->t);
 	trace_resp_pkt(c->d->devno, qp->qpn, p->psn, p->opcode, p->paylen);
 	return RESP_DONE;

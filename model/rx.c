@@ -20,6 +20,24 @@ static bool is_response(uint8_t op)
 	return (hm_opcode_class(op) & HM_OPC_RESPONSE) != 0;
 }
 
+/* The packet's transport (its opcode's top three bits) is the QP's: 0 RC, 1 UC, 3 UD, 5 XRC,
+ * where an XRC_SEND QP takes responses only and an XRC_RECV QP requests only. */
+static bool transport_ok(const struct hm_qp *qp, uint8_t opcode)
+{
+	switch (opcode >> 5) {
+	case 0:
+		return qp->type == HCA_QPT_RC;
+	case 1:
+		return qp->type == HCA_QPT_UC;
+	case 3:
+		return qp->type == HCA_QPT_UD;
+	case 5:
+		return qp->type == (is_response(opcode) ? HCA_QPT_XRC_SEND : HCA_QPT_XRC_RECV);
+	default:
+		return false;
+	}
+}
+
 static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
 			  bool loopback, sim_time_t t);
 static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
@@ -92,7 +110,7 @@ static void qp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *pkt, 
 {
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
-	if (pkt->opcode == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(pkt->aeth_syndrome))
+	if ((hm_opcode_class(pkt->opcode) & HM_OPC_ACK) && hm_aeth_is_nak(pkt->aeth_syndrome))
 		qp->stats.naks_rcvd++;
 	/* MigReq set by a peer that has migrated: an ARMED QP follows it (IBA 17.2.8). */
 	if (pkt->migreq && qp->type != HCA_QPT_UD && qp->attr.path_mig_state == HCA_MIG_ARMED)
@@ -225,11 +243,9 @@ static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
 		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t)
 {
 	struct hm_dp *dp = d->dp;
-	uint8_t qpt = pkt->opcode >> 5; /* 0 RC, 1 UC, 3 UD */
 
 	if (!qp || qp->state == HCA_QPS_RESET || qp->state == HCA_QPS_INIT ||
-	    qp->state == HCA_QPS_ERR || (qpt == 0 && qp->type != HCA_QPT_RC) ||
-	    (qpt == 1 && qp->type != HCA_QPT_UC) || (qpt == 3 && qp->type != HCA_QPT_UD) ||
+	    qp->state == HCA_QPS_ERR || !transport_ok(qp, pkt->opcode) ||
 	    (pkt->pkey & 0x7fff) != (p->pkeys[qp->attr.pkey_index < 64 ? qp->attr.pkey_index : 0] &
 				     0x7fff) ||
 	    !(pkt->pkey & 0x7fff)) {

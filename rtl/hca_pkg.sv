@@ -128,7 +128,8 @@ package hca_pkg;
   // Bits [8*off +: 8*bytes] hold the field at byte offset off.
   localparam int unsigned hca_qpc_BITS = 6400;
   typedef struct packed {
-    logic [2047:0] rsvd2; // byte 544, uint8_t[256]: reserved for growth, zero
+    logic [2015:0] rsvd2; // byte 548, uint8_t[252]: reserved for growth, zero
+    logic [31:0] xrc_srqn; // byte 544, uint32_t: responder (XRC_RECV): the XRC SRQ of the message in progress, from its XRCETH
     logic [127:0] atomic_valid; // byte 528, uint8_t[16]: responder: 1 if the saved atomic result is in use
     logic [511:0] atomic_msn; // byte 464, uint32_t[16]: responder: MSN of the ACK of each saved atomic result
     logic [511:0] atomic_psn; // byte 400, uint32_t[16]: responder: PSN of each saved atomic result
@@ -161,7 +162,7 @@ package hca_pkg;
     logic [63:0] rq_addr; // byte 160, uint64_t: device address of the receive ring (0 with an SRQ)
     logic [63:0] sq_addr; // byte 152, uint64_t: device address of the send ring
     logic [831:0] attr; // byte 48, struct hca_qp_attr: attributes as last modified (and migrated): paths, timers, limits
-    logic [31:0] rsvd1; // byte 44, uint32_t: reserved, zero
+    logic [31:0] xrcd; // byte 44, uint32_t: XRC_RECV: its XRC domain; other types 0
     logic [31:0] srqn; // byte 40, uint32_t: SRQ when has_srq
     logic [31:0] rcqn; // byte 36, uint32_t: CQ of receive completions
     logic [31:0] scqn; // byte 32, uint32_t: CQ of send completions
@@ -217,7 +218,7 @@ package hca_pkg;
   localparam int unsigned hca_qpc_scqn_OFF = 32;
   localparam int unsigned hca_qpc_rcqn_OFF = 36;
   localparam int unsigned hca_qpc_srqn_OFF = 40;
-  localparam int unsigned hca_qpc_rsvd1_OFF = 44;
+  localparam int unsigned hca_qpc_xrcd_OFF = 44;
   localparam int unsigned hca_qpc_attr_OFF = 48;
   localparam int unsigned hca_qpc_sq_addr_OFF = 152;
   localparam int unsigned hca_qpc_rq_addr_OFF = 160;
@@ -250,7 +251,8 @@ package hca_pkg;
   localparam int unsigned hca_qpc_atomic_psn_OFF = 400;
   localparam int unsigned hca_qpc_atomic_msn_OFF = 464;
   localparam int unsigned hca_qpc_atomic_valid_OFF = 528;
-  localparam int unsigned hca_qpc_rsvd2_OFF = 544;
+  localparam int unsigned hca_qpc_xrc_srqn_OFF = 544;
+  localparam int unsigned hca_qpc_rsvd2_OFF = 548;
 
   /* verilator lint_on UNUSEDPARAM */
 endpackage

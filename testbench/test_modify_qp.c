@@ -1,5 +1,6 @@
-/* ibv_modify_qp conformance: every cell of the QP state-transition table for RC, UC and UD,
- * driven through the public verbs API only.
+/* ibv_modify_qp conformance: every cell of the QP state-transition table for RC, UC, UD,
+ * XRC_SEND and XRC_RECV (the kernel's IB_QPT_XRC_INI and IB_QPT_XRC_TGT columns), driven
+ * through the public verbs API only.
  *
  * The expected table below is an independent oracle written from the rules real systems
  * enforce (Linux ib_modify_qp_is_ok, IBA 10.3.1 / 11.2.5.2); it deliberately does not share
@@ -22,10 +23,11 @@
 
 /* ---- the oracle ------------------------------------------------------------------------ */
 
-enum { T_RC, T_UC, T_UD, T_COUNT };
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_COUNT };
 
-static const enum ibv_qp_type qp_types[T_COUNT] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
-static const char *const type_names[T_COUNT] = { "RC", "UC", "UD" };
+static const enum ibv_qp_type qp_types[T_COUNT] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
+						    IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV };
+static const char *const type_names[T_COUNT] = { "RC", "UC", "UD", "XRC_SEND", "XRC_RECV" };
 
 #define N_STATES 7
 static const char *const state_names[N_STATES] = { "RESET", "INIT", "RTR", "RTS",
@@ -80,47 +82,63 @@ struct cell {
 static const struct cell cells[] = {
 	{ RST, RST, { 0 }, { 0 } },
 	{ RST, INI,
-	  .req = { [T_RC] = PKEY | PORT | ACC, [T_UC] = PKEY | PORT | ACC, [T_UD] = PKEY | PORT | QKEY } },
+	  .req = { [T_RC] = PKEY | PORT | ACC, [T_UC] = PKEY | PORT | ACC, [T_UD] = PKEY | PORT | QKEY,
+		   [T_XI] = PKEY | PORT | ACC, [T_XT] = PKEY | PORT | ACC } },
 
 	{ INI, RST, { 0 }, { 0 } },
 	{ INI, INI,
-	  .opt = { [T_RC] = PKEY | PORT | ACC, [T_UC] = PKEY | PORT | ACC, [T_UD] = PKEY | PORT | QKEY } },
+	  .opt = { [T_RC] = PKEY | PORT | ACC, [T_UC] = PKEY | PORT | ACC, [T_UD] = PKEY | PORT | QKEY,
+		   [T_XI] = PKEY | PORT | ACC, [T_XT] = PKEY | PORT | ACC } },
 	{ INI, RTR,
 	  .req = { [T_RC] = AV | MTU | DQPN | RQPSN | DRDAT | RNRT,
 		   [T_UC] = AV | MTU | DQPN | RQPSN,
-		   [T_UD] = 0 },
-	  .opt = { [T_RC] = ALT | ACC | PKEY, [T_UC] = ALT | ACC | PKEY, [T_UD] = PKEY | QKEY } },
+		   [T_UD] = 0,
+		   [T_XI] = AV | MTU | DQPN | RQPSN,
+		   [T_XT] = AV | MTU | DQPN | RQPSN | DRDAT | RNRT },
+	  .opt = { [T_RC] = ALT | ACC | PKEY, [T_UC] = ALT | ACC | PKEY, [T_UD] = PKEY | QKEY,
+		   [T_XI] = ALT | ACC | PKEY, [T_XT] = ALT | ACC | PKEY } },
 	{ INI, ERR, { 0 }, { 0 } },
 
 	{ RTR, RST, { 0 }, { 0 } },
 	{ RTR, RTS,
-	  .req = { [T_RC] = SQPSN | TMO | RETRY | RNRR | RDAT, [T_UC] = SQPSN, [T_UD] = SQPSN },
+	  .req = { [T_RC] = SQPSN | TMO | RETRY | RNRR | RDAT, [T_UC] = SQPSN, [T_UD] = SQPSN,
+		   [T_XI] = SQPSN | TMO | RETRY | RNRR | RDAT, [T_XT] = SQPSN | TMO },
 	  .opt = { [T_RC] = CUR | ALT | ACC | RNRT | MIG,
 		   [T_UC] = CUR | ALT | ACC | MIG,
-		   [T_UD] = CUR | QKEY } },
+		   [T_UD] = CUR | QKEY,
+		   [T_XI] = CUR | ALT | ACC | MIG,
+		   [T_XT] = CUR | ALT | ACC | RNRT | MIG } },
 	{ RTR, ERR, { 0 }, { 0 } },
 
 	{ RTS, RST, { 0 }, { 0 } },
 	{ RTS, RTS,
 	  .opt = { [T_RC] = CUR | ACC | ALT | MIG | RNRT,
 		   [T_UC] = CUR | ACC | ALT | MIG,
-		   [T_UD] = CUR | QKEY } },
-	{ RTS, SQD, .opt = { [T_RC] = SQDN, [T_UC] = SQDN, [T_UD] = SQDN } },
+		   [T_UD] = CUR | QKEY,
+		   [T_XI] = CUR | ACC | ALT | MIG,
+		   [T_XT] = CUR | ACC | ALT | MIG | RNRT } },
+	{ RTS, SQD,
+	  .opt = { [T_RC] = SQDN, [T_UC] = SQDN, [T_UD] = SQDN, [T_XI] = SQDN, [T_XT] = SQDN } },
 	{ RTS, ERR, { 0 }, { 0 } },
 
 	{ SQD, RST, { 0 }, { 0 } },
 	{ SQD, RTS,
 	  .opt = { [T_RC] = CUR | ALT | ACC | RNRT | MIG,
 		   [T_UC] = CUR | ALT | ACC | MIG,
-		   [T_UD] = CUR | QKEY } },
+		   [T_UD] = CUR | QKEY,
+		   [T_XI] = CUR | ALT | ACC | MIG,
+		   [T_XT] = CUR | ALT | ACC | RNRT | MIG } },
 	{ SQD, SQD,
 	  .opt = { [T_RC] = PORT | AV | TMO | RETRY | RNRR | RDAT | DRDAT | ALT | ACC | PKEY |
 			    RNRT | MIG,
 		   [T_UC] = AV | ALT | ACC | PKEY | MIG,
-		   [T_UD] = PKEY | QKEY } },
+		   [T_UD] = PKEY | QKEY,
+		   [T_XI] = PORT | AV | TMO | RETRY | RNRR | RDAT | ALT | ACC | PKEY | MIG,
+		   [T_XT] = PORT | AV | TMO | DRDAT | ALT | ACC | PKEY | RNRT | MIG } },
 	{ SQD, ERR, { 0 }, { 0 } },
 
 	{ SQE, RST, { 0 }, { 0 } },
+	/* the kernel's SQE->RTS names no attribute for RC and the XRC types */
 	{ SQE, RTS, .opt = { [T_RC] = 0, [T_UC] = CUR | ACC, [T_UD] = CUR | QKEY } },
 	{ SQE, ERR, { 0 }, { 0 } },
 
@@ -158,12 +176,18 @@ struct fx {
 	struct ibv_qp_attr other; /* other valid values, for calls that must be rejected: a
 				   * rejected call that applied anything would show */
 	int checks;               /* modify calls checked against the oracle */
+	struct ibv_xrcd *xrcd;    /* the XRC_RECV QPs' domain */
 };
 
 static void fx_open(struct fx *f)
 {
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+						      IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1 };
+
 	memset(f, 0, sizeof(*f));
 	tb_open(&f->t, 0);
+	f->xrcd = ibv_open_xrcd(f->t.ctx, &xa);
+	cr_assert_not_null(f->xrcd, "ibv_open_xrcd: %s", hcasim_last_error());
 	tb_valid_attrs(&f->t, &f->valid);
 	f->other = f->valid;
 	f->other.qkey = 0x33333333;
@@ -187,6 +211,7 @@ static void fx_open(struct fx *f)
 static void fx_close(struct fx *f)
 {
 	cr_log_info("%d modify calls checked", f->checks);
+	cr_expect_eq(ibv_close_xrcd(f->xrcd), 0, "ibv_close_xrcd: %s", hcasim_last_error());
 	tb_close(&f->t);
 }
 
@@ -251,6 +276,20 @@ static void step(struct fx *f, int ti, struct ibv_qp *qp, int cur, int next)
 		     CELL_ARGS(ti, cur, next, mask, mb), rc, hcasim_last_error());
 }
 
+/* A fresh QP of type ti (XRC_RECV: in the fixture's XRC domain). */
+static struct ibv_qp *create(struct fx *f, int ti)
+{
+	struct ibv_qp_init_attr_ex qa = { .qp_type = IBV_QPT_XRC_RECV,
+					  .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = f->xrcd };
+	struct ibv_qp *qp;
+
+	if (qp_types[ti] != IBV_QPT_XRC_RECV)
+		return tb_create_qp(&f->t, qp_types[ti]);
+	qp = ibv_create_qp_ex(f->t.ctx, &qa);
+	cr_assert_not_null(qp, "ibv_create_qp_ex(XRC_RECV): %s", hcasim_last_error());
+	return qp;
+}
+
 /* A fresh QP of type ti, put in `state` by real transitions (SQE: real transitions to RTS,
  * then the simulator back door, since no modify reaches SQE). */
 static struct ibv_qp *reach(struct fx *f, int ti, int state)
@@ -265,7 +304,7 @@ static struct ibv_qp *reach(struct fx *f, int ti, int state)
 		[ERR] = { RST, INI, ERR },
 	};
 	static const int walk_len[N_STATES] = { 1, 2, 3, 4, 5, 4, 3 };
-	struct ibv_qp *qp = tb_create_qp(&f->t, qp_types[ti]);
+	struct ibv_qp *qp = create(f, ti);
 	int got;
 
 	for (int i = 1; i < walk_len[state]; i++)
@@ -623,6 +662,14 @@ static void every_invalid_transition_is_rejected(int ti)
 	Test(modify_qp, ud_##name)                                                                 \
 	{                                                                                          \
 		fn(T_UD);                                                                          \
+	}                                                                                          \
+	Test(modify_qp, xrc_send_##name)                                                           \
+	{                                                                                          \
+		fn(T_XI);                                                                          \
+	}                                                                                          \
+	Test(modify_qp, xrc_recv_##name)                                                           \
+	{                                                                                          \
+		fn(T_XT);                                                                          \
 	}
 
 PER_TYPE(every_valid_cell_accepts_required_set, every_cell_accepts_required_set)

@@ -173,6 +173,9 @@ static const uint8_t all_ops[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
 	0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x20, 0x21, 0x22,
 	0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b, 0x64, 0x65,
+	/* XRC: the RC opcodes in class 0xa0 */
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac,
+	0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb6, 0xb7,
 };
 /* clang-format on */
 #define NOPS (sizeof(all_ops) / sizeof(all_ops[0]))
@@ -183,7 +186,7 @@ static size_t ext_len(uint32_t h)
 	       (h & HM_HDR_ATOMICETH ? HM_ATOMICETH_BYTES : 0) +
 	       (h & HM_HDR_ATOMICACKETH ? HM_ATOMICACKETH_BYTES : 0) +
 	       (h & HM_HDR_IMMDT ? HM_IMMDT_BYTES : 0) + (h & HM_HDR_DETH ? HM_DETH_BYTES : 0) +
-	       (h & HM_HDR_IETH ? HM_IETH_BYTES : 0);
+	       (h & HM_HDR_IETH ? HM_IETH_BYTES : 0) + (h & HM_HDR_XRCETH ? HM_XRCETH_BYTES : 0);
 }
 
 static uint16_t be16(const uint8_t *b)
@@ -248,7 +251,7 @@ static uint8_t *build(enum variant v, const struct hm_pkt *p, size_t *len)
 	return f;
 }
 
-Test(pkt, opcode_table_holds_rc_uc_ud_and_nothing_else)
+Test(pkt, opcode_table_holds_rc_uc_ud_xrc_and_nothing_else)
 {
 	int known = 0;
 
@@ -264,6 +267,8 @@ Test(pkt, opcode_table_holds_rc_uc_ud_and_nothing_else)
 	cr_expect_null(hm_opcode_info(0x15), "0x15 is reserved");
 	cr_expect_null(hm_opcode_info(0x2c), "UC has no READ");
 	cr_expect_null(hm_opcode_info(0x40), "RD is not supported");
+	cr_expect_null(hm_opcode_info(0xb5), "0xb5 is reserved (as 0x15)");
+	cr_expect_eq(hm_opcode_info(0xa6)->hdrs, HM_HDR_XRCETH | HM_HDR_RETH | HM_HDR_PAYLOAD);
 	/* a few rows in detail */
 	cr_expect_eq(hm_opcode_info(HM_OP_WRITE_ONLY_IMM)->hdrs,
 		     HM_HDR_RETH | HM_HDR_IMMDT | HM_HDR_PAYLOAD);
@@ -346,8 +351,9 @@ Test(pkt, every_opcode_round_trips_on_both_link_layers_with_and_without_grh)
 			}
 		}
 	}
-	/* 37 opcodes, 32 of them with payload: (5 + 32 * 4) frames per variant */
-	cr_expect_eq(frames, 3 * (37 + 32 * 4));
+	/* 60 opcodes (37 RC, UC, UD; 23 XRC), 50 of them with payload (32; 18): (60 + 50 * 4)
+	 * frames per variant */
+	cr_expect_eq(frames, 3 * (60 + 50 * 4));
 }
 
 /* Toolchain-facts samples, computed with scapy and matching Linux rxe. Both reproduce with

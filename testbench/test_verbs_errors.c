@@ -977,8 +977,7 @@ Test(verbs_errors, create_qp_rejects_unknown_qp_type)
 Test(verbs_errors, create_qp_rejects_unsupported_qp_types)
 {
 	struct tb_dev t;
-	const enum ibv_qp_type unsup[] = { IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
-					   IBV_QPT_DRIVER };
+	const enum ibv_qp_type unsup[] = { IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER };
 	struct ibv_qp_init_attr init = {
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
@@ -990,6 +989,10 @@ Test(verbs_errors, create_qp_rejects_unsupported_qp_types)
 		EXPECT_NULL_ERR(ibv_create_qp(t.pd, &init), EOPNOTSUPP);
 		EXPECT_MSG("not supported");
 	}
+	/* XRC_RECV has no PD: only ibv_create_qp_ex with an XRC domain makes one (suite xrc). */
+	init.qp_type = IBV_QPT_XRC_RECV;
+	EXPECT_NULL_ERR(ibv_create_qp(t.pd, &init), EINVAL);
+	EXPECT_MSG("IBV_QP_INIT_ATTR_XRCD");
 	tb_close(&t);
 }
 

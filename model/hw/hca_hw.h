@@ -127,7 +127,15 @@ enum hca_qp_type { /* numbered as libibverbs */
 	HCA_QPT_RC = 2,
 	HCA_QPT_UC = 3,
 	HCA_QPT_UD = 4,
+	HCA_QPT_XRC_SEND = 9,  /* XRC initiator: sends to XRC SRQs behind an XRC_RECV QP */
+	HCA_QPT_XRC_RECV = 10, /* XRC target: receives into the XRC SRQs of its domain */
 };
+
+/* The reliable-connected transports (RC and both XRC types): ACKs, PSN windows, retries. */
+static inline bool hca_qpt_reliable(unsigned type)
+{
+	return type == HCA_QPT_RC || type == HCA_QPT_XRC_SEND || type == HCA_QPT_XRC_RECV;
+}
 
 enum hca_access { /* numbered as libibverbs */
 	HCA_ACCESS_LOCAL_WRITE = 1u << 0,
@@ -153,8 +161,10 @@ enum hca_cap_flag {
 	HCA_CAP_CHANGE_PHY_PORT = 1u << 3,   /* HCA_QPA_PORT in SQD->SQD */
 	HCA_CAP_UD_MCAST = 1u << 4,          /* ATTACH_MCG/DETACH_MCG, with HCA_MCAST_* limits */
 	HCA_CAP_MEM_WINDOW = 1u << 5,        /* ALLOC_MW/DEALLOC_MW, BIND_MW, LOCAL_INV, SEND_INV */
+	HCA_CAP_XRC = 1u << 6,               /* XRC domains, XRC SRQs, XRC_SEND/XRC_RECV QPs */
 };
 
+#define HCA_MAX_XRCD 256u /* XRC domains per device (HCA_CAP_XRC) */
 #define HCA_PSN_MASK 0xffffffu
 #define HCA_QPN_MASK 0xffffffu
 #define HCA_FIRST_QPN 2u /* QP0 and QP1 are the special QPs */
@@ -213,7 +223,7 @@ enum hca_verr {
 #undef VERR
 };
 /* The QP types a WQE opcode may be posted on (wqe.def), as masks of 1 << HCA_QPT_*. */
-#define HCA_QPTS_RC (1u << HCA_QPT_RC)
+#define HCA_QPTS_RC (1u << HCA_QPT_RC | 1u << HCA_QPT_XRC_SEND) /* XRC_SEND sends as RC */
 #define HCA_QPTS_RC_UC (HCA_QPTS_RC | 1u << HCA_QPT_UC)
 #define HCA_QPTS_RC_UC_UD (HCA_QPTS_RC_UC | 1u << HCA_QPT_UD)
 /* What a WQE opcode asks of the responder (IBA 9.4; rxe's opcode class masks). */

@@ -207,10 +207,10 @@ BLK_WEAK enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint3
 
 /* The responder's rkey checks answer as the lkey checks do (blk_do.mkey). */
 BLK_WEAK enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
-					   uint64_t va, uint64_t len, uint32_t access,
-					   uint64_t *iova)
+					   uint32_t pdn, uint64_t va, uint64_t len,
+					   uint32_t access, uint64_t *iova)
 {
-	(void)d, (void)key, (void)qp, (void)len, (void)access;
+	(void)d, (void)key, (void)qp, (void)pdn, (void)len, (void)access;
 	note("hm_rkey_check");
 	blk.nmkey++;
 	if (blk_do.mkey != HM_MKEY_OK)
