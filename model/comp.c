@@ -65,6 +65,7 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t
 	d->wire.sq_retired(d, qp, f, status);
 	if (hca_wqe_rd_atomic(f->op))
 		d->wire.sq_wake(d, qp, t);
+	qp->comp.sq_done++; /* before the post: see flush_to */
 	if (f->signaled || status != HCA_WC_SUCCESS) {
 		struct hca_cqe cqe = { 0 };
 
@@ -81,7 +82,6 @@ static void retire(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, sim_time_t
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
 	}
 	trace_comp_done(d->devno, qp->qpn, f->wqe, status);
-	qp->comp.sq_done++;
 	hm_qp_check_drained(d, qp);
 	if (status == HCA_WC_SUCCESS)
 		progress(d, qp, t);
@@ -592,19 +592,20 @@ void hm_comp_reset(struct hm_qp *qp)
 	qp->comp.rd_gap = false;
 }
 
-/* Complete the send WQEs from sq_done up to upto with WR_FLUSH_ERR, in order. */
+/* Complete the send WQEs from sq_done up to upto with WR_FLUSH_ERR, in order. A WQE counts
+ * as done before its CQE is posted: a CQ overrun moves the QP to ERR from inside the post, and
+ * the flush that starts there must begin after it (and this one stop where it ended). */
 static void flush_to(struct hm_dev *d, struct hm_qp *qp, uint32_t upto, sim_time_t t)
 {
-	while (qp->comp.sq_done != upto) {
+	while ((int32_t)(upto - qp->comp.sq_done) > 0) {
 		struct hca_cqe cqe = { .qpn = qp->qpn,
-				       .wqe_index = (uint16_t)qp->comp.sq_done,
+				       .wqe_index = (uint16_t)qp->comp.sq_done++,
 				       .opcode = HCA_CQE_OP_SEND,
 				       .status = HCA_WC_WR_FLUSH_ERR,
 				       .vendor_err = HCA_VERR_FLUSHED,
 				       .is_send = 1 };
 
 		hm_cqe_post(d, qp->scqn, &cqe, false, t);
-		qp->comp.sq_done++;
 	}
 }
 
@@ -653,6 +654,6 @@ void hm_comp_fail_local(struct hm_dev *d, struct hm_qp *qp, uint32_t wqe, uint8_
 
 	/* CQEs stay in WQE order: RC WQEs still waiting for their ACK end flushed first. */
 	flush_to(d, qp, wqe, t);
+	qp->comp.sq_done = wqe + 1; /* before the post: see flush_to */
 	hm_cqe_post(d, qp->scqn, &cqe, false, t);
-	qp->comp.sq_done = wqe + 1;
 }

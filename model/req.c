@@ -27,10 +27,12 @@ static uint8_t *wqe_at(struct hm_qp *qp, uint32_t idx)
 static void req_fail(struct hm_dev *d, struct hm_qp *qp, uint32_t verr, uint8_t op,
 		     sim_time_t t)
 {
-	trace_req_fail(d->devno, qp->qpn, qp->req.sq_next, hca_verr_status(verr));
-	hm_comp_fail_local(d, qp, qp->req.sq_next, op, verr, t);
-	qp->req.sq_next++;
+	uint32_t wqe = qp->req.sq_next++;
+
+	/* The WQE is over before its error CQE is posted (a CQ overrun there flushes the rest). */
 	qp->req.cur_started = false;
+	trace_req_fail(d->devno, qp->qpn, wqe, hca_verr_status(verr));
+	hm_comp_fail_local(d, qp, wqe, op, verr, t);
 	hm_qp_error(d, qp, hca_qpt_reliable(qp->type) ? HCA_QPS_ERR : HCA_QPS_SQE, t);
 }
 

@@ -884,16 +884,17 @@ void hm_resp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 		qp->resp.last_wqe_sent = true;
 		return;
 	}
-	while (qp->resp.rq_ci != qp->rq_pi) {
+	/* A WQE counts as done before its CQE is posted: a CQ overrun moves the QP to ERR from
+	 * inside the post, and the flush that starts there begins after it. */
+	while ((int32_t)(qp->rq_pi - qp->resp.rq_ci) > 0) {
 		struct hca_cqe cqe = { 0 };
 
 		cqe.qpn = qp->qpn;
-		cqe.wqe_index = (uint16_t)qp->resp.rq_ci;
+		cqe.wqe_index = (uint16_t)qp->resp.rq_ci++;
 		cqe.opcode = HCA_CQE_OP_RECV;
 		cqe.status = HCA_WC_WR_FLUSH_ERR;
 		cqe.vendor_err = HCA_VERR_FLUSHED;
 		hm_cqe_post(d, qp->rcqn, &cqe, false, t);
-		qp->resp.rq_ci++;
 	}
 	qp->resp.in_msg = false;
 }

@@ -1471,3 +1471,79 @@ Test(dp_errors, reset_empties_the_queues_for_the_driver_too)
 	cr_assert_eq(wc.byte_len, 100);
 	tb_pair_close(&p);
 }
+
+/* A flush that overruns its CQ: a UD QP in SQE flushes the sends posted to it, and the
+ * overrun moves the QP on to ERR from inside the flush's own CQE post, which starts a flush of
+ * its own; both must end (the outer one used to count past the queue's end and ran 2^32
+ * times). Found by the fuzz target `mmio`. The CQ goes to error (IBV_EVENT_CQ_ERR), the QP is
+ * in ERR, and another QP of the device still works. */
+Test(dp_errors, a_flush_that_overruns_its_cq_ends)
+{
+	struct tb_pair p;
+	struct ibv_cq *small;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_ah_attr aa = { .dlid = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+	struct ibv_async_event ev;
+	struct ibv_port_attr pa;
+	int posted = 0;
+
+	tb_pair_open(&p, IBV_QPT_RC, 8192, 5);
+	small = ibv_create_cq(p.a.ctx, 1, NULL, NULL, 0);
+	cr_assert_not_null(small, "%s", hcasim_last_error());
+	ia.send_cq = ia.recv_cq = small;
+	qp = ibv_create_qp(p.a.pd, &ia);
+	cr_assert_not_null(qp, "%s", hcasim_last_error());
+	tb_connect(&p.a, qp, &p.b, p.qb->qp_num, IBV_MTU_1024);
+	cr_assert_eq(ibv_query_port(p.a.ctx, 1, &pa), 0);
+	ah = ibv_create_ah(p.a.pd, &aa);
+	cr_assert_not_null(ah, "%s", hcasim_last_error());
+	for (int i = 0; i < 16; i++) {
+		/* the first longer than the MTU: LOC_LEN_ERR, and the QP goes to SQE */
+		struct ibv_sge s = { (uintptr_t)p.src->addr, i ? 64 : 8000, p.src->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					 .wr.ud = { .ah = ah, .remote_qpn = 0x99,
+						    .remote_qkey = 0x11111111 } },
+				   *bad;
+
+		if (ibv_post_send(qp, &w, &bad))
+			break;
+		posted++;
+		hcasim_run_for_ps(1000000ull); /* each doorbell meets the QP in SQE */
+	}
+	cr_assert_gt(posted, (int)small->cqe + 1, "more sends (%d) than the CQ holds (%d)", posted,
+		     small->cqe);
+	hcasim_run_for_ps(10000000ull);
+	cr_assert_null(hcasim_halted(), "%s", hcasim_halted());
+	do
+		cr_assert_eq(ibv_get_async_event(p.a.ctx, &ev), 0, "no CQ error event");
+	while (ev.event_type != IBV_EVENT_CQ_ERR && (ibv_ack_async_event(&ev), 1));
+	cr_assert_eq(ev.element.cq, small);
+	ibv_ack_async_event(&ev);
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi), 0, "%s", hcasim_last_error());
+		cr_assert_eq(qa.qp_state, IBV_QPS_ERR, "state %d", qa.qp_state);
+	}
+	{
+		/* every send WR but the failed one flushed once: the re-entered flush counted on
+		 * past the queue's end, posting (and counting) 2^32 flushes */
+		uint64_t wrfe = 0;
+
+		cr_assert_eq(hcasim_port_counter(0, 1, "sq_num_wrfe", &wrfe), 0, "%s",
+			     hcasim_last_error());
+		cr_assert_eq(wrfe, (uint64_t)posted - 1, "sq_num_wrfe %" PRIu64 ", %d WRs posted",
+			     wrfe, posted);
+	}
+	tb_pair_send(&p, 100); /* the pair on the same devices is untouched */
+	cr_assert_eq(ibv_destroy_ah(ah), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_qp(qp), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_cq(small), 0, "%s", hcasim_last_error());
+	tb_pair_close(&p);
+}
