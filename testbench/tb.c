@@ -551,3 +551,33 @@ char *tb_run_cmd(const char *cmd, int *status)
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	return out;
 }
+
+int tb_doc_program(const char *doc, const char *marker, char *src, size_t len)
+{
+	char path[512], line[1024];
+	int fd, in_block = 0, lines = 0;
+	FILE *r, *w;
+
+	cr_assert_geq(len, 32);
+	snprintf(src, len, "/tmp/hcasim-docex-XXXXXX.c");
+	fd = mkstemps(src, 2);
+	cr_assert(fd >= 0);
+	snprintf(path, sizeof(path), "%s/%s", HCASIM_SRC_DIR, doc);
+	r = fopen(path, "r");
+	cr_assert_not_null(r, "%s", path);
+	w = fdopen(fd, "w");
+	cr_assert_not_null(w);
+	while (fgets(line, sizeof(line), r)) {
+		if (!in_block && !strncmp(line, marker, strlen(marker)))
+			in_block = 1;
+		else if (in_block && !strncmp(line, "```", 3))
+			break;
+		if (in_block) {
+			fputs(line, w);
+			lines++;
+		}
+	}
+	fclose(r);
+	fclose(w);
+	return lines;
+}

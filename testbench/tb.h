@@ -77,6 +77,10 @@ void tb_pair_write(struct tb_pair *p, uint32_t len);
 /* Environment assignments a shell command needs to run a Debian binary on the drop-in library
  * of this build (under SAN=1: the ASan runtime preloaded, leak checks off), or "". */
 const char *tb_san_env(void);
+/* The program a doc quotes (a path below the source tree, such as README.md): the lines of
+ * its code block from the line that starts with marker to the closing fence, written to a new
+ * temporary C file whose path goes to src (len bytes, at least 32). Returns how many lines. */
+int tb_doc_program(const char *doc, const char *marker, char *src, size_t len);
 /* Run a shell command; returns its standard output (malloc'd) and its exit status. */
 char *tb_run_cmd(const char *cmd, int *status);
 /* The whole file at path (malloc'd, NUL-terminated; the test fails if it cannot be read);

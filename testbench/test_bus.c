@@ -452,27 +452,9 @@ Test(abi, the_driver_imports_nothing_of_the_simulator_but_its_public_api)
 
 Test(system, the_user_guide_driver_builds_and_runs_on_libhcasim_alone)
 {
-	char src[] = "/tmp/hcasim-busex-XXXXXX.c", cmd[2048], line[1024], guide[512], *out;
-	int fd = mkstemps(src, 2), in_block = 0, lines = 0, st;
-	FILE *r, *w;
+	char src[64], cmd[2048], *out;
+	int lines = tb_doc_program("docs/user-guide.md", "/* bus-example */", src, sizeof(src)), st;
 
-	cr_assert(fd >= 0);
-	snprintf(guide, sizeof(guide), "%s/docs/user-guide.md", HCASIM_SRC_DIR);
-	r = fopen(guide, "r");
-	cr_assert_not_null(r, "%s", guide);
-	w = fdopen(fd, "w");
-	while (fgets(line, sizeof(line), r)) {
-		if (!in_block && !strncmp(line, "/* bus-example */", 17))
-			in_block = 1;
-		else if (in_block && !strncmp(line, "```", 3))
-			break;
-		if (in_block) {
-			fputs(line, w);
-			lines++;
-		}
-	}
-	fclose(r);
-	fclose(w);
 	cr_assert_gt(lines, 40, "docs/user-guide.md has no /* bus-example */ program");
 	/* The guide's build line: the public headers, libhcasim and nothing else. */
 	snprintf(cmd, sizeof(cmd),

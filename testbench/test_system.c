@@ -192,28 +192,9 @@ Test(system, debian_ibv_devinfo_lists_both_hcas)
 
 Test(system, readme_example_builds_against_the_drop_in_library_and_runs)
 {
-	char src[] = "/tmp/hcasim-readme-XXXXXX.c", cmd[2048], line[1024];
-	char readme[512], *out;
-	int fd = mkstemps(src, 2), in_block = 0, lines = 0;
-	FILE *r, *w;
+	char src[64], cmd[2048], *out;
+	int lines = tb_doc_program("README.md", "/* readme-example */", src, sizeof(src));
 
-	cr_assert(fd >= 0);
-	snprintf(readme, sizeof(readme), "%s/README.md", HCASIM_SRC_DIR);
-	r = fopen(readme, "r");
-	cr_assert_not_null(r, "README.md missing");
-	w = fdopen(fd, "w");
-	while (fgets(line, sizeof(line), r)) {
-		if (!in_block && !strncmp(line, "/* readme-example */", 20))
-			in_block = 1;
-		else if (in_block && !strncmp(line, "```", 3))
-			break;
-		if (in_block) {
-			fputs(line, w);
-			lines++;
-		}
-	}
-	fclose(r);
-	fclose(w);
 	cr_assert_gt(lines, 20, "README has no /* readme-example */ program");
 	/* The README's build line, with this build's directories. */
 	snprintf(cmd, sizeof(cmd),
