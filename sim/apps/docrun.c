@@ -261,212 +261,268 @@ static void print_line(const char *what, const char *s)
 		fprintf(stderr, "  %s %.*s\n", what, (int)n, s);
 }
 
-/* Process one file: returns how many regions differ from their runs. */
-static int process(const char *path, int check, int *nregions)
+/* The state of processing one file: its lines are copied, regions rewritten, into out. */
+struct doc {
+	const char *path;
+	int check, line, regions, differ;
+	struct buf out;
+};
+
+/* Reads the file at full (named path in messages) into in: 0, or -1 after an error. */
+static int read_doc(const char *full, const char *path, struct buf *in)
 {
-	char full[PATH_MAX * 2], cmd[512];
-	struct buf in = { 0 }, out = { 0 };
-	int differ = 0, line = 0, regions = 0, errors0 = errors, fence = 0, md;
-	FILE *f;
+	FILE *f = fopen(full, "r");
 	char chunk[4096];
 	size_t n;
 
-	snprintf(full, sizeof(full), "%s/%s", srcdir, path);
-	f = fopen(full, "r");
 	if (!f) {
 		err(path, 0, "%s", strerror(errno));
-		return 0;
+		return -1;
 	}
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&in, chunk, n);
+		buf_add(in, chunk, n);
 	fclose(f);
-	if (!in.len)
-		buf_add(&in, "", 0);
+	if (!in->len)
+		buf_add(in, "", 0);
+	return 0;
+}
 
+/* The output of cmd's run, or NULL if it failed or its recipe skipped it (counted). */
+static const char *region_output(const char *cmd, const char *file, int line)
+{
+	const char *o = output_of(cmd, file, line);
+
+	if (o == skipped) {
+		nskipped++;
+		o = NULL;
+	}
+	return o;
+}
+
+/* The END line of the block region whose body starts at q (its marker on line start), its
+ * length into *endlen; or where a marker inside the region is, or the end of the text. */
+static const char *block_end(struct doc *d, const char *q, int start, size_t *endlen)
+{
+	while (*q) {
+		const char *e2 = strchr(q, '\n');
+		size_t l2 = e2 ? (size_t)(e2 - q + 1) : strlen(q);
+		const char *t = q;
+
+		d->line++;
+		while (*t == ' ' || *t == '\t')
+			t++;
+		if (!strncmp(t, END, strlen(END))) {
+			*endlen = l2;
+			break;
+		}
+		if (find_start(q, l2) || find_marker(q, l2, START_MD)) {
+			err(d->path, d->line, "a run marker inside the region of line %d", start);
+			break;
+		}
+		q += l2;
+	}
+	return q;
+}
+
+/* A block region's body [body, q) against o, the output of run cmd: counted (and shown with
+ * -c) if it differs; the output, fenced unless md, goes to d->out. */
+static void fill_block(struct doc *d, const char *body, const char *q, const char *o, int md,
+		       const char *cmd, int start)
+{
+	struct buf want = { 0 };
+	char *have = strndup(body, (size_t)(q - body));
+
+	if (!md)
+		buf_str(&want, "```\n");
+	buf_str(&want, o);
+	if (o[strlen(o) - 1] != '\n')
+		buf_str(&want, "\n");
+	if (!md)
+		buf_str(&want, "```\n");
+	if (strcmp(have, want.p)) {
+		const char *la, *lb;
+		int dl = first_diff(have, want.p, &la, &lb);
+
+		d->differ++;
+		if (d->check) {
+			fprintf(stderr,
+				"%s:%d: region '%s' differs from its run "
+				"(make docs rewrites it), at line %d:\n",
+				d->path, start + dl, cmd, start + dl);
+			print_line("doc:", la);
+			print_line("run:", lb);
+		}
+	}
+	buf_str(&d->out, want.p);
+	free(want.p);
+	free(have);
+}
+
+/* A block region: the marker line p[0..ll) (its marker at m, run-md if md), up to the END
+ * line. Returns where the line after it starts, or NULL if the region has no END. */
+static const char *block_region(struct doc *d, const char *p, size_t ll, const char *m, int md)
+{
+	char cmd[512];
+	int start = d->line;
+	size_t k =
+	    parse_start(m + strlen(md ? START_MD : START), cmd, sizeof(cmd), d->path, d->line);
+	const char *q, *body = p + ll, *o;
+	size_t endlen = 0;
+
+	buf_add(&d->out, p, ll);
+	q = block_end(d, body, start, &endlen);
+	if (!*q) {
+		err(d->path, start, "run marker without its '%s'", END);
+		return NULL;
+	}
+	o = k ? region_output(cmd, d->path, start) : NULL;
+	if (o)
+		fill_block(d, body, q, o, md, cmd, start);
+	else
+		buf_add(&d->out, body, (size_t)(q - body));
+	buf_add(&d->out, q, endlen);
+	return q + endlen;
+}
+
+/* An inline region's text have[0..hl) against o, the output of run cmd: one line, counted
+ * (and shown with -c) if it differs; the output goes to d->out. */
+static void fill_inline(struct doc *d, const char *have, size_t hl, const char *o, const char *cmd)
+{
+	size_t ol = strlen(o);
+
+	if (o[ol - 1] == '\n')
+		ol--;
+	if (memchr(o, '\n', ol)) {
+		err(d->path, d->line, "run '%s' printed more than one line for an inline region",
+		    cmd);
+		buf_add(&d->out, have, hl);
+		return;
+	}
+	if (hl != ol || memcmp(have, o, ol)) {
+		d->differ++;
+		if (d->check)
+			fprintf(stderr,
+				"%s:%d: region '%s' differs from its run (make docs rewrites "
+				"it):\n  doc: %.*s\n  run: %.*s\n",
+				d->path, d->line, cmd, (int)hl, have, (int)ol, o);
+	}
+	buf_add(&d->out, o, ol);
+}
+
+/* Inline regions: every START ... END pair on the line p[0..ll). */
+static void inline_regions(struct doc *d, const char *p, size_t ll)
+{
+	char cmd[512];
+
+	for (const char *s = p; s < p + ll;) {
+		const char *ms = find_start(s, (size_t)(p + ll - s));
+		size_t k;
+		const char *me, *o, *have;
+
+		if (!ms) {
+			buf_add(&d->out, s, (size_t)(p + ll - s));
+			break;
+		}
+		k = parse_start(ms + strlen(START), cmd, sizeof(cmd), d->path, d->line);
+		have = ms + strlen(START) + k;
+		me = k ? memmem(have, (size_t)(p + ll - have), END, strlen(END)) : NULL;
+		if (!me) {
+			if (k)
+				err(d->path, d->line,
+				    "inline run marker without its '%s' on the same line", END);
+			buf_add(&d->out, s, (size_t)(p + ll - s));
+			break;
+		}
+		buf_add(&d->out, s, (size_t)(have - s));
+		o = region_output(cmd, d->path, d->line);
+		if (o)
+			fill_inline(d, have, (size_t)(me - have), o, cmd);
+		else
+			buf_add(&d->out, have, (size_t)(me - have));
+		buf_add(&d->out, END, strlen(END));
+		s = me + strlen(END);
+		if (find_start(s, (size_t)(p + ll - s)))
+			d->regions++;
+	}
+}
+
+/* The fence state after a line lead that starts with ```: a fence opens with 3 or more
+ * backquotes and closes with as many. */
+static int fence_after(const char *lead, int fence)
+{
+	int nb = (int)strspn(lead, "`");
+
+	if (!fence)
+		return nb;
+	if (nb >= fence && strchr("\n", lead[strspn(lead, "` \t\r")]))
+		return 0;
+	return fence;
+}
+
+/* Writes the rewritten file out over full (named path in messages). */
+static void write_doc(const char *full, const char *path, const struct doc *d)
+{
+	char tmp[PATH_MAX * 2 + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", full);
+	f = fopen(tmp, "w");
+	if (!f || fwrite(d->out.p, 1, d->out.len, f) != d->out.len || fclose(f) ||
+	    rename(tmp, full)) {
+		err(path, 0, "cannot write: %s", strerror(errno));
+	} else {
+		printf("hcasim-docrun: %s: %d of %d region(s) rewritten\n", path, d->differ,
+		       d->regions);
+	}
+}
+
+/* Process one file: returns how many regions differ from their runs. */
+static int process(const char *path, int check, int *nregions)
+{
+	char full[PATH_MAX * 2];
+	struct buf in = { 0 };
+	struct doc d = { .path = path, .check = check };
+	int errors0 = errors, fence = 0, md;
+
+	snprintf(full, sizeof(full), "%s/%s", srcdir, path);
+	if (read_doc(full, path, &in))
+		return 0;
 	for (const char *p = in.p; *p;) {
 		const char *eol = strchr(p, '\n'), *m, *lead = p;
 		size_t ll = eol ? (size_t)(eol - p + 1) : strlen(p);
 
-		line++;
+		d.line++;
 		while (*lead == ' ' || *lead == '\t')
 			lead++;
-		if (!strncmp(lead, "```", 3)) {
-			/* A fence opens with 3 or more backquotes and closes with as many. */
-			int nb = (int)strspn(lead, "`");
-
-			if (!fence)
-				fence = nb;
-			else if (nb >= fence && strchr("\n", lead[strspn(lead, "` \t\r")]))
-				fence = 0;
-		}
+		if (!strncmp(lead, "```", 3))
+			fence = fence_after(lead, fence);
 		m = fence ? NULL : find_start(p, ll);
 		md = !fence && !strncmp(lead, START_MD, strlen(START_MD));
 		if (md)
 			m = lead;
 		if (!m) {
 			if (!fence && find_marker(p, ll, END))
-				err(path, line, "'%s' without a run marker before it", END);
-			buf_add(&out, p, ll);
+				err(path, d.line, "'%s' without a run marker before it", END);
+			buf_add(&d.out, p, ll);
 			p += ll;
 			continue;
 		}
-		regions++;
+		d.regions++;
 		if (md || (m == lead && !memmem(m, ll - (size_t)(m - p), END, strlen(END)))) {
-			/* A block region: the marker line, up to the END line. */
-			int start = line;
-			size_t k = parse_start(m + strlen(md ? START_MD : START), cmd, sizeof(cmd),
-					       path, line);
-			const char *q = p + ll, *body = q, *o;
-			size_t endlen = 0;
-
-			buf_add(&out, p, ll);
-			while (*q) {
-				const char *e2 = strchr(q, '\n');
-				size_t l2 = e2 ? (size_t)(e2 - q + 1) : strlen(q);
-				const char *t = q;
-
-				line++;
-				while (*t == ' ' || *t == '\t')
-					t++;
-				if (!strncmp(t, END, strlen(END))) {
-					endlen = l2;
-					break;
-				}
-				if (find_start(q, l2) || find_marker(q, l2, START_MD)) {
-					err(path, line, "a run marker inside the region of line %d",
-					    start);
-					break;
-				}
-				q += l2;
-			}
-			if (!*q) {
-				err(path, start, "run marker without its '%s'", END);
+			p = block_region(&d, p, ll, m, md);
+			if (!p)
 				break;
-			}
-			o = k ? output_of(cmd, path, start) : NULL;
-			if (o == skipped) {
-				nskipped++;
-				o = NULL;
-			}
-			if (o) {
-				struct buf want = { 0 };
-				char *have = strndup(body, (size_t)(q - body));
-
-				if (!md)
-					buf_str(&want, "```\n");
-				buf_str(&want, o);
-				if (o[strlen(o) - 1] != '\n')
-					buf_str(&want, "\n");
-				if (!md)
-					buf_str(&want, "```\n");
-				if (strcmp(have, want.p)) {
-					const char *la, *lb;
-					int d = first_diff(have, want.p, &la, &lb);
-
-					differ++;
-					if (check) {
-						fprintf(stderr,
-							"%s:%d: region '%s' differs from its run "
-							"(make docs rewrites it), at line %d:\n",
-							path, start + d, cmd, start + d);
-						print_line("doc:", la);
-						print_line("run:", lb);
-					}
-				}
-				buf_str(&out, want.p);
-				free(want.p);
-				free(have);
-			} else {
-				buf_add(&out, body, (size_t)(q - body));
-			}
-			buf_add(&out, q, endlen);
-			p = q + endlen;
 			continue;
 		}
-		/* Inline regions: every START ... END pair on this line. */
-		for (const char *s = p; s < p + ll;) {
-			const char *ms = find_start(s, (size_t)(p + ll - s));
-			size_t k;
-			const char *me, *o;
-
-			if (!ms) {
-				buf_add(&out, s, (size_t)(p + ll - s));
-				break;
-			}
-			k = parse_start(ms + strlen(START), cmd, sizeof(cmd), path, line);
-			me = k ? memmem(ms + strlen(START) + k,
-					(size_t)(p + ll - ms - strlen(START) - k), END, strlen(END))
-			       : NULL;
-			if (!me) {
-				if (k)
-					err(path, line,
-					    "inline run marker without its '%s' on the "
-					    "same line",
-					    END);
-				buf_add(&out, s, (size_t)(p + ll - s));
-				break;
-			}
-			buf_add(&out, s, (size_t)(ms - s) + strlen(START) + k);
-			o = output_of(cmd, path, line);
-			if (o == skipped) {
-				nskipped++;
-				o = NULL;
-			}
-			if (o) {
-				size_t ol = strlen(o);
-				const char *have = ms + strlen(START) + k;
-				size_t hl = (size_t)(me - have);
-
-				if (o[ol - 1] == '\n')
-					ol--;
-				if (memchr(o, '\n', ol)) {
-					err(path, line,
-					    "run '%s' printed more than one line for an "
-					    "inline region",
-					    cmd);
-					buf_add(&out, have, hl);
-				} else {
-					if (hl != ol || memcmp(have, o, ol)) {
-						differ++;
-						if (check)
-							fprintf(
-							    stderr,
-							    "%s:%d: region '%s' differs from its "
-							    "run (make docs rewrites it):\n  doc: "
-							    "%.*s\n  run: %.*s\n",
-							    path, line, cmd, (int)hl, have, (int)ol,
-							    o);
-					}
-					buf_add(&out, o, ol);
-				}
-			} else {
-				buf_add(&out, ms + strlen(START) + k,
-					(size_t)(me - ms - strlen(START) - k));
-			}
-			buf_add(&out, END, strlen(END));
-			s = me + strlen(END);
-			if (find_start(s, (size_t)(p + ll - s)))
-				regions++;
-		}
+		inline_regions(&d, p, ll);
 		p += ll;
 	}
-	*nregions += regions;
-	if (!check && errors == errors0 && differ) {
-		char tmp[PATH_MAX * 2 + 8];
-
-		snprintf(tmp, sizeof(tmp), "%s.new", full);
-		f = fopen(tmp, "w");
-		if (!f || fwrite(out.p, 1, out.len, f) != out.len || fclose(f) ||
-		    rename(tmp, full)) {
-			err(path, 0, "cannot write: %s", strerror(errno));
-		} else {
-			printf("hcasim-docrun: %s: %d of %d region(s) rewritten\n", path, differ,
-			       regions);
-		}
-	}
+	*nregions += d.regions;
+	if (!check && errors == errors0 && d.differ)
+		write_doc(full, path, &d);
 	free(in.p);
-	free(out.p);
-	return differ;
+	free(d.out.p);
+	return d.differ;
 }
 
 static int rm_rf(const char *dir)
@@ -477,30 +533,13 @@ static int rm_rf(const char *dir)
 	return system(cmd);
 }
 
-int main(int argc, char **argv)
+/* The source, recipes and build directories, the scratch directory and the recipes'
+ * environment: 0, or 2 after an error. */
+static int setup(const char *src, const char *rec, int check)
 {
-	const char *src = ".", *rec = NULL;
 	char exe[PATH_MAX], tmpl[] = "/tmp/hcasim-docrun-XXXXXX";
-	int check = 0, opt, differ = 0, nregions = 0, nfiles = 0;
 	ssize_t n;
 
-	while ((opt = getopt(argc, argv, "cC:r:")) != -1) {
-		switch (opt) {
-		case 'c':
-			check = 1;
-			break;
-		case 'C':
-			src = optarg;
-			break;
-		case 'r':
-			rec = optarg;
-			break;
-		default:
-			fprintf(stderr, "usage: hcasim-docrun [-c] [-C SRCDIR] [-r RECIPES] "
-					"[FILE.md...]\n");
-			return 2;
-		}
-	}
 	if (!realpath(src, srcdir)) {
 		fprintf(stderr, "hcasim-docrun: %s: %s\n", src, strerror(errno));
 		return 2;
@@ -532,31 +571,38 @@ int main(int argc, char **argv)
 		setenv("HCASIM_DOC_CHECK", "1", 1);
 	else
 		unsetenv("HCASIM_DOC_CHECK");
+	return 0;
+}
 
-	if (optind < argc) {
-		for (int i = optind; i < argc; i++, nfiles++)
-			differ += process(argv[i], check, &nregions);
-	} else {
-		static const char *const pats[] = {"README.md", "docs/*.md", "docs/*/*.md"};
-		char cwd[PATH_MAX];
+/* Processes the default files of SRCDIR: README.md, docs/NAME.md and docs/DIR/NAME.md. Returns
+ * how many regions differ, or -1 after an error. */
+static int process_default(int check, int *nregions, int *nfiles)
+{
+	static const char *const pats[] = {"README.md", "docs/*.md", "docs/*/*.md"};
+	char cwd[PATH_MAX];
+	int differ = 0;
 
-		if (!getcwd(cwd, sizeof(cwd)) || chdir(srcdir)) {
-			perror("hcasim-docrun");
-			return 2;
-		}
-		for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
-			glob_t g;
-
-			if (glob(pats[i], 0, NULL, &g))
-				continue;
-			for (size_t j = 0; j < g.gl_pathc; j++, nfiles++)
-				differ += process(g.gl_pathv[j], check, &nregions);
-			globfree(&g);
-		}
-		if (chdir(cwd))
-			perror("hcasim-docrun");
+	if (!getcwd(cwd, sizeof(cwd)) || chdir(srcdir)) {
+		perror("hcasim-docrun");
+		return -1;
 	}
-	rm_rf(work);
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+		glob_t g;
+
+		if (glob(pats[i], 0, NULL, &g))
+			continue;
+		for (size_t j = 0; j < g.gl_pathc; j++, (*nfiles)++)
+			differ += process(g.gl_pathv[j], check, nregions);
+		globfree(&g);
+	}
+	if (chdir(cwd))
+		perror("hcasim-docrun");
+	return differ;
+}
+
+/* The summary line, and the exit status. */
+static int report(int check, int differ, int nregions, int nfiles)
+{
 	if (errors) {
 		fprintf(stderr, "hcasim-docrun: %d error(s)\n", errors);
 		return 2;
@@ -576,4 +622,40 @@ int main(int argc, char **argv)
 	printf("hcasim-docrun: %d region(s) in %d file(s), %d rewritten, %d skipped\n", nregions,
 	       nfiles, differ, nskipped);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *src = ".", *rec = NULL;
+	int check = 0, opt, differ = 0, nregions = 0, nfiles = 0;
+
+	while ((opt = getopt(argc, argv, "cC:r:")) != -1) {
+		switch (opt) {
+		case 'c':
+			check = 1;
+			break;
+		case 'C':
+			src = optarg;
+			break;
+		case 'r':
+			rec = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: hcasim-docrun [-c] [-C SRCDIR] [-r RECIPES] "
+					"[FILE.md...]\n");
+			return 2;
+		}
+	}
+	if (setup(src, rec, check))
+		return 2;
+	if (optind < argc) {
+		for (int i = optind; i < argc; i++, nfiles++)
+			differ += process(argv[i], check, &nregions);
+	} else {
+		differ = process_default(check, &nregions, &nfiles);
+		if (differ < 0)
+			return 2;
+	}
+	rm_rf(work);
+	return report(check, differ, nregions, nfiles);
 }

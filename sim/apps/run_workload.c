@@ -202,119 +202,213 @@ static int post(struct side *s, struct ibv_send_wr *wr, const char *what)
 	return 0;
 }
 
-/* SEND 8 KiB a->b, WRITE 64 KiB a->b, READ it back, FETCH_AND_ADD and CMP_AND_SWP on b. */
-static int workload(struct side *a, struct side *b)
-{
-	enum { SEND_LEN = 8192, RDMA_LEN = 65536 };
-	const uint64_t A_IOVA = 0x10000000, B_IOVA = 0x20000000;
-	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			IBV_ACCESS_REMOTE_ATOMIC;
-	uint8_t *abuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
-	uint8_t *bbuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
+enum { SEND_LEN = 8192, RDMA_LEN = 65536 };
+static const uint64_t A_IOVA = 0x10000000, B_IOVA = 0x20000000;
+
+/* The workload's two buffers, their registrations, and the work request, its gather entry and
+ * the completion that each step reuses. */
+struct rc_work {
+	struct side *a, *b;
+	uint8_t *abuf, *bbuf;
 	struct ibv_mr *amr, *bmr;
 	struct ibv_sge sge;
-	struct ibv_recv_wr rwr = { 0 }, *rbad;
 	struct ibv_send_wr wr;
 	struct ibv_wc wc;
 	uint64_t *counter, *result;
+};
+
+/* SEND 8 KiB a->b into a posted receive; checks the bytes received. */
+static int rc_send(struct rc_work *w)
+{
+	struct ibv_recv_wr rwr = { 0 }, *rbad;
+
+	w->sge = (struct ibv_sge){ B_IOVA + RDMA_LEN, SEND_LEN, w->bmr->lkey };
+	rwr.wr_id = 100;
+	rwr.sg_list = &w->sge;
+	rwr.num_sge = 1;
+	if (ibv_post_recv(w->b->qp, &rwr, &rbad)) {
+		fprintf(stderr, "ibv_post_recv: %s\n", hcasim_last_error());
+		return -1;
+	}
+	memset(&w->wr, 0, sizeof(w->wr));
+	w->sge = (struct ibv_sge){ A_IOVA, SEND_LEN, w->amr->lkey };
+	w->wr.wr_id = 1;
+	w->wr.sg_list = &w->sge;
+	w->wr.num_sge = 1;
+	w->wr.opcode = IBV_WR_SEND;
+	w->wr.send_flags = IBV_SEND_SIGNALED;
+	if (post(w->a, &w->wr, "SEND") || wait_cqe(w->a->cq, &w->wc, "SEND completed") ||
+	    wait_cqe(w->b->cq, &w->wc, "RECV completed"))
+		return -1;
+	if (w->wc.byte_len != SEND_LEN || memcmp(w->abuf, w->bbuf + RDMA_LEN, SEND_LEN)) {
+		fprintf(stderr, "SEND: received bytes differ\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* RDMA WRITE 64 KiB a->b, then RDMA READ it back into a; checks both. */
+static int rc_write_read(struct rc_work *w)
+{
+	w->sge = (struct ibv_sge){ A_IOVA, RDMA_LEN, w->amr->lkey };
+	w->wr.wr_id = 2;
+	w->wr.opcode = IBV_WR_RDMA_WRITE;
+	w->wr.wr.rdma.remote_addr = B_IOVA;
+	w->wr.wr.rdma.rkey = w->bmr->rkey;
+	if (post(w->a, &w->wr, "WRITE") || wait_cqe(w->a->cq, &w->wc, "RDMA WRITE completed"))
+		return -1;
+	if (memcmp(w->abuf, w->bbuf, RDMA_LEN)) {
+		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
+		return -1;
+	}
+	w->sge.addr = A_IOVA + RDMA_LEN;
+	w->wr.wr_id = 3;
+	w->wr.opcode = IBV_WR_RDMA_READ;
+	if (post(w->a, &w->wr, "READ") || wait_cqe(w->a->cq, &w->wc, "RDMA READ completed"))
+		return -1;
+	if (memcmp(w->abuf, w->abuf + RDMA_LEN, RDMA_LEN)) {
+		fprintf(stderr, "RDMA READ: bytes read back differ\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* FETCH_AND_ADD then CMP_AND_SWP on b's counter; checks the results and the counter. */
+static int rc_atomics(struct rc_work *w)
+{
+	w->sge = (struct ibv_sge){ A_IOVA + 2 * RDMA_LEN, 8, w->amr->lkey };
+	w->wr.wr_id = 4;
+	w->wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	w->wr.wr.atomic.remote_addr = B_IOVA + 2 * RDMA_LEN;
+	w->wr.wr.atomic.rkey = w->bmr->rkey;
+	w->wr.wr.atomic.compare_add = 5;
+	if (post(w->a, &w->wr, "FETCH_ADD") ||
+	    wait_cqe(w->a->cq, &w->wc, "FETCH_AND_ADD completed"))
+		return -1;
+	if (*w->result != 1000 || *w->counter != 1005) {
+		fprintf(stderr, "FETCH_AND_ADD: got %llu, counter %llu\n",
+			(unsigned long long)*w->result, (unsigned long long)*w->counter);
+		return -1;
+	}
+	w->wr.wr_id = 5;
+	w->wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	w->wr.wr.atomic.compare_add = 1005;
+	w->wr.wr.atomic.swap = 42;
+	if (post(w->a, &w->wr, "CMP_SWP") || wait_cqe(w->a->cq, &w->wc, "CMP_AND_SWP completed"))
+		return -1;
+	if (*w->result != 1005 || *w->counter != 42) {
+		fprintf(stderr, "CMP_AND_SWP: got %llu, counter %llu\n",
+			(unsigned long long)*w->result, (unsigned long long)*w->counter);
+		return -1;
+	}
+	return 0;
+}
+
+/* SEND 8 KiB a->b, WRITE 64 KiB a->b, READ it back, FETCH_AND_ADD and CMP_AND_SWP on b. */
+static int workload(struct side *a, struct side *b)
+{
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC;
+	struct rc_work w = { .a = a, .b = b };
 	int rc = -1;
 
-	if (!abuf || !bbuf)
+	w.abuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
+	w.bbuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
+	if (!w.abuf || !w.bbuf)
 		return -1;
-	memset(bbuf, 0, 2 * RDMA_LEN + 4096);
+	memset(w.bbuf, 0, 2 * RDMA_LEN + 4096);
 	for (int i = 0; i < 2 * RDMA_LEN; i++)
-		abuf[i] = (uint8_t)(i * 31 + 7);
+		w.abuf[i] = (uint8_t)(i * 31 + 7);
 	/* Registered at fixed I/O virtual addresses, so that the addresses in the packets (and
 	 * so the pcap) do not depend on where the host allocator put the buffers. Work requests
 	 * then name memory by these addresses. */
-	amr = ibv_reg_mr_iova2(a->pd, abuf, 2 * RDMA_LEN + 4096, A_IOVA, acc);
-	bmr = ibv_reg_mr_iova2(b->pd, bbuf, 2 * RDMA_LEN + 4096, B_IOVA, acc);
-	if (!amr || !bmr) {
+	w.amr = ibv_reg_mr_iova2(a->pd, w.abuf, 2 * RDMA_LEN + 4096, A_IOVA, acc);
+	w.bmr = ibv_reg_mr_iova2(b->pd, w.bbuf, 2 * RDMA_LEN + 4096, B_IOVA, acc);
+	if (!w.amr || !w.bmr) {
 		fprintf(stderr, "ibv_reg_mr: %s\n", hcasim_last_error());
 		goto out;
 	}
-	counter = (uint64_t *)(bbuf + 2 * RDMA_LEN);
-	result = (uint64_t *)(abuf + 2 * RDMA_LEN);
-	*counter = 1000;
+	w.counter = (uint64_t *)(w.bbuf + 2 * RDMA_LEN);
+	w.result = (uint64_t *)(w.abuf + 2 * RDMA_LEN);
+	*w.counter = 1000;
 
 	printf("\n== RC workload ==\n");
-	sge = (struct ibv_sge){ B_IOVA + RDMA_LEN, SEND_LEN, bmr->lkey };
-	rwr.wr_id = 100;
-	rwr.sg_list = &sge;
-	rwr.num_sge = 1;
-	if (ibv_post_recv(b->qp, &rwr, &rbad)) {
-		fprintf(stderr, "ibv_post_recv: %s\n", hcasim_last_error());
+	if (rc_send(&w) || rc_write_read(&w) || rc_atomics(&w))
 		goto out;
-	}
-	memset(&wr, 0, sizeof(wr));
-	sge = (struct ibv_sge){ A_IOVA, SEND_LEN, amr->lkey };
-	wr.wr_id = 1;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (post(a, &wr, "SEND") || wait_cqe(a->cq, &wc, "SEND completed") ||
-	    wait_cqe(b->cq, &wc, "RECV completed"))
-		goto out;
-	if (wc.byte_len != SEND_LEN || memcmp(abuf, bbuf + RDMA_LEN, SEND_LEN)) {
-		fprintf(stderr, "SEND: received bytes differ\n");
-		goto out;
-	}
-	sge = (struct ibv_sge){ A_IOVA, RDMA_LEN, amr->lkey };
-	wr.wr_id = 2;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = B_IOVA;
-	wr.wr.rdma.rkey = bmr->rkey;
-	if (post(a, &wr, "WRITE") || wait_cqe(a->cq, &wc, "RDMA WRITE completed"))
-		goto out;
-	if (memcmp(abuf, bbuf, RDMA_LEN)) {
-		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
-		goto out;
-	}
-	sge.addr = A_IOVA + RDMA_LEN;
-	wr.wr_id = 3;
-	wr.opcode = IBV_WR_RDMA_READ;
-	if (post(a, &wr, "READ") || wait_cqe(a->cq, &wc, "RDMA READ completed"))
-		goto out;
-	if (memcmp(abuf, abuf + RDMA_LEN, RDMA_LEN)) {
-		fprintf(stderr, "RDMA READ: bytes read back differ\n");
-		goto out;
-	}
-	sge = (struct ibv_sge){ A_IOVA + 2 * RDMA_LEN, 8, amr->lkey };
-	wr.wr_id = 4;
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	wr.wr.atomic.remote_addr = B_IOVA + 2 * RDMA_LEN;
-	wr.wr.atomic.rkey = bmr->rkey;
-	wr.wr.atomic.compare_add = 5;
-	if (post(a, &wr, "FETCH_ADD") || wait_cqe(a->cq, &wc, "FETCH_AND_ADD completed"))
-		goto out;
-	if (*result != 1000 || *counter != 1005) {
-		fprintf(stderr, "FETCH_AND_ADD: got %llu, counter %llu\n",
-			(unsigned long long)*result, (unsigned long long)*counter);
-		goto out;
-	}
-	wr.wr_id = 5;
-	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	wr.wr.atomic.compare_add = 1005;
-	wr.wr.atomic.swap = 42;
-	if (post(a, &wr, "CMP_SWP") || wait_cqe(a->cq, &wc, "CMP_AND_SWP completed"))
-		goto out;
-	if (*result != 1005 || *counter != 42) {
-		fprintf(stderr, "CMP_AND_SWP: got %llu, counter %llu\n",
-			(unsigned long long)*result, (unsigned long long)*counter);
-		goto out;
-	}
 	printf("all bytes verified: SEND %d B, WRITE %d B, READ %d B, two atomics\n", SEND_LEN,
 	       RDMA_LEN, RDMA_LEN);
 	rc = 0;
 out:
-	if (amr)
-		ibv_dereg_mr(amr);
-	if (bmr)
-		ibv_dereg_mr(bmr);
-	free(abuf);
-	free(bbuf);
+	if (w.amr)
+		ibv_dereg_mr(w.amr);
+	if (w.bmr)
+		ibv_dereg_mr(w.bmr);
+	free(w.abuf);
+	free(w.bbuf);
 	return rc;
+}
+
+/* Opens dev, the i-th HCA, into s: prints its attributes, allocates a PD, a CQ and an RC QP,
+ * and queries its port and GID. */
+static int open_side(struct ibv_device *dev, struct side *s, int i)
+{
+	struct ibv_qp_init_attr init = { 0 };
+
+	s->ctx = ibv_open_device(dev);
+	if (!s->ctx || print_device(s->ctx))
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = s->pd ? ibv_create_cq(s->ctx, 64, NULL, NULL, 0) : NULL;
+	init.send_cq = init.recv_cq = s->cq;
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = 16;
+	init.cap.max_recv_wr = 16;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	s->qp = s->cq ? ibv_create_qp(s->pd, &init) : NULL;
+	if (!s->qp || ibv_query_port(s->ctx, 1, &s->port) || ibv_query_gid(s->ctx, 1, 0, &s->gid)) {
+		fprintf(stderr, "setup of HCA %d: %s\n", i, hcasim_last_error());
+		return -1;
+	}
+	s->psn = 0x1000 * (unsigned)(i + 1);
+	return 0;
+}
+
+/* The firmware commands each HCA executed, cycle-stamped. */
+static void print_cmd_logs(struct side *s)
+{
+	printf("\n== firmware commands (device core cycles at 500 MHz unless configured) ==\n");
+	for (int i = 0; i < NDEV; i++) {
+		struct hcasim_cmd_record rec[64];
+		int k = hcasim_cmd_log(s[i].ctx, rec, 64);
+
+		printf("%s:\n", ibv_get_device_name(s[i].ctx->device));
+		for (int j = 0; j < k; j++)
+			printf("  cycle %8llu..%8llu  %-14s status=%u  host wait %6.3f us\n",
+			       (unsigned long long)rec[j].start_cycle,
+			       (unsigned long long)rec[j].done_cycle, rec[j].name, rec[j].status,
+			       (double)(rec[j].complete_ps - rec[j].submit_ps) / 1e6);
+	}
+}
+
+/* The counters of each HCA's QP. */
+static int print_counters(struct side *s)
+{
+	printf("\n== per-QP counters ==\n");
+	for (int i = 0; i < NDEV; i++) {
+		struct hcasim_qp_counters c;
+
+		if (hcasim_qp_counters(i, s[i].qp->qp_num, &c))
+			return -1;
+		printf("%s qp 0x%06x: tx %llu pkts %llu B, rx %llu pkts %llu B, naks sent %llu "
+		       "rcvd %llu, sq_psn %u rq_psn %u\n",
+		       ibv_get_device_name(s[i].ctx->device), s[i].qp->qp_num,
+		       (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
+		       (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes,
+		       (unsigned long long)c.naks_sent, (unsigned long long)c.naks_rcvd, c.sq_psn,
+		       c.rq_psn);
+	}
+	return 0;
 }
 
 int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
@@ -339,28 +433,9 @@ int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
 	printf("== %d simulated HCAs, booted at t=%llu ps ==\n\n", n,
 	       (unsigned long long)hcasim_now_ps());
 	memset(s, 0, sizeof(s));
-	for (int i = 0; i < NDEV; i++) {
-		struct ibv_qp_init_attr init = { 0 };
-
-		s[i].ctx = ibv_open_device(list[i]);
-		if (!s[i].ctx || print_device(s[i].ctx))
+	for (int i = 0; i < NDEV; i++)
+		if (open_side(list[i], &s[i], i))
 			return 1;
-		s[i].pd = ibv_alloc_pd(s[i].ctx);
-		s[i].cq = s[i].pd ? ibv_create_cq(s[i].ctx, 64, NULL, NULL, 0) : NULL;
-		init.send_cq = init.recv_cq = s[i].cq;
-		init.qp_type = IBV_QPT_RC;
-		init.cap.max_send_wr = 16;
-		init.cap.max_recv_wr = 16;
-		init.cap.max_send_sge = 1;
-		init.cap.max_recv_sge = 1;
-		s[i].qp = s[i].cq ? ibv_create_qp(s[i].pd, &init) : NULL;
-		if (!s[i].qp || ibv_query_port(s[i].ctx, 1, &s[i].port) ||
-		    ibv_query_gid(s[i].ctx, 1, 0, &s[i].gid)) {
-			fprintf(stderr, "setup of HCA %d: %s\n", i, hcasim_last_error());
-			return 1;
-		}
-		s[i].psn = 0x1000 * (unsigned)(i + 1);
-	}
 	printf("== connecting RC QPs ==\n");
 	for (int i = 0; i < NDEV; i++)
 		if (connect_rc(&s[i], &s[1 - i]))
@@ -368,34 +443,11 @@ int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
 	printf("\n== queried back ==\n");
 	for (int i = 0; i < NDEV; i++)
 		print_qp(&s[i]);
-	printf("\n== firmware commands (device core cycles at 500 MHz unless configured) ==\n");
-	for (int i = 0; i < NDEV; i++) {
-		struct hcasim_cmd_record rec[64];
-		int k = hcasim_cmd_log(s[i].ctx, rec, 64);
-
-		printf("%s:\n", ibv_get_device_name(s[i].ctx->device));
-		for (int j = 0; j < k; j++)
-			printf("  cycle %8llu..%8llu  %-14s status=%u  host wait %6.3f us\n",
-			       (unsigned long long)rec[j].start_cycle,
-			       (unsigned long long)rec[j].done_cycle, rec[j].name, rec[j].status,
-			       (double)(rec[j].complete_ps - rec[j].submit_ps) / 1e6);
-	}
+	print_cmd_logs(s);
 	if (workload(&s[0], &s[1]))
 		return 1;
-	printf("\n== per-QP counters ==\n");
-	for (int i = 0; i < NDEV; i++) {
-		struct hcasim_qp_counters c;
-
-		if (hcasim_qp_counters(i, s[i].qp->qp_num, &c))
-			return 1;
-		printf("%s qp 0x%06x: tx %llu pkts %llu B, rx %llu pkts %llu B, naks sent %llu "
-		       "rcvd %llu, sq_psn %u rq_psn %u\n",
-		       ibv_get_device_name(s[i].ctx->device), s[i].qp->qp_num,
-		       (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
-		       (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes,
-		       (unsigned long long)c.naks_sent, (unsigned long long)c.naks_rcvd, c.sq_psn,
-		       c.rq_psn);
-	}
+	if (print_counters(s))
+		return 1;
 	printf("\nsimulated time: %.3f us, kernel events: %llu, pcap: %s.link0.pcap\n",
 	       (double)hcasim_now_ps() / 1e6, (unsigned long long)hcasim_events_executed(), pcap);
 	if (reported)

@@ -250,19 +250,14 @@ static bool is_digit_set(const char *s, const char *set)
 	return true;
 }
 
-int main(int argc, char **argv)
+/* The options and the file name (into file): 0, or 2 after a usage message. */
+static int parse_args(int argc, char **argv, bool *quiet, const char **required, int *nreq)
 {
-	const char *required[64];
-	int nreq = 0;
-	bool quiet = false, timescale = false, any_time = false;
-	unsigned long long last_t = 0, changes = 0, stamps = 0;
-	char *t;
-
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-q")) {
-			quiet = true;
-		} else if (!strcmp(argv[i], "-r") && i + 1 < argc && nreq < 64) {
-			required[nreq++] = argv[++i];
+			*quiet = true;
+		} else if (!strcmp(argv[i], "-r") && i + 1 < argc && *nreq < 64) {
+			required[(*nreq)++] = argv[++i];
 		} else if (argv[i][0] == '-' || file) {
 			fprintf(stderr, "usage: hcasim-vcdcheck [-q] [-r NAME]... FILE.vcd\n");
 			return 2;
@@ -274,6 +269,101 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hcasim-vcdcheck [-q] [-r NAME]... FILE.vcd\n");
 		return 2;
 	}
+	return 0;
+}
+
+/* Fails unless every -r NAME is declared. */
+static void check_required(const char **required, int nreq)
+{
+	for (int i = 0; i < nreq; i++) {
+		size_t j;
+
+		for (j = 0; j < nvars && strcmp(vars[j].name, required[i]); j++)
+			;
+		if (j == nvars)
+			fail("required variable %s is not declared", required[i]);
+	}
+}
+
+/* The variable a value change names by its id code; fails if none is declared. */
+static struct var *declared(const char *id)
+{
+	struct var *v = find(id);
+
+	if (!v)
+		fail("value change for id '%s', which no $var declares", id);
+	return v;
+}
+
+/* A keyword after $enddefinitions: a dump section's, or a $comment (skipped). */
+static void body_keyword(const char *t)
+{
+	if (strcmp(t, "$dumpvars") && strcmp(t, "$dumpall") && strcmp(t, "$dumpon") &&
+	    strcmp(t, "$dumpoff") && strcmp(t, "$end")) {
+		if (!strcmp(t, "$comment"))
+			skip_section(t);
+		else
+			fail("'%s' after $enddefinitions", t);
+	}
+}
+
+/* A vector value change t ("b..."), its id code the next token. */
+static void vector_change(const char *t, bool any_time)
+{
+	char bits[4096];
+	struct var *v;
+
+	snprintf(bits, sizeof(bits), "%s", t + 1);
+	if (!any_time)
+		fail("value change before the first time stamp");
+	if (!*bits || !is_digit_set(bits, "01xXzZ"))
+		fail("vector value '%s' has a digit other than 0 1 x z", t);
+	v = declared(need("a vector value change"));
+	if (v->real)
+		fail("vector value for real variable %s", v->name);
+	if (strlen(bits) > v->width)
+		fail("value b%s for %s has %zu bits, more than the %u declared", bits, v->name,
+		     strlen(bits), v->width);
+}
+
+/* A real value change t ("r..."), its id code the next token. */
+static void real_change(const char *t)
+{
+	char *end;
+	struct var *v;
+
+	strtod(t + 1, &end);
+	if (*end || end == t + 1)
+		fail("malformed real value '%s'", t);
+	v = declared(need("a real value change"));
+	if (!v->real)
+		fail("real value for non-real variable %s", v->name);
+}
+
+/* A scalar value change t (a digit of 01xXzZ, then the id code). */
+static void scalar_change(const char *t, bool any_time)
+{
+	struct var *v;
+
+	if (!any_time)
+		fail("value change before the first time stamp");
+	if (!t[1])
+		fail("scalar value '%s' without an id code", t);
+	v = declared(t + 1);
+	if (v->width != 1)
+		fail("scalar value change for %s, a multi-bit variable", v->name);
+}
+
+int main(int argc, char **argv)
+{
+	const char *required[64];
+	int nreq = 0;
+	bool quiet = false, timescale = false, any_time = false;
+	unsigned long long last_t = 0, changes = 0, stamps = 0;
+	char *t;
+
+	if (parse_args(argc, argv, &quiet, required, &nreq))
+		return 2;
 	in = fopen(file, "r");
 	if (!in) {
 		fprintf(stderr, "hcasim-vcdcheck: cannot open '%s': %s\n", file, strerror(errno));
@@ -284,17 +374,8 @@ int main(int argc, char **argv)
 		fail("no $timescale in the header");
 	if (!nvars)
 		fail("no $var declared");
-	for (int i = 0; i < nreq; i++) {
-		size_t j;
-
-		for (j = 0; j < nvars && strcmp(vars[j].name, required[i]); j++)
-			;
-		if (j == nvars)
-			fail("required variable %s is not declared", required[i]);
-	}
+	check_required(required, nreq);
 	while ((t = token())) {
-		struct var *v;
-
 		if (t[0] == '#') {
 			char *end;
 			unsigned long long ts = strtoull(t + 1, &end, 10);
@@ -307,54 +388,15 @@ int main(int argc, char **argv)
 			any_time = true;
 			stamps++;
 		} else if (t[0] == '$') {
-			if (strcmp(t, "$dumpvars") && strcmp(t, "$dumpall") && strcmp(t, "$dumpon") &&
-			    strcmp(t, "$dumpoff") && strcmp(t, "$end")) {
-				if (!strcmp(t, "$comment"))
-					skip_section(t);
-				else
-					fail("'%s' after $enddefinitions", t);
-			}
+			body_keyword(t);
 		} else if (t[0] == 'b' || t[0] == 'B') {
-			char bits[4096];
-
-			snprintf(bits, sizeof(bits), "%s", t + 1);
-			if (!any_time)
-				fail("value change before the first time stamp");
-			if (!*bits || !is_digit_set(bits, "01xXzZ"))
-				fail("vector value '%s' has a digit other than 0 1 x z", t);
-			t = need("a vector value change");
-			v = find(t);
-			if (!v)
-				fail("value change for id '%s', which no $var declares", t);
-			if (v->real)
-				fail("vector value for real variable %s", v->name);
-			if (strlen(bits) > v->width)
-				fail("value b%s for %s has %zu bits, more than the %u declared", bits,
-				     v->name, strlen(bits), v->width);
+			vector_change(t, any_time);
 			changes++;
 		} else if (t[0] == 'r' || t[0] == 'R') {
-			char *end;
-
-			strtod(t + 1, &end);
-			if (*end || end == t + 1)
-				fail("malformed real value '%s'", t);
-			t = need("a real value change");
-			v = find(t);
-			if (!v)
-				fail("value change for id '%s', which no $var declares", t);
-			if (!v->real)
-				fail("real value for non-real variable %s", v->name);
+			real_change(t);
 			changes++;
 		} else if (strchr("01xXzZ", t[0])) {
-			if (!any_time)
-				fail("value change before the first time stamp");
-			if (!t[1])
-				fail("scalar value '%s' without an id code", t);
-			v = find(t + 1);
-			if (!v)
-				fail("value change for id '%s', which no $var declares", t + 1);
-			if (v->width != 1)
-				fail("scalar value change for %s, a multi-bit variable", v->name);
+			scalar_change(t, any_time);
 			changes++;
 		} else {
 			fail("'%s' is not a time stamp, value change or keyword", t);
