@@ -128,6 +128,27 @@ static int modify(const struct scn *s, const struct scn_qp *q, struct ibv_qp_att
 	return 0;
 }
 
+/* The alternate path of an RTS QP: the peer's host on port alt_port, then armed. */
+static int alt_path(const struct scn *s, const struct scn_qp *q, const struct host *ph)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.alt_ah_attr.dlid = ph->port[q->alt_port - 1].lid;
+	a.alt_ah_attr.port_num = (uint8_t)q->alt_port;
+	a.alt_ah_attr.is_global = ph->port[q->alt_port - 1].link_layer == IBV_LINK_LAYER_ETHERNET;
+	if (a.alt_ah_attr.is_global &&
+	    ibv_query_gid(ph->ctx, (uint8_t)q->alt_port, 0, &a.alt_ah_attr.grh.dgid))
+		return scn_fail(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
+				hcasim_last_error());
+	a.alt_ah_attr.grh.hop_limit = 1;
+	a.alt_port_num = (uint8_t)q->alt_port;
+	a.alt_pkey_index = 0;
+	a.alt_timeout = (uint8_t)q->alt_timeout;
+	a.path_mig_state = q->path_mig;
+	return modify(s, q, &a, IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE, "alternate path");
+}
+
 /* RESET -> INIT, -> RTR, -> RTS with the section's attributes (as sim/apps/run.c does it),
  * stopping at the section's state. */
 static int connect_step(struct run *r, int i, enum ibv_qp_state to)
@@ -194,24 +215,7 @@ static int connect_step(struct run *r, int i, enum ibv_qp_state to)
 		}
 		if (modify(s, q, &a, mask, "RTS"))
 			return -1;
-		if (!q->alt_port)
-			return 0;
-		/* The alternate path: the peer's host on port alt_port, then armed. */
-		memset(&a, 0, sizeof(a));
-		a.alt_ah_attr.dlid = ph->port[q->alt_port - 1].lid;
-		a.alt_ah_attr.port_num = (uint8_t)q->alt_port;
-		a.alt_ah_attr.is_global =
-			ph->port[q->alt_port - 1].link_layer == IBV_LINK_LAYER_ETHERNET;
-		if (a.alt_ah_attr.is_global &&
-		    ibv_query_gid(ph->ctx, (uint8_t)q->alt_port, 0, &a.alt_ah_attr.grh.dgid))
-			return scn_fail(s, q->line, "[qp %s]: ibv_query_gid: %s", q->name,
-				   hcasim_last_error());
-		a.alt_ah_attr.grh.hop_limit = 1;
-		a.alt_port_num = (uint8_t)q->alt_port;
-		a.alt_pkey_index = 0;
-		a.alt_timeout = (uint8_t)q->alt_timeout;
-		a.path_mig_state = q->path_mig;
-		return modify(s, q, &a, IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE, "alternate path");
+		return q->alt_port ? alt_path(s, q, ph) : 0;
 	default:
 		return 0;
 	}
@@ -357,34 +361,92 @@ static const char *wr_label(const struct scn *s, int t, int n, char *buf, size_t
 	return buf;
 }
 
-static void post_traffic(struct run *r, int ti)
+/* A modify [traffic]: ibv_modify_qp to the section's state. */
+static void modify_traffic(struct run *r, int ti)
+{
+	struct scn *s = r->s;
+	struct scn_traffic *t = &s->tr[ti];
+	struct scn_qp *q = &s->qp[t->qp];
+	struct ibv_qp_attr a = {.qp_state = t->state};
+	int mask = IBV_QP_STATE;
+
+	if (t->en_sqd_async_notify >= 0) {
+		a.en_sqd_async_notify = (uint8_t)t->en_sqd_async_notify;
+		mask |= IBV_QP_EN_SQD_ASYNC_NOTIFY;
+	}
+	scn_tl_note(s, t->qp, SCN_TL_ACTION, "%s: ibv_modify_qp to %s%s", t->name,
+		    scn_state_name(t->state),
+		    mask & IBV_QP_EN_SQD_ASYNC_NOTIFY
+			? (a.en_sqd_async_notify ? " with en_sqd_async_notify" : "")
+			: "");
+	if (ibv_modify_qp(q->qp, &a, mask)) {
+		t->failed = true;
+		snprintf(t->error, sizeof(t->error), "ibv_modify_qp: %s", hcasim_last_error());
+	}
+}
+
+/* Post the send-queue WRs of a [traffic] section, one per sge; returns ibv_post_send's
+ * result. */
+static int post_sends(struct run *r, int ti, struct ibv_sge *sge)
 {
 	struct scn *s = r->s;
 	struct scn_traffic *t = &s->tr[ti];
 	struct scn_qp *q = &s->qp[t->qp];
 	const struct scn_qp *p = q->peer >= 0 ? &s->qp[q->peer] : NULL;
+	struct ibv_send_wr wr[SCN_MAX_COUNT], *bads;
+	int rc;
+	static const enum ibv_wr_opcode opc[] = {
+	    [SCN_SEND] = IBV_WR_SEND,
+	    [SCN_WRITE] = IBV_WR_RDMA_WRITE,
+	    [SCN_READ] = IBV_WR_RDMA_READ,
+	    [SCN_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
+	    [SCN_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+
+	for (unsigned n = 0; n < t->count; n++) {
+		uint64_t raddr = p ? p->iova + t->remote_offset + (uint64_t)n * t->size : 0;
+
+		memset(&wr[n], 0, sizeof(wr[n]));
+		wr[n].wr_id = ((uint64_t)ti << 16) | n;
+		wr[n].sg_list = &sge[n];
+		wr[n].num_sge = 1;
+		wr[n].opcode = opc[t->op];
+		wr[n].send_flags = t->signaled ? IBV_SEND_SIGNALED : 0;
+		wr[n].next = n + 1 < t->count ? &wr[n + 1] : NULL;
+		if (q->type == IBV_QPT_UD) {
+			wr[n].wr.ud.ah = q->ah;
+			wr[n].wr.ud.remote_qpn = p->qpn;
+			wr[n].wr.ud.remote_qkey = p->qkey;
+		} else if (t->op == SCN_WRITE || t->op == SCN_READ) {
+			wr[n].wr.rdma.remote_addr = raddr;
+			wr[n].wr.rdma.rkey = p->mr->rkey;
+		} else if (t->op == SCN_CMP_SWAP || t->op == SCN_FETCH_ADD) {
+			wr[n].wr.atomic.remote_addr = raddr;
+			wr[n].wr.atomic.rkey = p->mr->rkey;
+			wr[n].wr.atomic.compare_add =
+			    t->op == SCN_CMP_SWAP ? t->compare : t->swap_add;
+			wr[n].wr.atomic.swap = t->op == SCN_CMP_SWAP ? t->swap_add : 0;
+		}
+	}
+	scn_tl_note(s, t->qp, SCN_TL_POST, "%s: %u %s WR(s) of %u bytes%s", t->name, t->count,
+		    scn_op_name(t->op), t->size, t->signaled ? "" : ", unsignaled");
+	rc = ibv_post_send(q->qp, wr, &bads);
+	for (unsigned n = 0; !rc && n < t->count; n++)
+		scn_tl_wr_posted(s, t->qp, ti, (int)n);
+	return rc;
+}
+
+static void post_traffic(struct run *r, int ti)
+{
+	struct scn *s = r->s;
+	struct scn_traffic *t = &s->tr[ti];
+	struct scn_qp *q = &s->qp[t->qp];
 	struct ibv_sge sge[SCN_MAX_COUNT];
 	uint64_t now = hcasim_now_ps();
 	int rc;
 
 	if (t->op == SCN_MODIFY) {
-		struct ibv_qp_attr a = {.qp_state = t->state};
-		int mask = IBV_QP_STATE;
-
-		if (t->en_sqd_async_notify >= 0) {
-			a.en_sqd_async_notify = (uint8_t)t->en_sqd_async_notify;
-			mask |= IBV_QP_EN_SQD_ASYNC_NOTIFY;
-		}
-		scn_tl_note(s, t->qp, SCN_TL_ACTION, "%s: ibv_modify_qp to %s%s", t->name,
-			    scn_state_name(t->state),
-			    mask & IBV_QP_EN_SQD_ASYNC_NOTIFY
-				? (a.en_sqd_async_notify ? " with en_sqd_async_notify" : "")
-				: "");
-		if (ibv_modify_qp(q->qp, &a, mask)) {
-			t->failed = true;
-			snprintf(t->error, sizeof(t->error), "ibv_modify_qp: %s",
-				 hcasim_last_error());
-		}
+		modify_traffic(r, ti);
 		return;
 	}
 	for (unsigned n = 0; n < t->count; n++) {
@@ -406,46 +468,7 @@ static void post_traffic(struct run *r, int ti)
 			    t->count, t->size);
 		rc = ibv_post_recv(q->qp, wr, &badr);
 	} else {
-		struct ibv_send_wr wr[SCN_MAX_COUNT], *bads;
-		static const enum ibv_wr_opcode opc[] = {
-		    [SCN_SEND] = IBV_WR_SEND,
-		    [SCN_WRITE] = IBV_WR_RDMA_WRITE,
-		    [SCN_READ] = IBV_WR_RDMA_READ,
-		    [SCN_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
-		    [SCN_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
-		};
-
-		for (unsigned n = 0; n < t->count; n++) {
-			uint64_t raddr = p ? p->iova + t->remote_offset + (uint64_t)n * t->size : 0;
-
-			memset(&wr[n], 0, sizeof(wr[n]));
-			wr[n].wr_id = ((uint64_t)ti << 16) | n;
-			wr[n].sg_list = &sge[n];
-			wr[n].num_sge = 1;
-			wr[n].opcode = opc[t->op];
-			wr[n].send_flags = t->signaled ? IBV_SEND_SIGNALED : 0;
-			wr[n].next = n + 1 < t->count ? &wr[n + 1] : NULL;
-			if (q->type == IBV_QPT_UD) {
-				wr[n].wr.ud.ah = q->ah;
-				wr[n].wr.ud.remote_qpn = p->qpn;
-				wr[n].wr.ud.remote_qkey = p->qkey;
-			} else if (t->op == SCN_WRITE || t->op == SCN_READ) {
-				wr[n].wr.rdma.remote_addr = raddr;
-				wr[n].wr.rdma.rkey = p->mr->rkey;
-			} else if (t->op == SCN_CMP_SWAP || t->op == SCN_FETCH_ADD) {
-				wr[n].wr.atomic.remote_addr = raddr;
-				wr[n].wr.atomic.rkey = p->mr->rkey;
-				wr[n].wr.atomic.compare_add =
-				    t->op == SCN_CMP_SWAP ? t->compare : t->swap_add;
-				wr[n].wr.atomic.swap = t->op == SCN_CMP_SWAP ? t->swap_add : 0;
-			}
-		}
-		scn_tl_note(s, t->qp, SCN_TL_POST, "%s: %u %s WR(s) of %u bytes%s", t->name,
-			    t->count, scn_op_name(t->op), t->size,
-			    t->signaled ? "" : ", unsignaled");
-		rc = ibv_post_send(q->qp, wr, &bads);
-		for (unsigned n = 0; !rc && n < t->count; n++)
-			scn_tl_wr_posted(s, t->qp, ti, (int)n);
+		rc = post_sends(r, ti, sge);
 	}
 	if (rc) {
 		t->failed = true;
@@ -632,14 +655,55 @@ static void run(struct run *r)
 	collect(r);
 }
 
+/* The report: the header, the timeline (unless quiet), the actions, the expectations and the
+ * result. Returns whether the scenario passed. */
+static int report(struct run *r, const char *path, bool quiet)
+{
+	struct scn *s = r->s;
+	int pass = 0, rc;
+	char t[32];
+
+	printf("scenario: %s%s%s\n", path, *s->title ? " — " : "", s->title);
+	scn_fmt_time(t, sizeof(t), (int64_t)s->t0);
+	printf("start (t0): %s after boot; the times below count from t0\n", t + 0);
+	scn_fmt_time(t, sizeof(t), (int64_t)(hcasim_now_ps() - s->t0));
+	printf("ran until: %s\n", t);
+	if (!quiet) {
+		printf("\n== timeline ==\n");
+		scn_tl_print(s);
+	}
+	printf("\n== actions ==\n");
+	for (int i = 0; i < s->ntr; i++) {
+		const struct scn_traffic *tr = &s->tr[i];
+
+		scn_fmt_time(t, sizeof(t), (int64_t)tr->at_ps);
+		printf("  %s  %s:%d [traffic %s] %s on %s%s%s\n", tr->failed ? "FAIL" : "ok  ",
+		       path, tr->line, tr->name, scn_op_name(tr->op), s->qp[tr->qp].name,
+		       tr->failed ? ": " : "", tr->failed ? tr->error : "");
+		rc = !tr->failed;
+		r->action_failed |= !rc;
+	}
+	printf("\n== expectations ==\n");
+	for (int i = 0; i < s->nex; i++) {
+		char msg[512];
+		int ok = scn_evaluate(s, r->events, msg, sizeof(msg), i);
+
+		printf("  %s  %s:%d %s\n", ok ? "PASS" : "FAIL", path, s->ex[i].line, msg);
+		pass += ok;
+	}
+	rc = pass == s->nex && !r->action_failed;
+	printf("\nresult: %s (%d of %d expectations hold%s)\n", rc ? "PASS" : "FAIL", pass, s->nex,
+	       r->action_failed ? "; an action failed" : "");
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct run *r;
 	struct scn *s;
 	const char *path;
 	bool quiet = false;
-	int pass = 0, rc;
-	char t[32];
+	int rc;
 
 	if (argc == 3 && !strcmp(argv[1], "-q")) {
 		quiet = true;
@@ -680,37 +744,7 @@ int main(int argc, char **argv)
 	s->t0 = hcasim_now_ps();
 	run(r);
 
-	printf("scenario: %s%s%s\n", path, *s->title ? " — " : "", s->title);
-	scn_fmt_time(t, sizeof(t), (int64_t)s->t0);
-	printf("start (t0): %s after boot; the times below count from t0\n", t + 0);
-	scn_fmt_time(t, sizeof(t), (int64_t)(hcasim_now_ps() - s->t0));
-	printf("ran until: %s\n", t);
-	if (!quiet) {
-		printf("\n== timeline ==\n");
-		scn_tl_print(s);
-	}
-	printf("\n== actions ==\n");
-	for (int i = 0; i < s->ntr; i++) {
-		const struct scn_traffic *tr = &s->tr[i];
-
-		scn_fmt_time(t, sizeof(t), (int64_t)tr->at_ps);
-		printf("  %s  %s:%d [traffic %s] %s on %s%s%s\n", tr->failed ? "FAIL" : "ok  ",
-		       path, tr->line, tr->name, scn_op_name(tr->op), s->qp[tr->qp].name,
-		       tr->failed ? ": " : "", tr->failed ? tr->error : "");
-		rc = !tr->failed;
-		r->action_failed |= !rc;
-	}
-	printf("\n== expectations ==\n");
-	for (int i = 0; i < s->nex; i++) {
-		char msg[512];
-		int ok = scn_evaluate(s, r->events, msg, sizeof(msg), i);
-
-		printf("  %s  %s:%d %s\n", ok ? "PASS" : "FAIL", path, s->ex[i].line, msg);
-		pass += ok;
-	}
-	rc = pass == s->nex && !r->action_failed;
-	printf("\nresult: %s (%d of %d expectations hold%s)\n", rc ? "PASS" : "FAIL", pass, s->nex,
-	       r->action_failed ? "; an action failed" : "");
+	rc = report(r, path, quiet);
 	teardown(r);
 	scn_tl_stop();
 	free(r);

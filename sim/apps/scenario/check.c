@@ -104,10 +104,43 @@ static int check_qp(struct scn *s, int i)
 	return 0;
 }
 
+/* A [traffic] section's WRs stay inside the buffers of its QP and, for RDMA and atomics, of
+ * the peer; a UD send has a peer to send to. */
+static int check_traffic_buffers(struct scn *s, const struct scn_traffic *t, const struct scn_qp *q)
+{
+	const struct scn_qp *p;
+	uint64_t need;
+
+	need = t->offset + (uint64_t)t->count * t->size;
+	if (need > q->buffer_bytes)
+		return scn_fail(
+		    s, t->kline[K_T_SIZE] ? t->kline[K_T_SIZE] : t->line,
+		    "[traffic %s] size: %u WR(s) of %u bytes from offset %llu overrun the "
+		    "%zu-byte buffer of [qp %s] (its buffer key)",
+		    t->name, t->count, t->size, (unsigned long long)t->offset, q->buffer_bytes,
+		    q->name);
+	if (t->op == SCN_SEND && q->peer < 0)
+		return scn_fail(s, t->kline[K_T_OP],
+				"[traffic %s] op: a UD send needs the QP's peer", t->name);
+	if (t->op == SCN_WRITE || t->op == SCN_READ || t->op == SCN_CMP_SWAP ||
+	    t->op == SCN_FETCH_ADD) {
+		p = &s->qp[q->peer];
+		need = t->remote_offset + (uint64_t)t->count * t->size;
+		if (need > p->buffer_bytes)
+			return scn_fail(
+			    s, KLINE(t, K_T_ROFFSET),
+			    "[traffic %s] remote_offset: %u WR(s) of %u bytes from %llu "
+			    "overrun the %zu-byte buffer of [qp %s]",
+			    t->name, t->count, t->size, (unsigned long long)t->remote_offset,
+			    p->buffer_bytes, p->name);
+	}
+	return 0;
+}
+
 static int check_traffic(struct scn *s, int i)
 {
 	struct scn_traffic *t = &s->tr[i];
-	const struct scn_qp *q, *p;
+	const struct scn_qp *q;
 	/* Keys each operation takes. */
 	static const unsigned takes[] = {
 	    [SCN_SEND] =
@@ -124,7 +157,6 @@ static int check_traffic(struct scn *s, int i)
 	    [SCN_RECV] = SCN_B(K_T_SIZE) | SCN_B(K_T_OFFSET) | SCN_B(K_T_COUNT),
 	    [SCN_MODIFY] = SCN_B(K_T_STATE) | SCN_B(K_T_SQD_NOTIFY),
 	};
-	uint64_t need;
 
 	if (!t->kline[K_T_QP])
 		return scn_fail(s, t->line, "[traffic %s] qp: required", t->name);
@@ -169,29 +201,7 @@ static int check_traffic(struct scn *s, int i)
 		return scn_fail(s, t->line, "[traffic %s] size: required for op = %s", t->name,
 			     scn_op_name(t->op));
 	}
-	need = t->offset + (uint64_t)t->count * t->size;
-	if (need > q->buffer_bytes)
-		return scn_fail(s, t->kline[K_T_SIZE] ? t->kline[K_T_SIZE] : t->line,
-			     "[traffic %s] size: %u WR(s) of %u bytes from offset %llu overrun the "
-			     "%zu-byte buffer of [qp %s] (its buffer key)",
-			     t->name, t->count, t->size, (unsigned long long)t->offset,
-			     q->buffer_bytes, q->name);
-	if (t->op == SCN_SEND && q->peer < 0)
-		return scn_fail(s, t->kline[K_T_OP], "[traffic %s] op: a UD send needs the QP's peer",
-			     t->name);
-	if (t->op == SCN_WRITE || t->op == SCN_READ || t->op == SCN_CMP_SWAP ||
-	    t->op == SCN_FETCH_ADD) {
-		p = &s->qp[q->peer];
-		need = t->remote_offset + (uint64_t)t->count * t->size;
-		if (need > p->buffer_bytes)
-			return scn_fail(s, KLINE(t, K_T_ROFFSET),
-				     "[traffic %s] remote_offset: %u WR(s) of %u bytes from %llu "
-				     "overrun the %zu-byte buffer of [qp %s]",
-				     t->name, t->count, t->size,
-				     (unsigned long long)t->remote_offset, p->buffer_bytes,
-				     p->name);
-	}
-	return 0;
+	return check_traffic_buffers(s, t, q);
 }
 
 static int check_fault(struct scn *s, int i)
@@ -347,12 +357,72 @@ static int need_qp(struct scn *s, struct scn_expect *e, const char *name, int li
 	return 0;
 }
 
+/* A completion or data expectation: its subject is a [traffic] section that posts WRs, or one
+ * WR of it (TRAFFIC#N); sl is the subject key's line. */
+static int check_expect_traffic(const struct scn *s, struct scn_expect *e, int sl)
+{
+	char buf[64], *hash;
+	const struct scn_traffic *t;
+
+	snprintf(buf, sizeof(buf), "%s", e->subject);
+	hash = strchr(buf, '#');
+	if (hash)
+		*hash++ = 0;
+	e->traffic = find_traffic(s, buf);
+	if (e->traffic < 0)
+		return scn_fail(s, sl, "[expect] %s: no [traffic %s]", scn_expect_subjects[e->kind],
+				buf);
+	t = &s->tr[e->traffic];
+	if (t->op == SCN_MODIFY)
+		return scn_fail(s, sl, "[expect] %s: [traffic %s] posts no WR (op = modify)",
+				scn_expect_subjects[e->kind], buf);
+	if (e->kind == SCN_EX_DATA && t->op != SCN_WRITE && t->op != SCN_READ)
+		return scn_fail(s, sl, "[expect] data: only for op = write or read, not %s",
+				scn_op_name(t->op));
+	e->wr = -1;
+	if (hash && strcmp(hash, "*")) {
+		char *end;
+		long n = strtol(hash, &end, 10);
+
+		if (e->kind == SCN_EX_DATA || *end || n < 1 || n > (long)t->count)
+			return scn_fail(
+			    s, sl, "[expect] %s: '#%s' is not a WR of [traffic %s] (1..%u%s)",
+			    scn_expect_subjects[e->kind], hash, buf, t->count,
+			    e->kind == SCN_EX_DATA ? "; data takes the whole section" : "");
+		e->wr = (int)n - 1;
+	}
+	return 0;
+}
+
+/* A state, memory, packets, rnr_wait or timeout_wait expectation: its subject is a [qp]
+ * section, with what the kind needs of it; sl is the subject key's line. */
+static int check_expect_qp(struct scn *s, struct scn_expect *e, int sl)
+{
+	if (need_qp(s, e, e->subject, sl))
+		return -1;
+	if (e->kind == SCN_EX_MEMORY && e->offset + 8 > s->qp[e->qp].buffer_bytes)
+		return scn_fail(s, e->kline[K_E_OFFSET],
+				"[expect] offset: outside the %zu-byte buffer of [qp %s]",
+				s->qp[e->qp].buffer_bytes, s->qp[e->qp].name);
+	if (e->kind == SCN_EX_PACKETS && !e->has_eq && !e->has_min && !e->has_max)
+		return scn_fail(s, e->line, "[expect] packets: needs equals, min or max");
+	if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
+	    (e->has_eq != (e->kline[K_E_TOLERANCE] != 0) ||
+	     (!e->has_eq && !e->has_min && !e->has_max) ||
+	     (e->has_eq && (e->has_min || e->has_max))))
+		return scn_fail(s, sl, "[expect] %s: give equals and tolerance, or min and/or max",
+				scn_expect_subjects[e->kind]);
+	if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
+	    s->qp[e->qp].type != IBV_QPT_RC)
+		return scn_fail(s, sl, "[expect] %s: [qp %s] is not RC",
+				scn_expect_subjects[e->kind], s->qp[e->qp].name);
+	return 0;
+}
+
 static int check_expect(struct scn *s, int i)
 {
 	struct scn_expect *e = &s->ex[i];
 	int sl = e->kline[e->kind]; /* the subject key's line: kinds are in key order */
-	char buf[64], *hash;
-	const struct scn_traffic *t;
 
 	if (e->kline[K_E_TOLERANCE] && !e->has_time && e->kind == SCN_EX_COMPLETION)
 		return scn_fail(s, e->kline[K_E_TOLERANCE],
@@ -364,60 +434,13 @@ static int check_expect(struct scn *s, int i)
 	switch (e->kind) {
 	case SCN_EX_COMPLETION:
 	case SCN_EX_DATA:
-		snprintf(buf, sizeof(buf), "%s", e->subject);
-		hash = strchr(buf, '#');
-		if (hash)
-			*hash++ = 0;
-		e->traffic = find_traffic(s, buf);
-		if (e->traffic < 0)
-			return scn_fail(s, sl, "[expect] %s: no [traffic %s]",
-				     scn_expect_subjects[e->kind], buf);
-		t = &s->tr[e->traffic];
-		if (t->op == SCN_MODIFY)
-			return scn_fail(s, sl, "[expect] %s: [traffic %s] posts no WR (op = modify)",
-				     scn_expect_subjects[e->kind], buf);
-		if (e->kind == SCN_EX_DATA && t->op != SCN_WRITE && t->op != SCN_READ)
-			return scn_fail(s, sl, "[expect] data: only for op = write or read, not %s",
-				     scn_op_name(t->op));
-		e->wr = -1;
-		if (hash && strcmp(hash, "*")) {
-			char *end;
-			long n = strtol(hash, &end, 10);
-
-			if (e->kind == SCN_EX_DATA || *end || n < 1 || n > (long)t->count)
-				return scn_fail(
-				    s, sl,
-				    "[expect] %s: '#%s' is not a WR of [traffic %s] (1..%u%s)",
-				    scn_expect_subjects[e->kind], hash, buf, t->count,
-				    e->kind == SCN_EX_DATA ? "; data takes the whole section" : "");
-			e->wr = (int)n - 1;
-		}
-		return 0;
+		return check_expect_traffic(s, e, sl);
 	case SCN_EX_STATE:
 	case SCN_EX_MEMORY:
 	case SCN_EX_PACKETS:
 	case SCN_EX_RNR_WAIT:
 	case SCN_EX_TIMEOUT_WAIT:
-		if (need_qp(s, e, e->subject, sl))
-			return -1;
-		if (e->kind == SCN_EX_MEMORY && e->offset + 8 > s->qp[e->qp].buffer_bytes)
-			return scn_fail(s, e->kline[K_E_OFFSET],
-				     "[expect] offset: outside the %zu-byte buffer of [qp %s]",
-				     s->qp[e->qp].buffer_bytes, s->qp[e->qp].name);
-		if (e->kind == SCN_EX_PACKETS && !e->has_eq && !e->has_min && !e->has_max)
-			return scn_fail(s, e->line, "[expect] packets: needs equals, min or max");
-		if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
-		    (e->has_eq != (e->kline[K_E_TOLERANCE] != 0) ||
-		     (!e->has_eq && !e->has_min && !e->has_max) ||
-		     (e->has_eq && (e->has_min || e->has_max))))
-			return scn_fail(s, sl,
-				     "[expect] %s: give equals and tolerance, or min and/or max",
-				     scn_expect_subjects[e->kind]);
-		if ((e->kind == SCN_EX_RNR_WAIT || e->kind == SCN_EX_TIMEOUT_WAIT) &&
-		    s->qp[e->qp].type != IBV_QPT_RC)
-			return scn_fail(s, sl, "[expect] %s: [qp %s] is not RC",
-				     scn_expect_subjects[e->kind], s->qp[e->qp].name);
-		return 0;
+		return check_expect_qp(s, e, sl);
 	case SCN_EX_COUNTER:
 		if (!e->has_eq && !e->has_min && !e->has_max)
 			return scn_fail(s, e->line, "[expect] counter: needs equals, min or max");

@@ -203,6 +203,99 @@ static int waits(const struct scn *s, const struct scn_expect *e, char *m, size_
 	return 1;
 }
 
+/* An event expectation: how many times the QP received it, and, with after, that it came
+ * after every completion of that [traffic] section. */
+static int event(const struct scn *s, const struct scn_expect *e, unsigned (*events)[32], char *m,
+		 size_t len)
+{
+	unsigned got = (unsigned)e->event < 32 ? events[e->qp][e->event] : 0;
+	uint64_t t = scn_tl_event_time(e->qp, e->event, 0);
+	char a[32];
+	size_t o = strlen(m);
+
+	if (got != (unsigned)e->count) {
+		snprintf(m + o, len - o, " on %s: received %u, expected %lld", s->qp[e->qp].name,
+			 got, (long long)e->count);
+		return 0;
+	}
+	if (e->after >= 0 && got) {
+		const struct scn_traffic *t2 = &s->tr[e->after];
+
+		for (unsigned n = 0; n < t2->count; n++)
+			if (!t2->wr[n].done || t2->wr[n].cqe_ps > t) {
+				snprintf(m + o, len - o,
+					 " on %s: raised before WR %u of %s had completed",
+					 s->qp[e->qp].name, n + 1, t2->name);
+				return 0;
+			}
+	}
+	scn_fmt_time(a, sizeof(a), (int64_t)(t - s->t0));
+	snprintf(m + o, len - o, " on %s: received %u%s%s%s", s->qp[e->qp].name, got,
+		 got ? ", first at " : "", got ? a : "",
+		 e->after >= 0 ? ", after every completion it waits for" : "");
+	return 1;
+}
+
+/* A data expectation: each WR's bytes are the same in the buffers at both ends. */
+static int data(const struct scn *s, const struct scn_expect *e, char *m, size_t len)
+{
+	const struct scn_traffic *t = &s->tr[e->traffic];
+	const struct scn_qp *q = &s->qp[t->qp], *p = &s->qp[q->peer];
+	size_t o = strlen(m);
+
+	for (unsigned n = 0; n < t->count; n++) {
+		const uint8_t *mine = q->buf + t->offset + (uint64_t)n * t->size;
+		const uint8_t *theirs = p->buf + t->remote_offset + (uint64_t)n * t->size;
+
+		if (memcmp(mine, theirs, t->size)) {
+			snprintf(m + o, len - o, ": WR %u: the %u bytes differ between %s and %s",
+				 n + 1, t->size, q->name, p->name);
+			return 0;
+		}
+	}
+	snprintf(m + o, len - o, ": %u x %u bytes identical in %s and %s", t->count, t->size,
+		 q->name, p->name);
+	return 1;
+}
+
+/* A packets expectation: how many packets the QP sent that match its psn, opcode and
+ * retransmitted keys. */
+static int packets(const struct scn_expect *e, char *m, size_t len)
+{
+	size_t n;
+	const struct scn_tl *ev = scn_tl_events(&n);
+	int64_t count = 0;
+	size_t o;
+	char why[96];
+
+	for (size_t k = 0; k < n; k++)
+		if (ev[k].qp == e->qp && ev[k].kind == SCN_TL_TX &&
+		    (e->psn < 0 || ev[k].psn == (uint32_t)e->psn) &&
+		    (e->opcode < 0 || ev[k].opcode == (unsigned)e->opcode) &&
+		    (e->retx < 0 || ev[k].again == (bool)e->retx))
+			count++;
+	if (e->psn >= 0) {
+		o = strlen(m);
+		snprintf(m + o, len - o, " psn %lld", (long long)e->psn);
+	}
+	if (e->opcode >= 0) {
+		o = strlen(m);
+		snprintf(m + o, len - o, " %s", scn_opcode_name((unsigned)e->opcode));
+	}
+	o = strlen(m);
+	snprintf(m + o, len - o, "%s:",
+		 e->retx == 1	? " retransmitted"
+		 : e->retx == 0 ? " first sent"
+				: "");
+	o = strlen(m);
+	if (!in_range(e, count, why, sizeof(why))) {
+		snprintf(m + o, len - o, " %lld sent, %s", (long long)count, why);
+		return 0;
+	}
+	snprintf(m + o, len - o, " %lld sent", (long long)count);
+	return 1;
+}
+
 int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int i)
 {
 	const struct scn_expect *e = &s->ex[i];
@@ -240,33 +333,8 @@ int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int
 		snprintf(m + o, len - o, " = %lld", (long long)v);
 		return 1;
 	}
-	case SCN_EX_EVENT: {
-		unsigned got = (unsigned)e->event < 32 ? events[e->qp][e->event] : 0;
-		uint64_t t = scn_tl_event_time(e->qp, e->event, 0);
-		char a[32];
-
-		if (got != (unsigned)e->count) {
-			snprintf(m + o, len - o, " on %s: received %u, expected %lld",
-				 s->qp[e->qp].name, got, (long long)e->count);
-			return 0;
-		}
-		if (e->after >= 0 && got) {
-			const struct scn_traffic *t2 = &s->tr[e->after];
-
-			for (unsigned n = 0; n < t2->count; n++)
-				if (!t2->wr[n].done || t2->wr[n].cqe_ps > t) {
-					snprintf(m + o, len - o,
-						 " on %s: raised before WR %u of %s had completed",
-						 s->qp[e->qp].name, n + 1, t2->name);
-					return 0;
-				}
-		}
-		scn_fmt_time(a, sizeof(a), (int64_t)(t - s->t0));
-		snprintf(m + o, len - o, " on %s: received %u%s%s%s", s->qp[e->qp].name, got,
-			 got ? ", first at " : "", got ? a : "",
-			 e->after >= 0 ? ", after every completion it waits for" : "");
-		return 1;
-	}
+	case SCN_EX_EVENT:
+		return event(s, e, events, m, len);
 	case SCN_EX_MEMORY: {
 		uint64_t v;
 
@@ -276,57 +344,10 @@ int scn_evaluate(struct scn *s, unsigned (*events)[32], char *m, size_t len, int
 			 (unsigned long long)e->u64);
 		return v == e->u64;
 	}
-	case SCN_EX_DATA: {
-		const struct scn_traffic *t = &s->tr[e->traffic];
-		const struct scn_qp *q = &s->qp[t->qp], *p = &s->qp[q->peer];
-
-		for (unsigned n = 0; n < t->count; n++) {
-			const uint8_t *mine = q->buf + t->offset + (uint64_t)n * t->size;
-			const uint8_t *theirs = p->buf + t->remote_offset + (uint64_t)n * t->size;
-
-			if (memcmp(mine, theirs, t->size)) {
-				snprintf(m + o, len - o,
-					 ": WR %u: the %u bytes differ between %s and %s", n + 1,
-					 t->size, q->name, p->name);
-				return 0;
-			}
-		}
-		snprintf(m + o, len - o, ": %u x %u bytes identical in %s and %s", t->count,
-			 t->size, q->name, p->name);
-		return 1;
-	}
-	case SCN_EX_PACKETS: {
-		size_t n;
-		const struct scn_tl *ev = scn_tl_events(&n);
-		int64_t count = 0;
-
-		for (size_t k = 0; k < n; k++)
-			if (ev[k].qp == e->qp && ev[k].kind == SCN_TL_TX &&
-			    (e->psn < 0 || ev[k].psn == (uint32_t)e->psn) &&
-			    (e->opcode < 0 || ev[k].opcode == (unsigned)e->opcode) &&
-			    (e->retx < 0 || ev[k].again == (bool)e->retx))
-				count++;
-		if (e->psn >= 0) {
-			o = strlen(m);
-			snprintf(m + o, len - o, " psn %lld", (long long)e->psn);
-		}
-		if (e->opcode >= 0) {
-			o = strlen(m);
-			snprintf(m + o, len - o, " %s", scn_opcode_name((unsigned)e->opcode));
-		}
-		o = strlen(m);
-		snprintf(m + o, len - o, "%s:",
-			 e->retx == 1	? " retransmitted"
-			 : e->retx == 0 ? " first sent"
-					: "");
-		o = strlen(m);
-		if (!in_range(e, count, why, sizeof(why))) {
-			snprintf(m + o, len - o, " %lld sent, %s", (long long)count, why);
-			return 0;
-		}
-		snprintf(m + o, len - o, " %lld sent", (long long)count);
-		return 1;
-	}
+	case SCN_EX_DATA:
+		return data(s, e, m, len);
+	case SCN_EX_PACKETS:
+		return packets(e, m, len);
 	case SCN_EX_RNR_WAIT:
 	case SCN_EX_TIMEOUT_WAIT:
 		return waits(s, e, m, len);

@@ -531,10 +531,84 @@ dup:
 	return -1;
 }
 
-static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
+/* A path MTU in bytes: 256, 512, 1024, 2048 or 4096. */
+static int parse_mtu(const char *v, enum ibv_mtu *out)
 {
 	int64_t x;
-	uint64_t u;
+
+	if (!parse_i64(v, 256, 4096, &x))
+		return 0;
+	switch (x) {
+	case 256:
+		*out = IBV_MTU_256;
+		return 1;
+	case 512:
+		*out = IBV_MTU_512;
+		return 1;
+	case 1024:
+		*out = IBV_MTU_1024;
+		return 1;
+	case 2048:
+		*out = IBV_MTU_2048;
+		return 1;
+	case 4096:
+		*out = IBV_MTU_4096;
+		return 1;
+	}
+	return 0;
+}
+
+/* A list of remote access rights (remote_write, remote_read, remote_atomic, or none). */
+static int parse_access(const char *v, int *access)
+{
+	char buf[128], *save = NULL, *tok;
+
+	if (strlen(v) >= sizeof(buf))
+		return 0;
+	strcpy(buf, v);
+	*access = 0;
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(tok, "remote_write"))
+			*access |= IBV_ACCESS_REMOTE_WRITE;
+		else if (!strcmp(tok, "remote_read"))
+			*access |= IBV_ACCESS_REMOTE_READ;
+		else if (!strcmp(tok, "remote_atomic"))
+			*access |= IBV_ACCESS_REMOTE_ATOMIC;
+		else if (strcmp(tok, "none"))
+			return 0;
+	}
+	return 1;
+}
+
+/* The initial contents of a QP's buffer: a list of OFFSET:VALUE, 8-byte aligned offsets. */
+static int qp_init_key(struct scn_qp *q, const char *v)
+{
+	char buf[160], *save = NULL, *tok;
+
+	if (strlen(v) >= sizeof(buf))
+		return 0;
+	strcpy(buf, v);
+	q->ninit = 0;
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		char *colon = strchr(tok, ':');
+
+		if (!colon || q->ninit == SCN_MAX_INIT)
+			return 0;
+		*colon = 0;
+		if (!parse_u64(tok, &q->init[q->ninit].offset) ||
+		    !parse_u64(colon + 1, &q->init[q->ninit].value) || q->init[q->ninit].offset % 8)
+			return 0;
+		q->ninit++;
+	}
+	return q->ninit > 0;
+}
+
+/* A [qp] key of the path: the host, type, peer, port and MTU, the timers and retry counts, and
+ * the alternate path. Returns 1 if the value is good, 0 if not, -1 if the key is not one of
+ * these. */
+static int qp_path_key(struct scn_qp *q, int k, const char *v)
+{
+	int64_t x;
 
 	switch (k) {
 	case K_Q_HOST:
@@ -563,26 +637,7 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 		q->port = (int)x;
 		return 1;
 	case K_Q_MTU:
-		if (!parse_i64(v, 256, 4096, &x))
-			return 0;
-		switch (x) {
-		case 256:
-			q->path_mtu = IBV_MTU_256;
-			return 1;
-		case 512:
-			q->path_mtu = IBV_MTU_512;
-			return 1;
-		case 1024:
-			q->path_mtu = IBV_MTU_1024;
-			return 1;
-		case 2048:
-			q->path_mtu = IBV_MTU_2048;
-			return 1;
-		case 4096:
-			q->path_mtu = IBV_MTU_4096;
-			return 1;
-		}
-		return 0;
+		return parse_mtu(v, &q->path_mtu);
 	case K_Q_TIMEOUT:
 		if (!parse_i64(v, 0, 31, &x))
 			return 0;
@@ -602,83 +657,6 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 		if (!parse_i64(v, 0, 31, &x))
 			return 0;
 		q->min_rnr_timer = (int)x;
-		return 1;
-	case K_Q_MAX_RD:
-		if (!parse_i64(v, 0, 255, &x))
-			return 0;
-		q->max_rd_atomic = (int)x;
-		return 1;
-	case K_Q_MAX_DEST_RD:
-		if (!parse_i64(v, 0, 255, &x))
-			return 0;
-		q->max_dest_rd_atomic = (int)x;
-		return 1;
-	case K_Q_SQ_PSN:
-		if (!parse_i64(v, 0, 0xffffff, &x))
-			return 0;
-		q->sq_psn = (uint32_t)x;
-		return 1;
-	case K_Q_QKEY:
-		if (!parse_i64(v, 0, 0xffffffffll, &x))
-			return 0;
-		q->qkey = (uint32_t)x;
-		return 1;
-	case K_Q_ACCESS: {
-		char buf[128], *save = NULL, *tok;
-
-		if (strlen(v) >= sizeof(buf))
-			return 0;
-		strcpy(buf, v);
-		q->access = 0;
-		for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-			if (!strcmp(tok, "remote_write"))
-				q->access |= IBV_ACCESS_REMOTE_WRITE;
-			else if (!strcmp(tok, "remote_read"))
-				q->access |= IBV_ACCESS_REMOTE_READ;
-			else if (!strcmp(tok, "remote_atomic"))
-				q->access |= IBV_ACCESS_REMOTE_ATOMIC;
-			else if (strcmp(tok, "none"))
-				return 0;
-		}
-		return 1;
-	}
-	case K_Q_MAX_SEND:
-	case K_Q_MAX_RECV:
-		if (!parse_i64(v, 1, 4096, &x))
-			return 0;
-		*(k == K_Q_MAX_SEND ? &q->max_send_wr : &q->max_recv_wr) = (uint32_t)x;
-		return 1;
-	case K_Q_BUFFER:
-		if (!parse_size(v, 64ull << 20, &u) || u < 64)
-			return 0;
-		q->buffer_bytes = u;
-		return 1;
-	case K_Q_INIT: {
-		char buf[160], *save = NULL, *tok;
-
-		if (strlen(v) >= sizeof(buf))
-			return 0;
-		strcpy(buf, v);
-		q->ninit = 0;
-		for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-			char *colon = strchr(tok, ':');
-
-			if (!colon || q->ninit == SCN_MAX_INIT)
-				return 0;
-			*colon = 0;
-			if (!parse_u64(tok, &q->init[q->ninit].offset) ||
-			    !parse_u64(colon + 1, &q->init[q->ninit].value) ||
-			    q->init[q->ninit].offset % 8)
-				return 0;
-			q->ninit++;
-		}
-		return q->ninit > 0;
-	}
-	case K_Q_STATE:
-		if (!parse_state(v, &q->state) ||
-		    (q->state != IBV_QPS_INIT && q->state != IBV_QPS_RTR &&
-		     q->state != IBV_QPS_RTS))
-			return 0;
 		return 1;
 	case K_Q_ALT_PORT:
 		if (!parse_i64(v, 1, 2, &x))
@@ -701,8 +679,69 @@ static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
 			return 0;
 		return 1;
 	}
-	(void)c;
+	return -1;
+}
+
+/* A [qp] key of the queues and what they may do: RDMA read depths, PSN, Q_Key, access, queue
+ * sizes, the buffer and its initial contents, the state. Returns 1 if the value is good, 0 if
+ * not or if the key is not one of these. */
+static int qp_queue_key(struct scn_qp *q, int k, const char *v)
+{
+	int64_t x;
+	uint64_t u;
+
+	switch (k) {
+	case K_Q_MAX_RD:
+		if (!parse_i64(v, 0, 255, &x))
+			return 0;
+		q->max_rd_atomic = (int)x;
+		return 1;
+	case K_Q_MAX_DEST_RD:
+		if (!parse_i64(v, 0, 255, &x))
+			return 0;
+		q->max_dest_rd_atomic = (int)x;
+		return 1;
+	case K_Q_SQ_PSN:
+		if (!parse_i64(v, 0, 0xffffff, &x))
+			return 0;
+		q->sq_psn = (uint32_t)x;
+		return 1;
+	case K_Q_QKEY:
+		if (!parse_i64(v, 0, 0xffffffffll, &x))
+			return 0;
+		q->qkey = (uint32_t)x;
+		return 1;
+	case K_Q_ACCESS:
+		return parse_access(v, &q->access);
+	case K_Q_MAX_SEND:
+	case K_Q_MAX_RECV:
+		if (!parse_i64(v, 1, 4096, &x))
+			return 0;
+		*(k == K_Q_MAX_SEND ? &q->max_send_wr : &q->max_recv_wr) = (uint32_t)x;
+		return 1;
+	case K_Q_BUFFER:
+		if (!parse_size(v, 64ull << 20, &u) || u < 64)
+			return 0;
+		q->buffer_bytes = u;
+		return 1;
+	case K_Q_INIT:
+		return qp_init_key(q, v);
+	case K_Q_STATE:
+		if (!parse_state(v, &q->state) ||
+		    (q->state != IBV_QPS_INIT && q->state != IBV_QPS_RTR &&
+		     q->state != IBV_QPS_RTS))
+			return 0;
+		return 1;
+	}
 	return 0;
+}
+
+static int qp_key(struct pctx *c, struct scn_qp *q, int k, const char *v)
+{
+	int r = qp_path_key(q, k, v);
+
+	(void)c;
+	return r >= 0 ? r : qp_queue_key(q, k, v);
 }
 
 static const char *const qp_key_help[] = {
@@ -802,33 +841,14 @@ static const char *const traffic_key_help[] = {
     [K_T_SQD_NOTIFY] = "yes or no",
 };
 
-static int fault_key(struct scn_fault *f, int k, const char *v)
+/* A [fault] key of the random faults on a link: the rates in parts per million, every Nth
+ * packet dropped, the delay. Returns 1 if the value is good, 0 if not, -1 if the key is not
+ * one of these. */
+static int fault_random_key(struct scn_fault *f, int k, const char *v)
 {
 	int64_t x;
 
 	switch (k) {
-	case K_F_AT:
-		return parse_time(v, &f->at_ps);
-	case K_F_UNTIL:
-		return parse_time(v, &f->until_ps);
-	case K_F_LINK:
-		if (!parse_i64(v, 0, 63, &x))
-			return 0;
-		f->link = (int)x;
-		return 1;
-	case K_F_SIDE:
-		if (!strcmp(v, "both"))
-			f->side = -1;
-		else if (parse_i64(v, 0, 1, &x))
-			f->side = (int)x;
-		else
-			return 0;
-		return 1;
-	case K_F_FROM:
-		if (!valid_name(v))
-			return 0;
-		snprintf(f->from, SCN_NAME, "%s", v);
-		return 1;
 	case K_F_DROP_PPM:
 	case K_F_CORRUPT_PPM:
 	case K_F_DUP_PPM:
@@ -852,6 +872,18 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 			return 0;
 		f->target.delay_ps = f->random.delay_ps;
 		return 1;
+	}
+	return -1;
+}
+
+/* A [fault] key of a targeted fault: what it does, and the QP, PSN, opcode, count and Nth
+ * packet it hits. Returns 1 if the value is good, 0 if not, -1 if the key is not one of
+ * these. */
+static int fault_target_key(struct scn_fault *f, int k, const char *v)
+{
+	int64_t x;
+
+	switch (k) {
 	case K_F_FAULT:
 		if (!strcmp(v, "drop"))
 			f->target.fault = HCASIM_FAULT_DROP;
@@ -891,6 +923,38 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 			return 0;
 		f->target.nth = (uint32_t)x;
 		return 1;
+	}
+	return -1;
+}
+
+static int fault_key(struct scn_fault *f, int k, const char *v)
+{
+	int64_t x;
+	int r;
+
+	switch (k) {
+	case K_F_AT:
+		return parse_time(v, &f->at_ps);
+	case K_F_UNTIL:
+		return parse_time(v, &f->until_ps);
+	case K_F_LINK:
+		if (!parse_i64(v, 0, 63, &x))
+			return 0;
+		f->link = (int)x;
+		return 1;
+	case K_F_SIDE:
+		if (!strcmp(v, "both"))
+			f->side = -1;
+		else if (parse_i64(v, 0, 1, &x))
+			f->side = (int)x;
+		else
+			return 0;
+		return 1;
+	case K_F_FROM:
+		if (!valid_name(v))
+			return 0;
+		snprintf(f->from, SCN_NAME, "%s", v);
+		return 1;
 	case K_F_LINK_DOWN: {
 		bool b;
 
@@ -900,7 +964,10 @@ static int fault_key(struct scn_fault *f, int k, const char *v)
 		return 1;
 	}
 	}
-	return 0;
+	r = fault_random_key(f, k, v);
+	if (r < 0)
+		r = fault_target_key(f, k, v);
+	return r < 0 ? 0 : r;
 }
 
 static const char *const fault_key_help[] = {
@@ -1126,125 +1193,192 @@ static int set_expect(void *o, int k, const char *v)
 	return expect_key(o, k, v);
 }
 
-static int handler(void *user, const char *section, const char *name, const char *value)
+/* The kind of a section from the first word of its header; false if there is no such kind. */
+static bool section_kind(const char *kind, enum sec *sec)
 {
-	struct pctx *c = user;
+	if (!strcmp(kind, "scenario"))
+		*sec = SEC_SCENARIO;
+	else if (!strcmp(kind, "sim"))
+		*sec = SEC_SIM;
+	else if (!strcmp(kind, "qp"))
+		*sec = SEC_QP;
+	else if (!strcmp(kind, "traffic"))
+		*sec = SEC_TRAFFIC;
+	else if (!strcmp(kind, "fault"))
+		*sec = SEC_FAULT;
+	else if (!strcmp(kind, "expect"))
+		*sec = SEC_EXPECT;
+	else
+		return false;
+	return true;
+}
+
+/* A new section starts: check its header, and start the object it fills. Returns 0 on an
+ * error. */
+static int start_section(struct pctx *c, const char *section)
+{
 	struct scn *s = c->s;
 	char kind[96], *sp;
 	const char *oname = "";
 	enum sec sec;
 
+	snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
+	c->cur_header_line = c->header_line;
+	for (int i = 0; i < c->nhdr; i++)
+		if (c->hdr[i].line == c->header_line)
+			c->hdr[i].used = true;
+	snprintf(kind, sizeof(kind), "%s", section);
+	sp = strchr(kind, ' ');
+	if (sp) {
+		*sp = 0;
+		for (oname = sp + 1; *oname == ' '; oname++)
+			;
+	}
+	if (!section_kind(kind, &sec))
+		return fail(c, c->header_line,
+			    "[%s]: unknown section (scenario, sim, qp NAME, traffic NAME, "
+			    "fault NAME, expect [NAME])",
+			    section);
+	if ((sec == SEC_SCENARIO || sec == SEC_SIM) && *oname)
+		return fail(c, c->header_line, "[%s]: this section takes no name", section);
+	if ((sec == SEC_QP || sec == SEC_TRAFFIC || sec == SEC_FAULT) && !*oname)
+		return fail(c, c->header_line, "[%s]: needs a name, as in [%s NAME]", section,
+			    kind);
+	if (*oname && !valid_name(oname))
+		return fail(c, c->header_line,
+			    "[%s]: bad name '%s' (letters, digits, _ and -, up to %d)", section,
+			    oname, SCN_NAME - 1);
+	if (sec == SEC_SCENARIO) {
+		if (c->seen_scenario)
+			return fail(c, c->header_line, "[scenario]: given twice");
+		c->seen_scenario = true;
+	}
+	if (sec == SEC_SIM) {
+		if (c->seen_sim)
+			return fail(c, c->header_line, "[sim]: given twice");
+		c->seen_sim = true;
+	}
+	c->cur_sec = sec;
+	c->cur_index = section_object(c, sec, oname);
+	if (c->cur_index < 0)
+		return 0;
+	switch (sec) {
+	case SEC_QP:
+		qp_defaults(&s->qp[s->nqp++]);
+		break;
+	case SEC_TRAFFIC:
+		traffic_defaults(&s->tr[s->ntr++]);
+		break;
+	case SEC_FAULT:
+		fault_defaults(&s->fault[s->nfault++]);
+		break;
+	case SEC_EXPECT:
+		expect_defaults(&s->ex[s->nex++]);
+		break;
+	default:
+		break;
+	}
+	return 1;
+}
+
+/* A key of [scenario]: name, duration, settle. */
+static int scenario_key(struct pctx *c, const char *name, const char *value)
+{
+	struct scn *s = c->s;
+	int k = key_index(scenario_keys, name);
+
+	if (k < 0)
+		return fail(c, c->tf.line, "[scenario] %s: unknown key (name, duration, settle)",
+			    name);
+	if (c->scenario_kline[k])
+		return fail(c, c->tf.line, "[scenario] %s: given twice (first on line %d)", name,
+			    c->scenario_kline[k]);
+	c->scenario_kline[k] = c->tf.line;
+	if (k == K_S_NAME) {
+		snprintf(s->title, sizeof(s->title), "%s", value);
+	} else if (!parse_time(value, k == K_S_DURATION ? &s->duration_ps : &s->settle_ps) ||
+		   (k == K_S_DURATION && !s->duration_ps)) {
+		return fail(c, c->tf.line,
+			    "[scenario] %s: bad value '%s' (expected a time with a unit: "
+			    "ps, ns, us, ms or s)",
+			    name, value);
+	}
+	return 1;
+}
+
+/* A key of [sim]: kept with its line, to be given to hcasim_config_set before boot. */
+static int sim_key(struct pctx *c, const char *name, const char *value)
+{
+	struct scn *s = c->s;
+
+	for (int i = 0; i < s->nsim; i++)
+		if (!strcmp(s->sim[i].key, name))
+			return fail(c, c->tf.line, "[sim] %s: given twice (first on line %d)", name,
+				    s->sim[i].line);
+	if (s->nsim == SCN_MAX_SIM || strlen(name) >= sizeof(s->sim[0].key) ||
+	    strlen(value) >= sizeof(s->sim[0].value))
+		return fail(c, c->tf.line, "[sim] %s: too many keys, or too long", name);
+	snprintf(s->sim[s->nsim].key, sizeof(s->sim[0].key), "%s", name);
+	snprintf(s->sim[s->nsim].value, sizeof(s->sim[0].value), "%s", value);
+	s->sim[s->nsim++].line = c->tf.line; /* checked by hcasim_config_set before boot */
+	return 1;
+}
+
+/* A key of [expect]: the subject first and only once, then the keys its kind takes. */
+static int expect_section_key(struct pctx *c, const char *name, const char *value)
+{
+	struct scn *s = c->s;
+	struct scn_expect *e = &s->ex[c->cur_index];
+	int k = key_index(scn_expect_keys, name);
+
+	if (k >= 0 && k < K_E_NSUBJECTS) {
+		for (int j = 0; j < K_E_NSUBJECTS; j++)
+			if (e->kline[j])
+				return fail(c, c->tf.line,
+					    "[%s] %s: this section already expects %s "
+					    "(line %d); one subject per [expect]",
+					    c->cur_section, name, scn_expect_keys[j], e->kline[j]);
+		for (int j = K_E_NSUBJECTS; scn_expect_keys[j]; j++)
+			if (e->kline[j])
+				return fail(c, c->tf.line,
+					    "[%s] %s: the subject key must come first",
+					    c->cur_section, name);
+	} else if (k >= 0) {
+		bool subject = false;
+
+		for (int j = 0; j < K_E_NSUBJECTS; j++)
+			subject |= e->kline[j] != 0;
+		if (!subject)
+			return fail(c, c->tf.line,
+				    "[%s] %s: the section must start with what it expects "
+				    "(completion, state, counter, event, memory, data, packets, "
+				    "rnr_wait or timeout_wait)",
+				    c->cur_section, name);
+		if (!(expect_allowed[e->kind] & B(k)))
+			return fail(c, c->tf.line, "[%s] %s: not a key of a %s expectation",
+				    c->cur_section, name, scn_expect_keys[(int)e->kind]);
+	}
+	return keyed(c, scn_expect_keys, expect_key_help, NULL, e->kline, name, value, set_expect,
+		     e);
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct pctx *c = user;
+	struct scn *s = c->s;
+
 	if (c->failed)
 		return 0;
 	if (!*section)
 		return fail(c, c->tf.line, "%s: key outside any [section]", name);
-	if (strcmp(section, c->cur_section) || c->header_line != c->cur_header_line) {
-		/* A new section starts. */
-		snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
-		c->cur_header_line = c->header_line;
-		for (int i = 0; i < c->nhdr; i++)
-			if (c->hdr[i].line == c->header_line)
-				c->hdr[i].used = true;
-		snprintf(kind, sizeof(kind), "%s", section);
-		sp = strchr(kind, ' ');
-		if (sp) {
-			*sp = 0;
-			for (oname = sp + 1; *oname == ' '; oname++)
-				;
-		}
-		if (!strcmp(kind, "scenario"))
-			sec = SEC_SCENARIO;
-		else if (!strcmp(kind, "sim"))
-			sec = SEC_SIM;
-		else if (!strcmp(kind, "qp"))
-			sec = SEC_QP;
-		else if (!strcmp(kind, "traffic"))
-			sec = SEC_TRAFFIC;
-		else if (!strcmp(kind, "fault"))
-			sec = SEC_FAULT;
-		else if (!strcmp(kind, "expect"))
-			sec = SEC_EXPECT;
-		else
-			return fail(c, c->header_line,
-				    "[%s]: unknown section (scenario, sim, qp NAME, traffic NAME, "
-				    "fault NAME, expect [NAME])",
-				    section);
-		if ((sec == SEC_SCENARIO || sec == SEC_SIM) && *oname)
-			return fail(c, c->header_line, "[%s]: this section takes no name", section);
-		if ((sec == SEC_QP || sec == SEC_TRAFFIC || sec == SEC_FAULT) && !*oname)
-			return fail(c, c->header_line, "[%s]: needs a name, as in [%s NAME]",
-				    section, kind);
-		if (*oname && !valid_name(oname))
-			return fail(c, c->header_line,
-				    "[%s]: bad name '%s' (letters, digits, _ and -, up to %d)",
-				    section, oname, SCN_NAME - 1);
-		if (sec == SEC_SCENARIO) {
-			if (c->seen_scenario)
-				return fail(c, c->header_line, "[scenario]: given twice");
-			c->seen_scenario = true;
-		}
-		if (sec == SEC_SIM) {
-			if (c->seen_sim)
-				return fail(c, c->header_line, "[sim]: given twice");
-			c->seen_sim = true;
-		}
-		c->cur_sec = sec;
-		c->cur_index = section_object(c, sec, oname);
-		if (c->cur_index < 0)
-			return 0;
-		switch (sec) {
-		case SEC_QP:
-			qp_defaults(&s->qp[s->nqp++]);
-			break;
-		case SEC_TRAFFIC:
-			traffic_defaults(&s->tr[s->ntr++]);
-			break;
-		case SEC_FAULT:
-			fault_defaults(&s->fault[s->nfault++]);
-			break;
-		case SEC_EXPECT:
-			expect_defaults(&s->ex[s->nex++]);
-			break;
-		default:
-			break;
-		}
-	}
+	if ((strcmp(section, c->cur_section) || c->header_line != c->cur_header_line) &&
+	    !start_section(c, section))
+		return 0;
 	switch (c->cur_sec) {
-	case SEC_SCENARIO: {
-		int k = key_index(scenario_keys, name);
-
-		if (k < 0)
-			return fail(c, c->tf.line,
-				    "[scenario] %s: unknown key (name, duration, settle)", name);
-		if (c->scenario_kline[k])
-			return fail(c, c->tf.line, "[scenario] %s: given twice (first on line %d)",
-				    name, c->scenario_kline[k]);
-		c->scenario_kline[k] = c->tf.line;
-		if (k == K_S_NAME) {
-			snprintf(s->title, sizeof(s->title), "%s", value);
-		} else if (!parse_time(value,
-				       k == K_S_DURATION ? &s->duration_ps : &s->settle_ps) ||
-			   (k == K_S_DURATION && !s->duration_ps)) {
-			return fail(c, c->tf.line,
-				    "[scenario] %s: bad value '%s' (expected a time with a unit: "
-				    "ps, ns, us, ms or s)",
-				    name, value);
-		}
-		return 1;
-	}
+	case SEC_SCENARIO:
+		return scenario_key(c, name, value);
 	case SEC_SIM:
-		for (int i = 0; i < s->nsim; i++)
-			if (!strcmp(s->sim[i].key, name))
-				return fail(c, c->tf.line,
-					    "[sim] %s: given twice (first on line %d)", name,
-					    s->sim[i].line);
-		if (s->nsim == SCN_MAX_SIM || strlen(name) >= sizeof(s->sim[0].key) ||
-		    strlen(value) >= sizeof(s->sim[0].value))
-			return fail(c, c->tf.line, "[sim] %s: too many keys, or too long", name);
-		snprintf(s->sim[s->nsim].key, sizeof(s->sim[0].key), "%s", name);
-		snprintf(s->sim[s->nsim].value, sizeof(s->sim[0].value), "%s", value);
-		s->sim[s->nsim++].line = c->tf.line; /* checked by hcasim_config_set before boot */
-		return 1;
+		return sim_key(c, name, value);
 	case SEC_QP: {
 		struct scn_qp *q = &s->qp[c->cur_index];
 
@@ -1263,42 +1397,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		return keyed(c, scn_fault_keys, fault_key_help, fault_reserved, f->kline, name,
 			     value, set_fault, f);
 	}
-	case SEC_EXPECT: {
-		struct scn_expect *e = &s->ex[c->cur_index];
-		int k = key_index(scn_expect_keys, name);
-
-		if (k >= 0 && k < K_E_NSUBJECTS) {
-			for (int j = 0; j < K_E_NSUBJECTS; j++)
-				if (e->kline[j])
-					return fail(c, c->tf.line,
-						    "[%s] %s: this section already expects %s "
-						    "(line %d); one subject per [expect]",
-						    c->cur_section, name, scn_expect_keys[j],
-						    e->kline[j]);
-			for (int j = K_E_NSUBJECTS; scn_expect_keys[j]; j++)
-				if (e->kline[j])
-					return fail(c, c->tf.line,
-						    "[%s] %s: the subject key must come first",
-						    c->cur_section, name);
-		} else if (k >= 0) {
-			bool subject = false;
-
-			for (int j = 0; j < K_E_NSUBJECTS; j++)
-				subject |= e->kline[j] != 0;
-			if (!subject)
-				return fail(
-				    c, c->tf.line,
-				    "[%s] %s: the section must start with what it expects "
-				    "(completion, state, counter, event, memory, data, packets, "
-				    "rnr_wait or timeout_wait)",
-				    c->cur_section, name);
-			if (!(expect_allowed[e->kind] & B(k)))
-				return fail(c, c->tf.line, "[%s] %s: not a key of a %s expectation",
-					    c->cur_section, name, scn_expect_keys[(int)e->kind]);
-		}
-		return keyed(c, scn_expect_keys, expect_key_help, NULL, e->kline, name, value,
-			     set_expect, e);
-	}
+	case SEC_EXPECT:
+		return expect_section_key(c, name, value);
 	}
 	return 0;
 }
