@@ -1,12 +1,14 @@
 #!/bin/sh
 # Code-shape checks over the product's C (docs/architecture.md#code-shape), run by suite arch:
 #  - no function body longer than 80 lines (table initialisers are not functions);
-#  - no run of 10 or more lines repeated, within or across model/, firmware/ and driver/
-#    (comments, blank lines and lone braces do not count; whitespace is normalised).
-# Usage: code-check.sh [FILE...] (default: model/ firmware/ driver/ *.c and *.h). Prints one
-# line per finding and exits 1 if there is any.
+#  - no run of 10 or more lines repeated, within or across model/, firmware/, driver/ and sim/
+#    with its tools (comments, blank lines and lone braces do not count; whitespace is
+#    normalised).
+# Usage: code-check.sh [FILE...] (default: the *.c and *.h of model/, firmware/, driver/, sim/,
+# sim/apps/ and sim/apps/scenario/). Prints one line per finding and exits 1 if there is any.
 set -u
-[ $# -gt 0 ] || set -- model/*.c model/*.h firmware/*.c firmware/*.h driver/*.c driver/*.h
+[ $# -gt 0 ] || set -- model/*.c model/*.h firmware/*.c firmware/*.h driver/*.c driver/*.h \
+	sim/*.c sim/*.h sim/apps/*.c sim/apps/*.h sim/apps/scenario/*.c sim/apps/scenario/*.h
 awk -v maxlen=80 -v win=10 '
 	FNR == 1 { incmt = 0; fn = ""; }
 	# a function: a signature at column 0, its body from a "{" alone at column 0 to "}"
