@@ -535,15 +535,11 @@ void drv_cq_clean(struct drv_cq *cq, uint32_t qpn)
 
 bool drv_cq_take(struct drv_dev *d, struct drv_cq *cq, struct ibv_wc *w, uint64_t *cycle)
 {
-	uint32_t size = 1u << cq->log_size;
-	volatile struct hca_cqe *e =
-		(volatile struct hca_cqe *)((uint8_t *)cq->ring +
-					    (size_t)(cq->ci & (size - 1)) * HCA_CQE_BYTES);
-	uint8_t want = ((cq->ci >> cq->log_size) & 1) ? 0 : 1;
+	volatile struct hca_cqe *e = cq_slot(cq, cq->ci);
 	struct hca_cqe c;
 	struct drv_qp *qp;
 
-	if ((e->owner & 1) != want)
+	if ((e->owner & 1) != cq_owner(cq, cq->ci))
 		return false;
 	memcpy(&c, (const void *)e, sizeof(c)); /* rmb() first, on silicon */
 	memset(w, 0, sizeof(*w));

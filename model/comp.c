@@ -115,7 +115,7 @@ struct rnr_resume {
 static void rnr_resume(void *arg)
 {
 	struct rnr_resume *r = arg;
-	struct hm_qp *qp = r->qpn < r->d->dp->nqps ? r->d->dp->qps[r->qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(r->d, r->qpn);
 
 	if (qp && qp->comp.rnr_wait) {
 		trace_comp_rnr_resume(r->d->devno, qp->qpn);
@@ -499,7 +499,7 @@ static void comp_timeout(void *arg)
 	struct hm_dev *d = rt->d;
 	struct sim_kernel *k = d->k;
 	sim_time_t t = sim_now(k);
-	struct hm_qp *qp = rt->qpn < d->dp->nqps ? d->dp->qps[rt->qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(d, rt->qpn);
 
 	if (!qp || qp->comp.timer_ev != rt->id) {
 		free(rt); /* the QP was destroyed, or was given an earlier event */

@@ -185,7 +185,7 @@ void hm_ctr_ack_rcvd(struct hm_dev *d, const struct hm_qp *qp, uint8_t opcode, u
 
 void hm_ctr_cqe(struct hm_dev *d, const struct hca_cqe *cqe)
 {
-	const struct hm_qp *qp = cqe->qpn < d->dp->nqps ? d->dp->qps[cqe->qpn] : NULL;
+	const struct hm_qp *qp = hm_qp_peek(d, cqe->qpn);
 	enum hm_ctr c;
 
 	if (!qp || cqe->status == HCA_WC_SUCCESS)

@@ -96,13 +96,3 @@ struct hm_srq *hm_srq_get(struct hm_dev *d, uint32_t srqn)
 {
 	return srqn < d->dp->nsrqs && d->dp->srqs[srqn].valid ? &d->dp->srqs[srqn] : NULL;
 }
-
-const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn)
-{
-	return qpn < d->dp->nqps ? d->dp->qps[qpn] : NULL;
-}
-
-struct hm_qp *hm_qp_lookup(struct hm_dev *d, uint32_t qpn)
-{
-	return qpn < d->dp->nqps ? d->dp->qps[qpn] : NULL;
-}

@@ -301,11 +301,18 @@ void hm_cq_write(struct hm_dev *d, uint32_t cqn, const struct hm_cq *cq);
 struct hm_cq *hm_cq_get(struct hm_dev *d, uint32_t cqn);
 void hm_srq_write(struct hm_dev *d, uint32_t srqn, const struct hm_srq *srq);
 struct hm_srq *hm_srq_get(struct hm_dev *d, uint32_t srqn);
-/* Current attributes as the data path has them (PSNs move with traffic); NULL if no such QP. */
-const struct hm_qp *hm_qp_peek(struct hm_dev *d, uint32_t qpn);
 /* The QP qpn without going through the context cache (a QP's own events look it up so), or
  * NULL. */
-struct hm_qp *hm_qp_lookup(struct hm_dev *d, uint32_t qpn);
+static inline struct hm_qp *hm_qp_lookup(const struct hm_dev *d, uint32_t qpn)
+{
+	return qpn < d->dp->nqps ? d->dp->qps[qpn] : NULL;
+}
+
+/* Current attributes as the data path has them (PSNs move with traffic); NULL if no such QP. */
+static inline const struct hm_qp *hm_qp_peek(const struct hm_dev *d, uint32_t qpn)
+{
+	return hm_qp_lookup(d, qpn);
+}
 /* Grow a context array to hold index i. */
 void *hm_ctx_grow(void *arr, uint32_t *n, uint32_t i, size_t elem);
 

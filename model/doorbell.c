@@ -65,7 +65,6 @@ static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 		hm_qp_flush(d, qp, t);
 		return;
 	}
-	d->dp->sched_maybe = true; /* queued by the block (if it was not already) */
 	hm_wqe_prefetch(d, qp, t); /* the WQE fetcher starts at once */
 	hm_sched_kick(d, t);
 }

@@ -44,7 +44,7 @@ void hm_qp_create(struct hm_dev *d, uint32_t qpn, const struct hm_qp *init, sim_
 void hm_qp_destroy(struct hm_dev *d, uint32_t qpn)
 {
 	struct hm_dp *dp = d->dp;
-	struct hm_qp *qp = qpn < dp->nqps ? dp->qps[qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(d, qpn);
 
 	if (!qp)
 		return;

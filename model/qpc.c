@@ -253,7 +253,7 @@ void hm_qpc_forget(struct hm_dev *d, struct hm_qp *qp)
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 {
 	struct hm_dp *dp = d->dp;
-	struct hm_qp *qp = qpn < dp->nqps ? dp->qps[qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(d, qpn);
 
 	if (!qp)
 		return NULL;

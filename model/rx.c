@@ -132,7 +132,7 @@ static void rx_drain(void *arg)
 	struct rx_drain *r = arg;
 	struct hm_dev *d = r->d;
 	sim_time_t t = sim_now(d->k);
-	struct hm_qp *qp = r->qpn < d->dp->nqps ? d->dp->qps[r->qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(d, r->qpn);
 
 	if (qp) {
 		qp->rx.drain = false;

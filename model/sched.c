@@ -122,6 +122,8 @@ void hm_sched_doorbell(struct hm_dev *d, const struct hm_sched_db_in *in,
 	struct hm_sched_db_out rtl;
 
 	hm_twin_call(d, &sched_doorbell_op, in->cycle, in, out, &rtl);
+	if (out->verdict == HM_SCHED_QUEUED)
+		d->dp->sched_maybe = true; /* in the FIFO (if it was not already) */
 }
 
 bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle)

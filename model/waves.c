@@ -164,7 +164,7 @@ static void sample_dev(struct devw *v, sim_time_t t)
 	if (!dp)
 		return;
 	for (uint32_t n = 0; n < dp->nqps || n < v->nqps; n++) {
-		const struct hm_qp *qp = n < dp->nqps ? dp->qps[n] : NULL;
+		const struct hm_qp *qp = hm_qp_peek(v->d, n);
 		struct qpw *q;
 
 		if (!qp || !qp->valid) {

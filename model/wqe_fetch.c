@@ -43,7 +43,7 @@ struct fetch_wake {
 static void fetch_woken(void *arg)
 {
 	struct fetch_wake *w = arg;
-	struct hm_qp *qp = w->qpn < w->d->dp->nqps ? w->d->dp->qps[w->qpn] : NULL;
+	struct hm_qp *qp = hm_qp_lookup(w->d, w->qpn);
 
 	if (qp && qp->fetch.sq_wake_at == sim_now(w->d->k)) {
 		qp->fetch.sq_wake_at = 0;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FZ_QKEY 0x11111111u
 
@@ -27,6 +28,16 @@ void fz_fail(const char *fmt, ...)
 	fprintf(stderr, " (last error: %s)\n", hcasim_last_error());
 	va_end(ap);
 	abort();
+}
+
+void fz_write_temp(const char *what, const uint8_t *data, size_t size, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "/tmp/hcasim-fuzz-%s.%d.ini", what, (int)getpid());
+	f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, size, f) != size || fclose(f))
+		fz_fail("cannot write %s", path);
 }
 
 static struct ibv_context *open_dev(const char *name)

@@ -40,6 +40,9 @@ void fz_after_input(void);
 /* false: leave the victims as the input left them (a target whose inputs may break hcasim2's
  * driver, such as raw MMIO to its registers). */
 extern bool fz_heal_victims;
+/* Write an input to this process's temporary file for what ("config"): its path, at most
+ * len bytes, into path. Remove it with unlink() once read. */
+void fz_write_temp(const char *what, const uint8_t *data, size_t size, char *path, size_t len);
 /* Abort with a message: a finding. */
 void fz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
