@@ -180,7 +180,7 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx)
 		drv_fail(EINVAL, "NULL context");
 		return NULL;
 	}
-	c = (struct drv_ctx *)((char *)ctx - offsetof(struct drv_ctx, vctx.context));
+	c = drv_ctx_known(ctx);
 	if (drv_handle_kind(c) != DRV_KIND_CTX) {
 		drv_fail(EINVAL, "context is not open on this library");
 		return NULL;
@@ -217,8 +217,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	drv_charge_verb(d);
-	drv_handle_add(c, DRV_KIND_CTX);
 	c->dev = d;
+	/* The device opens a user context for it: its uid, UAR page and IOMMU domain. */
+	if (drv_uctx_open(c)) {
+		free(c);
+		return NULL;
+	}
+	drv_handle_add(c, DRV_KIND_CTX);
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	c->vctx.context.device = &d->ibdev;
@@ -246,9 +251,14 @@ int ibv_close_device(struct ibv_context *ctx)
 {
 	struct drv_ctx *c = drv_ctx_of(ctx);
 	struct drv_ctx **pp;
+	int rc;
 
 	if (!c)
 		return -1;
+	drv_ctx_cleanup(ctx);
+	/* Refused only while the device still holds objects the driver does not know of (made
+	 * with hcasimdv_cmd): the context is gone all the same, its user context stays. */
+	rc = drv_uctx_close(c);
 	for (pp = &c->dev->ctxs; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -259,6 +269,10 @@ int ibv_close_device(struct ibv_context *ctx)
 	pthread_mutex_destroy(&c->vctx.context.mutex);
 	drv_handle_del(c);
 	free(c);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
 	return 0;
 }
 

@@ -178,6 +178,15 @@ int64_t hcasim_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsign
 	return sim_pcie_map(fn, addr, len, perm, iova);
 }
 
+int64_t hcasim_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *addr, size_t len,
+			     unsigned perm, uint64_t *iova)
+{
+	struct sim_pcie_fn *fn;
+
+	LIVE(fn, h, "hcasim_dma_map_pasid");
+	return sim_pcie_map_pasid(fn, pasid, addr, len, perm, iova);
+}
+
 int hcasim_dma_unmap(struct hcasim_fn *h, int64_t id)
 {
 	struct sim_pcie_fn *fn;

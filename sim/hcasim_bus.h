@@ -98,6 +98,12 @@ enum hcasim_dma_perm {
  * until the mapping is removed. */
 int64_t hcasim_dma_map(struct hcasim_fn *fn, const void *addr, size_t len, unsigned perm,
 		       uint64_t *iova);
+/* The same into IOMMU domain pasid (1..0xfffff; 0 is the default domain hcasim_dma_map uses),
+ * as a driver maps the memory of one process (one user context) on an IOMMU with PASIDs.
+ * hcasim's device lets a user context's memory keys cover only memory of the domain it was
+ * opened with (ALLOC_UCTX). -EINVAL for a pasid beyond 20 bits, else as hcasim_dma_map. */
+int64_t hcasim_dma_map_pasid(struct hcasim_fn *fn, uint32_t pasid, const void *addr, size_t len,
+			     unsigned perm, uint64_t *iova);
 /* Remove mapping id: the device's later accesses to it fault. 0 or -ENOENT. */
 int hcasim_dma_unmap(struct hcasim_fn *fn, int64_t id);
 

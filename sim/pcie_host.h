@@ -65,6 +65,12 @@ uint64_t sim_pcie_mmio_read(struct sim_pcie_fn *fn, uint32_t off, unsigned width
  * address of addr in *iova, or -errno. */
 int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
 		     uint64_t *iova);
+/* The same into IOMMU domain pasid (0..SIM_PASID_MAX; 0 is the function's default domain).
+ * IOVAs are allocated from one space for all domains and never reused, so a device address
+ * names one mapping and its domain. */
+#define SIM_PASID_MAX 0xfffffu
+int64_t sim_pcie_map_pasid(struct sim_pcie_fn *fn, uint32_t pasid, const void *addr, size_t len,
+			   unsigned perm, uint64_t *iova);
 int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id);
 /* Interrupt handler for a vector, called in simulated time when the message arrives. */
 void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg);
