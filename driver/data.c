@@ -597,6 +597,32 @@ void drv_cq_publish_ci(struct drv_cq *cq)
 	*cq->db = cq->ci & 0xffffff; /* the device reads it when the ring looks full */
 }
 
+/* The run of consecutive empty polls: the CQ they polled (NULL: none), and the host actions
+ * (hcasim_host_actions) the program had made by the last of them. */
+static struct {
+	const void *cq;
+	uint64_t actions;
+} poll_run;
+
+void drv_poll_run_end(void)
+{
+	poll_run.cq = NULL;
+}
+
+bool drv_poll_skip(struct drv_dev *d, const void *cq)
+{
+	if (!d->poll_skip || poll_run.cq != cq || poll_run.actions != hcasim_host_actions())
+		return false;
+	return hcasim_host_skip(d->poll_ps) > 0;
+}
+
+void drv_poll_idle(struct drv_dev *d, const void *cq)
+{
+	hcasim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+	poll_run.cq = cq;
+	poll_run.actions = hcasim_host_actions();
+}
+
 static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
@@ -615,11 +641,14 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	d = drv_dev_of(ibcq->context);
 	while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
 		got++;
+	if (!got && drv_poll_skip(d, cq))
+		while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
+			got++;
 	if (got) {
 		drv_cq_publish_ci(cq);
 		drv_charge_verb(d);
 	} else {
-		hcasim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+		drv_poll_idle(d, cq);
 	}
 	return got;
 }

@@ -75,6 +75,7 @@ static int probe_all(void)
 			 "/sys/class/infiniband/%s", d->ibdev.name);
 		d->verb_ps = cfg_u64("host.verb_ns") * 1000;
 		d->poll_ps = cfg_u64("host.poll_ns") * 1000;
+		d->poll_skip = cfg_u64("host.poll_skip") != 0;
 		d->cmd_timeout_ps = cfg_u64("driver.cmd_timeout_ms") * 1000000000ull;
 		devs[ndevs++] = d;
 		rc = drv_cmd_setup(d);
@@ -168,6 +169,7 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
 void drv_charge_verb_(struct drv_dev *d, const char *verb)
 {
+	drv_poll_run_end();
 	hcasim_trace_verb(hcasim_fn_devno(d->fn), verb);
 	hcasim_host_advance(d->verb_ps);
 }

@@ -80,6 +80,7 @@ struct drv_dev {
 	uint64_t dma_faults_seen;      /* DMA_FAULT events received */
 	/* host costs */
 	uint64_t verb_ps, poll_ps, cmd_timeout_ps;
+	bool poll_skip;                /* host.poll_skip: exact skipping of empty polls */
 	/* command log for hcasim_cmd_log() */
 	struct hcasim_cmd_record log[DRV_CMD_LOG];
 	unsigned log_next, log_count;
@@ -240,6 +241,15 @@ uint64_t drv_core_cycles(struct drv_dev *d);
  * the context of its object only. */
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
 void drv_post_async_ctx(struct drv_ctx *c, const struct ibv_async_event *ev);
+
+/* data.c: busy polling. An empty poll costs host.poll_ns (drv_poll_idle). A poll of a CQ that
+ * follows an empty poll of the same CQ — no verb, no read of simulated time between them —
+ * first jumps to the poll that first sees the next device event (drv_poll_skip: true if it
+ * did, and the caller looks again): what poll-by-poll reaches, to the picosecond, without the
+ * calls (docs/timing.md#busy-polling). Every verb ends a run of empty polls. */
+bool drv_poll_skip(struct drv_dev *d, const void *cq);
+void drv_poll_idle(struct drv_dev *d, const void *cq);
+void drv_poll_run_end(void);
 
 /* cmd.c: run a command; 0 or a positive errno, with the message in hcasim_last_error().
  * drv_cmd rings CMD_DOORBELL: the command runs as the device owner (uid 0), as the kernel's

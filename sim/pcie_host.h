@@ -81,6 +81,10 @@ void sim_host_advance(sim_time_t ps);
 /* Run the simulation until pred(arg) holds. 0, -EDEADLK (nothing pending that could make it
  * true), or -ETIMEDOUT after timeout_ps. */
 int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps);
+/* Advance by whole steps of step to the first step boundary at or after the next pending
+ * event, running everything up to it: what consecutive sim_host_advance(step) calls reach
+ * when nothing happens in between, in one call. The steps taken; 0 when nothing is pending. */
+uint64_t sim_host_skip(sim_time_t step);
 /* True when nothing is pending anywhere in the simulation. */
 bool sim_host_idle(void);
 /* Run until nothing but background events (planned fault windows) is pending: boot settling,
