@@ -37,6 +37,16 @@ enum drv_kind { /* 0 = not a live handle */
 	DRV_KIND_CHAN,
 	DRV_KIND_MW,
 	DRV_KIND_XRCD,
+	/* the wrappers of the libibverbs 1.0 ABI (compat10.c) */
+	DRV_KIND_LIST10,
+	DRV_KIND_DEV10,
+	DRV_KIND_CTX10,
+	DRV_KIND_PD10,
+	DRV_KIND_MR10,
+	DRV_KIND_CQ10,
+	DRV_KIND_SRQ10,
+	DRV_KIND_QP10,
+	DRV_KIND_AH10,
 };
 
 struct drv_ctx;

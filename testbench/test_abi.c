@@ -808,17 +808,5 @@ Test(abi, private_provider_node_answers_eopnotsupp)
 		cr_assert_eq(errno, EOPNOTSUPP);
 		EXPECT_MSG(names[i]);
 	}
-	/* The libibverbs 1.0 ABI: present, and refused. */
-	{
-		void *(*old_list)(int *) = (void *(*)(int *))dlvsym(self, "ibv_get_device_list",
-								    "IBVERBS_1.0");
-		int n = 5;
-
-		cr_assert_not_null(old_list);
-		errno = 0;
-		cr_assert_null(old_list(&n));
-		cr_assert_eq(errno, ENOSYS);
-		EXPECT_MSG("1.0 ABI");
-	}
 	dlclose(self);
 }
