@@ -186,6 +186,16 @@ struct drv_xrc_dom {
 	dev_t st_dev;
 	ino_t st_ino;
 	unsigned opens;           /* ibv_xrcd handles on it */
+	struct drv_xrc_tgt *tgts; /* its XRC_RECV QPs */
+};
+
+/* An XRC_RECV QP of a domain: the QP lives while a handle on it does — its creator's or one
+ * of ibv_open_qp's, from any context (docs/xrc.md). */
+struct drv_xrc_tgt {
+	struct drv_xrc_tgt *next; /* the domain's list */
+	struct drv_xrc_dom *dom;
+	uint32_t qpn;
+	struct drv_qp *handles;   /* linked through drv_qp.tgt_next */
 };
 
 /* One ibv_open_xrcd: a handle of one context on a domain. */
@@ -211,6 +221,9 @@ struct drv_qp {
 	uint32_t batch_pi;     /* sq_pi at wr_start: where a failed batch rolls back to */
 	uint8_t *cur;          /* the WQE the last builder began (setters fill it), or NULL */
 	bool cur_needs_ud;     /* UD: the current WQE has no ibv_wr_set_ud_addr yet */
+	/* XRC_RECV: the QP this handle is on, and the next handle on it */
+	struct drv_xrc_tgt *tgt;
+	struct drv_qp *tgt_next;
 };
 
 struct drv_ah {
@@ -338,5 +351,10 @@ struct ibv_xrcd *drv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_att
 int drv_close_xrcd(struct ibv_xrcd *xrcd);
 struct ibv_srq *drv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
 struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *drv_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
+/* ibv_destroy_qp of an XRC_RECV handle: true if other handles keep the QP (this one is then
+ * closed and freed); false if the caller must destroy the QP, then call drv_xrc_tgt_gone. */
+bool drv_xrc_tgt_close(struct drv_dev *d, struct drv_qp *qp);
+void drv_xrc_tgt_gone(struct drv_qp *qp);
 
 #endif

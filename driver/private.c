@@ -77,9 +77,6 @@ UNSUP_INT(modify_wq, NO_WQ, struct ibv_wq *wq, struct ibv_wq_attr *attr)
 UNSUP_PTR(struct ibv_wq, create_wq, NO_WQ, struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 UNSUP_INT(destroy_flow, NO_FLOW, struct ibv_flow *flow)
 UNSUP_PTR(struct ibv_flow, create_flow, NO_FLOW, struct ibv_qp *qp, struct ibv_flow_attr *attr)
-UNSUP_PTR(struct ibv_qp, open_qp,
-	  "opening an XRC_RECV QP of another context is not supported (docs/xrc.md)",
-	  struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 
 #define FILL(p, op)                                                                                \
 	do {                                                                                       \
@@ -142,7 +139,6 @@ void drv_ctx_fill_unsupported(struct verbs_context *v)
 		v->ibv_destroy_flow = unsup_destroy_flow;
 	if (!v->ibv_create_flow)
 		v->ibv_create_flow = unsup_create_flow;
-	FILL(v, open_qp);
 }
 
 /* ---- IBVERBS_PRIVATE_34: the provider interface. A provider library (libmlx5, libefa, ...)
