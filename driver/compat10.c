@@ -264,18 +264,21 @@ int drv10_get_async_event(struct ibv10_context *ctx, struct ibv_async_event *ev)
 int drv10_get_async_event(struct ibv10_context *ctx, struct ibv_async_event *ev)
 {
 	void *w = NULL;
+	uint32_t kind;
 
 	if (!live10("ibv_get_async_event", ctx, DRV_KIND_CTX10))
 		return -1;
 	if (ibv_get_async_event(ctx->real, ev))
 		return -1;
-	switch (event_kind10(ev->event_type)) {
+	kind = event_kind10(ev->event_type);
+	switch (kind) {
 	case DRV_KIND_CQ10: w = ev->element.cq->cq_context; break;
 	case DRV_KIND_QP10: w = ev->element.qp->qp_context; break;
 	case DRV_KIND_SRQ10: w = ev->element.srq->srq_context; break;
 	default: return 0;
 	}
-	ev->element.qp = w; /* the union's pointers share one place */
+	if (drv_handle_kind(w) == kind) /* else an object with no 1.0 handle: left as it is */
+		ev->element.qp = w; /* the union's pointers share one place */
 	return 0;
 }
 __asm__(".symver drv10_get_async_event, ibv_get_async_event@IBVERBS_1.0");

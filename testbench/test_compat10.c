@@ -1,7 +1,7 @@
 /* Suite abi, the libibverbs 1.0 ABI: a program bound to the ibv_*@IBVERBS_1.0 symbols (as one
  * linked in 2006 is) lists and opens the HCAs, creates PDs, MRs, CQs, QPs, SRQs and AHs as
  * 1.0 objects, and moves data through the 1.0 context's inline ops: an RC pair between
- * hcasim0 and hcasim1 (SEND, RDMA WRITE, a completion event), a UD loopback on one HCA with a
+ * hcasim0 and hcasim1 (SEND, RDMA WRITE, a completion event, an async event), a UD loopback on one HCA with a
  * 1.0 address handle and an SRQ, and the error answers (docs/abi.md). */
 #include "driver/compat10.h"
 #include "testbench/tb.h"
@@ -21,6 +21,8 @@ static struct {
 	__be64 (*get_device_guid)(struct ibv10_device *);
 	struct ibv10_context *(*open_device)(struct ibv10_device *);
 	int (*close_device)(struct ibv10_context *);
+	int (*get_async_event)(struct ibv10_context *, struct ibv_async_event *);
+	void (*ack_async_event)(struct ibv_async_event *);
 	int (*query_device)(struct ibv10_context *, struct ibv_device_attr *);
 	int (*query_port)(struct ibv10_context *, uint8_t, struct ibv_port_attr *);
 	int (*query_gid)(struct ibv10_context *, uint8_t, int, union ibv_gid *);
@@ -60,6 +62,8 @@ static void bind10(void)
 	BIND10(get_device_guid);
 	BIND10(open_device);
 	BIND10(close_device);
+	BIND10(get_async_event);
+	BIND10(ack_async_event);
 	BIND10(query_device);
 	BIND10(query_port);
 	BIND10(query_gid);
@@ -291,6 +295,19 @@ Test(abi, compat10_rc_pair_between_hcasim0_and_hcasim1)
 	cr_assert_eq(qi.send_cq, a.cq);
 	cr_assert_eq(qi.qp_context, &a);
 	cr_assert_eq(qi.qp_type, IBV_QPT_RC);
+
+	/* An affiliated event names the 1.0 QP: SQ_DRAINED on the way to SQD. */
+	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	cr_assert_eq(v10.modify_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0, "%s",
+		     hcasim_last_error());
+	struct ibv_async_event ev = { 0 };
+	for (int i = 0; i < 8 && ev.event_type != IBV_EVENT_SQ_DRAINED; i++) {
+		cr_assert_eq(v10.get_async_event(a.ctx, &ev), 0, "%s", hcasim_last_error());
+		if (ev.event_type == IBV_EVENT_SQ_DRAINED)
+			cr_assert_eq((void *)ev.element.qp, (void *)a.qp, "the 1.0 QP");
+		v10.ack_async_event(&ev);
+	}
+	cr_assert_eq(ev.event_type, IBV_EVENT_SQ_DRAINED);
 	side_close(&a, true);
 	side_close(&b, true);
 	ibv_free_device_list(now);
