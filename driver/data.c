@@ -723,7 +723,18 @@ void drv_dp_event(struct drv_dev *d, const struct hca_eqe *e)
 			return;
 		ev.event_type = (enum ibv_event_type)e->subtype;
 		ev.element.qp = &qp->qpx.qp_base;
-		break;
+		if (!qp->tgt)
+			break;
+		/* An XRC_RECV QP's event goes to every handle on it, in its own context, as
+		 * the kernel's shared-QP event handler sends it. */
+		for (struct drv_qp *h = qp->tgt->handles; h; h = h->tgt_next) {
+			struct drv_ctx *c = drv_ctx_of(h->qpx.qp_base.context);
+
+			ev.element.qp = &h->qpx.qp_base;
+			if (c)
+				drv_post_async_ctx(c, &ev);
+		}
+		return;
 	}
 	case HCA_EQE_CQ_ERROR: {
 		struct drv_cq *cq = cq_num(d, e->data[0]);

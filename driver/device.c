@@ -242,6 +242,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.open_xrcd = drv_open_xrcd;
 	c->vctx.close_xrcd = drv_close_xrcd;
 	c->vctx.create_srq_ex = drv_create_srq_ex;
+	c->vctx.open_qp = drv_open_qp;
 	drv_ops_init(&c->vctx.context.ops);
 	drv_ctx_fill_unsupported(&c->vctx);
 	c->next = d->ctxs;

@@ -37,6 +37,16 @@ enum drv_kind { /* 0 = not a live handle */
 	DRV_KIND_CHAN,
 	DRV_KIND_MW,
 	DRV_KIND_XRCD,
+	/* the wrappers of the libibverbs 1.0 ABI (compat10.c) */
+	DRV_KIND_LIST10,
+	DRV_KIND_DEV10,
+	DRV_KIND_CTX10,
+	DRV_KIND_PD10,
+	DRV_KIND_MR10,
+	DRV_KIND_CQ10,
+	DRV_KIND_SRQ10,
+	DRV_KIND_QP10,
+	DRV_KIND_AH10,
 };
 
 struct drv_ctx;
@@ -180,6 +190,16 @@ struct drv_xrc_dom {
 	dev_t st_dev;
 	ino_t st_ino;
 	unsigned opens;           /* ibv_xrcd handles on it */
+	struct drv_xrc_tgt *tgts; /* its XRC_RECV QPs */
+};
+
+/* An XRC_RECV QP of a domain: the QP lives while a handle on it does — its creator's or one
+ * of ibv_open_qp's, from any context (docs/xrc.md). */
+struct drv_xrc_tgt {
+	struct drv_xrc_tgt *next; /* the domain's list */
+	struct drv_xrc_dom *dom;
+	uint32_t qpn;
+	struct drv_qp *handles;   /* linked through drv_qp.tgt_next */
 };
 
 /* One ibv_open_xrcd: a handle of one context on a domain. */
@@ -206,6 +226,9 @@ struct drv_qp {
 	uint8_t *cur;          /* the WQE the last builder began (setters fill it), or NULL */
 	bool cur_needs_ud;     /* UD: the current WQE has no ibv_wr_set_ud_addr yet */
 	struct drv_mcg *mcgs;  /* multicast groups it is attached to (left when its context closes) */
+	/* XRC_RECV: the QP this handle is on, and the next handle on it */
+	struct drv_xrc_tgt *tgt;
+	struct drv_qp *tgt_next;
 };
 
 /* One multicast attachment of a QP. */
@@ -372,5 +395,10 @@ struct ibv_xrcd *drv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_att
 int drv_close_xrcd(struct ibv_xrcd *xrcd);
 struct ibv_srq *drv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
 struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *drv_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
+/* ibv_destroy_qp of an XRC_RECV handle: true if other handles keep the QP (this one is then
+ * closed and freed); false if the caller must destroy the QP, then call drv_xrc_tgt_gone. */
+bool drv_xrc_tgt_close(struct drv_dev *d, struct drv_qp *qp);
+void drv_xrc_tgt_gone(struct drv_qp *qp);
 
 #endif

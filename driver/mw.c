@@ -94,6 +94,17 @@ int drv_sq_set_bind(const char *verb, uint8_t *w, struct ibv_mw *ibmw, uint32_t 
 	return 0;
 }
 
+/* 1 if a type 1 bind asks for a zero-based window, 2 if its region was registered
+ * zero-based, else 0. */
+static int bind1_zero_based(const struct ibv_mw_bind_info *bi)
+{
+	const struct drv_mr *mr = bi->mr ? DRV_OBJ(struct drv_mr, bi->mr, DRV_KIND_MR) : NULL;
+
+	if (bi->mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return 1;
+	return mr && (mr->access & IBV_ACCESS_ZERO_BASED) ? 2 : 0;
+}
+
 /* ibv_bind_mw(3): libibverbs' inline has checked the type, a NULL mr with a range, and the
  * MR's PD against the window's (EPERM); the window takes the next key (ibv_inc_rkey) once the
  * WQE is posted, as rdma-core's providers do, and keeps it whatever the completion says. */
@@ -111,6 +122,13 @@ int drv_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind *bi
 				"not a live memory window" : "NULL mw_bind");
 	if (mw->mw.type != IBV_MW_TYPE_1)
 		return drv_fail(EINVAL, "%s: a type 2 window is bound with IBV_WR_BIND_MW", verb);
+	/* As rdma-core's providers (mlx5, rxe): a type 1 window is never zero-based, nor bound
+	 * to a zero-based region. */
+	rc = bind1_zero_based(&bind->bind_info);
+	if (rc)
+		return drv_fail(EINVAL, "%s: %s", verb, rc == 1 ? "IBV_ACCESS_ZERO_BASED in "
+				"bind_info.mw_access_flags: a type 1 window is not zero-based" :
+				"bind_info.mr was registered with IBV_ACCESS_ZERO_BASED");
 	drv_charge_verb(drv_dev_of(ibqp->context));
 	rkey = ibv_inc_rkey(mw->mw.rkey);
 	rc = drv_sq_begin(qp, verb, HCA_WQE_OP_BIND_MW, bind->send_flags, 0, &w);

@@ -1,7 +1,7 @@
 /* Driver: the parts of libibverbs' ABI that face providers and old binaries rather than
  * verbs programs: rdma-core 44's private node IBVERBS_PRIVATE_34 (the ibv_cmd_* kernel
- * command helpers, provider registration, logging), the libibverbs 1.0 ABI that rdma-core
- * keeps under IBVERBS_1.0, and the context ops hcasim does not implement. None of these has
+ * command helpers, provider registration, logging) and the context ops hcasim does not
+ * implement (the libibverbs 1.0 ABI is compat10.c's). None of these has
  * a kernel behind it here, so they answer as a provider without the op answers (EOPNOTSUPP),
  * each with a message naming the call. docs/abi.md lists them. */
 #include "driver/drv.h"
@@ -77,9 +77,6 @@ UNSUP_INT(modify_wq, NO_WQ, struct ibv_wq *wq, struct ibv_wq_attr *attr)
 UNSUP_PTR(struct ibv_wq, create_wq, NO_WQ, struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 UNSUP_INT(destroy_flow, NO_FLOW, struct ibv_flow *flow)
 UNSUP_PTR(struct ibv_flow, create_flow, NO_FLOW, struct ibv_qp *qp, struct ibv_flow_attr *attr)
-UNSUP_PTR(struct ibv_qp, open_qp,
-	  "opening an XRC_RECV QP of another context is not supported (docs/xrc.md)",
-	  struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 
 #define FILL(p, op)                                                                                \
 	do {                                                                                       \
@@ -142,7 +139,6 @@ void drv_ctx_fill_unsupported(struct verbs_context *v)
 		v->ibv_destroy_flow = unsup_destroy_flow;
 	if (!v->ibv_create_flow)
 		v->ibv_create_flow = unsup_create_flow;
-	FILL(v, open_qp);
 }
 
 /* ---- IBVERBS_PRIVATE_34: the provider interface. A provider library (libmlx5, libefa, ...)
@@ -329,59 +325,4 @@ void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...
 	errno = saved;
 }
 
-/* ---- IBVERBS_1.0: the libibverbs 1.0 ABI (2006), whose structs differ from today's. rdma-
- * core keeps a translation layer for it; hcasim does not: every call fails with ENOSYS (the
- * device list is empty, so a 1.0 program stops at its first call). ---- */
-
-#define COMPAT10(ret, fail, name)                                                                  \
-	ret drv_compat10_##name(void);                                                             \
-	ret drv_compat10_##name(void)                                                              \
-	{                                                                                          \
-		drv_fail(ENOSYS, "ibv_" #name "@IBVERBS_1.0: the libibverbs 1.0 ABI is not "       \
-			 "supported (rebuild against rdma-core's verbs.h)");                       \
-		return fail;                                                                       \
-	}                                                                                          \
-	__asm__(".symver drv_compat10_" #name ", ibv_" #name "@IBVERBS_1.0");
-#define COMPAT10_VOID(name)                                                                        \
-	void drv_compat10_##name(void);                                                            \
-	void drv_compat10_##name(void)                                                             \
-	{                                                                                          \
-		drv_fail(ENOSYS, "ibv_" #name "@IBVERBS_1.0: the libibverbs 1.0 ABI is not "       \
-			 "supported");                                                             \
-	}                                                                                          \
-	__asm__(".symver drv_compat10_" #name ", ibv_" #name "@IBVERBS_1.0");
-
-COMPAT10(void *, NULL, alloc_pd)
-COMPAT10(void *, NULL, create_ah)
-COMPAT10(void *, NULL, create_cq)
-COMPAT10(void *, NULL, create_qp)
-COMPAT10(void *, NULL, create_srq)
-COMPAT10(void *, NULL, get_device_list)
-COMPAT10(void *, NULL, get_device_name)
-COMPAT10(void *, NULL, open_device)
-COMPAT10(void *, NULL, reg_mr)
-COMPAT10(uint64_t, 0, get_device_guid)
-COMPAT10(int, ENOSYS, close_device)
-COMPAT10(int, ENOSYS, dealloc_pd)
-COMPAT10(int, ENOSYS, dereg_mr)
-COMPAT10(int, ENOSYS, destroy_ah)
-COMPAT10(int, ENOSYS, destroy_cq)
-COMPAT10(int, ENOSYS, destroy_qp)
-COMPAT10(int, ENOSYS, destroy_srq)
-COMPAT10(int, -1, get_async_event)
-COMPAT10(int, -1, get_cq_event)
-COMPAT10(int, ENOSYS, modify_qp)
-COMPAT10(int, ENOSYS, modify_srq)
-COMPAT10(int, ENOSYS, query_device)
-COMPAT10(int, -1, query_gid)
-COMPAT10(int, -1, query_pkey)
-COMPAT10(int, ENOSYS, query_port)
-COMPAT10(int, ENOSYS, query_qp)
-COMPAT10(int, ENOSYS, query_srq)
-COMPAT10(int, ENOSYS, resize_cq)
-COMPAT10(int, ENOSYS, attach_mcast)
-COMPAT10(int, ENOSYS, detach_mcast)
-COMPAT10_VOID(ack_async_event)
-COMPAT10_VOID(ack_cq_events)
-COMPAT10_VOID(free_device_list)
 

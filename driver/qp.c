@@ -529,6 +529,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return drv_fail(EINVAL, "ibv_destroy_qp: not a live QP");
 	d = drv_dev_of(ibqp->context);
 	drv_charge_verb(d);
+	if (qp->tgt && drv_xrc_tgt_close(d, qp))
+		return 0; /* an XRC_RECV QP lives on while other handles are open on it */
 	in = (struct hca_handle_in){ .handle = ibqp->qp_num };
 	rc = qp_cmd(ibqp, HCA_CMD_DESTROY_QP, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
@@ -536,6 +538,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	drv_map_qp(d, ibqp->qp_num, NULL);
+	if (qp->tgt)
+		drv_xrc_tgt_gone(qp);
 	drv_handle_del(qp);
 	qp_free(d, qp);
 	return 0;

@@ -7,7 +7,8 @@
  * this device, shared by every context of the process that opens the same file — O_CREAT
  * makes it if there is none, O_EXCL refuses one that exists. The device domain lives until
  * its last open is closed; XRC SRQs and XRC_RECV QPs belong to the domain, not to the
- * context that created them. */
+ * context that created them: ibv_open_qp gives any context with a handle on the domain a
+ * handle on one of its XRC_RECV QPs, and the QP lives until its last handle is destroyed. */
 #include "driver/drv.h"
 
 #include <errno.h>
@@ -210,6 +211,27 @@ struct ibv_srq *drv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_a
 	return &srq->srq;
 }
 
+/* Make qp a handle of ctx on XRC_RECV QP t (registered, first in t's handles). */
+static struct ibv_qp *tgt_handle(struct drv_qp *qp, struct drv_xrc_tgt *t,
+				 struct ibv_context *ctx, void *qp_context, enum ibv_qp_state st)
+{
+	struct ibv_qp *q = &qp->qpx.qp_base;
+
+	q->context = ctx;
+	q->qp_context = qp_context;
+	q->handle = q->qp_num = t->qpn;
+	q->state = st;
+	q->qp_type = IBV_QPT_XRC_RECV;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	qp->tgt = t;
+	qp->tgt_next = t->handles;
+	t->handles = qp;
+	drv_handle_add(qp, DRV_KIND_QP);
+	drv_qp_ex_init(qp);
+	return q;
+}
+
 /* ibv_create_qp_ex of an XRC_RECV QP: no PD, CQs, SRQ or queues, only its domain. */
 struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
@@ -218,6 +240,7 @@ struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_at
 	struct hca_qp_create_out out;
 	struct drv_xrcd *x = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? xrcd_in(a->xrcd, ctx) : NULL;
 	struct drv_dev *d = drv_dev_of(ctx);
+	struct drv_xrc_tgt *t;
 	struct drv_qp *qp;
 	struct ibv_qp *q;
 
@@ -234,26 +257,97 @@ struct ibv_qp *drv_xrc_tgt_create(struct ibv_context *ctx, struct ibv_qp_init_at
 	}
 	drv_charge_verb_(d, verb);
 	qp = calloc(1, sizeof(*qp));
-	if (!qp) {
+	t = calloc(1, sizeof(*t));
+	if (!qp || !t) {
+		free(qp);
+		free(t);
 		drv_fail(ENOMEM, "%s: out of memory", verb);
 		return NULL;
 	}
 	in.xrcd = x->dom->xrcdn;
 	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
 		free(qp);
+		free(t);
 		return NULL;
 	}
-	q = &qp->qpx.qp_base;
-	q->context = ctx;
-	q->qp_context = a->qp_context;
-	q->handle = q->qp_num = out.qpn;
-	q->state = IBV_QPS_RESET;
-	q->qp_type = IBV_QPT_XRC_RECV;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	drv_handle_add(qp, DRV_KIND_QP);
+	t->dom = x->dom;
+	t->qpn = out.qpn;
+	t->next = x->dom->tgts;
+	x->dom->tgts = t;
+	q = tgt_handle(qp, t, ctx, a->qp_context, IBV_QPS_RESET);
 	drv_map_qp(d, out.qpn, qp);
-	drv_qp_ex_init(qp);
 	memset(&a->cap, 0, sizeof(a->cap));
 	return q;
+}
+
+/* ibv_open_qp: another handle on an XRC_RECV QP of the domain xrcd names, for this context
+ * (its events, modify, query, destroy). The checks are rdma-core's ibv_cmd_open_qp (comp_mask)
+ * and the kernel's open_qp (an XRC_RECV type, a domain of this context, a QP of that domain:
+ * each EINVAL). As after ibv_cmd_open_qp, the handle's state is IBV_QPS_UNKNOWN until a
+ * modify or query. */
+struct ibv_qp *drv_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *a)
+{
+	static const char verb[] = "ibv_open_qp";
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	struct drv_xrc_tgt *t;
+	struct drv_xrcd *x;
+	struct drv_qp *qp;
+
+	if (!drv_ctx_of(ctx) || !a) {
+		drv_fail(EINVAL, "%s: %s", verb, a ? "not a live context" : "NULL qp_open_attr");
+		return NULL;
+	}
+	drv_charge_verb_(drv_dev_of(ctx), verb);
+	if (a->comp_mask >= IBV_QP_OPEN_ATTR_RESERVED || (a->comp_mask & need) != need) {
+		drv_fail(a->comp_mask >= IBV_QP_OPEN_ATTR_RESERVED ? EOPNOTSUPP : EINVAL,
+			 "%s: comp_mask 0x%x must have IBV_QP_OPEN_ATTR_NUM, _XRCD and _TYPE and "
+			 "no bit from IBV_QP_OPEN_ATTR_RESERVED up", verb, a->comp_mask);
+		return NULL;
+	}
+	x = xrcd_in(a->xrcd, ctx);
+	if (a->qp_type != IBV_QPT_XRC_RECV || !x) {
+		drv_fail(EINVAL, "%s: %s", verb, !x ? "xrcd is not a live XRC domain of this "
+			 "context" : "qp_type must be IBV_QPT_XRC_RECV");
+		return NULL;
+	}
+	for (t = x->dom->tgts; t && t->qpn != a->qp_num; t = t->next)
+		;
+	qp = t ? calloc(1, sizeof(*qp)) : NULL;
+	if (!qp) {
+		drv_fail(t ? ENOMEM : EINVAL, "%s: %s", verb, t ? "out of memory" :
+			 "qp_num is not an XRC_RECV QP of this XRC domain");
+		return NULL;
+	}
+	return tgt_handle(qp, t, ctx, (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? a->qp_context
+										: NULL,
+			  IBV_QPS_UNKNOWN);
+}
+
+bool drv_xrc_tgt_close(struct drv_dev *d, struct drv_qp *qp)
+{
+	struct drv_xrc_tgt *t = qp->tgt;
+	struct drv_qp **pp;
+
+	if (t->handles == qp && !qp->tgt_next)
+		return false; /* the last handle: the QP goes */
+	for (pp = &t->handles; *pp != qp; pp = &(*pp)->tgt_next)
+		;
+	*pp = qp->tgt_next;
+	drv_map_qp(d, t->qpn, t->handles); /* events: through a handle still open */
+	pthread_mutex_destroy(&qp->qpx.qp_base.mutex);
+	pthread_cond_destroy(&qp->qpx.qp_base.cond);
+	drv_handle_del(qp);
+	free(qp);
+	return true;
+}
+
+void drv_xrc_tgt_gone(struct drv_qp *qp)
+{
+	struct drv_xrc_tgt **pp;
+
+	for (pp = &qp->tgt->dom->tgts; *pp != qp->tgt; pp = &(*pp)->next)
+		;
+	*pp = qp->tgt->next;
+	free(qp->tgt);
+	qp->tgt = NULL;
 }

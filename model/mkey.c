@@ -59,6 +59,8 @@ static uint32_t bind_region(struct hm_dev *d, const struct hm_mkey *w, const str
 	const struct hm_mkey *mr = mkey_at(d, b->mr_lkey);
 	const uint32_t remote = HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_READ |
 				HCA_ACCESS_REMOTE_ATOMIC;
+	/* only a type 2 window may be zero-based (as mlx5's UMR bind of one) */
+	const uint32_t zb = w->mw_type == HCA_MW_TYPE_2 ? HCA_ACCESS_ZERO_BASED : 0;
 
 	if (!mr || mr->mw_type || mr->variant != (uint8_t)b->mr_lkey)
 		return HCA_VERR_MW_MR_INVALID;
@@ -67,7 +69,7 @@ static uint32_t bind_region(struct hm_dev *d, const struct hm_mkey *w, const str
 	if (!(mr->access & HCA_ACCESS_MW_BIND))
 		return HCA_VERR_MW_MR_NO_BIND;
 	/* IBA 10.6.7.2.1: remote write or atomic through a window needs local write on its region */
-	if ((b->access & ~(remote | HCA_ACCESS_LOCAL_WRITE)) ||
+	if ((b->access & ~(remote | HCA_ACCESS_LOCAL_WRITE | zb)) ||
 	    ((b->access & (HCA_ACCESS_REMOTE_WRITE | HCA_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & HCA_ACCESS_LOCAL_WRITE)))
 		return HCA_VERR_MW_ACCESS;
@@ -110,9 +112,9 @@ uint32_t hm_mw_bind(struct hm_dev *d, const struct hm_qp *qp, uint32_t wqe,
 	if (unbind)
 		return HCA_VERR_NONE;
 	w->mr = b->mr_lkey >> 8;
-	w->va = b->addr;
+	w->va = (b->access & HCA_ACCESS_ZERO_BASED) ? 0 : b->addr; /* what accesses name */
 	w->len = b->length;
-	w->access = b->access & ~(uint32_t)HCA_ACCESS_LOCAL_WRITE;
+	w->access = b->access & ~(uint32_t)(HCA_ACCESS_LOCAL_WRITE | HCA_ACCESS_ZERO_BASED);
 	w->iova = d->dp->mkeys[w->mr].iova + (b->addr - d->dp->mkeys[w->mr].va);
 	w->qpn = w->mw_type == HCA_MW_TYPE_2 ? qp->qpn : 0;
 	return HCA_VERR_NONE;

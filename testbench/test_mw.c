@@ -690,3 +690,85 @@ Test(mw, every_other_bind_and_invalidation_rule_has_its_vendor_err)
 		mwf_close(&f, mw);
 	}
 }
+
+/* A zero-based type 2 window (IBV_ACCESS_ZERO_BASED in the bind's rights, as mlx5 binds one):
+ * an access names the offset in the window, not the region's address; the window's length
+ * still bounds it, and the bytes go to the region where the window starts. */
+Test(mw, a_zero_based_type2_window_is_addressed_from_0)
+{
+	struct mwf f;
+	struct ibv_mw *mw;
+	uint32_t rkey;
+	uint8_t *at = NULL;
+
+	mwf_open(&f);
+	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_2);
+	cr_assert_not_null(mw, "%s", hcasim_last_error());
+	rkey = ibv_inc_rkey(mw->rkey);
+	post(f.p.qb, IBV_WR_BIND_MW, mw, rkey, f.reg, WIN_OFF, WIN_LEN,
+	     IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	cr_assert_eq(one(f.p.b.cq, IBV_WC_SUCCESS, 0).opcode, IBV_WC_BIND_MW);
+	at = (uint8_t *)f.reg->addr + WIN_OFF;
+	remote(&f, IBV_WR_RDMA_WRITE, rkey, 256, 512, IBV_WC_SUCCESS, 0);
+	cr_assert_eq(memcmp(at + 256, f.p.src->addr, 512), 0, "offset 256 of the window");
+	cr_assert_eq(at[255], 0, "nothing before it");
+	remote(&f, IBV_WR_RDMA_WRITE, rkey, WIN_LEN - 64, 64, IBV_WC_SUCCESS, 0);
+	memset(f.p.src->addr, 0, 1024);
+	remote(&f, IBV_WR_RDMA_READ, rkey, 0, 1024, IBV_WC_SUCCESS, 0);
+	cr_assert_eq(memcmp(at, f.p.src->addr, 1024), 0);
+	/* the region's own address is outside a window that starts at 0 */
+	remote(&f, IBV_WR_RDMA_READ, rkey, win(&f, WIN_OFF), 8, IBV_WC_REM_ACCESS_ERR, 0x31);
+	cr_assert_eq(mwbe(1), 0);
+	mwf_close(&f, mw);
+}
+
+/* ... and one byte past its length is a remote access error. */
+Test(mw, a_zero_based_window_ends_at_its_length)
+{
+	struct mwf f;
+	struct ibv_mw *mw;
+	uint32_t rkey;
+
+	mwf_open(&f);
+	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_2);
+	rkey = ibv_inc_rkey(mw->rkey);
+	post(f.p.qb, IBV_WR_BIND_MW, mw, rkey, f.reg, WIN_OFF, WIN_LEN,
+	     IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE);
+	one(f.p.b.cq, IBV_WC_SUCCESS, 0);
+	remote(&f, IBV_WR_RDMA_WRITE, rkey, WIN_LEN - 63, 64, IBV_WC_REM_ACCESS_ERR, 0x31);
+	cr_assert_eq(((uint8_t *)f.reg->addr)[WIN_OFF + WIN_LEN - 63], 0, "nothing written");
+	mwf_close(&f, mw);
+}
+
+/* Type 1 windows are never zero-based: ibv_bind_mw refuses the flag, and a region registered
+ * zero-based, with EINVAL as rdma-core's providers (mlx5, rxe) and posts nothing; a type 1
+ * bind WQE that asks for it anyway (IBV_WR_BIND_MW) ends in MW_BIND_ERR, MW_ACCESS. */
+Test(mw, a_type1_window_is_never_zero_based)
+{
+	struct mwf f;
+	struct ibv_mw *mw;
+	struct ibv_mw_bind b = { .wr_id = 1, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_wc wc;
+	uint32_t key0;
+
+	mwf_open(&f);
+	mw = ibv_alloc_mw(f.p.b.pd, IBV_MW_TYPE_1);
+	key0 = mw->rkey;
+	b.bind_info = (struct ibv_mw_bind_info){ f.reg, win(&f, WIN_OFF), 64,
+						 IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ };
+	EXPECT_RC_ERR(ibv_bind_mw(f.p.qb, mw, &b), EINVAL);
+	EXPECT_MSG("IBV_ACCESS_ZERO_BASED");
+	f.extra = reg_mr(f.p.b.pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND |
+					   IBV_ACCESS_ZERO_BASED);
+	b.bind_info = (struct ibv_mw_bind_info){ f.extra, (uintptr_t)f.extra->addr, 64,
+						 IBV_ACCESS_REMOTE_READ };
+	EXPECT_RC_ERR(ibv_bind_mw(f.p.qb, mw, &b), EINVAL);
+	EXPECT_MSG("registered with IBV_ACCESS_ZERO_BASED");
+	cr_assert_eq(mw->rkey, key0, "nothing bound");
+	cr_assert_eq(ibv_poll_cq(f.p.b.cq, 1, &wc), 0, "nothing posted");
+	post(f.p.qb, IBV_WR_BIND_MW, mw, ibv_inc_rkey(mw->rkey), f.reg, WIN_OFF, 64,
+	     IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ);
+	wc = one(f.p.b.cq, IBV_WC_MW_BIND_ERR, 0x58 /* MW_ACCESS */);
+	cr_assert_eq(wc.opcode, IBV_WC_BIND_MW);
+	mwf_close(&f, mw);
+}

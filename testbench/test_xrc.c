@@ -2,7 +2,8 @@
  * hcasim0 reach three XRC SRQs behind one XRC_RECV QP on hcasim1, each message steered by the
  * SRQ number its WR names (ibv_post_send's qp_type.xrc.remote_srqn, ibv_wr_set_xrc_srqn), every
  * completion checked field by field and every byte; XRCETH on the wire; a wrong SRQ number
- * from the wire NAKed; domains shared between contexts through a file; and the verbs' checks
+ * from the wire NAKed; domains shared between contexts through a file; ibv_open_qp giving
+ * another context a handle on an XRC_RECV QP that outlives its creator's; and the verbs' checks
  * of bad input, each naming its field and changing nothing. */
 #include <criterion/criterion.h>
 
@@ -81,8 +82,10 @@ static struct ibv_qp *xrc_ini(struct tb_dev *t, bool ex)
 	return qp;
 }
 
-/* RESET -> RTS towards peer_qpn on the peer's LID, with the XRC columns' required sets. */
-static void xconnect(struct ibv_qp *qp, uint16_t dlid, uint32_t peer_qpn)
+/* RESET -> upto (RTR or RTS) towards peer_qpn on the peer's LID, with the XRC columns'
+ * required sets. */
+static void xconnect_to(struct ibv_qp *qp, uint16_t dlid, uint32_t peer_qpn,
+			enum ibv_qp_state upto)
 {
 	bool tgt = qp->qp_type == IBV_QPT_XRC_RECV;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
@@ -101,12 +104,19 @@ static void xconnect(struct ibv_qp *qp, uint16_t dlid, uint32_t peer_qpn)
 						   (tgt ? IBV_QP_MAX_DEST_RD_ATOMIC |
 							      IBV_QP_MIN_RNR_TIMER : 0)),
 		     0, "RTR: %s", hcasim_last_error());
+	if (upto == IBV_QPS_RTR)
+		return;
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 14,
 				  .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 4 };
 	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 						   (tgt ? 0 : IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 								IBV_QP_MAX_QP_RD_ATOMIC)),
 		     0, "RTS: %s", hcasim_last_error());
+}
+
+static void xconnect(struct ibv_qp *qp, uint16_t dlid, uint32_t peer_qpn)
+{
+	xconnect_to(qp, dlid, peer_qpn, IBV_QPS_RTS);
 }
 
 /* A new XRC_RECV QP and ini[0], connected to each other. */
@@ -518,4 +528,156 @@ Test(xrc, bad_input_is_refused_naming_the_field)
 	cr_assert_eq(ibv_destroy_qp(ini), 0);
 	cr_assert_eq(ibv_close_xrcd(x), 0);
 	tb_close(&t);
+}
+
+#define OPEN_NEED (IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE)
+
+/* ibv_open_qp of XRC_RECV QP qpn in domain xrcd from ctx, with qp_context tag. */
+static struct ibv_qp *open_tgt(struct ibv_context *ctx, struct ibv_xrcd *xrcd, uint32_t qpn,
+			       void *tag)
+{
+	struct ibv_qp_open_attr oa = { .comp_mask = OPEN_NEED | IBV_QP_OPEN_ATTR_CONTEXT,
+				       .qp_num = qpn, .xrcd = xrcd, .qp_context = tag,
+				       .qp_type = IBV_QPT_XRC_RECV };
+	struct ibv_qp *qp = ibv_open_qp(ctx, &oa);
+
+	cr_assert_not_null(qp, "ibv_open_qp: %s", hcasim_last_error());
+	cr_assert_eq(qp->context, ctx);
+	cr_assert_eq(qp->qp_num, qpn);
+	cr_assert_eq(qp->qp_type, IBV_QPT_XRC_RECV);
+	cr_assert_eq(qp->qp_context, tag);
+	cr_assert_eq(qp->state, IBV_QPS_UNKNOWN, "as after rdma-core's ibv_cmd_open_qp");
+	return qp;
+}
+
+/* The next async event of ctx of type t names qp (other events are skipped). */
+static void expect_qp_event(struct ibv_context *ctx, struct ibv_qp *qp, enum ibv_event_type t)
+{
+	struct ibv_async_event ev;
+
+	for (int i = 0; i < 16; i++) {
+		cr_assert_eq(ibv_get_async_event(ctx, &ev), 0, "no event %s: %s",
+			     ibv_event_type_str(t), hcasim_last_error());
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == t) {
+			cr_assert_eq(ev.element.qp, qp, "%s names another handle",
+				     ibv_event_type_str(t));
+			return;
+		}
+	}
+	cr_assert_fail("no event %s", ibv_event_type_str(t));
+}
+
+/* ibv_open_qp: a second context on the domain (through its file) opens the XRC_RECV QP the
+ * first created. Through the new handle the QP is connected (to RTR) and queried; its first
+ * packet's COMM_EST reaches both handles, each in its context; the creator's handle is
+ * destroyed and the QP lives on for the other; destroying the last handle destroys the QP. */
+Test(xrc, open_qp_shares_the_target_qp_between_contexts)
+{
+	char path[] = "/tmp/hcasim-xrc-XXXXXX";
+	int fd = mkstemp(path), tag;
+	struct xrc x;
+	struct ibv_context *ctx2;
+	struct ibv_xrcd *x1, *x2;
+	struct ibv_qp *tgt1, *h;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_open_attr oa = { .comp_mask = OPEN_NEED, .qp_type = IBV_QPT_XRC_RECV };
+
+	cr_assert_geq(fd, 0);
+	xrc_open(&x);
+	ctx2 = ibv_open_device(x.b.list[1]);
+	cr_assert_not_null(ctx2);
+	x1 = open_xrcd(x.b.ctx, fd, O_CREAT);
+	x2 = open_xrcd(ctx2, fd, 0);
+	cr_assert_eq(ibv_destroy_srq(x.srq[0]), 0);
+	x.srq[0] = xrc_srq(x.b.ctx, x.b.pd, x1, x.b.cq);
+	cr_assert_eq(ibv_get_srq_num(x.srq[0], &x.srqn[0]), 0);
+	cr_assert_eq(ibv_destroy_qp(x.tgt), 0);
+	x.tgt = tgt1 = xrc_tgt(x.b.ctx, x1);
+	h = open_tgt(ctx2, x2, tgt1->qp_num, &tag);
+	cr_assert_neq(h, tgt1);
+	xconnect_to(h, x.a.port.lid, x.ini[0]->qp_num, IBV_QPS_RTR);
+	cr_assert_eq(h->state, IBV_QPS_RTR);
+	xconnect(x.ini[0], x.b.port.lid, tgt1->qp_num);
+	cr_assert_eq(ibv_query_qp(tgt1, &qa, IBV_QP_STATE, &qi), 0, "%s", hcasim_last_error());
+	cr_assert_eq(qa.qp_state, IBV_QPS_RTR, "the creator's handle sees the modify");
+	cr_assert_eq(qa.dest_qp_num, x.ini[0]->qp_num);
+	post_slot(&x, 0, 0);
+	send_msg(&x, 0, 0, 0);
+	expect_msg(&x, 0, 0, 0);
+	expect_qp_event(x.b.ctx, tgt1, IBV_EVENT_COMM_EST);
+	expect_qp_event(ctx2, h, IBV_EVENT_COMM_EST);
+
+	cr_assert_eq(ibv_destroy_qp(tgt1), 0, "%s", hcasim_last_error());
+	x.tgt = h; /* the QP lives on */
+	post_slot(&x, 0, 1);
+	send_msg(&x, 0, 0, 1);
+	expect_msg(&x, 0, 0, 1);
+	cr_assert_eq(ibv_query_qp(h, &qa, IBV_QP_STATE, &qi), 0, "%s", hcasim_last_error());
+	cr_assert_eq(qa.qp_state, IBV_QPS_RTR);
+	cr_assert_eq(qi.qp_context, &tag);
+	oa.qp_num = h->qp_num;
+	oa.xrcd = x2;
+	cr_assert_eq(ibv_destroy_qp(h), 0, "%s", hcasim_last_error());
+	EXPECT_NULL_ERR(ibv_open_qp(ctx2, &oa), EINVAL); /* the last handle took the QP */
+	EXPECT_MSG("qp_num");
+
+	x.tgt = xrc_tgt(x.b.ctx, x.xrcd);
+	cr_assert_eq(ibv_destroy_srq(x.srq[0]), 0);
+	x.srq[0] = xrc_srq(x.b.ctx, x.b.pd, x.xrcd, x.b.cq);
+	cr_assert_eq(ibv_close_xrcd(x2), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_close_xrcd(x1), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_close_device(ctx2), 0);
+	xrc_close(&x);
+	close(fd);
+	unlink(path);
+}
+
+/* ibv_open_qp's checks, rdma-core's (comp_mask) then the kernel's (an XRC_RECV type, a domain
+ * of this context, a QP of that domain): each refused with its errno and a message, nothing
+ * opened; a handle opened in the creator's own context is closed without the QP. */
+Test(xrc, open_qp_refuses_what_the_kernel_refuses)
+{
+	struct xrc x;
+	struct ibv_xrcd *other;
+	struct ibv_qp *h;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_open_attr oa = { .comp_mask = OPEN_NEED, .qp_type = IBV_QPT_XRC_RECV };
+
+	xrc_open(&x);
+	other = open_xrcd(x.b.ctx, -1, 0);
+	oa.qp_num = x.tgt->qp_num;
+	oa.xrcd = other; /* the QP is in x.xrcd */
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, &oa), EINVAL);
+	EXPECT_MSG("not an XRC_RECV QP of this XRC domain");
+	oa.xrcd = x.xrcd;
+	oa.qp_num = 0xfffffe; /* no such QP */
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, &oa), EINVAL);
+	oa.qp_num = x.tgt->qp_num;
+	oa.qp_type = IBV_QPT_RC;
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, &oa), EINVAL);
+	EXPECT_MSG("qp_type");
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	EXPECT_NULL_ERR(ibv_open_qp(x.a.ctx, &oa), EINVAL); /* a domain of another context */
+	EXPECT_MSG("xrcd");
+	oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_TYPE;
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, &oa), EINVAL);
+	EXPECT_MSG("comp_mask");
+	oa.comp_mask = OPEN_NEED | IBV_QP_OPEN_ATTR_RESERVED;
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, &oa), EOPNOTSUPP);
+	EXPECT_NULL_ERR(ibv_open_qp(x.b.ctx, NULL), EINVAL);
+
+	oa.comp_mask = OPEN_NEED; /* without IBV_QP_OPEN_ATTR_CONTEXT: no qp_context */
+	oa.qp_context = &oa;
+	h = ibv_open_qp(x.b.ctx, &oa);
+	cr_assert_not_null(h, "%s", hcasim_last_error());
+	cr_assert_null(h->qp_context);
+	cr_assert_eq(ibv_destroy_qp(h), 0);
+	EXPECT_RC_ERR(ibv_destroy_qp(h), EINVAL); /* closed */
+	cr_assert_eq(ibv_query_qp(x.tgt, &qa, IBV_QP_STATE, &qi), 0, "the QP is still there: %s",
+		     hcasim_last_error());
+	cr_assert_eq(ibv_close_xrcd(other), 0);
+	xrc_close(&x);
 }

@@ -147,6 +147,9 @@ enum hca_access { /* numbered as libibverbs */
 	HCA_ACCESS_REMOTE_READ = 1u << 2,
 	HCA_ACCESS_REMOTE_ATOMIC = 1u << 3,
 	HCA_ACCESS_MW_BIND = 1u << 4, /* memory regions: memory windows may be bound to it */
+	/* a bind of a type 2 window: its addresses start at 0 (an access names the offset in
+	 * the window, IBA 10.6.3.3 zero-based virtual addresses) */
+	HCA_ACCESS_ZERO_BASED = 1u << 5,
 };
 #define HCA_ACCESS_ALL 0xfu    /* the rights of a QP (and of a memory window) */
 #define HCA_ACCESS_MR_ALL 0x1fu /* the rights of a memory region */
