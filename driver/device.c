@@ -112,8 +112,10 @@ static struct ibv_device **no_devices(int rc, int *num_devices)
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list;
-	int rc = probe_all();
+	int rc;
 
+	drv_log_setup(); /* rdma-core reads its logging variables here, at its first list */
+	rc = probe_all();
 	if (rc)
 		return no_devices(rc, num_devices);
 	list = calloc((size_t)ndevs + 1, sizeof(*list));

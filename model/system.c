@@ -607,6 +607,7 @@ static int boot_env(void)
 {
 	const char *cats = getenv("HCASIM_TRACE"), *tfile = sim_env("HCASIM_TRACE_FILE");
 	const char *pcap = sim_env("HCASIM_PCAP"), *ctrs = sim_env("HCASIM_COUNTERS_DIR");
+	const char *bug = sim_env("HCASIM_RTL_BUG");
 	int rc;
 
 	if (cats && (rc = sim_trace_select(cats)))
@@ -616,6 +617,10 @@ static int boot_env(void)
 	if (tfile && (rc = sim_trace_open(tfile)))
 		return sim_error_prefix(rc, "HCASIM_TRACE_FILE");
 	rc = impl_from_env(sim_env("HCASIM_IMPL"));
+	/* a test hook of sim/vl/cqe.cpp (docs/rtl.md), checked here before a block is made */
+	if (!rc && bug && strcmp(bug, "none") && strcmp(bug, "cqe"))
+		rc = sim_error(-EINVAL, "HCASIM_RTL_BUG: '%.40s' is not none or cqe (the only RTL "
+			       "built with a test bug)", bug);
 	if (!rc && pcap)
 		rc = sim_env_path_len("HCASIM_PCAP", pcap, SIM_ENV_PATH_MAX - 32);
 	if (!rc)
