@@ -192,6 +192,28 @@ Test(config, environment_file_that_is_not_a_regular_file_leaves_no_devices)
 	expect_no_devices(EINVAL, "HCASIM_CONFIG: config file '/dev/zero': not a regular file");
 }
 
+/* A key given twice in a file used to be taken silently (the last one won): refused, naming
+ * both lines. An unclosed [section] is told at its own line, not at the keys after it. */
+Test(config, a_key_given_twice_and_an_unclosed_section_are_told_at_their_line)
+{
+	char path[] = "/tmp/hcasim-cfg-XXXXXX", want[160], buf[32];
+
+	write_file(path, "[sim]\nhosts = 3\n[link]\nspeed = hdr\n[sim]\n  hosts = 4\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "config file '%s':6: config key 'sim.hosts': given twice "
+		 "(first on line 2)", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	strcpy(path, "/tmp/hcasim-cfg-XXXXXX");
+	write_file(path, "; hosts\n[sim\nhosts = 3\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "config file '%s':2: syntax error", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	hcasim_config_get("sim.hosts", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2", "a refused file changed sim.hosts");
+}
+
 Test(config, key_outside_a_section_is_an_error)
 {
 	char path[] = "/tmp/hcasim-cfg-XXXXXX";
