@@ -338,7 +338,7 @@ int hcasim_pcap(const char *prefix)
 	if (!sys.booted)
 		return sim_error(-EINVAL, "hcasim_pcap: the system is not booted");
 	/* room for the longest suffix, ".hcaNN.loopback.pcap": a name is never cut short */
-	if (prefix && sim_env_path_len("hcasim_pcap: the prefix", prefix, sizeof(path) - 32))
+	if (prefix && sim_env_path_len("hcasim_pcap: the prefix", prefix, SIM_ENV_PATH_MAX - 32))
 		return -ENAMETOOLONG;
 	for (int i = 0; i < sys.nlinks; i++) {
 		if (prefix && *prefix)

@@ -217,6 +217,15 @@ r_devinfo() {
 		'^\t\t\tactive_speed:' '^\t\t\tphys_state:' '^\t\t\tGID\[  0\]:' <"$W/devinfo.out"
 }
 
+# ---- a boot that fails under an unmodified program: its stderr and exit status (config.md)
+r_env_devinfo() {
+	# shellcheck disable=SC2086
+	once env_devinfo clean $SANENV LD_LIBRARY_PATH="$B/lib" HCASIM_IMPL=sched=fast ibv_devinfo
+	ok env_devinfo 255
+	cat "$W/env_devinfo.err"
+	echo "exit status $(status env_devinfo)"
+}
+
 # ---- the README's program
 r_readme_hello() {
 	docprog README.md '/* readme-example */' hello
