@@ -271,3 +271,40 @@ Test(env, sysfs_path_longer_than_rdma_core_keeps_is_cut_and_named)
 	free(err);
 	cr_assert_eq(strncmp(ibv_get_sysfs_path(), v, 256), 0);
 }
+
+/* The reason is told once per process, however often a program asks for the list. */
+Test(env, the_reason_is_told_once_however_often_the_list_is_asked_for)
+{
+	struct ibv_device **l;
+	char *err;
+	int n = -1;
+
+	setenv("HCASIM_IMPL", "psn=fast", 1);
+	tb_stderr_capture();
+	for (int i = 0; i < 3; i++) {
+		l = ibv_get_device_list(&n);
+		cr_assert(l && !l[0] && !n && errno == EINVAL, "try %d", i);
+		ibv_free_device_list(l);
+	}
+	err = tb_stderr_captured();
+	cr_assert_eq(count(err, "hcasim: no devices: HCASIM_IMPL: item 'psn=fast'"), 1, "%s", err);
+	free(err);
+}
+
+/* A trace file that opens but cannot be written (a full disk) used to lose the trace silently:
+ * the shutdown says so. */
+Test(env, a_trace_file_that_cannot_be_written_is_told_at_shutdown)
+{
+	char *err;
+
+	setenv("HCASIM_TRACE", "*", 1);
+	setenv("HCASIM_TRACE_FILE", "/dev/full", 1);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_run_for_ps(1000000);
+	tb_stderr_capture();
+	hcasim_shutdown();
+	err = tb_stderr_captured();
+	cr_assert_eq(count(err, "hcasim: trace file '/dev/full': writing failed: No space left"), 1,
+		     "%s", err);
+	free(err);
+}
