@@ -308,3 +308,36 @@ Test(env, a_trace_file_that_cannot_be_written_is_told_at_shutdown)
 		     "%s", err);
 	free(err);
 }
+
+/* hcasim_pcap() cut a prefix longer than its 512-byte buffer short, silently, and wrote files
+ * of another name; now the whole name is used, and only a prefix no path can hold is refused. */
+Test(env, a_long_capture_prefix_is_used_whole_or_refused_by_name)
+{
+	char path[1024], seg[201], *huge;
+
+	make_dir();
+	memset(seg, 'a', 200);
+	seg[200] = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, seg);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	seg[0] = 'b';
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", seg);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	seg[0] = 'c';
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", seg); /* the prefix */
+	cr_assert_gt(strlen(path), 600);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	cr_assert_eq(hcasim_pcap(path), 0, "%s", hcasim_last_error());
+	strcat(path, ".link0.pcap");
+	cr_assert_eq(access(path, F_OK), 0, "no %s", path);
+	huge = calloc(1, 5000);
+	cr_assert_not_null(huge);
+	memset(huge, 'p', 4999);
+	cr_assert_eq(hcasim_pcap(huge), -ENAMETOOLONG);
+	cr_assert(strstr(hcasim_last_error(), "hcasim_pcap: the prefix: a path of 4999 bytes"), "%s",
+		  hcasim_last_error());
+	free(huge);
+	cr_assert_eq(hcasim_pcap(NULL), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	tb_rm_tmpdir(dir);
+}

@@ -15,7 +15,8 @@ W=$HCASIM_DOC_WORK
 # The docs quote the defaults: nothing in the caller's environment changes a run (make test
 # IMPL=rtl, a trace or a capture left on in the shell).
 unset HCASIM_CONFIG HCASIM_TRACE HCASIM_TRACE_FILE HCASIM_PCAP HCASIM_IMPL HCASIM_VERBOSE \
-	HCASIM_WAVES_DIR WAVES WAVES_DIR HCASIM_COUNTERS_DIR HCASIM_RTL_BUG HCASIM_GOLDEN_UPDATE
+	HCASIM_WAVES_DIR WAVES WAVES_DIR HCASIM_COUNTERS_DIR HCASIM_RTL_BUG HCASIM_GOLDEN_UPDATE \
+	VERBS_LOG_LEVEL VERBS_LOG_FILE SYSFS_PATH
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 # A sanitized build (make test SAN=1): programs compiled here are sanitized too, and Debian's
 # binaries preload the ASan runtime, as the test suites do. Leaks are the suites' business: the
