@@ -124,6 +124,13 @@ static void cmd_message(const struct hca_cmd_desc *c, uint8_t status, uint32_t s
 
 		if (!hca_field_path(s, detail, field, sizeof(field)))
 			snprintf(field, sizeof(field), "offset %u", detail);
+		if (status == HCA_STATUS_NOT_OWNER) {
+			snprintf(buf, len, HCA_SYN_REASON(syn) == HCA_SYN_ADDR ?
+				 "%s: field %s: memory outside this context's IOMMU domain (NOT_OWNER)" :
+				 "%s: field %s names an object of another user context (NOT_OWNER)",
+				 c->name, field);
+			return;
+		}
 		snprintf(buf, len, "%s: %s: %sfield %s", c->name, hca_status_doc(status),
 			 HCA_SYN_REASON(syn) == HCA_SYN_ENTRY ? "command entry " : "", field);
 		return;
@@ -152,6 +159,10 @@ static void cmd_message(const struct hca_cmd_desc *c, uint8_t status, uint32_t s
 		snprintf(buf, len, "%s: a connected QP on a RoCE port needs a GRH (ah_attr.is_global)",
 			 c->name);
 		return;
+	case HCA_SYN_PRIVILEGED:
+		snprintf(buf, len, "%s: the device owner's command alone, issued for user context %u "
+			 "(NOT_OWNER)", c->name, detail);
+		return;
 	case HCA_SYN_BUSY:
 		snprintf(buf, len, "%s: still in use by %u object(s)", c->name, detail);
 		return;
@@ -167,8 +178,9 @@ static void cmd_message(const struct hca_cmd_desc *c, uint8_t status, uint32_t s
 	}
 }
 
-int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
-	    size_t out_len)
+/* Run a command for user context uid (0: the device owner, through CMD_DOORBELL). */
+static int cmd_exec(struct drv_dev *d, uint16_t uid, uint16_t opcode, const void *in,
+		    size_t in_len, void *out, size_t out_len)
 {
 	volatile struct hca_cmd_entry *e = (volatile struct hca_cmd_entry *)d->cmd_page;
 	const struct hca_cmd_desc *c = hca_cmd_find(opcode);
@@ -191,7 +203,12 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 	e->out_addr = d->cmd_iova + CMD_OUT_OFF;
 	e->own = HCA_CMD_OWN_DEVICE;
 	d->cmd_done = false;
-	hcasim_mmio_write(d->fn, 0, HCA_REG_CMD_DOORBELL, 4, d->token);
+	if (uid)
+		hcasim_mmio_write(d->fn, 0,
+				  HCA_REGION_UAR + (uint64_t)uid * HCA_UAR_PAGE_BYTES + HCA_UAR_CMD_DB,
+				  8, d->cmd_iova);
+	else
+		hcasim_mmio_write(d->fn, 0, HCA_REG_CMD_DOORBELL, 4, d->token);
 	if (d->cmd_irq) {
 		/* Sleep until the CMD event for our token arrives (MSI-X, then EQ 0). */
 		while (!d->cmd_done) {
@@ -237,6 +254,48 @@ int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, v
 	}
 	memcpy(out, d->cmd_page + CMD_OUT_OFF, out_len);
 	return 0;
+}
+
+int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
+	    size_t out_len)
+{
+	return cmd_exec(d, 0, opcode, in, in_len, out, out_len);
+}
+
+int drv_uctx_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_t in_len,
+		 void *out, size_t out_len)
+{
+	struct drv_ctx *c = drv_ctx_of(ctx);
+
+	if (!c)
+		return EINVAL;
+	return cmd_exec(c->dev, c->uid, opcode, in, in_len, out, out_len);
+}
+
+int drv_uctx_open(struct drv_ctx *c)
+{
+	struct drv_dev *d = c->dev;
+	struct hca_uctx_in in = { 0 };
+	struct hca_handle_out out;
+	int rc;
+
+	/* One IOMMU domain per context, as one per process on a host with PASIDs. */
+	d->next_pasid = d->next_pasid % HCA_PASID_MAX + 1;
+	in.pasid = d->next_pasid;
+	rc = drv_cmd(d, HCA_CMD_ALLOC_UCTX, &in, sizeof(in), &out, sizeof(out));
+	if (rc)
+		return rc;
+	c->uid = (uint16_t)out.handle;
+	c->pasid = in.pasid;
+	return 0;
+}
+
+int drv_uctx_close(struct drv_ctx *c)
+{
+	struct hca_handle_in in = { .handle = c->uid };
+	struct hca_cmd_empty none;
+
+	return drv_cmd(c->dev, HCA_CMD_DEALLOC_UCTX, &in, sizeof(in), &none, sizeof(none));
 }
 
 int drv_cmd_setup(struct drv_dev *d)

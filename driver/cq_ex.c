@@ -37,10 +37,11 @@ static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 								       : "is NULL");
 	d = drv_dev_of(cqx->context);
 	cq->batch = 0;
-	if (!drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle)) {
-		/* ibv_start_poll(3): ENOENT, and no ibv_end_poll follows. Costs as an empty
-		 * ibv_poll_cq does. */
-		hcasim_host_advance(d->poll_ps);
+	if (!drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle) &&
+	    !(drv_poll_skip(d, cq) && drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle))) {
+		/* ibv_start_poll(3): ENOENT, and no ibv_end_poll follows. Costs, and skips, as
+		 * an empty ibv_poll_cq does. */
+		drv_poll_idle(d, cq);
 		return ENOENT;
 	}
 	return took(cq);

@@ -111,10 +111,14 @@ static struct drv_srq *srq_num(struct drv_dev *d, uint32_t n)
 	return n < d->nsrq_by_num ? d->srq_by_num[n] : NULL;
 }
 
-static void uar_db(struct drv_dev *d, uint32_t reg, uint64_t val)
+/* A doorbell through the UAR page of the object's context (ctx: a live context, checked by
+ * the verb that rings). */
+static void uar_db(struct ibv_context *ctx, uint32_t reg, uint64_t val)
 {
+	const struct drv_ctx *c = drv_ctx_known(ctx);
+
 	/* wmb(): WQE (or consumer index) stores before the doorbell. */
-	hcasim_mmio_write(d->fn, 0, HCA_REGION_UAR + reg, 8, val);
+	hcasim_mmio_write(c->dev->fn, 0, drv_uar(c) + reg, 8, val);
 }
 
 /* ---- send WQEs: built alike by ibv_post_send and by the ibv_wr_* API (qp_ex.c) ---- */
@@ -286,10 +290,11 @@ void drv_sq_ring(struct drv_dev *d, struct drv_qp *qp, uint32_t posted)
 
 		memcpy(bf, &db, sizeof(db));
 		memcpy(bf + 16, last, used);
-		hcasim_mmio_write_block(d->fn, 0, HCA_REGION_UAR + HCA_UAR_BF, bf,
-					(16 + used + 63) / 64 * 64);
+		hcasim_mmio_write_block(d->fn, 0,
+					drv_uar(drv_ctx_known(qp->qpx.qp_base.context)) + HCA_UAR_BF,
+					bf, (16 + used + 63) / 64 * 64);
 	} else if (posted) {
-		uar_db(d, HCA_UAR_SQ_DB, HCA_UAR_DB(qpn, qp->sq_pi & 0xffff));
+		uar_db(qp->qpx.qp_base.context, HCA_UAR_SQ_DB, HCA_UAR_DB(qpn, qp->sq_pi & 0xffff));
 	}
 }
 
@@ -429,7 +434,7 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	if (rc && bad)
 		*bad = wr;
 	if (posted)
-		uar_db(d, HCA_UAR_RQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->rq_pi & 0xffff));
+		uar_db(ibqp->context, HCA_UAR_RQ_DB, HCA_UAR_DB(ibqp->qp_num, qp->rq_pi & 0xffff));
 	return rc;
 }
 
@@ -467,7 +472,7 @@ static int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	if (rc && bad)
 		*bad = wr;
 	if (posted)
-		uar_db(d, HCA_UAR_SRQ_DB, HCA_UAR_DB(srq->srqn, srq->pi & 0xffff));
+		uar_db(srq->srq.context, HCA_UAR_SRQ_DB, HCA_UAR_DB(srq->srqn, srq->pi & 0xffff));
 	return rc;
 }
 
@@ -592,6 +597,32 @@ void drv_cq_publish_ci(struct drv_cq *cq)
 	*cq->db = cq->ci & 0xffffff; /* the device reads it when the ring looks full */
 }
 
+/* The run of consecutive empty polls: the CQ they polled (NULL: none), and the host actions
+ * (hcasim_host_actions) the program had made by the last of them. */
+static struct {
+	const void *cq;
+	uint64_t actions;
+} poll_run;
+
+void drv_poll_run_end(void)
+{
+	poll_run.cq = NULL;
+}
+
+bool drv_poll_skip(struct drv_dev *d, const void *cq)
+{
+	if (!d->poll_skip || poll_run.cq != cq || poll_run.actions != hcasim_host_actions())
+		return false;
+	return hcasim_host_skip(d->poll_ps) > 0;
+}
+
+void drv_poll_idle(struct drv_dev *d, const void *cq)
+{
+	hcasim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+	poll_run.cq = cq;
+	poll_run.actions = hcasim_host_actions();
+}
+
 static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct drv_cq *cq = DRV_OBJ(struct drv_cq, ibcq, DRV_KIND_CQ);
@@ -610,11 +641,14 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	d = drv_dev_of(ibcq->context);
 	while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
 		got++;
+	if (!got && drv_poll_skip(d, cq))
+		while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
+			got++;
 	if (got) {
 		drv_cq_publish_ci(cq);
 		drv_charge_verb(d);
 	} else {
-		hcasim_host_advance(d->poll_ps); /* an empty poll still costs the host */
+		drv_poll_idle(d, cq);
 	}
 	return got;
 }
@@ -628,7 +662,7 @@ static int req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		return drv_fail(EINVAL, "ibv_req_notify_cq: not a live CQ");
 	d = drv_dev_of(ibcq->context);
 	drv_charge_verb(d);
-	uar_db(d, HCA_UAR_CQ_DB,
+	uar_db(ibcq->context, HCA_UAR_CQ_DB,
 	       HCA_UAR_CQ_DB_VAL(cq->cqn,
 				 solicited_only ? HCA_CQ_DB_ARM_SOLICITED : HCA_CQ_DB_ARM_NEXT, cq->ci));
 	return 0;

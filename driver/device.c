@@ -75,6 +75,7 @@ static int probe_all(void)
 			 "/sys/class/infiniband/%s", d->ibdev.name);
 		d->verb_ps = cfg_u64("host.verb_ns") * 1000;
 		d->poll_ps = cfg_u64("host.poll_ns") * 1000;
+		d->poll_skip = cfg_u64("host.poll_skip") != 0;
 		d->cmd_timeout_ps = cfg_u64("driver.cmd_timeout_ms") * 1000000000ull;
 		devs[ndevs++] = d;
 		rc = drv_cmd_setup(d);
@@ -186,6 +187,7 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
 void drv_charge_verb_(struct drv_dev *d, const char *verb)
 {
+	drv_poll_run_end();
 	hcasim_trace_verb(hcasim_fn_devno(d->fn), verb);
 	hcasim_host_advance(d->verb_ps);
 }
@@ -198,7 +200,7 @@ struct drv_ctx *drv_ctx_of(struct ibv_context *ctx)
 		drv_fail(EINVAL, "NULL context");
 		return NULL;
 	}
-	c = (struct drv_ctx *)((char *)ctx - offsetof(struct drv_ctx, vctx.context));
+	c = drv_ctx_known(ctx);
 	if (drv_handle_kind(c) != DRV_KIND_CTX) {
 		drv_fail(EINVAL, "context is not open on this library");
 		return NULL;
@@ -235,8 +237,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	drv_charge_verb(d);
-	drv_handle_add(c, DRV_KIND_CTX);
 	c->dev = d;
+	/* The device opens a user context for it: its uid, UAR page and IOMMU domain. */
+	if (drv_uctx_open(c)) {
+		free(c);
+		return NULL;
+	}
+	drv_handle_add(c, DRV_KIND_CTX);
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	c->vctx.context.device = &d->ibdev;
@@ -264,9 +271,14 @@ int ibv_close_device(struct ibv_context *ctx)
 {
 	struct drv_ctx *c = drv_ctx_of(ctx);
 	struct drv_ctx **pp;
+	int rc;
 
 	if (!c)
 		return -1;
+	drv_ctx_cleanup(ctx);
+	/* Refused only while the device still holds objects the driver does not know of (made
+	 * with hcasimdv_cmd): the context is gone all the same, its user context stays. */
+	rc = drv_uctx_close(c);
 	for (pp = &c->dev->ctxs; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -277,6 +289,10 @@ int ibv_close_device(struct ibv_context *ctx)
 	pthread_mutex_destroy(&c->vctx.context.mutex);
 	drv_handle_del(c);
 	free(c);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
 	return 0;
 }
 

@@ -69,6 +69,7 @@ struct drv_dev {
 	void *qpc_store;               /* QP context backing store given at INIT_HCA */
 	size_t qpc_bytes;              /* its size */
 	uint32_t token;                /* last token used */
+	uint32_t next_pasid;           /* last IOMMU domain handed to a context */
 	bool cmd_irq;                  /* wait for CMD events instead of polling */
 	bool cmd_done;                 /* CMD event for the current token seen */
 	/* event queue 0: commands, port changes, completions, faults */
@@ -79,6 +80,7 @@ struct drv_dev {
 	uint64_t dma_faults_seen;      /* DMA_FAULT events received */
 	/* host costs */
 	uint64_t verb_ps, poll_ps, cmd_timeout_ps;
+	bool poll_skip;                /* host.poll_skip: exact skipping of empty polls */
 	/* command log for hcasim_cmd_log() */
 	struct hcasim_cmd_record log[DRV_CMD_LOG];
 	unsigned log_next, log_count;
@@ -104,6 +106,8 @@ struct drv_dev {
 struct drv_ctx {
 	struct verbs_context vctx;          /* context.abi_compat = extended */
 	struct drv_dev *dev;                /* device */
+	uint16_t uid;                       /* user context on the device = its UAR page */
+	uint32_t pasid;                     /* IOMMU domain of its memory regions */
 	struct drv_ctx *next;               /* in dev->ctxs */
 	struct ibv_async_event async[DRV_ASYNC_QUEUE]; /* undelivered async events */
 	unsigned async_head, async_count;
@@ -201,6 +205,14 @@ struct drv_qp {
 	uint32_t batch_pi;     /* sq_pi at wr_start: where a failed batch rolls back to */
 	uint8_t *cur;          /* the WQE the last builder began (setters fill it), or NULL */
 	bool cur_needs_ud;     /* UD: the current WQE has no ibv_wr_set_ud_addr yet */
+	struct drv_mcg *mcgs;  /* multicast groups it is attached to (left when its context closes) */
+};
+
+/* One multicast attachment of a QP. */
+struct drv_mcg {
+	union ibv_gid gid;
+	uint16_t lid;
+	struct drv_mcg *next;
 };
 
 struct drv_ah {
@@ -211,6 +223,11 @@ struct drv_ah {
 /* device.c */
 struct drv_dev *drv_dev_of(struct ibv_context *ctx);
 struct drv_ctx *drv_ctx_of(struct ibv_context *ctx); /* NULL (errno EINVAL) if not ours */
+/* The driver context of a context already known to be live (an object's own). */
+static inline struct drv_ctx *drv_ctx_known(struct ibv_context *ctx)
+{
+	return (struct drv_ctx *)((char *)ctx - offsetof(struct drv_ctx, vctx.context));
+}
 /* Charge the host cost of one verbs call and trace it (drv.verb). */
 void drv_charge_verb_(struct drv_dev *d, const char *verb);
 #define drv_charge_verb(d) drv_charge_verb_((d), __func__)
@@ -225,9 +242,31 @@ uint64_t drv_core_cycles(struct drv_dev *d);
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
 void drv_post_async_ctx(struct drv_ctx *c, const struct ibv_async_event *ev);
 
-/* cmd.c: run a command; 0 or a positive errno, with the message in hcasim_last_error(). */
+/* data.c: busy polling. An empty poll costs host.poll_ns (drv_poll_idle). A poll of a CQ that
+ * follows an empty poll of the same CQ — no verb, no read of simulated time between them —
+ * first jumps to the poll that first sees the next device event (drv_poll_skip: true if it
+ * did, and the caller looks again): what poll-by-poll reaches, to the picosecond, without the
+ * calls (docs/timing.md#busy-polling). Every verb ends a run of empty polls. */
+bool drv_poll_skip(struct drv_dev *d, const void *cq);
+void drv_poll_idle(struct drv_dev *d, const void *cq);
+void drv_poll_run_end(void);
+
+/* cmd.c: run a command; 0 or a positive errno, with the message in hcasim_last_error().
+ * drv_cmd rings CMD_DOORBELL: the command runs as the device owner (uid 0), as the kernel's
+ * commands do. drv_uctx_cmd rings the CMD doorbell of ctx's UAR page: the command runs for
+ * that user context, which owns what it creates (docs/architecture.md#ownership). */
 int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
 	    size_t out_len);
+int drv_uctx_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_t in_len,
+		 void *out, size_t out_len);
+/* Open and close a context's user context on the device (ALLOC_UCTX / DEALLOC_UCTX). */
+int drv_uctx_open(struct drv_ctx *c);
+int drv_uctx_close(struct drv_ctx *c);
+/* BAR0 offset of a context's UAR page. */
+static inline uint32_t drv_uar(const struct drv_ctx *c)
+{
+	return HCA_REGION_UAR + (uint32_t)c->uid * HCA_UAR_PAGE_BYTES;
+}
 int drv_cmd_setup(struct drv_dev *d);
 void drv_eq_process(struct drv_dev *d);
 
@@ -314,6 +353,11 @@ void drv_ctx_fill_unsupported(struct verbs_context *vctx);
 void drv_handle_add(const void *ptr, uint32_t kind);
 uint32_t drv_handle_kind(const void *ptr);           /* 0 if not live */
 void drv_handle_del(const void *ptr);
+/* Every live handle of kind, in a malloc'd array of *n; NULL when there is none (or no
+ * memory: *n is then 0 too). */
+const void **drv_handle_all(uint32_t kind, size_t *n);
+/* close.c: destroy what a closing context left behind, as uverbs does when its file closes. */
+void drv_ctx_cleanup(struct ibv_context *ctx);
 
 #define DRV_OBJ(type, ptr, kind)                                                                   \
 	(drv_handle_kind(ptr) == (kind) ? (type *)(void *)(ptr) : NULL)

@@ -9,9 +9,9 @@
 
 static struct hcasimdv_uar uar_of(struct ibv_context *ctx)
 {
-	/* Every object of the driver rings UAR page 0 (device-interface.md). */
+	/* An object rings the UAR page of its context (its user context's). */
 	return (struct hcasimdv_uar){ .context = ctx,
-				      .offset = HCA_REGION_UAR,
+				      .offset = drv_uar(drv_ctx_known(ctx)),
 				      .size = HCA_UAR_PAGE_BYTES,
 				      .bf_offset = HCA_UAR_BF,
 				      .bf_size = HCA_UAR_BF_BYTES };
@@ -95,7 +95,7 @@ static struct drv_dev *uar_dev(const struct hcasimdv_uar *uar, const char *verb)
 			 "context");
 		return NULL;
 	}
-	if (uar->offset != HCA_REGION_UAR) {
+	if (uar->offset != drv_uar(drv_ctx_known(uar->context))) {
 		drv_fail(EINVAL, "%s: uar.offset 0x%x is not a UAR page of this context", verb,
 			 uar->offset);
 		return NULL;
@@ -129,4 +129,36 @@ int hcasimdv_uar_write_bf(const struct hcasimdv_uar *uar, const void *buf, size_
 				"most %u)", !buf ? "NULL buf," : "", len, HCA_UAR_BF_BYTES);
 	hcasim_mmio_write_block(d->fn, 0, uar->offset + HCA_UAR_BF, buf, (unsigned)len);
 	return 0;
+}
+
+int hcasimdv_query_context(struct ibv_context *ctx, struct hcasimdv_context *out)
+{
+	struct drv_ctx *c = drv_ctx_of(ctx);
+
+	if (!c || !out)
+		return drv_fail(EINVAL, "hcasimdv_query_context: %s",
+				!c ? "not a live context" : "NULL out");
+	memset(out, 0, sizeof(*out));
+	out->uid = c->uid;
+	out->pasid = c->pasid;
+	out->uar = uar_of(ctx);
+	return 0;
+}
+
+int hcasimdv_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_t in_len,
+		 void *out, size_t out_len)
+{
+	const struct hca_cmd_desc *c = hca_cmd_find(opcode);
+
+	if (!drv_ctx_of(ctx))
+		return drv_fail(EINVAL, "hcasimdv_cmd: not a live context");
+	if (!c)
+		return drv_fail(EINVAL, "hcasimdv_cmd: opcode 0x%x is no command of the device",
+				opcode);
+	if (in_len != c->in_len || out_len != c->out_len || (in_len && !in) || (out_len && !out))
+		return drv_fail(EINVAL, "hcasimdv_cmd: %s takes %zu input and %zu output bytes "
+				"(given %zu%s and %zu%s)", c->name, c->in_len, c->out_len, in_len,
+				in_len && !in ? " at NULL" : "", out_len,
+				out_len && !out ? " at NULL" : "");
+	return drv_uctx_cmd(ctx, opcode, in, in_len, out, out_len);
 }

@@ -95,3 +95,19 @@ void drv_handle_del(const void *ptr)
 	slots[i] = (struct slot){ NULL, 0 };
 	count--;
 }
+
+const void **drv_handle_all(uint32_t kind, size_t *n)
+{
+	const void **all = NULL;
+	size_t k = 0;
+
+	for (size_t i = 0; i < cap; i++)
+		k += slots[i].ptr && slots[i].kind == kind;
+	*n = 0;
+	if (!k || !(all = malloc(k * sizeof(*all))))
+		return NULL;
+	for (size_t i = 0; i < cap; i++)
+		if (slots[i].ptr && slots[i].kind == kind)
+			all[(*n)++] = slots[i].ptr;
+	return all;
+}

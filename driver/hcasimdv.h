@@ -136,6 +136,31 @@ int hcasimdv_uar_write64(const struct hcasimdv_uar *uar, uint32_t offset, uint64
  * bytes. 0 or EINVAL. */
 int hcasimdv_uar_write_bf(const struct hcasimdv_uar *uar, const void *buf, size_t len);
 
+/* A context as the device knows it (docs/architecture.md#ownership): the user context the
+ * device opened for it, the IOMMU domain its memory is mapped into, and its UAR page. */
+struct hcasimdv_context {
+	uint32_t uid;            /* user context id = its UAR page (1..255) */
+	uint32_t pasid;          /* IOMMU domain (PASID) its memory regions are mapped into; a
+				  * program maps memory for its own keys with
+				  * hcasim_dma_map_pasid(fn, pasid, ...) */
+	struct hcasimdv_uar uar; /* its UAR page */
+	uint64_t comp_mask;      /* 0 */
+};
+/* Describe ctx. 0, or EINVAL (not a live context of this library, NULL out). */
+int hcasimdv_query_context(struct ibv_context *ctx, struct hcasimdv_context *out);
+
+/* Run a device command by hand for ctx's user context (as mlx5dv_devx_general_cmd): the
+ * command entry goes through ctx's UAR page, so the device runs it for ctx's uid and applies
+ * the ownership rules — an object of another context, memory of another IOMMU domain or a
+ * command of the device owner's is refused with NOT_OWNER. in is the command's input format
+ * (model/hw/formats.def) of exactly in_len bytes, out receives out_len bytes of output.
+ * 0, or the positive errno of the status (status.def: EACCES for NOT_OWNER), with the field
+ * or rule named in hcasim_last_error(); EINVAL for an unknown opcode or a size that is not
+ * the format's. The driver's own view of the context's objects is not updated: an object
+ * created this way is the program's to destroy (this way) before the context closes. */
+int hcasimdv_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_t in_len,
+		 void *out, size_t out_len);
+
 #ifdef __cplusplus
 }
 #endif

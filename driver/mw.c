@@ -38,7 +38,7 @@ struct ibv_mw *drv_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 		drv_fail(ENOMEM, "ibv_alloc_mw: out of memory");
 		return NULL;
 	}
-	if (drv_cmd(d, HCA_CMD_ALLOC_MW, &in, sizeof(in), &out, sizeof(out))) {
+	if (drv_uctx_cmd(ibpd->context, HCA_CMD_ALLOC_MW, &in, sizeof(in), &out, sizeof(out))) {
 		free(mw);
 		return NULL;
 	}
@@ -64,7 +64,7 @@ int drv_dealloc_mw(struct ibv_mw *ibmw)
 	d = drv_dev_of(mw->mw.context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = mw->mw.handle };
-	rc = drv_cmd(d, HCA_CMD_DEALLOC_MW, &in, sizeof(in), &none, sizeof(none));
+	rc = drv_uctx_cmd(mw->mw.context, HCA_CMD_DEALLOC_MW, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
 	drv_handle_del(mw);

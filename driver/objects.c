@@ -25,13 +25,13 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 	if (!d)
 		return NULL;
 	drv_charge_verb(d);
-	if (drv_cmd(d, HCA_CMD_ALLOC_PD, &none, sizeof(none), &out, sizeof(out)))
+	if (drv_uctx_cmd(ctx, HCA_CMD_ALLOC_PD, &none, sizeof(none), &out, sizeof(out)))
 		return NULL;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		struct hca_handle_in in = { .handle = out.handle };
 
-		drv_cmd(d, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
+		drv_uctx_cmd(ctx, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
 		drv_fail(ENOMEM, "ibv_alloc_pd: out of memory");
 		return NULL;
 	}
@@ -58,7 +58,7 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 		return drv_fail(EBUSY, "ibv_dealloc_pd: %u address handle(s) still in the PD",
 				pd->nah);
 	in = (struct hca_handle_in){ .handle = pd->pdn };
-	rc = drv_cmd(d, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
+	rc = drv_uctx_cmd(pd->pd.context, HCA_CMD_DEALLOC_PD, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
 	drv_handle_del(pd);
@@ -114,10 +114,12 @@ static int mr_access_check(const char *verb, unsigned access, unsigned *rights)
 
 /* Map [addr, addr+length) for the device and create an MKEY for it in PD pdn; on failure
  * nothing is left behind. 0 or a positive errno (message names verb). */
-static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *addr,
+static int mkey_create(struct ibv_context *ctx, const char *verb, uint32_t pdn, void *addr,
 		       size_t length, uint64_t iova, unsigned access, int64_t *map,
 		       struct hca_mkey_out *out)
 {
+	struct drv_ctx *c = drv_ctx_of(ctx);
+	struct drv_dev *d = c->dev;
 	struct hca_mkey_in in = { 0 };
 	unsigned perm = HCASIM_DMA_READ, rights = 0;
 	int rc = mr_access_check(verb, access, &rights);
@@ -133,26 +135,27 @@ static int mkey_create(struct drv_dev *d, const char *verb, uint32_t pdn, void *
 				length);
 	if (rights & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		perm |= HCASIM_DMA_WRITE;
-	*map = hcasim_dma_map(d->fn, addr, length, perm, &in.start);
+	/* into the context's own IOMMU domain: its keys may cover nothing else */
+	*map = hcasim_dma_map_pasid(d->fn, c->pasid, addr, length, perm, &in.start);
 	if (*map < 0)
 		return drv_fail((int)-*map, "%s: %s", verb, hcasim_last_error());
 	in.pdn = pdn;
 	in.access = rights;
 	in.length = length;
 	in.iova = iova;
-	rc = drv_cmd(d, HCA_CMD_CREATE_MKEY, &in, sizeof(in), out, sizeof(*out));
+	rc = drv_uctx_cmd(ctx, HCA_CMD_CREATE_MKEY, &in, sizeof(in), out, sizeof(*out));
 	if (rc)
 		hcasim_dma_unmap(d->fn, *map);
 	return rc;
 }
 
-static void mkey_destroy(struct drv_dev *d, uint32_t lkey, int64_t map)
+static void mkey_destroy(struct ibv_context *ctx, uint32_t lkey, int64_t map)
 {
 	struct hca_handle_in h = { .handle = lkey };
 	struct hca_cmd_empty none;
 
-	drv_cmd(d, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
-	hcasim_dma_unmap(d->fn, map);
+	drv_uctx_cmd(ctx, HCA_CMD_DESTROY_MKEY, &h, sizeof(h), &none, sizeof(none));
+	hcasim_dma_unmap(drv_dev_of(ctx)->fn, map);
 }
 
 static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
@@ -170,11 +173,12 @@ static struct ibv_mr *reg_mr_common(struct ibv_pd *ibpd, void *addr, size_t leng
 	}
 	d = drv_dev_of(pd->pd.context);
 	drv_charge_verb(d);
-	if (mkey_create(d, "ibv_reg_mr", pd->pdn, addr, length, iova, access, &map, &out))
+	if (mkey_create(pd->pd.context, "ibv_reg_mr", pd->pdn, addr, length, iova, access, &map,
+			&out))
 		return NULL;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
-		mkey_destroy(d, out.lkey, map);
+		mkey_destroy(pd->pd.context, out.lkey, map);
 		drv_fail(ENOMEM, "ibv_reg_mr: out of memory");
 		return NULL;
 	}
@@ -241,12 +245,12 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr
 	}
 	new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned)access : mr->access;
 	/* A new translation takes addr as its iova, as ibv_reg_mr does. */
-	if (mkey_create(d, "ibv_rereg_mr", pd->pdn, addr, length,
+	if (mkey_create(mr->mr.context, "ibv_rereg_mr", pd->pdn, addr, length,
 			(flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? (uint64_t)(uintptr_t)addr
 								  : mr->iova,
 			new_access, &map, &out))
 		return IBV_REREG_MR_ERR_CMD;
-	mkey_destroy(d, mr->mr.lkey, mr->map);
+	mkey_destroy(mr->mr.context, mr->mr.lkey, mr->map);
 	mr->map = map;
 	mr->mr.pd = &pd->pd;
 	mr->mr.addr = addr;
@@ -290,7 +294,8 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	d = drv_dev_of(mr->mr.context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = mr->mr.lkey };
-	rc = drv_cmd(d, HCA_CMD_DESTROY_MKEY, &in, sizeof(in), &none, sizeof(none));
+	rc = drv_uctx_cmd(mr->mr.context, HCA_CMD_DESTROY_MKEY, &in, sizeof(in), &none,
+			  sizeof(none));
 	if (rc)
 		return rc;
 	hcasim_dma_unmap(d->fn, mr->map);
@@ -388,7 +393,7 @@ struct drv_cq *drv_cq_create(struct drv_dev *d, const char *verb, struct ibv_con
 	in.cqe = (uint32_t)cqe;
 	in.eqn = d->eqn;
 	in.log_size = cq->log_size;
-	if (drv_cmd(d, HCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)))
+	if (drv_uctx_cmd(ctx, HCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)))
 		goto err_free;
 	cq->cq.context = ctx;
 	cq->cq.channel = channel;
@@ -446,7 +451,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	in.cqn = cq->cqn;
 	in.cqe = (uint32_t)cqe;
 	in.log_size = log;
-	rc = drv_cmd(d, HCA_CMD_RESIZE_CQ, &in, sizeof(in), &out, sizeof(out));
+	rc = drv_uctx_cmd(cq->cq.context, HCA_CMD_RESIZE_CQ, &in, sizeof(in), &out, sizeof(out));
 	if (rc) {
 		drv_dma_free(d, ring, map);
 		return rc;
@@ -474,7 +479,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	d = drv_dev_of(cq->cq.context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = cq->cqn };
-	rc = drv_cmd(d, HCA_CMD_DESTROY_CQ, &in, sizeof(in), &none, sizeof(none));
+	rc = drv_uctx_cmd(cq->cq.context, HCA_CMD_DESTROY_CQ, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
 	if (cq->cq.channel)
@@ -545,7 +550,7 @@ struct drv_srq *drv_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *in
 	in.max_wr = init->attr.max_wr;
 	in.max_sge = init->attr.max_sge;
 	in.srq_limit = 0; /* ibv_create_srq(3): srq_limit is ignored; armed by ibv_modify_srq */
-	if (drv_cmd(d, HCA_CMD_CREATE_SRQ, &in, sizeof(in), &out, sizeof(out)))
+	if (drv_uctx_cmd(pd->pd.context, HCA_CMD_CREATE_SRQ, &in, sizeof(in), &out, sizeof(out)))
 		goto err_free;
 	srq->srq.context = pd->pd.context;
 	srq->srq.srq_context = init->srq_context;
@@ -599,7 +604,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	in.attr_mask = (uint32_t)mask & (IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
 	in.max_wr = attr->max_wr;
 	in.srq_limit = attr->srq_limit;
-	rc = drv_cmd(d, HCA_CMD_MODIFY_SRQ, &in, sizeof(in), &out, sizeof(out));
+	rc = drv_uctx_cmd(srq->srq.context, HCA_CMD_MODIFY_SRQ, &in, sizeof(in), &out, sizeof(out));
 	if (rc == EOPNOTSUPP)
 		/* As mlx5: resizing without IBV_DEVICE_SRQ_RESIZE is an invalid request. */
 		return drv_fail(EINVAL, "ibv_modify_srq: IBV_SRQ_MAX_WR (resize) is not supported "
@@ -622,7 +627,7 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	d = drv_dev_of(srq->srq.context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = srq->srqn };
-	rc = drv_cmd(d, HCA_CMD_QUERY_SRQ, &in, sizeof(in), &out, sizeof(out));
+	rc = drv_uctx_cmd(srq->srq.context, HCA_CMD_QUERY_SRQ, &in, sizeof(in), &out, sizeof(out));
 	if (rc)
 		return rc;
 	attr->max_wr = out.max_wr;
@@ -657,7 +662,8 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	d = drv_dev_of(srq->srq.context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = srq->srqn };
-	rc = drv_cmd(d, HCA_CMD_DESTROY_SRQ, &in, sizeof(in), &none, sizeof(none));
+	rc = drv_uctx_cmd(srq->srq.context, HCA_CMD_DESTROY_SRQ, &in, sizeof(in), &none,
+			  sizeof(none));
 	if (rc)
 		return rc;
 	drv_map_srq(d, srq->srqn, NULL);

@@ -46,6 +46,16 @@ static struct drv_cq *cq_of(struct ibv_cq *cq, struct ibv_context *ctx)
 	return c && c->cq.context == ctx ? c : NULL;
 }
 
+/* A command on a QP: for the QP's context, except on an XRC_RECV QP, which belongs to its XRC
+ * domain (created by the device owner, as the kernel creates XRC target QPs). */
+static int qp_cmd(struct ibv_qp *ibqp, uint16_t opcode, const void *in, size_t in_len, void *out,
+		  size_t out_len)
+{
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		return drv_cmd(drv_dev_of(ibqp->context), opcode, in, in_len, out, out_len);
+	return drv_uctx_cmd(ibqp->context, opcode, in, in_len, out, out_len);
+}
+
 static void qp_free(struct drv_dev *d, struct drv_qp *qp)
 {
 	free(qp->sq_wrid);
@@ -236,7 +246,7 @@ struct drv_qp *drv_qp_create(struct ibv_pd *ibpd, const char *verb, struct ibv_q
 	in.recv_cqn = rcq->cqn;
 	in.srqn = srq ? srq->srqn : 0;
 	in.flags = flags;
-	if (drv_cmd(d, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
+	if (drv_uctx_cmd(ctx, HCA_CMD_CREATE_QP, &in, sizeof(in), &out, sizeof(out))) {
 		qp_free(d, qp);
 		return NULL;
 	}
@@ -257,6 +267,28 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
  * multicast GID, on InfiniBand a multicast LID), then ATTACH_MCG or DETACH_MCG. The device
  * answers an attach of a QP already in the group with success and changes nothing, and a
  * detach of a QP not in the group with EINVAL, as ib_uverbs does. */
+/* Keep the QP's list of groups (its context's close leaves them). 0 or ENOMEM. */
+static int mcg_note(struct drv_qp *qp, const union ibv_gid *gid, uint16_t lid, bool attach)
+{
+	struct drv_mcg **pp = &qp->mcgs, *m;
+
+	for (; *pp; pp = &(*pp)->next)
+		if (!memcmp(&(*pp)->gid, gid, sizeof(*gid)) && (*pp)->lid == lid)
+			break;
+	if (!attach && *pp) {
+		m = *pp;
+		*pp = m->next;
+		free(m);
+	} else if (attach && !*pp) {
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return drv_fail(ENOMEM, "ibv_attach_mcast: out of memory");
+		*m = (struct drv_mcg){ *gid, lid, qp->mcgs };
+		qp->mcgs = m;
+	}
+	return 0;
+}
+
 static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, uint16_t opcode,
 		   const char *verb)
 {
@@ -264,6 +296,7 @@ static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, 
 	struct hca_mcg_in in = { 0 };
 	struct hca_cmd_empty none;
 	struct drv_dev *d;
+	int rc;
 
 	if (!qp)
 		return drv_fail(EINVAL, "%s: not a live QP", verb);
@@ -283,7 +316,8 @@ static int mcg_cmd(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, 
 	in.qpn = ibqp->qp_num;
 	in.lid = lid;
 	memcpy(in.gid, gid->raw, 16);
-	return drv_cmd(d, opcode, &in, sizeof(in), &none, sizeof(none));
+	rc = qp_cmd(ibqp, opcode, &in, sizeof(in), &none, sizeof(none));
+	return rc ? rc : mcg_note(qp, gid, lid, opcode == HCA_CMD_ATTACH_MCG);
 }
 
 int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
@@ -413,7 +447,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	h->alt_timeout = attr->alt_timeout;
 	av_to_hw(&attr->ah_attr, &h->av);
 	av_to_hw(&attr->alt_ah_attr, &h->alt_av);
-	rc = drv_cmd(d, HCA_CMD_MODIFY_QP, &in, sizeof(in), &out, sizeof(out));
+	rc = qp_cmd(ibqp, HCA_CMD_MODIFY_QP, &in, sizeof(in), &out, sizeof(out));
 	if (rc)
 		return rc;
 	ibqp->state = (enum ibv_qp_state)out.state; /* libibverbs keeps qp->state current */
@@ -441,7 +475,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	 * and so does this verb (below), so unknown bits are ignored. */
 	(void)mask;
 	in = (struct hca_handle_in){ .handle = ibqp->qp_num };
-	rc = drv_cmd(d, HCA_CMD_QUERY_QP, &in, sizeof(in), &o, sizeof(o));
+	rc = qp_cmd(ibqp, HCA_CMD_QUERY_QP, &in, sizeof(in), &o, sizeof(o));
 	if (rc)
 		return rc;
 	/* Like the kernel, every attribute is returned whatever the mask asks for. */
@@ -496,7 +530,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	d = drv_dev_of(ibqp->context);
 	drv_charge_verb(d);
 	in = (struct hca_handle_in){ .handle = ibqp->qp_num };
-	rc = drv_cmd(d, HCA_CMD_DESTROY_QP, &in, sizeof(in), &none, sizeof(none));
+	rc = qp_cmd(ibqp, HCA_CMD_DESTROY_QP, &in, sizeof(in), &none, sizeof(none));
 	if (rc)
 		return rc;
 	pthread_mutex_destroy(&ibqp->mutex);

@@ -103,6 +103,77 @@ void fw_obj_free(struct fw_table *t, uint32_t idx)
 	t->live--;
 }
 
+int64_t fw_obj_new(struct fw_state *fw, struct fw_table *t)
+{
+	int64_t idx = fw_obj_alloc(t);
+	struct fw_uctx *u = fw_obj(&fw->uctxs, fw->uid);
+
+	if (idx < 0)
+		return idx;
+	((struct fw_head *)fw_obj(t, (uint32_t)idx))->uid = fw->uid;
+	if (u)
+		u->objs++;
+	return idx;
+}
+
+void fw_obj_del(struct fw_state *fw, struct fw_table *t, uint32_t idx)
+{
+	struct fw_head *h = fw_obj(t, idx);
+	struct fw_uctx *u;
+
+	SIM_ASSERT(h != NULL, "deleting a dead object %u", idx);
+	u = h->uid ? fw_obj(&fw->uctxs, h->uid) : NULL;
+	SIM_ASSERT(!h->uid || (u && u->objs), "object %u of uid %u outlived its context", idx,
+		   h->uid);
+	if (u)
+		u->objs--;
+	fw_obj_free(t, idx);
+}
+
+static void *owned(struct fw_state *fw, struct fw_table *t, uint32_t idx, size_t off,
+		   struct fw_result *r, bool shared_ok)
+{
+	struct fw_head *h = fw_obj(t, idx);
+
+	if (!h) {
+		*r = (struct fw_result){ HCA_STATUS_BAD_HANDLE, HCA_SYN(HCA_SYN_HANDLE, off) };
+		return NULL;
+	}
+	if (fw->uid && h->uid != fw->uid && !(shared_ok && !h->uid)) {
+		*r = (struct fw_result){ HCA_STATUS_NOT_OWNER, HCA_SYN(HCA_SYN_HANDLE, off) };
+		trace_warn_owner(fw->dev->devno, fw->uid, h->uid, "handle");
+		return NULL;
+	}
+	return h;
+}
+
+void *fw_act(struct fw_state *fw, struct fw_table *t, uint32_t idx, size_t off,
+	     struct fw_result *r)
+{
+	return owned(fw, t, idx, off, r, false);
+}
+
+void *fw_use(struct fw_state *fw, struct fw_table *t, uint32_t idx, size_t off,
+	     struct fw_result *r)
+{
+	return owned(fw, t, idx, off, r, true);
+}
+
+struct fw_result fw_dma_mine(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm,
+			     size_t off)
+{
+	const struct fw_uctx *u = fw->uid ? fw_obj(&fw->uctxs, fw->uid) : NULL;
+	int64_t pasid = addr ? sim_iommu_pasid(fw->dev->fn, addr, len, perm) : -1;
+
+	if (pasid < 0)
+		return (struct fw_result){ HCA_STATUS_BAD_ADDR, HCA_SYN(HCA_SYN_ADDR, off) };
+	if (pasid != (u ? u->pasid : 0)) {
+		trace_warn_owner(fw->dev->devno, fw->uid, (uint32_t)pasid, "pasid");
+		return (struct fw_result){ HCA_STATUS_NOT_OWNER, HCA_SYN(HCA_SYN_ADDR, off) };
+	}
+	return FW_OK;
+}
+
 void fw_reset_objects(struct fw_state *fw)
 {
 	const struct sim_config *c = &fw->dev->cfg;
@@ -113,6 +184,8 @@ void fw_reset_objects(struct fw_state *fw)
 	table_init(&fw->srqs, sizeof(struct fw_srq), 1, c->max_srq);
 	table_init(&fw->qps, sizeof(struct fw_qp), HCA_FIRST_QPN, c->max_qp);
 	table_init(&fw->xrcds, sizeof(struct fw_xrcd), 1, HCA_MAX_XRCD);
+	table_init(&fw->uctxs, sizeof(struct fw_uctx), 1, HCA_UAR_PAGES - 1);
+	memset(fw->dev->uctx_live, 0, sizeof(fw->dev->uctx_live));
 	hm_eq_reset(fw->dev);
 }
 
@@ -136,6 +209,7 @@ void fw_destroy(struct fw_state *fw)
 	free(fw->srqs.objs);
 	free(fw->qps.objs);
 	free(fw->xrcds.objs);
+	free(fw->uctxs.objs);
 	free(fw);
 }
 
@@ -146,13 +220,31 @@ bool fw_dma_ok(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm)
 
 /* ---- the mailbox loop ---- */
 
-static struct fw_result check_entry(const struct hca_cmd_entry *e, uint32_t token,
-				    const struct fw_cmd **cmd)
+/* Commands that only the device owner (uid 0, CMD_DOORBELL) may issue: bringing the device up
+ * and down, event queues, user contexts, and the simulator's back door. */
+static bool privileged(uint16_t opcode)
+{
+	switch (opcode) {
+	case HCA_CMD_INIT_HCA:
+	case HCA_CMD_TEARDOWN_HCA:
+	case HCA_CMD_CREATE_EQ:
+	case HCA_CMD_DESTROY_EQ:
+	case HCA_CMD_ALLOC_UCTX:
+	case HCA_CMD_DEALLOC_UCTX:
+	case HCA_CMD_DEBUG_FORCE_QP_STATE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static struct fw_result check_entry(const struct hm_dev *d, const struct hca_cmd_entry *e,
+				    uint32_t token, bool check_token, const struct fw_cmd **cmd)
 {
 	*cmd = cmd_lookup(e->opcode);
 	if (!*cmd)
 		return FW_ENTRY(BAD_OPCODE, opcode);
-	if (e->token != token)
+	if (check_token && e->token != token)
 		return FW_ENTRY(BAD_TOKEN, token);
 	/* Rung without handing the entry over: answered (not ignored) so that the driver learns
 	 * of its bug instead of waiting forever. */
@@ -162,10 +254,12 @@ static struct fw_result check_entry(const struct hca_cmd_entry *e, uint32_t toke
 		return FW_FAIL(BAD_LENGTH, LENGTH, 0);
 	if (e->out_len != (*cmd)->out_len)
 		return FW_FAIL(BAD_LENGTH, LENGTH, 1);
+	if (d->cmd_uid && privileged(e->opcode))
+		return FW_FAIL(NOT_OWNER, PRIVILEGED, d->cmd_uid);
 	return FW_OK;
 }
 
-sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
+sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, bool check_token, sim_time_t t)
 {
 	struct hca_cmd_entry e;
 	const struct fw_cmd *cmd = NULL;
@@ -173,15 +267,15 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 	uint8_t in[256], out[256];
 	uint64_t start_cycle = sim_clock_cycles(&d->core, t);
 
-	if (sim_dma_read_timed(d->fn, d->cmdq_addr, &e, sizeof(e), &t)) {
+	if (sim_dma_read_timed(d->fn, d->cmd_entry, &e, sizeof(e), &t)) {
 		/* The entry itself is unreachable: nothing can be written back. The fault was
 		 * reported by the IOMMU callback; CMD_STATUS shows BAD_ADDR. */
-		trace_warn_cmd_fetch(d->devno, d->cmdq_addr);
+		trace_warn_cmd_fetch(d->devno, d->cmd_entry);
 		d->cmd_busy = false;
 		d->last_status = HCA_STATUS_BAD_ADDR;
 		return t;
 	}
-	r = check_entry(&e, token, &cmd);
+	r = check_entry(d, &e, token, check_token, &cmd);
 	trace_cmd_exec(d->devno, cmd ? cmd->name : "?", e.opcode, e.token);
 	if (r.status == HCA_STATUS_OK && !d->initialized && e.opcode != HCA_CMD_QUERY_HCA_CAP &&
 	    e.opcode != HCA_CMD_INIT_HCA)
@@ -195,6 +289,7 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t)
 	if (r.status == HCA_STATUS_OK) {
 		t = sim_clock_after(&d->core, t, cmd->cost_cycles);
 		memset(out, 0, sizeof(out));
+		d->fw->uid = d->cmd_uid;
 		r = cmd->fn(d->fw, in, out, &t);
 		if (r.status == HCA_STATUS_OK &&
 		    sim_dma_write_timed(d->fn, e.out_addr, out, e.out_len, &t))

@@ -12,11 +12,13 @@
 
 struct fw_pd {
 	bool live;     /* allocated */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint32_t refs; /* MKEYs, QPs and SRQs in it */
 };
 
 struct fw_mkey {
 	bool live;        /* registered */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint8_t variant;  /* low 8 bits of the key, bumped on every reuse of the index */
 	uint32_t pdn;     /* owner PD */
 	uint32_t access;  /* HCA_ACCESS_* */
@@ -28,6 +30,7 @@ struct fw_mkey {
 
 struct fw_cq {
 	bool live;          /* created */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint32_t cqe;       /* usable entries */
 	uint32_t log_size;  /* ring entries = 2^log_size */
 	uint64_t ring_addr; /* CQE ring */
@@ -38,6 +41,7 @@ struct fw_cq {
 
 struct fw_srq {
 	bool live;          /* created */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint32_t pdn;       /* owner PD */
 	uint32_t max_wr;    /* actual WRs */
 	uint32_t max_sge;   /* actual SGEs */
@@ -50,11 +54,13 @@ struct fw_srq {
 };
 struct fw_xrcd {
 	bool live;     /* allocated */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint32_t refs; /* XRC SRQs and XRC_RECV QPs in it */
 };
 
 struct fw_qp {
 	bool live;                /* created */
+	uint16_t uid;             /* owning user context (0: the device owner) */
 	uint8_t type;             /* HCA_QPT_* */
 	uint8_t state;            /* HCA_QPS_* */
 	uint8_t sq_sig_all;       /* as created */
@@ -64,6 +70,20 @@ struct fw_qp {
 	struct hca_qp_caps caps;  /* actual sizes */
 	struct hca_qp_attr attr;  /* current attributes */
 	uint64_t sq_addr, rq_addr, db_addr; /* rings */
+};
+
+/* A user context (ALLOC_UCTX): uid = its index = its UAR page. */
+struct fw_uctx {
+	bool live;     /* opened */
+	uint16_t uid;  /* 0: user contexts are the device owner's objects */
+	uint32_t pasid; /* IOMMU domain of its memory */
+	uint32_t objs; /* objects it owns (it closes only when none is left) */
+};
+
+/* The head every object starts with (fw_obj, the ownership checks). */
+struct fw_head {
+	bool live;
+	uint16_t uid;
 };
 
 /* A growable table of fixed-size objects; index 0 (and below `first`) never handed out. */
@@ -80,6 +100,8 @@ struct fw_table {
 struct fw_state {
 	struct hm_dev *dev;   /* device */
 	struct fw_table pds, mkeys, cqs, srqs, qps, xrcds; /* objects */
+	struct fw_table uctxs; /* user contexts */
+	uint16_t uid;         /* the user context the running command is for (0: the owner) */
 };
 
 void fw_reset_objects(struct fw_state *fw);
@@ -105,6 +127,28 @@ typedef struct fw_result (*fw_handler)(struct fw_state *fw, const void *in, void
 void *fw_obj(struct fw_table *t, uint32_t idx);          /* live object or NULL */
 int64_t fw_obj_alloc(struct fw_table *t);                 /* index, or -1 at the limit */
 void fw_obj_free(struct fw_table *t, uint32_t idx);
+/* An object created for the running command's user context (it owns it), and its end. */
+int64_t fw_obj_new(struct fw_state *fw, struct fw_table *t);
+void fw_obj_del(struct fw_state *fw, struct fw_table *t, uint32_t idx);
+
+/* Ownership (docs/architecture.md#ownership). The live object idx of t that the running
+ * command may act on (modify, query, destroy): its context's own — any, for the device owner.
+ * NULL with *r the failure naming the handle at byte off of the input: BAD_HANDLE (no such
+ * object) or NOT_OWNER (another context's). */
+void *fw_act(struct fw_state *fw, struct fw_table *t, uint32_t idx, size_t off,
+	     struct fw_result *r);
+/* The same for an object a new one is created in or on (a PD, CQ, SRQ, XRC domain): the
+ * device owner's objects (uid 0: XRC domains, shared) may be used by every context. */
+void *fw_use(struct fw_state *fw, struct fw_table *t, uint32_t idx, size_t off,
+	     struct fw_result *r);
+#define FW_ACT(fw, t, idx, s, f, r) fw_act(fw, t, idx, offsetof(struct s, f), r)
+#define FW_USE(fw, t, idx, s, f, r) fw_use(fw, t, idx, offsetof(struct s, f), r)
+/* The QP qpn the running command may act on (fw_act), or NULL with *r. */
+struct fw_qp *fw_qp_act(struct fw_state *fw, uint32_t qpn, size_t off, struct fw_result *r);
+/* NOT_OWNER unless [addr, addr+len) is mapped (with perm) in the running command's context's
+ * IOMMU domain; off names the address field. BAD_ADDR if it is not mapped at all. */
+struct fw_result fw_dma_mine(struct fw_state *fw, uint64_t addr, uint64_t len, unsigned perm,
+			     size_t off);
 
 /* handlers, by file */
 #define CMD(name, op, in, out, cost, doc)                                                          \

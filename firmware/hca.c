@@ -182,3 +182,48 @@ struct fw_result fw_cmd_DESTROY_EQ(struct fw_state *fw, const void *in_, void *o
 	trace_fw_eq_destroy(fw->dev->devno, in->handle);
 	return FW_OK;
 }
+
+/* ---- user contexts (docs/architecture.md#ownership) ---- */
+
+struct fw_result fw_cmd_ALLOC_UCTX(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
+{
+	const struct hca_uctx_in *in = in_;
+	struct hca_handle_out *o = out_;
+	struct fw_uctx *u;
+	int64_t uid;
+
+	(void)t;
+	if (!in->pasid || in->pasid > HCA_PASID_MAX)
+		return FW_FIELD(BAD_PARAM, hca_uctx_in, pasid);
+	if (in->rsvd)
+		return FW_FIELD(BAD_PARAM, hca_uctx_in, rsvd);
+	uid = fw_obj_alloc(&fw->uctxs);
+	if (uid < 0)
+		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
+	u = fw_obj(&fw->uctxs, (uint32_t)uid);
+	u->uid = 0;
+	u->pasid = in->pasid;
+	u->objs = 0;
+	fw->dev->uctx_live[uid] = true;
+	o->handle = (uint32_t)uid;
+	trace_fw_uctx_alloc(fw->dev->devno, o->handle, in->pasid);
+	return FW_OK;
+}
+
+struct fw_result fw_cmd_DEALLOC_UCTX(struct fw_state *fw, const void *in_, void *out_,
+				     sim_time_t *t)
+{
+	const struct hca_handle_in *in = in_;
+	struct fw_uctx *u = fw_obj(&fw->uctxs, in->handle);
+
+	(void)out_;
+	(void)t;
+	if (!u)
+		return FW_HANDLE(hca_handle_in, handle);
+	if (u->objs)
+		return FW_FAIL(BUSY, BUSY, u->objs);
+	fw_obj_free(&fw->uctxs, in->handle);
+	fw->dev->uctx_live[in->handle] = false;
+	trace_fw_uctx_dealloc(fw->dev->devno, in->handle);
+	return FW_OK;
+}

@@ -11,10 +11,11 @@
 /* The checks ATTACH_MCG and DETACH_MCG share. */
 static struct fw_result check_mcg(struct fw_state *fw, const struct hca_mcg_in *in)
 {
-	const struct fw_qp *qp = in->qpn <= HCA_QPN_MASK ? fw_obj(&fw->qps, in->qpn) : NULL;
+	struct fw_result r;
+	const struct fw_qp *qp = fw_qp_act(fw, in->qpn, offsetof(struct hca_mcg_in, qpn), &r);
 
 	if (!qp)
-		return FW_HANDLE(hca_mcg_in, qpn);
+		return r;
 	if (qp->type != HCA_QPT_UD) /* only UD QPs take multicast (IBA 10.5.1) */
 		return FW_FIELD(BAD_PARAM, hca_mcg_in, qpn);
 	if (in->rsvd)

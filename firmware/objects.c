@@ -12,7 +12,7 @@
 struct fw_result fw_cmd_ALLOC_PD(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	struct hca_handle_out *o = out_;
-	int64_t pdn = fw_obj_alloc(&fw->pds);
+	int64_t pdn = fw_obj_new(fw, &fw->pds);
 
 	(void)in_;
 	(void)t;
@@ -26,15 +26,16 @@ struct fw_result fw_cmd_ALLOC_PD(struct fw_state *fw, const void *in_, void *out
 struct fw_result fw_cmd_DEALLOC_PD(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_pd *pd = fw_obj(&fw->pds, in->handle);
+	struct fw_result r;
+	struct fw_pd *pd = FW_ACT(fw, &fw->pds, in->handle, hca_handle_in, handle, &r);
 
 	(void)out_;
 	(void)t;
 	if (!pd)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	if (pd->refs)
 		return FW_FAIL(BUSY, BUSY, pd->refs);
-	fw_obj_free(&fw->pds, in->handle);
+	fw_obj_del(fw, &fw->pds, in->handle);
 	trace_fw_pd_dealloc(DEV(fw), in->handle);
 	return FW_OK;
 }
@@ -45,14 +46,15 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 {
 	const struct hca_mkey_in *in = in_;
 	struct hca_mkey_out *o = out_;
-	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_result r;
+	struct fw_pd *pd = FW_USE(fw, &fw->pds, in->pdn, hca_mkey_in, pdn, &r);
 	unsigned perm = SIM_DMA_READ;
 	struct fw_mkey *mk;
 	int64_t idx;
 
 	(void)t;
 	if (!pd)
-		return FW_HANDLE(hca_mkey_in, pdn);
+		return r;
 	if (in->access & ~HCA_ACCESS_MR_ALL)
 		return FW_FIELD(BAD_PARAM, hca_mkey_in, access);
 	/* IBA 10.6.3.1 (C10-43): remote write or atomic needs local write. */
@@ -65,9 +67,11 @@ struct fw_result fw_cmd_CREATE_MKEY(struct fw_state *fw, const void *in_, void *
 		return FW_FIELD(BAD_PARAM, hca_mkey_in, iova);
 	if (in->access & (HCA_ACCESS_LOCAL_WRITE | HCA_ACCESS_REMOTE_WRITE))
 		perm |= SIM_DMA_WRITE;
-	if (!fw_dma_ok(fw, in->start, in->length, perm))
-		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_mkey_in, start));
-	idx = fw_obj_alloc(&fw->mkeys);
+	/* the memory must be mapped, and in the creating context's IOMMU domain */
+	r = fw_dma_mine(fw, in->start, in->length, perm, offsetof(struct hca_mkey_in, start));
+	if (r.status)
+		return r;
+	idx = fw_obj_new(fw, &fw->mkeys);
 	if (idx < 0 || idx >= 0xffffff) /* key 0xffffffff is HCA_LKEY_END */
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
@@ -93,17 +97,20 @@ struct fw_result fw_cmd_DESTROY_MKEY(struct fw_state *fw, const void *in_, void 
 				     sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_mkey *mk = fw_obj(&fw->mkeys, in->handle >> 8);
+	struct fw_result r;
+	struct fw_mkey *mk = FW_ACT(fw, &fw->mkeys, in->handle >> 8, hca_handle_in, handle, &r);
 
 	(void)out_;
 	(void)t;
-	if (!mk || mk->mw_type || mk->variant != (uint8_t)in->handle)
+	if (!mk)
+		return r;
+	if (mk->mw_type || mk->variant != (uint8_t)in->handle)
 		return FW_HANDLE(hca_handle_in, handle);
 	/* IBA 10.6.7.1: a region with memory windows bound to it stays registered */
 	if (hm_mkey_windows_on(fw->dev, in->handle >> 8))
 		return FW_FAIL(BUSY, BUSY, hm_mkey_windows_on(fw->dev, in->handle >> 8));
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
-	fw_obj_free(&fw->mkeys, in->handle >> 8);
+	fw_obj_del(fw, &fw->mkeys, in->handle >> 8);
 	hm_mkey_write(fw->dev, in->handle >> 8, &(struct hm_mkey){ .variant = mk->variant });
 	trace_fw_mkey_destroy(DEV(fw), in->handle);
 	return FW_OK;
@@ -115,16 +122,17 @@ struct fw_result fw_cmd_ALLOC_MW(struct fw_state *fw, const void *in_, void *out
 {
 	const struct hca_mw_in *in = in_;
 	struct hca_handle_out *o = out_;
-	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_result r;
+	struct fw_pd *pd = FW_USE(fw, &fw->pds, in->pdn, hca_mw_in, pdn, &r);
 	struct fw_mkey *mk;
 	int64_t idx;
 
 	(void)t;
 	if (!pd)
-		return FW_HANDLE(hca_mw_in, pdn);
+		return r;
 	if (in->type != HCA_MW_TYPE_1 && in->type != HCA_MW_TYPE_2)
 		return FW_FIELD(BAD_PARAM, hca_mw_in, type);
-	idx = fw_obj_alloc(&fw->mkeys);
+	idx = fw_obj_new(fw, &fw->mkeys);
 	if (idx < 0 || idx >= 0xffffff)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	mk = fw_obj(&fw->mkeys, (uint32_t)idx);
@@ -145,19 +153,23 @@ struct fw_result fw_cmd_ALLOC_MW(struct fw_state *fw, const void *in_, void *out
 struct fw_result fw_cmd_DEALLOC_MW(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_mkey *mk = in->handle < 0xffffff ? fw_obj(&fw->mkeys, in->handle) : NULL;
+	struct fw_result r = FW_HANDLE(hca_handle_in, handle);
+	struct fw_mkey *mk = in->handle < 0xffffff ?
+		FW_ACT(fw, &fw->mkeys, in->handle, hca_handle_in, handle, &r) : NULL;
 	const struct hm_mkey *hw;
 
 	(void)out_;
 	(void)t;
-	if (!mk || !mk->mw_type)
+	if (!mk)
+		return r;
+	if (!mk->mw_type)
 		return FW_HANDLE(hca_handle_in, handle);
 	hw = &fw->dev->dp->mkeys[in->handle];
 	trace_fw_mw_dealloc(DEV(fw), in->handle, hw->bound);
 	/* the variant the window has now (binds change it) is the one not to reuse */
 	mk->variant = hw->variant;
 	((struct fw_pd *)fw_obj(&fw->pds, mk->pdn))->refs--;
-	fw_obj_free(&fw->mkeys, in->handle);
+	fw_obj_del(fw, &fw->mkeys, in->handle);
 	hm_mkey_write(fw->dev, in->handle, &(struct hm_mkey){ .variant = mk->variant });
 	return FW_OK;
 }
@@ -199,7 +211,7 @@ struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *ou
 		return FW_HANDLE(hca_cq_in, eqn);
 	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ | SIM_DMA_WRITE))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_cq_in, db_addr));
-	cqn = fw_obj_alloc(&fw->cqs);
+	cqn = fw_obj_new(fw, &fw->cqs);
 	if (cqn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	cq = fw_obj(&fw->cqs, (uint32_t)cqn);
@@ -212,7 +224,8 @@ struct fw_result fw_cmd_CREATE_CQ(struct fw_state *fw, const void *in_, void *ou
 	o->cqn = (uint32_t)cqn;
 	o->cqe = cq->cqe;
 	hm_cq_write(fw->dev, o->cqn,
-		    &(struct hm_cq){ .valid = true, .ring = in->ring_addr, .db = in->db_addr,
+		    &(struct hm_cq){ .valid = true, .uid = fw->uid, .ring = in->ring_addr,
+				     .db = in->db_addr,
 				     .log_size = in->log_size, .eqn = in->eqn });
 	trace_fw_cq_create(DEV(fw), o->cqn, o->cqe, in->eqn);
 	return FW_OK;
@@ -222,12 +235,12 @@ struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *ou
 {
 	const struct hca_cq_resize_in *in = in_;
 	struct hca_cq_out *o = out_;
-	struct fw_cq *cq = fw_obj(&fw->cqs, in->cqn);
 	struct fw_result r;
+	struct fw_cq *cq = FW_ACT(fw, &fw->cqs, in->cqn, hca_cq_resize_in, cqn, &r);
 
 	(void)t;
 	if (!cq)
-		return FW_HANDLE(hca_cq_resize_in, cqn);
+		return r;
 	r = check_cq_ring(fw, in->cqe, in->log_size, in->ring_addr,
 			  offsetof(struct hca_cq_resize_in, cqe),
 			  offsetof(struct hca_cq_resize_in, log_size),
@@ -276,15 +289,16 @@ struct fw_result fw_cmd_RESIZE_CQ(struct fw_state *fw, const void *in_, void *ou
 struct fw_result fw_cmd_DESTROY_CQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_cq *cq = fw_obj(&fw->cqs, in->handle);
+	struct fw_result r;
+	struct fw_cq *cq = FW_ACT(fw, &fw->cqs, in->handle, hca_handle_in, handle, &r);
 
 	(void)out_;
 	(void)t;
 	if (!cq)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	if (cq->refs)
 		return FW_FAIL(BUSY, BUSY, cq->refs);
-	fw_obj_free(&fw->cqs, in->handle);
+	fw_obj_del(fw, &fw->cqs, in->handle);
 	hm_cq_write(fw->dev, in->handle, &(struct hm_cq){ .valid = false });
 	trace_fw_cq_destroy(DEV(fw), in->handle);
 	return FW_OK;
@@ -304,29 +318,31 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 {
 	const struct hca_srq_create_in *in = in_;
 	const struct sim_config *c = &fw->dev->cfg;
-	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_result r;
+	struct fw_pd *pd = FW_USE(fw, &fw->pds, in->pdn, hca_srq_create_in, pdn, &r);
 	uint32_t entries, stride;
 	struct fw_srq *s;
 	int64_t srqn;
 
 	(void)t;
 	if (!pd)
-		return FW_HANDLE(hca_srq_create_in, pdn);
+		return r;
 	if (!in->max_wr || in->max_wr > c->max_srq_wr)
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_wr);
 	if (in->max_sge > c->max_sge)
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, max_sge);
 	if (in->srq_limit)
 		return FW_FIELD(BAD_PARAM, hca_srq_create_in, srq_limit); /* armed by MODIFY_SRQ */
-	if (fw_xrc_srq_check(fw, in).status)
-		return fw_xrc_srq_check(fw, in);
+	r = fw_xrc_srq_check(fw, in);
+	if (r.status)
+		return r;
 	entries = hca_wq_entries(in->max_wr + 1); /* one slot free to tell full from empty */
 	stride = hca_rq_stride(in->max_sge);
 	if (!fw_dma_ok(fw, in->ring_addr, (uint64_t)entries * stride, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_srq_create_in, ring_addr));
 	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_srq_create_in, db_addr));
-	srqn = fw_obj_alloc(&fw->srqs);
+	srqn = fw_obj_new(fw, &fw->srqs);
 	if (srqn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	s = fw_obj(&fw->srqs, (uint32_t)srqn);
@@ -343,7 +359,8 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 	pd->refs++;
 	fw_xrc_srq_ref(fw, s, 1);
 	hm_srq_write(fw->dev, (uint32_t)srqn,
-		     &(struct hm_srq){ .valid = true, .pdn = in->pdn, .ring = in->ring_addr,
+		     &(struct hm_srq){ .valid = true, .uid = fw->uid, .pdn = in->pdn,
+				       .ring = in->ring_addr,
 				       .entries = entries, .stride = stride, .xrcd = in->xrcd,
 				       .cqn = in->cqn });
 	srq_out((uint32_t)srqn, s, out_);
@@ -356,11 +373,12 @@ struct fw_result fw_cmd_CREATE_SRQ(struct fw_state *fw, const void *in_, void *o
 struct fw_result fw_cmd_MODIFY_SRQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_srq_modify_in *in = in_;
-	struct fw_srq *s = fw_obj(&fw->srqs, in->srqn);
+	struct fw_result r;
+	struct fw_srq *s = FW_ACT(fw, &fw->srqs, in->srqn, hca_srq_modify_in, srqn, &r);
 
 	(void)t;
 	if (!s)
-		return FW_HANDLE(hca_srq_modify_in, srqn);
+		return r;
 	if (in->attr_mask & ~3u)
 		return FW_FIELD(BAD_PARAM, hca_srq_modify_in, attr_mask);
 	if (in->attr_mask & 1u) /* resize: not implemented, and not advertised (SRQ_RESIZE) */
@@ -379,11 +397,12 @@ struct fw_result fw_cmd_MODIFY_SRQ(struct fw_state *fw, const void *in_, void *o
 struct fw_result fw_cmd_QUERY_SRQ(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_srq *s = fw_obj(&fw->srqs, in->handle);
+	struct fw_result r;
+	struct fw_srq *s = FW_ACT(fw, &fw->srqs, in->handle, hca_handle_in, handle, &r);
 
 	(void)t;
 	if (!s)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	s->limit = hm_srq_get(fw->dev, in->handle)->limit; /* the limit event disarms it */
 	srq_out(in->handle, s, out_);
 	return FW_OK;
@@ -393,17 +412,18 @@ struct fw_result fw_cmd_DESTROY_SRQ(struct fw_state *fw, const void *in_, void *
 				    sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_srq *s = fw_obj(&fw->srqs, in->handle);
+	struct fw_result r;
+	struct fw_srq *s = FW_ACT(fw, &fw->srqs, in->handle, hca_handle_in, handle, &r);
 
 	(void)out_;
 	(void)t;
 	if (!s)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	if (s->refs)
 		return FW_FAIL(BUSY, BUSY, s->refs);
 	((struct fw_pd *)fw_obj(&fw->pds, s->pdn))->refs--;
 	fw_xrc_srq_ref(fw, s, -1);
-	fw_obj_free(&fw->srqs, in->handle);
+	fw_obj_del(fw, &fw->srqs, in->handle);
 	hm_srq_write(fw->dev, in->handle, &(struct hm_srq){ .valid = false });
 	trace_fw_srq_destroy(DEV(fw), in->handle);
 	return FW_OK;

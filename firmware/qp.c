@@ -84,7 +84,7 @@ static struct fw_result qp_create_caps(const struct hca_qp_caps *rq, const struc
 static void qp_record(struct fw_qp *qp, const struct hca_qp_create_in *in, bool srq,
 		      const struct hca_qp_caps *caps)
 {
-	memset((char *)qp + sizeof(bool), 0, sizeof(*qp) - sizeof(bool));
+	memset((char *)qp + sizeof(struct fw_head), 0, sizeof(*qp) - sizeof(struct fw_head));
 	qp->type = in->type;
 	qp->state = HCA_QPS_RESET;
 	qp->sq_sig_all = in->sq_sig_all;
@@ -105,7 +105,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	struct hca_qp_create_out *o = out_;
 	const struct sim_config *c = &fw->dev->cfg;
 	const struct hca_qp_caps *rq = &in->caps;
-	struct fw_pd *pd = fw_obj(&fw->pds, in->pdn);
+	struct fw_pd *pd;
 	struct fw_cq *scq, *rcq;
 	struct fw_srq *srq = NULL;
 	struct hca_qp_caps caps = { 0 };
@@ -119,18 +119,19 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		return fw_xrc_create_tgt(fw, in, o, t);
 	if (r.status)
 		return r;
+	pd = FW_USE(fw, &fw->pds, in->pdn, hca_qp_create_in, pdn, &r);
 	if (!pd)
-		return FW_HANDLE(hca_qp_create_in, pdn);
-	scq = fw_obj(&fw->cqs, in->send_cqn);
+		return r;
+	scq = FW_USE(fw, &fw->cqs, in->send_cqn, hca_qp_create_in, send_cqn, &r);
 	if (!scq)
-		return FW_HANDLE(hca_qp_create_in, send_cqn);
-	rcq = fw_obj(&fw->cqs, in->recv_cqn);
+		return r;
+	rcq = FW_USE(fw, &fw->cqs, in->recv_cqn, hca_qp_create_in, recv_cqn, &r);
 	if (!rcq)
-		return FW_HANDLE(hca_qp_create_in, recv_cqn);
+		return r;
 	if (in->has_srq) {
-		srq = fw_obj(&fw->srqs, in->srqn);
+		srq = FW_USE(fw, &fw->srqs, in->srqn, hca_qp_create_in, srqn, &r);
 		if (!srq)
-			return FW_HANDLE(hca_qp_create_in, srqn);
+			return r;
 		/* The SRQ may belong to another PD than the QP (as on real HCAs): receive WQEs
 		 * are checked against the SRQ's PD by the data path. */
 	}
@@ -156,7 +157,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, rq_addr));
 	if (!fw_dma_ok(fw, in->db_addr, 8, SIM_DMA_READ))
 		return FW_FAIL(BAD_ADDR, ADDR, offsetof(struct hca_qp_create_in, db_addr));
-	qpn = fw_obj_alloc(&fw->qps);
+	qpn = fw_obj_new(fw, &fw->qps);
 	if (qpn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	qp = fw_obj(&fw->qps, (uint32_t)qpn);
@@ -169,7 +170,7 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	o->qpn = (uint32_t)qpn;
 	o->caps = caps;
 	hm_qp_create(fw->dev, o->qpn,
-		     &(struct hm_qp){ .type = in->type, .sq_sig_all = in->sq_sig_all,
+		     &(struct hm_qp){ .type = in->type, .uid = fw->uid, .sq_sig_all = in->sq_sig_all,
 				      .has_srq = in->has_srq, .pdn = in->pdn,
 				      .mcast_lb_block = in->flags & HCA_QP_CREATE_BLOCK_SELF_MCAST_LB,
 				      .scqn = in->send_cqn, .rcqn = in->recv_cqn, .srqn = qp->srqn,
@@ -182,10 +183,12 @@ struct fw_result fw_cmd_CREATE_QP(struct fw_state *fw, const void *in_, void *ou
 	return FW_OK;
 }
 
-static struct fw_qp *qp_of(struct fw_state *fw, uint32_t qpn)
+struct fw_qp *fw_qp_act(struct fw_state *fw, uint32_t qpn, size_t off, struct fw_result *r)
 {
-	return qpn <= HCA_QPN_MASK ? fw_obj(&fw->qps, qpn) : NULL;
+	*r = (struct fw_result){ HCA_STATUS_BAD_HANDLE, HCA_SYN(HCA_SYN_HANDLE, off) };
+	return qpn <= HCA_QPN_MASK ? fw_act(fw, &fw->qps, qpn, off, r) : NULL;
 }
+#define qp_of(fw, qpn, s, f, r) fw_qp_act(fw, qpn, offsetof(struct s, f), r)
 
 static const struct hm_port *port_of(struct fw_state *fw, unsigned num)
 {
@@ -340,13 +343,13 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 {
 	const struct hca_qp_modify_in *in = in_;
 	struct hca_qp_modify_out *o = out_;
-	struct fw_qp *qp = qp_of(fw, in->qpn);
+	struct fw_result r;
+	struct fw_qp *qp = qp_of(fw, in->qpn, hca_qp_modify_in, qpn, &r);
 	uint32_t m = in->attr_mask, req, opt, caps_missing = 0, bad;
 	unsigned cur, next;
-	struct fw_result r;
 
 	if (!qp)
-		return FW_HANDLE(hca_qp_modify_in, qpn);
+		return r;
 	sync_state(fw, in->qpn, qp);
 	if (m & ~HCA_QPA_ALL)
 		return FW_FIELD(BAD_PARAM, hca_qp_modify_in, attr_mask);
@@ -419,13 +422,13 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 {
 	const struct hca_handle_in *in = in_;
 	struct hca_qp_query_out *o = out_;
-	struct fw_qp *qp = qp_of(fw, in->handle);
-
+	struct fw_result r;
+	struct fw_qp *qp = qp_of(fw, in->handle, hca_handle_in, handle, &r);
 	const struct hm_qp *hw = hm_qp_peek(fw->dev, in->handle);
 
 	(void)t;
 	if (!qp)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	sync_state(fw, in->handle, qp);
 	o->state = qp->state;
 	o->type = qp->type;
@@ -451,13 +454,14 @@ struct fw_result fw_cmd_QUERY_QP(struct fw_state *fw, const void *in_, void *out
 struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_qp *qp = qp_of(fw, in->handle);
+	struct fw_result r;
+	struct fw_qp *qp = qp_of(fw, in->handle, hca_handle_in, handle, &r);
 	unsigned groups;
 
 	(void)out_;
 	(void)t;
 	if (!qp)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	/* A QP still attached to multicast groups stays (as ib_uverbs refuses to destroy it). */
 	groups = hm_mcg_of_qp(fw->dev, in->handle);
 	if (groups)
@@ -471,7 +475,7 @@ struct fw_result fw_cmd_DESTROY_QP(struct fw_state *fw, const void *in_, void *o
 		if (qp->has_srq)
 			((struct fw_srq *)fw_obj(&fw->srqs, qp->srqn))->refs--;
 	}
-	fw_obj_free(&fw->qps, in->handle);
+	fw_obj_del(fw, &fw->qps, in->handle);
 	/* type 2B windows serve their QP alone: they end with it, and a QP that reuses the
 	 * number does not inherit them */
 	hm_mkey_unbind_qp(fw->dev, in->handle);
@@ -484,12 +488,13 @@ struct fw_result fw_cmd_DEBUG_FORCE_QP_STATE(struct fw_state *fw, const void *in
 					     sim_time_t *t)
 {
 	const struct hca_qp_force_in *in = in_;
-	struct fw_qp *qp = qp_of(fw, in->qpn);
+	struct fw_result r;
+	struct fw_qp *qp = qp_of(fw, in->qpn, hca_qp_force_in, qpn, &r);
 
 	(void)out_;
 	(void)t;
 	if (!qp)
-		return FW_HANDLE(hca_qp_force_in, qpn);
+		return r;
 	if (in->state >= HCA_QPS_COUNT)
 		return FW_FIELD(BAD_PARAM, hca_qp_force_in, state);
 	trace_qp_force(DEV(fw), in->qpn, hca_qps_name(qp->state), hca_qps_name(in->state));

@@ -13,7 +13,7 @@
 struct fw_result fw_cmd_ALLOC_XRCD(struct fw_state *fw, const void *in_, void *out_, sim_time_t *t)
 {
 	struct hca_handle_out *o = out_;
-	int64_t xrcd = fw_obj_alloc(&fw->xrcds);
+	int64_t xrcd = fw_obj_new(fw, &fw->xrcds);
 
 	(void)in_;
 	(void)t;
@@ -28,15 +28,16 @@ struct fw_result fw_cmd_DEALLOC_XRCD(struct fw_state *fw, const void *in_, void 
 				     sim_time_t *t)
 {
 	const struct hca_handle_in *in = in_;
-	struct fw_xrcd *x = fw_obj(&fw->xrcds, in->handle);
+	struct fw_result r;
+	struct fw_xrcd *x = FW_ACT(fw, &fw->xrcds, in->handle, hca_handle_in, handle, &r);
 
 	(void)out_;
 	(void)t;
 	if (!x)
-		return FW_HANDLE(hca_handle_in, handle);
+		return r;
 	if (x->refs)
 		return FW_FAIL(BUSY, BUSY, x->refs);
-	fw_obj_free(&fw->xrcds, in->handle);
+	fw_obj_del(fw, &fw->xrcds, in->handle);
 	trace_fw_xrcd_dealloc(DEV(fw), in->handle);
 	return FW_OK;
 }
@@ -52,13 +53,14 @@ void fw_xrcd_ref(struct fw_state *fw, uint32_t xrcd, int delta)
 /* CREATE_SRQ's XRC fields: a basic SRQ names neither; an XRC SRQ a live domain and CQ. */
 struct fw_result fw_xrc_srq_check(struct fw_state *fw, const struct hca_srq_create_in *in)
 {
+	struct fw_result r = FW_OK;
+
 	if (!in->xrcd)
 		return in->cqn ? FW_FIELD(BAD_PARAM, hca_srq_create_in, cqn) : FW_OK;
-	if (!fw_obj(&fw->xrcds, in->xrcd))
-		return FW_HANDLE(hca_srq_create_in, xrcd);
-	if (!fw_obj(&fw->cqs, in->cqn))
-		return FW_HANDLE(hca_srq_create_in, cqn);
-	return FW_OK;
+	if (!FW_USE(fw, &fw->xrcds, in->xrcd, hca_srq_create_in, xrcd, &r))
+		return r;
+	FW_USE(fw, &fw->cqs, in->cqn, hca_srq_create_in, cqn, &r);
+	return r;
 }
 
 /* An XRC SRQ holds its domain and its CQ while it lives. */
@@ -75,9 +77,10 @@ void fw_xrc_srq_ref(struct fw_state *fw, const struct fw_srq *s, int delta)
 static struct fw_result tgt_check(struct fw_state *fw, const struct hca_qp_create_in *in)
 {
 	static const struct hca_qp_caps none;
+	struct fw_result r;
 
-	if (!fw_obj(&fw->xrcds, in->xrcd))
-		return FW_HANDLE(hca_qp_create_in, xrcd);
+	if (!FW_USE(fw, &fw->xrcds, in->xrcd, hca_qp_create_in, xrcd, &r))
+		return r;
 	if (in->sq_sig_all)
 		return FW_FIELD(BAD_PARAM, hca_qp_create_in, sq_sig_all);
 	if (in->has_srq || in->srqn)
@@ -107,11 +110,11 @@ struct fw_result fw_xrc_create_tgt(struct fw_state *fw, const struct hca_qp_crea
 
 	if (r.status)
 		return r;
-	qpn = fw_obj_alloc(&fw->qps);
+	qpn = fw_obj_new(fw, &fw->qps);
 	if (qpn < 0)
 		return FW_FAIL(NO_RESOURCES, LIMIT, 0);
 	qp = fw_obj(&fw->qps, (uint32_t)qpn);
-	memset((char *)qp + sizeof(bool), 0, sizeof(*qp) - sizeof(bool));
+	memset((char *)qp + sizeof(struct fw_head), 0, sizeof(*qp) - sizeof(struct fw_head));
 	qp->type = HCA_QPT_XRC_RECV;
 	qp->state = HCA_QPS_RESET;
 	qp->has_srq = 1; /* its receives come from SRQs: the ones its requests name */
@@ -119,7 +122,8 @@ struct fw_result fw_xrc_create_tgt(struct fw_state *fw, const struct hca_qp_crea
 	fw_xrcd_ref(fw, in->xrcd, 1);
 	o->qpn = (uint32_t)qpn;
 	hm_qp_create(fw->dev, o->qpn,
-		     &(struct hm_qp){ .type = HCA_QPT_XRC_RECV, .has_srq = true, .xrcd = in->xrcd },
+		     &(struct hm_qp){ .type = HCA_QPT_XRC_RECV, .uid = fw->uid, .has_srq = true,
+				      .xrcd = in->xrcd },
 		     *t);
 	trace_fw_xrc_tgt_create(DEV(fw), o->qpn, in->xrcd);
 	return FW_OK;

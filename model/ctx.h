@@ -40,6 +40,7 @@ struct hm_mkey {
 /* Completion queue context. */
 struct hm_cq {
 	bool valid;         /* created */
+	uint16_t uid;       /* owning user context (doorbells through its UAR page only) */
 	bool error;         /* overrun: CQ in error, takes no more CQEs */
 	uint64_t ring;      /* device address of the CQE ring */
 	uint64_t db;        /* device address of the doorbell record (consumer index) */
@@ -54,6 +55,7 @@ struct hm_cq {
 /* Shared receive queue context. */
 struct hm_srq {
 	bool valid;        /* created */
+	uint16_t uid;      /* owning user context (doorbells through its UAR page only) */
 	uint32_t pdn;      /* protection domain */
 	uint64_t ring;     /* device address of the receive ring */
 	uint32_t entries;  /* ring entries (power of two) */
@@ -207,6 +209,7 @@ struct hm_qp {
 	bool has_srq;          /* receives from srqn */
 	bool mcast_lb_block;   /* UD: created with HCA_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	bool drained_sent;     /* SQ_DRAINED raised for the current SQD stay */
+	uint16_t uid;          /* owning user context (doorbells through its UAR page only) */
 	uint32_t qpn, pdn, scqn, rcqn, srqn;
 	uint32_t xrcd;         /* XRC_RECV: its XRC domain (no PD, CQs or rings of its own) */
 	struct hca_qp_attr attr; /* as last modified */

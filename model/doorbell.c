@@ -27,9 +27,23 @@ static bool bad_db(struct hm_dev *d, const char *queue, const char *reason, uint
 	return false;
 }
 
+void hm_doorbell_refuse(struct hm_dev *d, const char *queue, uint32_t num, const char *reason)
+{
+	bad_db(d, queue, reason, num, 0);
+}
+
+/* Ownership (docs/architecture.md#ownership): UAR page n is user context n's, page 0 the device
+ * owner's. A doorbell reaches a queue only through its owner's page; the reason otherwise. */
+static const char *db_owner(const struct hm_dev *d, uint32_t page, uint16_t uid)
+{
+	if (page && !d->uctx_live[page])
+		return "no_uctx";
+	return uid == page ? NULL : "foreign_uar";
+}
+
 /* An SQ doorbell: the doorbell is decoded, the QP's context looked up, then the sched block
  * checks the index and queues the QP (pipe.doorbell_cycles). */
-static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
+static void sq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t pi16)
 {
 	sim_time_t t, t0 = sim_clock_edge(&d->core, sim_now(d->k));
 	struct hm_sched_db_in in;
@@ -38,6 +52,10 @@ static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 
 	if (!qp || !qp->sq_entries) { /* an XRC_RECV QP has no send queue */
 		bad_db(d, "sq", "no_queue", obj, pi16);
+		return;
+	}
+	if (db_owner(d, page, qp->uid)) {
+		bad_db(d, "sq", db_owner(d, page, qp->uid), obj, pi16);
 		return;
 	}
 	in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t0)),
@@ -69,11 +87,16 @@ static void sq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 	hm_sched_kick(d, t);
 }
 
-static void rq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16, sim_time_t t)
+static void rq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t pi16,
+			sim_time_t t)
 {
 	struct hm_qp *qp = hm_qpc_get(d, obj, &t);
 	uint32_t pi;
 
+	if (qp && db_owner(d, page, qp->uid)) {
+		bad_db(d, "rq", db_owner(d, page, qp->uid), obj, pi16);
+		return;
+	}
 	if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
 		bad_db(d, "rq", qp ? "bad_state" : "no_queue", obj, pi16);
 		return;
@@ -91,13 +114,13 @@ static void rq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16, sim_time_
 		hm_rwqe_prefetch(d, qp, t);
 }
 
-static void srq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
+static void srq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t pi16)
 {
 	struct hm_srq *srq = hm_srq_get(d, obj);
 	uint32_t pi;
 
-	if (!srq) {
-		bad_db(d, "srq", "no_queue", obj, pi16);
+	if (!srq || db_owner(d, page, srq->uid)) {
+		bad_db(d, "srq", srq ? db_owner(d, page, srq->uid) : "no_queue", obj, pi16);
 		return;
 	}
 	pi = hm_extend16(srq->pi, pi16);
@@ -109,23 +132,28 @@ static void srq_doorbell(struct hm_dev *d, uint32_t obj, uint32_t pi16)
 	trace_db_srq(d->devno, obj, pi);
 }
 
-void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
+void hm_doorbell_write64(struct hm_dev *d, uint32_t page, uint32_t off, uint64_t val)
 {
 	uint32_t obj = (uint32_t)val & 0xffffffu, pi16 = (uint32_t)(val >> 32) & 0xffffu;
 	sim_time_t t = sim_clock_after(&d->core, sim_now(d->k), d->cfg.doorbell_cycles);
+	const struct hm_cq *cq;
 
 	switch (off) {
 	case HCA_UAR_SQ_DB:
-		sq_doorbell(d, obj, pi16);
+		sq_doorbell(d, page, obj, pi16);
 		return;
 	case HCA_UAR_RQ_DB:
-		rq_doorbell(d, obj, pi16, t);
+		rq_doorbell(d, page, obj, pi16, t);
 		return;
 	case HCA_UAR_SRQ_DB:
-		srq_doorbell(d, obj, pi16);
+		srq_doorbell(d, page, obj, pi16);
 		return;
 	case HCA_UAR_CQ_DB:
-		hm_cq_doorbell(d, val);
+		cq = hm_cq_get(d, obj);
+		if (cq && db_owner(d, page, cq->uid))
+			bad_db(d, "cq", db_owner(d, page, cq->uid), obj, 0);
+		else
+			hm_cq_doorbell(d, val);
 		return;
 	default:
 		d->dp->bad_doorbells++;
@@ -133,7 +161,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t off, uint64_t val)
 	}
 }
 
-void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
+void hm_doorbell_bf(struct hm_dev *d, uint32_t page, const uint8_t *data, unsigned len)
 {
 	uint64_t db;
 	uint32_t qpn, pi16, wlen = len - 16;
@@ -144,6 +172,8 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	qpn = (uint32_t)db & 0xffffffu;
 	pi16 = (uint32_t)(db >> 32) & 0xffffu;
 	qp = len >= 16 + HCA_WQE_BASE_BYTES ? hm_qpc_get(d, qpn, &t) : NULL;
+	if (qp && db_owner(d, page, qp->uid))
+		qp = NULL; /* another context's QP: nothing stored, the doorbell is refused */
 	/* The WQE goes straight into the QP's WQE buffer when it is the next one after every
 	 * WQE already there or being read (the fetcher has nothing to read for it): alone, or
 	 * appended to the window of WQEs fetched ahead. Otherwise (earlier WQEs are still only
@@ -153,6 +183,6 @@ void hm_doorbell_bf(struct hm_dev *d, const uint8_t *data, unsigned len)
 	if (qp && qp->sq_entries && len <= HCA_UAR_BF_BYTES && qp->state == HCA_QPS_RTS &&
 	    ((qp->sq_pi + 1) & 0xffffu) == pi16)
 		hm_fetch_take(d, qp, data + 16, wlen, t);
-	hm_doorbell_write64(d, HCA_UAR_SQ_DB, db);
+	hm_doorbell_write64(d, page, HCA_UAR_SQ_DB, db);
 }
 

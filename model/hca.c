@@ -79,8 +79,9 @@ static uint32_t dev_mmio_read32(void *p, uint32_t off)
 }
 
 struct cmd_start {
-	struct hm_dev *d; /* device */
-	uint32_t token;   /* doorbell value */
+	struct hm_dev *d;  /* device */
+	uint32_t token;    /* doorbell value (CMD_DOORBELL) */
+	bool check_token;  /* rung through CMD_DOORBELL: the entry's token must match */
 };
 
 static void cmd_start_ev(void *p)
@@ -88,20 +89,23 @@ static void cmd_start_ev(void *p)
 	struct cmd_start *cs = p;
 	struct hm_dev *d = cs->d;
 
-	fw_cmd_run(d, cs->token, sim_now(d->k));
+	fw_cmd_run(d, cs->token, cs->check_token, sim_now(d->k));
 	free(cs);
 }
 
-static void cmd_doorbell(struct hm_dev *d, uint32_t token)
+/* A command doorbell: through CMD_DOORBELL (uid 0, the entry at CMDQ_ADDR, token checked) or
+ * through user context uid's UAR page (the value is the entry's address). */
+static void cmd_doorbell(struct hm_dev *d, uint64_t entry, uint16_t uid, uint32_t token,
+			 bool check_token)
 {
 	struct cmd_start *cs;
 
-	trace_cmd_doorbell(d->devno, token, d->cmdq_addr);
-	if (d->cmdq_addr & 63) {
-		/* The entry must be 64-byte aligned (CMDQ_ADDR): refused, nothing is read. */
+	trace_cmd_doorbell(d->devno, token, entry, uid);
+	if (entry & 63) {
+		/* The entry must be 64-byte aligned: refused, nothing is read. */
 		d->bad_doorbells++;
 		d->last_status = HCA_STATUS_BAD_ADDR;
-		trace_warn_cmd_addr(d->devno, d->cmdq_addr);
+		trace_warn_cmd_addr(d->devno, entry);
 		return;
 	}
 	if (d->cmd_busy) {
@@ -110,9 +114,11 @@ static void cmd_doorbell(struct hm_dev *d, uint32_t token)
 		return;
 	}
 	d->cmd_busy = true;
+	d->cmd_entry = entry;
+	d->cmd_uid = uid;
 	cs = malloc(sizeof(*cs));
 	SIM_ASSERT(cs != NULL, "out of memory");
-	*cs = (struct cmd_start){ d, token };
+	*cs = (struct cmd_start){ d, token, check_token };
 	/* The command engine samples the doorbell on the next core clock edge. */
 	sim_schedule_owned_at(d->k,
 			      sim_clock_after(&d->core, sim_now(d->k), 1), cmd_start_ev, cs);
@@ -135,7 +141,7 @@ static void dev_mmio_write32(void *p, uint32_t off, uint32_t val)
 			d->cmdq_addr = (d->cmdq_addr & 0xffffffffull) | ((uint64_t)val << 32);
 		return;
 	case HCA_REG_CMD_DOORBELL:
-		cmd_doorbell(d, val);
+		cmd_doorbell(d, d->cmdq_addr, 0, val, true);
 		return;
 	case HCA_REG_EQ_DOORBELL:
 		hm_eq_doorbell(d, val);
@@ -150,7 +156,15 @@ static void dev_mmio_write64(void *p, uint32_t off, uint64_t val)
 	struct hm_dev *d = p;
 
 	if (off >= HCA_REGION_UAR && off < HCA_REGION_UAR + HCA_REGION_UAR_BYTES) {
-		hm_doorbell_write64(d, (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES, val);
+		uint32_t page = (off - HCA_REGION_UAR) / HCA_UAR_PAGE_BYTES;
+
+		if ((off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES != HCA_UAR_CMD_DB)
+			hm_doorbell_write64(d, page, (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES,
+					    val);
+		else if (page && !d->uctx_live[page])
+			hm_doorbell_refuse(d, "cmd", page, "no_uctx");
+		else
+			cmd_doorbell(d, val, (uint16_t)page, 0, false);
 		return;
 	}
 	trace_warn_mmio_wr(d->devno, off, val, 8, "outside_uar");
@@ -162,7 +176,7 @@ static void dev_mmio_block(void *p, uint32_t off, const uint8_t *data, unsigned 
 
 	if (off >= HCA_REGION_UAR && off < HCA_REGION_UAR + HCA_REGION_UAR_BYTES &&
 	    (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES == HCA_UAR_BF) {
-		hm_doorbell_bf(d, data, len);
+		hm_doorbell_bf(d, (off - HCA_REGION_UAR) / HCA_UAR_PAGE_BYTES, data, len);
 		return;
 	}
 	d->dp->bad_doorbells++;
@@ -204,7 +218,7 @@ static void cmd_writeback(void *p)
 
 	/* Status, syndrome, cycle stamps and the ownership byte go in one posted write that
 	 * ends with the ownership byte, so the driver never sees ownership before status. */
-	sim_dma_write(cf->d->fn, cf->d->cmdq_addr + off, (const char *)&cf->tail + off,
+	sim_dma_write(cf->d->fn, cf->d->cmd_entry + off, (const char *)&cf->tail + off,
 		      sizeof(cf->tail) - off, cmd_landed, cf);
 }
 

@@ -94,6 +94,10 @@ struct hm_dev {
 	/* registers */
 	uint64_t cmdq_addr;          /* CMDQ_ADDR_HI:LO */
 	bool cmd_busy;               /* a command is executing */
+	uint64_t cmd_entry;          /* its entry (CMDQ_ADDR, or a UAR page's CMD_DB value) */
+	uint16_t cmd_uid;            /* the user context it runs for (0: rung through CMD_DOORBELL) */
+	bool uctx_live[HCA_UAR_PAGES]; /* user context n (and UAR page n) opened: firmware's
+				      * ALLOC_UCTX sets it, the doorbells read it; [0] unused */
 	uint8_t last_status;         /* of the last command */
 	bool initialized;            /* INIT_HCA done */
 	uint32_t clock_hi_latch;     /* CORE_CLOCK_HI as latched */
@@ -122,11 +126,13 @@ struct hm_dev *hm_dev_create(const struct sim_config *cfg, int devno, int host);
 void hm_dev_destroy(struct hm_dev *d);
 
 /* The firmware, as the device sees it (implemented in firmware/): create its state, and run
- * the command in the entry at the device's CMDQ_ADDR starting at time t (returns the time the
- * status write starts). */
+ * the command in the entry at cmd_entry for user context cmd_uid starting at time t (token:
+ * CMD_DOORBELL's value, checked against the entry's; a command rung through a UAR page is not
+ * token-checked: the doorbell carried the entry's address). Returns the time the status write
+ * starts. */
 struct fw_state *fw_create(struct hm_dev *d);
 void fw_destroy(struct fw_state *fw);
-sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, sim_time_t t);
+sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, bool check_token, sim_time_t t);
 /* Command engine completion: the status and ownership of the entry are written back at t. */
 void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t);
 

@@ -38,7 +38,7 @@ _Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == H
 	X(rq_pi, rq_pi) X(rq_ci, resp.rq_ci) X(epsn, resp.epsn) X(msn, resp.msn)                   \
 	X(rwqe, resp.rwqe) X(rwqe_pdn, resp.rwqe_pdn) X(recv_off, resp.recv_off)                   \
 	X(wr_rkey, resp.wr_rkey) X(wr_left, resp.wr_left) X(wr_len, resp.wr_len)                   \
-	X(rd_in, resp.rd_in) X(xrcd, xrcd) X(xrc_srqn, resp.xrc_srqn)
+	X(rd_in, resp.rd_in) X(xrcd, xrcd) X(xrc_srqn, resp.xrc_srqn) X(uid, uid)
 
 void hm_qpc_pack(const struct hm_qp *qp, struct hca_qpc *img)
 {

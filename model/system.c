@@ -742,11 +742,13 @@ const char *hcasim_last_error(void)
 
 uint64_t hcasim_now_ps(void)
 {
+	sim_host_actions++;
 	return sys.k ? sim_now(sys.k) : 0;
 }
 
 void hcasim_run_for_ps(uint64_t ps)
 {
+	sim_host_actions++;
 	if (sys.k)
 		sim_run_until(sys.k, sim_now(sys.k) + ps);
 }

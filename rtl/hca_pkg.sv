@@ -168,7 +168,8 @@ package hca_pkg;
     logic [31:0] scqn; // byte 32, uint32_t: CQ of send completions
     logic [31:0] pdn; // byte 28, uint32_t: protection domain
     logic [31:0] qpn; // byte 24, uint32_t: QP number
-    logic [23:0] rsvd0; // byte 21, uint8_t[3]: reserved, zero
+    logic [15:0] uid; // byte 22, uint16_t: user context that owns the QP (0: the device owner's); its doorbells come only through that context's UAR page
+    logic [7:0] rsvd0; // byte 21, uint8_t: reserved, zero
     logic [7:0] atomic_next; // byte 20, uint8_t: responder: slot of atomic_* the next atomic result goes to (0..15)
     logic [7:0] rwqe_srq; // byte 19, uint8_t: responder: 1 if the receive WQE in use came from the SRQ
     logic [7:0] msg_kind; // byte 18, uint8_t: responder: message in progress, 0 SEND, 1 RDMA WRITE
@@ -213,6 +214,7 @@ package hca_pkg;
   localparam int unsigned hca_qpc_rwqe_srq_OFF = 19;
   localparam int unsigned hca_qpc_atomic_next_OFF = 20;
   localparam int unsigned hca_qpc_rsvd0_OFF = 21;
+  localparam int unsigned hca_qpc_uid_OFF = 22;
   localparam int unsigned hca_qpc_qpn_OFF = 24;
   localparam int unsigned hca_qpc_pdn_OFF = 28;
   localparam int unsigned hca_qpc_scqn_OFF = 32;

@@ -123,6 +123,7 @@ int hcasim_mmio_write(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned 
 	int rc;
 
 	LIVE(fn, h, "hcasim_mmio_write");
+	sim_host_actions++;
 	if (!width_ok(width))
 		return sim_error(-EINVAL, "hcasim_mmio_write: width %u (1, 2, 4 or 8)", width);
 	rc = mmio_check(fn, "hcasim_mmio_write", bar, off, width, width);
@@ -138,6 +139,7 @@ int hcasim_mmio_read(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned w
 	int rc;
 
 	LIVE(fn, h, "hcasim_mmio_read");
+	sim_host_actions++;
 	if (!width_ok(width))
 		return sim_error(-EINVAL, "hcasim_mmio_read: width %u (1, 2, 4 or 8)", width);
 	if (!val)
@@ -156,6 +158,7 @@ int hcasim_mmio_write_block(struct hcasim_fn *h, unsigned bar, uint64_t off, con
 	int rc;
 
 	LIVE(fn, h, "hcasim_mmio_write_block");
+	sim_host_actions++;
 	if (!data)
 		return sim_error(-EINVAL, "hcasim_mmio_write_block: data is NULL");
 	if (len < 8 || len > 4096 || len % 8)
@@ -176,6 +179,15 @@ int64_t hcasim_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsign
 	LIVE(fn, h, "hcasim_dma_map");
 	/* sim_pcie_map checks the range and the permission itself. */
 	return sim_pcie_map(fn, addr, len, perm, iova);
+}
+
+int64_t hcasim_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *addr, size_t len,
+			     unsigned perm, uint64_t *iova)
+{
+	struct sim_pcie_fn *fn;
+
+	LIVE(fn, h, "hcasim_dma_map_pasid");
+	return sim_pcie_map_pasid(fn, pasid, addr, len, perm, iova);
 }
 
 int hcasim_dma_unmap(struct hcasim_fn *h, int64_t id)
@@ -207,6 +219,7 @@ int hcasim_irq_set(struct hcasim_fn *h, unsigned vector, hcasim_irq_handler hand
 int hcasim_host_advance(uint64_t ps)
 {
 	BOOTED("hcasim_host_advance");
+	sim_host_actions++;
 	sim_host_advance(ps);
 	return 0;
 }
@@ -216,6 +229,7 @@ int hcasim_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
 	uint64_t now;
 
 	BOOTED("hcasim_host_wait");
+	sim_host_actions++;
 	if (!pred)
 		return sim_error(-EINVAL, "hcasim_host_wait: pred is NULL");
 	now = sim_now(sim_kernel());
@@ -227,8 +241,22 @@ int hcasim_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
 int hcasim_host_settle(void)
 {
 	BOOTED("hcasim_host_settle");
+	sim_host_actions++;
 	sim_host_settle();
 	return 0;
+}
+
+int64_t hcasim_host_skip(uint64_t step_ps)
+{
+	BOOTED("hcasim_host_skip");
+	if (!step_ps)
+		return sim_error(-EINVAL, "hcasim_host_skip: step_ps is 0");
+	return (int64_t)sim_host_skip(step_ps);
+}
+
+uint64_t hcasim_host_actions(void)
+{
+	return sim_host_actions;
 }
 
 int hcasim_host_idle(void)

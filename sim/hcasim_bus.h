@@ -98,6 +98,12 @@ enum hcasim_dma_perm {
  * until the mapping is removed. */
 int64_t hcasim_dma_map(struct hcasim_fn *fn, const void *addr, size_t len, unsigned perm,
 		       uint64_t *iova);
+/* The same into IOMMU domain pasid (1..0xfffff; 0 is the default domain hcasim_dma_map uses),
+ * as a driver maps the memory of one process (one user context) on an IOMMU with PASIDs.
+ * hcasim's device lets a user context's memory keys cover only memory of the domain it was
+ * opened with (ALLOC_UCTX). -EINVAL for a pasid beyond 20 bits, else as hcasim_dma_map. */
+int64_t hcasim_dma_map_pasid(struct hcasim_fn *fn, uint32_t pasid, const void *addr, size_t len,
+			     unsigned perm, uint64_t *iova);
 /* Remove mapping id: the device's later accesses to it fault. 0 or -ENOENT. */
 int hcasim_dma_unmap(struct hcasim_fn *fn, int64_t id);
 
@@ -120,6 +126,18 @@ int hcasim_host_settle(void);
 /* 1 when nothing at all is pending in the simulation (a wait would never end), 0 when
  * something is, -ENODEV before boot. */
 int hcasim_host_idle(void);
+/* Exact skipping for busy pollers: advance simulated time by whole steps of step_ps to the
+ * first step boundary at or after the next pending event, running everything up to it — the
+ * time that consecutive hcasim_host_advance(step_ps) calls would reach before anything
+ * changes, to the picosecond, in one call. Returns the steps skipped (0 when nothing is
+ * pending: the caller steps as usual), -EINVAL for step_ps 0, -ENODEV before boot. */
+int64_t hcasim_host_skip(uint64_t step_ps);
+/* How many times the host has observed or moved the simulation outside the verbs so far:
+ * hcasim_now_ps() and hcasim_run_for_ps() calls, MMIO reads and writes through this bus (a
+ * register such as CORE_CLOCK holds the time; a doorbell is an action at its own time), and
+ * the host time calls above. A poller that does any of them between two polls must see each
+ * poll at its own time: skipping stops there. */
+uint64_t hcasim_host_actions(void);
 
 /* ---- driver services ---- */
 /* Record a driver's error message for hcasim_last_error() (printf format) and return err, for

@@ -307,6 +307,17 @@ int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim
 	}
 }
 
+uint64_t sim_host_actions;
+
+bool sim_next_event(struct sim_kernel *k, sim_time_t *t)
+{
+	skip_dead(k);
+	if (!k->len)
+		return false;
+	*t = k->heap[0].t;
+	return true;
+}
+
 uint64_t sim_events_executed(const struct sim_kernel *k)
 {
 	return k->executed;

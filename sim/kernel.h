@@ -64,6 +64,11 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id);
 
 /* Run every event with time <= t, then set now = t (time jumps over idle gaps). */
 void sim_run_until(struct sim_kernel *k, sim_time_t t);
+/* What the host program has done outside the verbs so far: reads and moves of simulated time
+ * and MMIO accesses. A busy poller's exact skipping stops at one (hcasim_host_actions). */
+extern uint64_t sim_host_actions;
+/* The time of the earliest pending event into *t; false when nothing is pending. */
+bool sim_next_event(struct sim_kernel *k, sim_time_t *t);
 /* Run events until pred(arg) holds (checked before each event) or until the queue is empty
  * or the next event lies beyond limit. Returns 0 when pred holds, -EDEADLK when the queue ran
  * dry (nothing can ever make pred true), -ETIMEDOUT when limit was reached, -ECANCELED when the

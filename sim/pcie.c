@@ -15,6 +15,7 @@ struct iommu_map {
 	char *host;      /* host address of the first byte */
 	unsigned perm;   /* SIM_DMA_READ | SIM_DMA_WRITE */
 	int64_t id;      /* handle returned to the mapper */
+	uint32_t pasid;  /* IOMMU domain (0: the function's default) */
 };
 
 struct irq_slot {
@@ -305,9 +306,18 @@ uint32_t sim_pcie_mmio_read32(struct sim_pcie_fn *fn, uint32_t off)
 int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
 		     uint64_t *iova)
 {
+	return sim_pcie_map_pasid(fn, 0, addr, len, perm, iova);
+}
+
+int64_t sim_pcie_map_pasid(struct sim_pcie_fn *fn, uint32_t pasid, const void *addr, size_t len,
+			   unsigned perm, uint64_t *iova)
+{
 	uint64_t a = (uint64_t)(uintptr_t)addr, off = a & 4095;
 	struct iommu_map *m;
 
+	if (pasid > SIM_PASID_MAX)
+		return sim_error(-EINVAL, "iommu map: pasid %u (PASIDs are 20 bits: 0..%u)", pasid,
+				 SIM_PASID_MAX);
 	if (!addr || !len)
 		return sim_error(-EINVAL, "iommu map: empty range");
 	if (perm & ~(unsigned)(SIM_DMA_READ | SIM_DMA_WRITE) || !perm)
@@ -325,10 +335,11 @@ int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsig
 		fn->capmaps = cap;
 	}
 	m = &fn->maps[fn->nmaps++];
-	*m = (struct iommu_map){ fn->next_iova + off, len, (char *)addr, perm, fn->next_map_id++ };
+	*m = (struct iommu_map){ fn->next_iova + off, len, (char *)addr, perm, fn->next_map_id++,
+				 pasid };
 	/* Keep the page offset (DMA alignment is the buffer's own) and leave a guard page. */
 	fn->next_iova += (off + len + 4095) / 4096 * 4096 + 4096;
-	trace_iommu_map(fn->devno, (long long)m->id, m->iova, len, perm);
+	trace_iommu_map(fn->devno, (long long)m->id, m->iova, len, perm, pasid);
 	if (iova)
 		*iova = m->iova;
 	return m->id;
@@ -376,6 +387,13 @@ static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
 	return iommu_find(fn, addr, len ? len : 1, perm) != NULL;
+}
+
+int64_t sim_iommu_pasid(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
+{
+	const struct iommu_map *m = iommu_find(fn, addr, len ? len : 1, perm);
+
+	return m ? (int64_t)m->pasid : -1;
 }
 
 /* Host pointer for a checked device address. */
@@ -752,6 +770,21 @@ void sim_host_advance(sim_time_t ps)
 	struct sim_kernel *k = sim_kernel();
 
 	sim_run_until(k, sim_now(k) + ps);
+}
+
+uint64_t sim_host_skip(sim_time_t step)
+{
+	struct sim_kernel *k = sim_kernel();
+	sim_time_t next, now = sim_now(k);
+	uint64_t n;
+
+	if (!step || !sim_next_event(k, &next) || next <= now)
+		return 0;
+	n = (next - now + step - 1) / step;
+	if (n > (UINT64_MAX - now) / step)
+		return 0; /* beyond the end of time: left to ordinary steps */
+	sim_run_until(k, now + n * step);
+	return n;
 }
 
 bool sim_host_idle(void)

@@ -97,6 +97,8 @@ bool sim_pcie_last_fault(const struct sim_pcie_fn *fn, struct sim_dma_fault *out
 void sim_pcie_set_fault_cb(struct sim_pcie_fn *fn, void (*cb)(void *dev, const struct sim_dma_fault *f));
 /* Check without copying. */
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm);
+/* The IOMMU domain (PASID) of the one mapping that holds [addr, addr+len) with perm, or -1. */
+int64_t sim_iommu_pasid(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm);
 #define SIM_IOVA_BASE 0x100000000ull /* first IOVA handed out */
 
 #endif

@@ -65,6 +65,12 @@ uint64_t sim_pcie_mmio_read(struct sim_pcie_fn *fn, uint32_t off, unsigned width
  * address of addr in *iova, or -errno. */
 int64_t sim_pcie_map(struct sim_pcie_fn *fn, const void *addr, size_t len, unsigned perm,
 		     uint64_t *iova);
+/* The same into IOMMU domain pasid (0..SIM_PASID_MAX; 0 is the function's default domain).
+ * IOVAs are allocated from one space for all domains and never reused, so a device address
+ * names one mapping and its domain. */
+#define SIM_PASID_MAX 0xfffffu
+int64_t sim_pcie_map_pasid(struct sim_pcie_fn *fn, uint32_t pasid, const void *addr, size_t len,
+			   unsigned perm, uint64_t *iova);
 int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id);
 /* Interrupt handler for a vector, called in simulated time when the message arrives. */
 void sim_pcie_set_irq(struct sim_pcie_fn *fn, unsigned vector, sim_irq_fn handler, void *arg);
@@ -75,6 +81,10 @@ void sim_host_advance(sim_time_t ps);
 /* Run the simulation until pred(arg) holds. 0, -EDEADLK (nothing pending that could make it
  * true), or -ETIMEDOUT after timeout_ps. */
 int sim_host_wait(bool (*pred)(void *), void *arg, sim_time_t timeout_ps);
+/* Advance by whole steps of step to the first step boundary at or after the next pending
+ * event, running everything up to it: what consecutive sim_host_advance(step) calls reach
+ * when nothing happens in between, in one call. The steps taken; 0 when nothing is pending. */
+uint64_t sim_host_skip(sim_time_t step);
 /* True when nothing is pending anywhere in the simulation. */
 bool sim_host_idle(void);
 /* Run until nothing but background events (planned fault windows) is pending: boot settling,

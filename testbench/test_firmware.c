@@ -360,7 +360,7 @@ Test(firmware, unknown_opcode_is_bad_opcode)
 {
 	struct fwt f;
 	struct hca_cmd_empty none = { 0 };
-	const uint16_t ops[] = { 0x0000, 0x0999, 0x0106, 0x01ff, 0xffff };
+	const uint16_t ops[] = { 0x0000, 0x0999, 0x0108, 0x01ff, 0xffff };
 
 	fwt_open(&f);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {

@@ -66,7 +66,15 @@ Test(hcasimdv, init_obj_describes_qp_cq_and_srq_and_refuses_bad_input)
 	cr_assert_eq((uint8_t *)q.rq.buf, (uint8_t *)q.sq.buf + q.sq.wqe_cnt * q.sq.stride,
 		     "the receive ring follows the send ring");
 	cr_assert_eq(q.uar.context, t.ctx);
-	cr_assert_eq(q.uar.offset, (uint32_t)HCA_REGION_UAR);
+	{
+		/* the UAR page of the QP's context: its user context's, never the owner's page 0 */
+		struct hcasimdv_context hc;
+
+		EXPECT_OK(hcasimdv_query_context(t.ctx, &hc));
+		cr_assert_gt(hc.uid, 0u);
+		cr_assert_eq(q.uar.offset, HCA_REGION_UAR + hc.uid * HCA_UAR_PAGE_BYTES);
+		cr_assert_eq(hc.uar.offset, q.uar.offset);
+	}
 	cr_assert_eq(q.uar.size, HCA_UAR_PAGE_BYTES);
 	cr_assert_eq(q.uar.bf_offset, (uint32_t)HCA_UAR_BF);
 	cr_assert_eq(q.uar.bf_size, HCA_UAR_BF_BYTES);

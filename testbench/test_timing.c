@@ -349,6 +349,50 @@ Test(timing, timeout_14_retry_1) { timeout_exhaustion(14, 1); }
 /* 1.07 s per attempt: several simulated seconds, idle-skipped. */
 Test(timing, timeout_18_retry_7_runs_for_seconds) { timeout_exhaustion(18, 7); }
 
+/* Exact skipping for busy pollers (docs/timing.md#busy-polling): a plain ibv_poll_cq loop
+ * waits through retry exhaustion (timeout 12, retry_cnt 7: 8 expiries of 16.8 ms). With
+ * host.poll_skip 1 (the default) the loop sees the error completion at the same picosecond
+ * as poll by poll (host.poll_skip 0), in a handful of calls instead of millions; the wire and
+ * the trace are the same too. Returns the time, the calls, and the frames seen. */
+static uint64_t busy_wait(const char *skip, uint64_t *calls, int *npf)
+{
+	static struct trace tr;
+	static struct pframe pf[MAXE];
+	struct ibv_wc wc;
+	struct rig r;
+	uint64_t t, n = 0;
+
+	tb_config("host.poll_skip", skip);
+	rig_open(&r, 12, 7, 7, 1, true);
+	post_send(&r, 100);
+	do
+		n++;
+	while (ibv_poll_cq(r.a.cq, 1, &wc) == 0);
+	t = hcasim_now_ps();
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "status %s", ibv_wc_status_str(wc.status));
+	rig_finish(&r, &tr, pf, npf, MAXE);
+	cr_assert_eq(tr.nto, 8);
+	hcasim_shutdown();
+	*calls = n;
+	return t;
+}
+
+Test(timing, a_busy_poller_skips_to_the_picosecond_poll_by_poll_reaches, .timeout = 120)
+{
+	uint64_t n_skip, n_step, t_skip, t_step;
+	int f_skip, f_step;
+
+	t_skip = busy_wait("1", &n_skip, &f_skip);
+	t_step = busy_wait("0", &n_step, &f_step);
+	cr_assert_eq(t_skip, t_step, "skipping saw the completion at %" PRIu64 " ps, poll by poll "
+		     "at %" PRIu64 " ps", t_skip, t_step);
+	cr_assert_eq(f_skip, f_step);
+	/* poll by poll: one call per host.poll_ns (20 ns) of the ~134 ms; skipping: about one
+	 * per device event */
+	cr_assert_gt(n_step, 6000000, "%" PRIu64 " polls poll by poll", n_step);
+	cr_assert_lt(n_skip, 100, "%" PRIu64 " polls with skipping", n_skip);
+}
+
 Test(timing, timeout_0_never_retransmits)
 {
 	static struct trace tr;

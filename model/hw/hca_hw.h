@@ -21,6 +21,9 @@ enum hca_reg {
 };
 #define HCA_BAR0_BYTES 0x200000u
 #define HCA_UAR_PAGE_BYTES 4096u
+/* UAR page n belongs to user context n (ALLOC_UCTX); page 0 to the device owner (uid 0). */
+#define HCA_UAR_PAGES (HCA_REGION_UAR_BYTES / HCA_UAR_PAGE_BYTES)
+#define HCA_PASID_MAX 0xfffffu /* PASIDs are 20 bits (PCIe); 0 is no PASID: the default domain */
 
 #define HCA_DEV_STATUS_READY 0x1u
 #define HCA_DEV_STATUS_INITIALIZED 0x2u
@@ -73,6 +76,7 @@ enum hca_syn_reason {
 	HCA_SYN_ROCE_GRH = 13,  /* detail: 0; RC/UC INIT->RTR on an Ethernet port needs a GRH */
 	HCA_SYN_ENTRY = 14,     /* detail: byte offset of the bad field in hca_cmd_entry itself
 				 * (opcode, token, own, in_addr, out_addr) */
+	HCA_SYN_PRIVILEGED = 15, /* detail: the issuing uid; the command is uid 0's alone */
 };
 #define HCA_SYN(reason, detail) (((uint32_t)(reason) << 24) | ((uint32_t)(detail)&0xffffffu))
 #define HCA_SYN_REASON(s) ((s) >> 24)
@@ -301,6 +305,8 @@ enum hca_uar_reg {
 	HCA_UAR_RQ_DB = 0x08,  /* qpn (23:0) | producer index (47:32): receive WQEs posted */
 	HCA_UAR_SRQ_DB = 0x10, /* srqn (23:0) | producer index (47:32) */
 	HCA_UAR_CQ_DB = 0x18,  /* cqn (23:0) | command (25:24) | consumer index (55:32) */
+	HCA_UAR_CMD_DB = 0x20, /* device address of a 64-byte aligned command entry: the
+				* command runs on behalf of the page's user context (its uid) */
 	HCA_UAR_BF = 0x800,    /* BlueFlame: one write-combined block = the SQ doorbell word (8 B),
 				* 8 reserved bytes, then the WQE just posted (up to
 				* HCA_UAR_BF_WQE_BYTES): a doorbell that brings its WQE along */
