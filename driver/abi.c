@@ -11,9 +11,12 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- rates (IBA 9.7.4 static rate encodings) ---- */
 
@@ -193,11 +196,39 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 
 /* ---- sysfs root and fork support ---- */
 
+/* As rdma-core: SYSFS_PATH (not in a setuid program), cut to IBV_SYSFS_PATH_MAX bytes and
+ * without its trailing slashes, else /sys; read once. rdma-core takes a cut or empty value
+ * silently; here each gets a warning naming the variable. */
+static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;
+static char sysfs_root[IBV_SYSFS_PATH_MAX + 1] = "/sys";
+
+static void sysfs_setup(void)
+{
+	const char *env = getuid() == geteuid() ? getenv("SYSFS_PATH") : NULL;
+	size_t n;
+
+	if (!env)
+		return;
+	n = strnlen(env, IBV_SYSFS_PATH_MAX);
+	if (env[n])
+		fprintf(stderr, "hcasim: SYSFS_PATH: %zu bytes, cut to the first %d (as rdma-core)\n",
+			strlen(env), IBV_SYSFS_PATH_MAX);
+	memcpy(sysfs_root, env, n);
+	while (n > 0 && sysfs_root[n - 1] == '/')
+		n--;
+	sysfs_root[n] = 0;
+	if (!n)
+		fprintf(stderr, "hcasim: SYSFS_PATH: '%.40s' leaves an empty sysfs root (as "
+			"rdma-core)\n", env);
+}
+
 const char *ibv_get_sysfs_path(void)
 {
-	const char *env = getenv("SYSFS_PATH");
+	int saved = errno;
 
-	return env && *env ? env : "/sys";
+	pthread_once(&sysfs_once, sysfs_setup);
+	errno = saved;
+	return sysfs_root;
 }
 
 /* The simulated device reaches host memory through the simulator's own mappings, never

@@ -90,17 +90,35 @@ static int probe_all(void)
 	return 0;
 }
 
+/* A system that cannot boot has no devices. As rdma-core does when a provider cannot set up
+ * its device, the reason goes to stderr (once per reason, HCASIM_VERBOSE or not: a program
+ * that is not hcasim-aware has no other way to show it) and the list is empty; errno keeps
+ * the reason's code, hcasim_last_error() its text. */
+static struct ibv_device **no_devices(int rc, int *num_devices)
+{
+	static char reported[512];
+	const char *why = hcasim_last_error();
+	struct ibv_device **list = calloc(1, sizeof(*list));
+
+	if (strcmp(reported, why)) {
+		fprintf(stderr, "hcasim: no devices: %s\n", why);
+		snprintf(reported, sizeof(reported), "%s", why);
+	}
+	if (num_devices)
+		*num_devices = 0;
+	errno = list ? rc : ENOMEM;
+	return list;
+}
+
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list;
-	int rc = probe_all();
+	int rc;
 
-	if (rc) {
-		errno = rc;
-		if (num_devices)
-			*num_devices = 0;
-		return NULL;
-	}
+	drv_log_setup(); /* rdma-core reads its logging variables here, at its first list */
+	rc = probe_all();
+	if (rc)
+		return no_devices(rc, num_devices);
 	list = calloc((size_t)ndevs + 1, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;

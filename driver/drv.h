@@ -305,6 +305,8 @@ void drv_dbrec_free(struct drv_dev *d, void *rec);
  * memory of mem[0..n) and of every page the pools hold. */
 void drv_dma_release_all(struct drv_dev *d, void *const *mem, unsigned n);
 
+/* Read VERBS_LOG_LEVEL and VERBS_LOG_FILE, once per process, as rdma-core (driver/private.c). */
+void drv_log_setup(void);
 /* Record a message and set errno; returns err (positive) for `return drv_fail(EINVAL, ...)`. */
 int drv_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -7,6 +7,7 @@
 #include "driver/drv.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -299,29 +300,63 @@ int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const cha
 	return -1;
 }
 
-/* Providers' verbs_err/verbs_warn/verbs_debug: printed when level <= VERBS_LOG_LEVEL, to
- * VERBS_LOG_FILE or stderr, as rdma-core does (default level 0: nothing). */
+/* Providers' verbs_err/verbs_warn/verbs_debug, as rdma-core's release build (Debian's) logs
+ * them: VERBS_LOG_LEVEL, read once as strtol reads it (0, the default, logs nothing), and
+ * VERBS_LOG_FILE, opened once for appending; without the file, or if it cannot be opened,
+ * nothing is logged. rdma-core takes a bad value silently; here the value is taken the same
+ * way, with a warning naming the variable and what was made of it. */
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static uint32_t log_level;
+static FILE *log_file;
+
+static void log_setup(void)
+{
+	const char *lv = getenv("VERBS_LOG_LEVEL"), *file = getenv("VERBS_LOG_FILE");
+	char *end;
+
+	if (!lv)
+		return;
+	log_level = (uint32_t)strtol(lv, &end, 0);
+	if (end == lv)
+		fprintf(stderr, "hcasim: VERBS_LOG_LEVEL: '%.40s' is not a number: level 0, nothing "
+			"is logged (as rdma-core)\n", lv);
+	else if (*end)
+		fprintf(stderr, "hcasim: VERBS_LOG_LEVEL: '%.40s': '%.40s' after the number is "
+			"ignored: level %u (as rdma-core)\n", lv, end, log_level);
+	if (!log_level)
+		return;
+	if (!file || !*file) {
+		fprintf(stderr, "hcasim: VERBS_LOG_LEVEL is %u but VERBS_LOG_FILE is %s: nothing is "
+			"logged (as rdma-core's release build)\n", log_level, file ? "empty" : "unset");
+	} else if (!(log_file = fopen(file, "a"))) {
+		fprintf(stderr, "hcasim: VERBS_LOG_FILE: cannot open '%.200s': %s: nothing is "
+			"logged (as rdma-core)\n", file, strerror(errno));
+	}
+	if (!log_file)
+		log_level = 0;
+}
+
+void drv_log_setup(void)
+{
+	int saved = errno;
+
+	pthread_once(&log_once, log_setup);
+	errno = saved;
+}
+
 void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...);
 void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
 {
-	const char *env = getenv("VERBS_LOG_LEVEL");
-	const char *file = getenv("VERBS_LOG_FILE");
 	int saved = errno;
-	FILE *f = stderr;
 	va_list ap;
 
-	if (!env || level > strtoul(env, NULL, 0))
+	drv_log_setup();
+	if (level > log_level)
 		return;
-	if (file && *file) {
-		f = fopen(file, "a");
-		if (!f)
-			f = stderr;
-	}
 	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
+	vfprintf(log_file, fmt, ap);
 	va_end(ap);
-	if (f != stderr)
-		fclose(f);
+	fflush(log_file); /* a provider's last words must reach the file if the program dies */
 	errno = saved;
 }
 

@@ -2,6 +2,7 @@
  * the libhcasim control API of sim/hcasim.h. */
 #include "model/port.h"
 #include "model/waves.h"
+#include "sim/env.h"
 #include "sim/error.h"
 #include "sim/hcasim.h"
 #include "sim/link.h"
@@ -331,17 +332,23 @@ int hcasim_link_fault_counts(int link, int side, uint64_t out[5])
 
 int hcasim_pcap(const char *prefix)
 {
-	char path[512];
+	char path[SIM_ENV_PATH_MAX + 1];
 	int rc;
 
 	if (!sys.booted)
 		return sim_error(-EINVAL, "hcasim_pcap: the system is not booted");
+	/* room for the longest suffix, ".hcaNN.loopback.pcap": a name is never cut short */
+	if (prefix && sim_env_path_len("hcasim_pcap: the prefix", prefix, SIM_ENV_PATH_MAX - 32))
+		return -ENAMETOOLONG;
 	for (int i = 0; i < sys.nlinks; i++) {
 		if (prefix && *prefix)
 			snprintf(path, sizeof(path), "%s.link%d.pcap", prefix, i);
 		rc = sim_link_pcap(sys.links[i], prefix && *prefix ? path : NULL);
+		if (rc && prefix && *prefix)
+			return sim_error(rc, "hcasim_pcap: cannot create '%s': %s", path, strerror(-rc));
 		if (rc)
-			return rc;
+			return sim_error(rc, "hcasim_pcap: closing the capture of link %d: %s", i,
+					 strerror(-rc));
 	}
 	/* Each HCA's internal loopback (docs/loopback.md), created at its first frame. */
 	for (int i = 0; i < sys.ndevs; i++) {
@@ -364,11 +371,14 @@ static int cfg_prepare(void)
 	if (sys.cfg_ready)
 		return 0;
 	sim_config_defaults(&sys.cfg);
-	path = getenv("HCASIM_CONFIG");
-	if (path && *path) {
-		rc = sim_config_load(&sys.cfg, path);
+	path = sim_env("HCASIM_CONFIG");
+	if (path) {
+		rc = sim_env_path_len("HCASIM_CONFIG", path, SIM_ENV_PATH_MAX);
 		if (rc)
 			return rc;
+		rc = sim_config_load(&sys.cfg, path);
+		if (rc)
+			return sim_error_prefix(rc, "HCASIM_CONFIG");
 	}
 	sys.cfg_ready = true;
 	return 0;
@@ -422,19 +432,20 @@ void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), v
 }
 
 /* HCASIM_IMPL = "block=mode[,block=mode...]" (block a name of model/twin.def or all; mode
- * model, rtl or lockstep) over the impl.* settings. Checked whole before any is applied. */
+ * model, rtl or lockstep) over the impl.* settings. Checked whole before any is applied; the
+ * message names the bad item (an empty one too). */
 static int impl_from_env(const char *spec)
 {
 	unsigned want[HM_TWIN_COUNT];
-	char buf[256], names[128] = "", *save = NULL;
+	char buf[256], names[128] = "", *rest = buf, *tok;
 
-	if (!spec || !*spec)
+	if (!spec)
 		return 0;
 	if (strlen(spec) >= sizeof(buf))
 		return sim_error(-EINVAL, "HCASIM_IMPL: longer than %zu characters", sizeof(buf) - 1);
 	hm_twin_modes(&sys.cfg, want);
 	strcpy(buf, spec);
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while ((tok = strsep(&rest, ","))) {
 		char *eq = strchr(tok, '=');
 		int b = -1, m = -1;
 
@@ -442,15 +453,16 @@ static int impl_from_env(const char *spec)
 			*eq = 0;
 			b = strcmp(tok, "all") ? hm_twin_find(tok) : HM_TWIN_COUNT;
 			m = hm_impl_find(eq + 1);
+			*eq = '=';
 		}
 		if (b < 0 || m < 0) {
 			for (int i = 0; i < HM_TWIN_COUNT; i++)
 				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s, ",
 					 hm_twin_name((enum hm_twin)i));
 			names[strlen(names) - 2] = 0;
-			return sim_error(-EINVAL, "HCASIM_IMPL: '%s': expected BLOCK=MODE with BLOCK "
-					 "%s or all and MODE model, rtl or lockstep",
-					 spec, names);
+			return sim_error(-EINVAL, "HCASIM_IMPL: item '%s' of '%s': expected BLOCK=MODE "
+					 "with BLOCK %s or all and MODE model, rtl or lockstep",
+					 tok, spec, names);
 		}
 		for (int i = 0; i < HM_TWIN_COUNT; i++)
 			if (b == HM_TWIN_COUNT || b == i)
@@ -523,26 +535,46 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
+/* WAVES, checked before anything is built: unset, empty or 0 (no dump), 1 (model.vcd in the
+ * directory of sim_waves_env_dir(), which must be one that can be written) or a path ending
+ * in .vcd (a misspelt 1 must not become a file of that name). */
+static int waves_env_check(void)
+{
+	const char *env = sim_env("WAVES"), *var = sim_waves_env_dir_var();
+	size_t n;
+
+	if (!env || !strcmp(env, "0"))
+		return 0;
+	if (!strcmp(env, "1"))
+		return sim_env_dir_writable(var ? var : "WAVES", sim_waves_env_dir());
+	n = strlen(env);
+	if (n < 5 || strcmp(env + n - 4, ".vcd"))
+		return sim_error(-EINVAL, "WAVES: '%.40s%s' is not 0, 1 or a path ending in .vcd",
+				 env, n > 40 ? "..." : "");
+	return sim_env_path_len("WAVES", env, SIM_ENV_PATH_MAX);
+}
+
 /* At boot: hcasim_waves()'s path, else WAVES=1 (HCASIM_WAVES_DIR or build/waves, model.vcd;
  * model.<n>.vcd for the n-th boot of the process) or WAVES=<path>. */
 static int waves_at_boot(void)
 {
-	const char *env = getenv("WAVES");
-	char path[4096];
+	const char *env = sim_env("WAVES"), *var = sim_waves_env_dir_var();
+	char path[SIM_ENV_PATH_MAX + 32];
 	int rc;
 
 	if (waves_pending) {
 		snprintf(path, sizeof(path), "%s", waves_pending);
 		free(waves_pending);
 		waves_pending = NULL;
-	} else if (!env || !*env || !strcmp(env, "0")) {
+		return waves_begin(path);
+	} else if (!env || !strcmp(env, "0")) {
 		return 0;
 	} else if (!strcmp(env, "1")) {
 		const char *dir = sim_waves_env_dir();
 
 		rc = make_dirs(dir);
 		if (rc)
-			return rc;
+			return sim_error_prefix(rc, var ? var : "WAVES");
 		if (waves_boots++)
 			snprintf(path, sizeof(path), "%s/model.%u.vcd", dir, waves_boots);
 		else
@@ -551,13 +583,7 @@ static int waves_at_boot(void)
 		snprintf(path, sizeof(path), "%s", env);
 	}
 	rc = waves_begin(path);
-	if (rc) {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s", sim_last_error());
-		return sim_error(rc, "WAVES: %s", why);
-	}
-	return 0;
+	return rc ? sim_error_prefix(rc, "WAVES") : 0;
 }
 
 int hcasim_waves(const char *path)
@@ -575,27 +601,59 @@ int hcasim_waves(const char *path)
 	return waves_begin(path);
 }
 
+/* The environment's settings of this boot, each checked before anything is built: a bad
+ * value refuses the boot with a message naming the variable (docs/config.md). */
+static int boot_env(void)
+{
+	const char *cats = getenv("HCASIM_TRACE"), *tfile = sim_env("HCASIM_TRACE_FILE");
+	const char *pcap = sim_env("HCASIM_PCAP"), *ctrs = sim_env("HCASIM_COUNTERS_DIR");
+	const char *bug = sim_env("HCASIM_RTL_BUG");
+	int rc;
+
+	if (cats && (rc = sim_trace_select(cats)))
+		return sim_error_prefix(rc, "HCASIM_TRACE");
+	if (tfile && (rc = sim_env_path_len("HCASIM_TRACE_FILE", tfile, SIM_ENV_PATH_MAX)))
+		return rc;
+	if (tfile && (rc = sim_trace_open(tfile)))
+		return sim_error_prefix(rc, "HCASIM_TRACE_FILE");
+	rc = impl_from_env(sim_env("HCASIM_IMPL"));
+	/* a test hook of sim/vl/cqe.cpp (docs/rtl.md), checked here before a block is made */
+	if (!rc && bug && strcmp(bug, "none") && strcmp(bug, "cqe"))
+		rc = sim_error(-EINVAL, "HCASIM_RTL_BUG: '%.40s' is not none or cqe (the only RTL "
+			       "built with a test bug)", bug);
+	if (!rc && pcap)
+		rc = sim_env_path_len("HCASIM_PCAP", pcap, SIM_ENV_PATH_MAX - 32);
+	if (!rc)
+		rc = waves_env_check();
+	if (!rc && ctrs)
+		rc = sim_env_dir_writable("HCASIM_COUNTERS_DIR", ctrs);
+	else if (!rc && *sys.cfg.counters_dir)
+		rc = sim_env_dir_writable("config key 'counters.dump_dir'", sys.cfg.counters_dir);
+	return rc;
+}
+
+/* The files a boot starts writing: captures (HCASIM_PCAP, else link.pcap) and waves. */
+static int boot_outputs(void)
+{
+	const char *pcap = sim_env("HCASIM_PCAP");
+	int rc;
+
+	if (pcap && (rc = hcasim_pcap(pcap)))
+		return sim_error_prefix(rc, "HCASIM_PCAP");
+	if (!pcap && *sys.cfg.pcap_prefix && (rc = hcasim_pcap(sys.cfg.pcap_prefix)))
+		return sim_error_prefix(rc, "config key 'link.pcap'");
+	return waves_at_boot();
+}
+
 int hcasim_boot(void)
 {
-	const char *cats = getenv("HCASIM_TRACE"), *tfile = getenv("HCASIM_TRACE_FILE");
 	int rc;
 
 	if (sys.booted)
 		return 0;
 	rc = cfg_prepare();
-	if (rc)
-		return rc;
-	if (cats) {
-		rc = sim_trace_select(cats);
-		if (rc)
-			return rc;
-	}
-	if (tfile && *tfile) {
-		rc = sim_trace_open(tfile);
-		if (rc)
-			return rc;
-	}
-	rc = impl_from_env(getenv("HCASIM_IMPL"));
+	if (!rc)
+		rc = boot_env();
 	if (rc)
 		return rc;
 	{
@@ -623,20 +681,15 @@ int hcasim_boot(void)
 	make_links();
 	link_down_windows(sys.cfg.fault_link_down, sys.nlinks, true);
 	sys.booted = true;
-	{
-		const char *pcap = getenv("HCASIM_PCAP");
+	rc = boot_outputs();
+	if (rc) {
+		/* A boot that fails leaves nothing booted: the next one starts afresh. */
+		char why[512];
 
-		if (!pcap || !*pcap)
-			pcap = sys.cfg.pcap_prefix;
-		if (*pcap) {
-			rc = hcasim_pcap(pcap);
-			if (rc)
-				return rc;
-		}
+		snprintf(why, sizeof(why), "%s", sim_last_error());
+		hcasim_shutdown();
+		return sim_error_quiet(rc, "%s", why);
 	}
-	rc = waves_at_boot();
-	if (rc)
-		return rc;
 	trace_kernel_boot(-1, sys.cfg.hosts, sys.cfg.ports,
 			  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib", sys.cfg.seed);
 	return 0;
@@ -653,9 +706,9 @@ void hcasim_shutdown(void)
 		return;
 	trace_kernel_shutdown(-1, sim_events_executed(sys.k));
 	{
-		const char *dir = getenv("HCASIM_COUNTERS_DIR");
+		const char *dir = sim_env("HCASIM_COUNTERS_DIR");
 
-		if (!dir || !*dir)
+		if (!dir)
 			dir = sys.cfg.counters_dir;
 		/* Shutdown cannot fail: a dump that fails says so on stderr. */
 		if (*dir && hcasim_counters_dump(dir))

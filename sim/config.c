@@ -170,7 +170,16 @@ struct load_ctx {
 	const char *path;      /* for messages */
 	struct sim_textfile f; /* the file, read whole; f.line is the line being parsed */
 	int err;               /* first error */
+	unsigned errline;      /* its line */
+	unsigned seen[CFG_COUNT]; /* the line that set each key of cfg_table, 0 if none yet */
 };
+
+/* Record the first error of a file, at the line being parsed. */
+static void load_fail(struct load_ctx *lc, int err)
+{
+	lc->err = err;
+	lc->errline = lc->f.line;
+}
 
 static int cfg_ini_line(void *user, const char *section, const char *name, const char *value)
 {
@@ -181,8 +190,8 @@ static int cfg_ini_line(void *user, const char *section, const char *name, const
 	if (lc->err)
 		return 0;
 	if (!*section) {
-		lc->err = sim_error(-EINVAL, "config file '%s':%u: key '%s' outside any [section]",
-				    lc->path, lc->f.line, name);
+		load_fail(lc, sim_error(-EINVAL, "config file '%s':%u: key '%s' outside any "
+					"[section]", lc->path, lc->f.line, name));
 		return 0;
 	}
 	snprintf(key, sizeof(key), "%s.%s", section, name);
@@ -191,8 +200,20 @@ static int cfg_ini_line(void *user, const char *section, const char *name, const
 		char msg[512];
 
 		snprintf(msg, sizeof(msg), "%s", sim_last_error());
-		lc->err = sim_error(rc, "config file '%s':%u: %s", lc->path, lc->f.line, msg);
+		load_fail(lc, sim_error(rc, "config file '%s':%u: %s", lc->path, lc->f.line, msg));
 		return 0;
+	}
+	/* A key set twice is a mistake either way round: neither value is silently dropped. */
+	{
+		size_t i = (size_t)(cfg_find(key) - cfg_table);
+
+		if (lc->seen[i]) {
+			load_fail(lc, sim_error(-EINVAL, "config file '%s':%u: config key '%s': given "
+						"twice (first on line %u)", lc->path, lc->f.line,
+						key, lc->seen[i]));
+			return 0;
+		}
+		lc->seen[i] = lc->f.line;
 	}
 	return 1;
 }
@@ -208,10 +229,14 @@ int sim_config_load(struct sim_config *c, const char *path)
 	if (rc)
 		return rc;
 	line = ini_parse_stream(sim_textfile_gets, &lc.f, cfg_ini_line, &lc);
-	if (!lc.err && lc.f.toolong && (!line || (unsigned)line >= lc.f.toolong))
+	/* The first fault of the file is the one told: libinih goes on past a syntax error, so
+	 * a later line may have raised lc.err already (an unclosed [section] puts the keys after
+	 * it outside any). A line too long is told at its own line, whatever was made of it. */
+	if (lc.f.toolong && (!line || (unsigned)line >= lc.f.toolong) &&
+	    (!lc.err || lc.f.toolong <= lc.errline))
 		lc.err = sim_error(-EINVAL, "config file '%s':%u: line longer than %zu characters",
 				   path, lc.f.toolong, lc.f.maxline - 1);
-	else if (!lc.err && line)
+	else if (line && (!lc.err || (unsigned)line < lc.errline))
 		lc.err = sim_error(-EINVAL, "config file '%s':%d: syntax error (expected [section], "
 				   "key = value, or a comment)", path, line);
 	sim_textfile_free(&lc.f);

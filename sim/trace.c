@@ -169,27 +169,37 @@ int sim_trace_internal(const char *categories, sim_trace_sink fn, void *arg)
 	return 0;
 }
 
+static char *trace_path; /* the file trace_out writes, for the message if writing fails */
+
 int sim_trace_open(const char *path)
 {
 	FILE *f = stderr;
+	char *name = NULL;
 
 	if (path && *path) {
 		f = fopen(path, "w");
 		if (!f)
 			return sim_error(-errno, "trace file '%s': %s", path, strerror(errno));
+		name = strdup(path);
 	}
 	sim_trace_close();
 	trace_out = f;
+	trace_path = name;
 	return 0;
 }
 
 void sim_trace_close(void)
 {
-	if (trace_out && trace_out != stderr)
-		fclose(trace_out);
-	else if (trace_out)
+	/* A file that could be opened but not written (a full disk, /dev/full) must not lose
+	 * the trace unnoticed: closing cannot fail, so it says so on stderr. */
+	if (trace_out && trace_out != stderr && (ferror(trace_out) | fclose(trace_out)))
+		fprintf(stderr, "hcasim: trace file '%s': writing failed: %s\n",
+			trace_path ? trace_path : "?", strerror(errno));
+	else if (trace_out == stderr)
 		fflush(trace_out);
 	trace_out = NULL;
+	free(trace_path);
+	trace_path = NULL;
 }
 
 void sim_trace_set_dev_clock(int dev, uint64_t period_ps)

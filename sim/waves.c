@@ -420,11 +420,19 @@ int sim_waves_close(void)
 	return rc;
 }
 
-const char *sim_waves_env_dir(void)
+const char *sim_waves_env_dir_var(void)
 {
 	const char *dir = getenv("HCASIM_WAVES_DIR");
 
-	if (!dir || !*dir)
-		dir = getenv("WAVES_DIR"); /* the older name */
-	return dir && *dir ? dir : "build/waves";
+	if (dir && *dir)
+		return "HCASIM_WAVES_DIR";
+	dir = getenv("WAVES_DIR"); /* the older name */
+	return dir && *dir ? "WAVES_DIR" : NULL;
+}
+
+const char *sim_waves_env_dir(void)
+{
+	const char *var = sim_waves_env_dir_var();
+
+	return var ? getenv(var) : "build/waves";
 }

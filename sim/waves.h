@@ -30,6 +30,8 @@ const char *sim_waves_path(void); /* the open dump, or NULL */
 /* Where WAVES=1 puts the dumps (the VCD and the RTL blocks' FSTs, model/system.c):
  * HCASIM_WAVES_DIR, else WAVES_DIR (the older name), else build/waves. */
 const char *sim_waves_env_dir(void);
+/* The variable that dir came from ("HCASIM_WAVES_DIR" or "WAVES_DIR"), or NULL (the default). */
+const char *sim_waves_env_dir_var(void);
 
 /* The variable called name (dotted: scopes then the signal), width 1..64 bits; created on
  * first use, the same handle afterwards (the width of the first call stays). NULL when no

@@ -170,13 +170,48 @@ Test(config, only_bounded_regular_text_files_are_read)
 	cr_assert_str_eq(buf, "1", "a refused file applied its seed");
 }
 
-/* The same at boot through HCASIM_CONFIG: the device list fails with the reason. */
-Test(config, environment_file_that_is_not_a_regular_file_fails_the_device_list)
+/* The device list of a system that cannot boot: empty, errno and the message the reason. */
+static void expect_no_devices(int err, const char *why)
+{
+	struct ibv_device **l;
+	int n = -1;
+
+	l = ibv_get_device_list(&n);
+	cr_assert_not_null(l, "no list: %s", strerror(errno));
+	cr_assert_eq(errno, err, "errno %d, not %d", errno, err);
+	cr_assert_eq(n, 0);
+	cr_assert_null(l[0]);
+	ibv_free_device_list(l);
+	cr_assert(strstr(hcasim_last_error(), why), "no '%s' in '%s'", why, hcasim_last_error());
+}
+
+/* The same at boot through HCASIM_CONFIG: no devices, and the reason names the variable. */
+Test(config, environment_file_that_is_not_a_regular_file_leaves_no_devices)
 {
 	setenv("HCASIM_CONFIG", "/dev/zero", 1);
-	cr_assert_null(ibv_get_device_list(NULL));
-	cr_assert_eq(errno, EINVAL);
-	cr_assert(strstr(hcasim_last_error(), "not a regular file"), "%s", hcasim_last_error());
+	expect_no_devices(EINVAL, "HCASIM_CONFIG: config file '/dev/zero': not a regular file");
+}
+
+/* A key given twice in a file used to be taken silently (the last one won): refused, naming
+ * both lines. An unclosed [section] is told at its own line, not at the keys after it. */
+Test(config, a_key_given_twice_and_an_unclosed_section_are_told_at_their_line)
+{
+	char path[] = "/tmp/hcasim-cfg-XXXXXX", want[160], buf[32];
+
+	write_file(path, "[sim]\nhosts = 3\n[link]\nspeed = hdr\n[sim]\n  hosts = 4\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "config file '%s':6: config key 'sim.hosts': given twice "
+		 "(first on line 2)", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	strcpy(path, "/tmp/hcasim-cfg-XXXXXX");
+	write_file(path, "; hosts\n[sim\nhosts = 3\n");
+	cr_assert_eq(hcasim_config_load(path), -EINVAL);
+	snprintf(want, sizeof(want), "config file '%s':2: syntax error", path);
+	cr_assert(strstr(hcasim_last_error(), want), "%s", hcasim_last_error());
+	unlink(path);
+	hcasim_config_get("sim.hosts", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2", "a refused file changed sim.hosts");
 }
 
 Test(config, key_outside_a_section_is_an_error)
@@ -204,15 +239,15 @@ Test(config, environment_file_is_read_at_boot)
 	unlink(path);
 }
 
-Test(config, bad_environment_file_fails_the_device_list_with_the_reason)
+Test(config, bad_environment_file_leaves_no_devices_with_the_reason)
 {
-	char path[] = "/tmp/hcasim-cfg-XXXXXX";
+	char path[] = "/tmp/hcasim-cfg-XXXXXX", want[128];
 
 	write_file(path, "[sim]\nhosts = many\n");
 	setenv("HCASIM_CONFIG", path, 1);
-	cr_assert_null(ibv_get_device_list(NULL));
-	cr_assert_eq(errno, EINVAL);
-	cr_assert(strstr(hcasim_last_error(), "sim.hosts"), "%s", hcasim_last_error());
+	snprintf(want, sizeof(want), "HCASIM_CONFIG: config file '%s':2: config key 'sim.hosts'",
+		 path);
+	expect_no_devices(EINVAL, want);
 	unlink(path);
 }
 

@@ -89,6 +89,18 @@ static void update(const char *name, const char *gdir, const char *dir)
 
 /* Run argv as tb_run_traced does (HCASIM_IMPL=all=model, HCASIM_TRACE='*', HCASIM_PCAP=cap)
  * in tmpdir/name, then compare its trace and captures with testbench/golden/name/. */
+/* HCASIM_GOLDEN_UPDATE=1 (make golden) rewrites the golden files instead of comparing; unset,
+ * empty or 0 compares. Any other value fails naming it: a misspelt 0 must not rewrite them. */
+static bool golden_update(void)
+{
+	const char *env = getenv("HCASIM_GOLDEN_UPDATE");
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return false;
+	cr_assert_str_eq(env, "1", "HCASIM_GOLDEN_UPDATE: '%s' is not 0 or 1", env);
+	return true;
+}
+
 static void check(const char *name, char *const argv[])
 {
 	char dir[512], gdir[512], a[700], b[700];
@@ -98,7 +110,7 @@ static void check(const char *name, char *const argv[])
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
 	snprintf(gdir, sizeof(gdir), "%s/%s", GOLDEN, name);
 	cr_assert_eq(tb_run_traced(dir, argv, "all=model", "cap"), 0, "%s failed", name);
-	if (getenv("HCASIM_GOLDEN_UPDATE")) {
+	if (golden_update()) {
 		update(name, gdir, dir);
 		return;
 	}

@@ -359,6 +359,7 @@ Test(scenario, a_malformed_file_exits_2_naming_line_and_key_without_running)
 	    {"this is not a key\n", 10, "syntax error"},
 	    {"[fault f]\nfrom = a\ndrop_ppm = 5\nat = 2ms\nuntil = 1ms\n", 14,
 	     "[fault f] until: not after at"},
+	    {"[qp c\nhost = 0\n", 10, "syntax error: a section header without its ']'"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 1; i++) {

@@ -542,6 +542,18 @@ struct soak_result {
 	uint64_t msgs, delivered, retries, gaps, timeouts, rnr, exhausted, rnr_exh, legit;
 };
 
+/* SOAK: unset, empty or 0 (the short mix), or 1 (every combination); any other value fails
+ * the suite naming it, so that a misspelt 1 does not pass for the long run. */
+static bool soak_full(void)
+{
+	const char *env = getenv("SOAK");
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return false;
+	cr_assert_str_eq(env, "1", "SOAK: '%s' is not 0 or 1", env);
+	return true;
+}
+
 static void run(const struct run_cfg *c, struct soak_result *sum)
 {
 	struct soak s;
@@ -617,7 +629,7 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 	AGREE(1, "rq_num_dup", orc.dups);
 	AGREE(1, "rq_num_rnr", orc.rnr_naks_sent);
 #undef AGREE
-	if (getenv("SOAK")) /* one line per run; the default prints the totals only */
+	if (soak_full() || getenv("SOAK_RUN")) /* one line per run; else the totals only */
 		printf("soak: %-6s loss %2u%% mtu %4u %-4s %u QP%s seed %u retry_cnt %u rnr_retry %u%s: "
 	       "%4" PRIu64 " of %4u completed, %4" PRIu64 " retries (%" PRIu64 " timeouts, %" PRIu64
 	       " response gaps), %3" PRIu64 " RNR NAKs, %" PRIu64 " exhausted, %" PRIu64
@@ -647,10 +659,18 @@ static void run(const struct run_cfg *c, struct soak_result *sum)
 static bool selected(const struct run_cfg *c)
 {
 	const char *only = getenv("SOAK_RUN");
-	char want[64];
+	char want[64], ll[8];
+	unsigned v[4];
+	int end = 0;
 
 	if (!only)
 		return true;
+	/* a run that cannot exist would select nothing, and the suite would pass having run
+	 * nothing: the form is checked */
+	cr_assert(sscanf(only, "%u:%u:%u:%7[a-z]:%u%n", &v[0], &v[1], &v[2], ll, &v[3], &end) == 5 &&
+		  !only[end] && (!strcmp(ll, "ib") || !strcmp(ll, "roce")),
+		  "SOAK_RUN: '%s' is not seed:loss:mtu:ib|roce:qps (as a failure names the run)",
+		  only);
 	snprintf(want, sizeof(want), "%u:%u:%u:%s:%u", c->seed, c->loss_pct, c->mtu,
 		 c->roce ? "roce" : "ib", c->nqp);
 	return !strcmp(only, want);
@@ -712,8 +732,7 @@ static void report(enum mix mix, const unsigned *losses, struct soak_result sum[
 static void soak_mix(enum mix mix)
 {
 	static const unsigned losses[] = { 1, 5, 10, 15 }, mtus[] = { 256, 1024, 4096 };
-	const char *env = getenv("SOAK");
-	bool full = env && !strcmp(env, "1");
+	bool full = soak_full();
 	struct soak_result sum[4][2] = { { { 0 } } };
 
 	for (unsigned seed = 1; seed <= 3; seed++) {

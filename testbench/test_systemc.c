@@ -141,3 +141,18 @@ Test(systemc, model_matches_c_kernel)
 {
 	compare("all=model", 0);
 }
+
+/* No Verilated SystemC block is built with a test bug: HCASIM_RTL_BUG is refused by name
+ * before any block is made (it used to be an assert). */
+Test(systemc, rtl_bug_is_refused_with_a_message)
+{
+	char cmd[512], *out;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "cd %s && %s HCASIM_RTL_BUG=cqe %s 2>&1; echo \"exit=$?\"", tmpdir,
+		 tb_san_env(), SC_BIN);
+	out = tb_run_cmd(cmd, &st);
+	cr_assert(strstr(out, "hcasim-sc: HCASIM_RTL_BUG: 'cqe': hcasim-sc has no RTL built with a "
+			 "test bug") && strstr(out, "exit=1\n"), "%s", out);
+	free(out);
+}

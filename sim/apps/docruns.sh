@@ -15,7 +15,8 @@ W=$HCASIM_DOC_WORK
 # The docs quote the defaults: nothing in the caller's environment changes a run (make test
 # IMPL=rtl, a trace or a capture left on in the shell).
 unset HCASIM_CONFIG HCASIM_TRACE HCASIM_TRACE_FILE HCASIM_PCAP HCASIM_IMPL HCASIM_VERBOSE \
-	HCASIM_WAVES_DIR WAVES WAVES_DIR HCASIM_COUNTERS_DIR HCASIM_RTL_BUG HCASIM_GOLDEN_UPDATE
+	HCASIM_WAVES_DIR WAVES WAVES_DIR HCASIM_COUNTERS_DIR HCASIM_RTL_BUG HCASIM_GOLDEN_UPDATE \
+	VERBS_LOG_LEVEL VERBS_LOG_FILE SYSFS_PATH
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 # A sanitized build (make test SAN=1): programs compiled here are sanitized too, and Debian's
 # binaries preload the ASan runtime, as the test suites do. Leaks are the suites' business: the
@@ -215,6 +216,15 @@ r_devinfo() {
 		'^\thca_core_clock:' '^\t\tport:\t1' '^\t\t\tstate:' '^\t\t\tmax_mtu:' \
 		'^\t\t\tactive_mtu:' '^\t\t\tsm_lid:' '^\t\t\tport_lid:' '^\t\t\tactive_width:' \
 		'^\t\t\tactive_speed:' '^\t\t\tphys_state:' '^\t\t\tGID\[  0\]:' <"$W/devinfo.out"
+}
+
+# ---- a boot that fails under an unmodified program: its stderr and exit status (config.md)
+r_env_devinfo() {
+	# shellcheck disable=SC2086
+	once env_devinfo clean $SANENV LD_LIBRARY_PATH="$B/lib" HCASIM_IMPL=sched=fast ibv_devinfo
+	ok env_devinfo 255
+	cat "$W/env_devinfo.err"
+	echo "exit status $(status env_devinfo)"
 }
 
 # ---- the README's program

@@ -417,6 +417,12 @@ int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
 	struct side s[NDEV];
 	int n;
 
+	/* Booted here, so that a boot failure is told once, by this program (the device list of
+	 * a system that cannot boot is empty, and the driver would tell it too). */
+	if (hcasim_boot()) {
+		fprintf(stderr, "boot: %s\n", hcasim_last_error());
+		return 1;
+	}
 	list = ibv_get_device_list(&n);
 	if (!list) {
 		fprintf(stderr, "ibv_get_device_list: %s\n", hcasim_last_error());

@@ -729,7 +729,9 @@ int main(int argc, char **argv)
 			goto err_free;
 		}
 	scn_tl_start(s);
-	r->list = ibv_get_device_list(&r->ndev);
+	/* Booted first, so that a boot failure is told once, here (the driver tells it too when
+	 * the device list is what boots). */
+	r->list = hcasim_boot() ? NULL : ibv_get_device_list(&r->ndev);
 	if (!r->list) {
 		fprintf(stderr, "%s: boot failed: %s\n", path, hcasim_last_error());
 		goto err_teardown;

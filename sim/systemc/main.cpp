@@ -110,6 +110,15 @@ int sc_main(int argc, char **argv)
 		}
 		ndevs = std::atoi(buf);
 	}
+	/* The Verilated SystemC blocks have no variant built with a test bug (docs/systemc.md):
+	 * refused here, before a block is made. */
+	const char *bug = getenv("HCASIM_RTL_BUG");
+
+	if (bug && *bug && std::strcmp(bug, "none")) {
+		std::fprintf(stderr, "hcasim-sc: HCASIM_RTL_BUG: '%.40s': hcasim-sc has no RTL built "
+			     "with a test bug (none is the only value)\n", bug);
+		return 1;
+	}
 	setenv("HCASIM_IMPL", "all=rtl", 0);
 	sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
 	/* stdout is the workload's report, as hcasim-run prints it: no "stopped by user" there. */

@@ -120,6 +120,10 @@ void bs_open(struct bsys *s, const char *const *cfg, size_t buf_bytes, int cqe)
 	for (; cfg && cfg[0]; cfg += 2)
 		if (hcasim_config_set(cfg[0], cfg[1]))
 			bs_die("hcasim_config_set %s=%s", cfg[0], cfg[1]);
+	/* booted here, so that a boot failure is told once, by bs_die (the driver tells it too
+	 * when the device list is what boots) */
+	if (hcasim_boot())
+		bs_die("boot");
 	s->list = ibv_get_device_list(&n);
 	if (!s->list || n < 2)
 		bs_die("ibv_get_device_list: need 2 HCAs");

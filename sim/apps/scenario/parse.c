@@ -271,6 +271,10 @@ static char *reader(char *str, int num, void *stream)
 		fail(c, c->tf.line, "line longer than %d characters", num - 3);
 	for (p = r; *p == ' ' || *p == '\t'; p++)
 		;
+	/* libinih goes on past an unclosed header, and the keys under it would be told as
+	 * outside any section: the header is the first fault, told at its own line. */
+	if (*p == '[' && !strchr(p, ']'))
+		fail(c, c->tf.line, "syntax error: a section header without its ']'");
 	if (*p == '[' && c->nhdr < MAX_HEADERS) {
 		const char *e = strchr(p, ']');
 		size_t l = e ? (size_t)(e - p - 1) : 0;
