@@ -79,7 +79,7 @@ struct hm_wires {
 	void (*qp_flush)(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
 	/* port -> rx: a frame off a link, or turned around inside the HCA, arrives (hm_rx_frame) */
 	void (*rx_frame)(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len,
-			 bool fcs_ok, bool loopback);
+			 bool fcs_ok, bool loopback, bool crc_pending);
 };
 
 struct hm_dev {

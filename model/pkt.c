@@ -464,7 +464,8 @@ static void put_ib_l2(uint8_t *buf, const struct hm_pkt *p, size_t len, size_t l
 	}
 }
 
-size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf, size_t cap)
+size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
+			     size_t cap)
 {
 	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
 	size_t l2, len, off;
@@ -504,11 +505,25 @@ size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
 	if (p->paylen)
 		memcpy(buf + off, p->payload, p->paylen);
 	off += p->paylen;
-	memset(buf + off, 0, pad);
-	off += pad;
-	put_le(buf + off, hm_pkt_icrc(ll, buf, len), HM_ICRC_BYTES);
+	memset(buf + off, 0, pad + (ll == HM_LL_IB ? IB_TRAILER : HM_ICRC_BYTES));
+	return len;
+}
+
+void hm_pkt_seal(enum hm_link_layer ll, uint8_t *buf, size_t len)
+{
+	size_t trailer = ll == HM_LL_IB ? IB_TRAILER : HM_ICRC_BYTES;
+
+	put_le(buf + len - trailer, hm_pkt_icrc(ll, buf, len), HM_ICRC_BYTES);
 	if (ll == HM_LL_IB)
 		put_le(buf + len - HM_VCRC_BYTES, hm_pkt_vcrc(buf, len), HM_VCRC_BYTES);
+}
+
+size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf, size_t cap)
+{
+	size_t len = hm_pkt_build_unsealed(ll, p, buf, cap);
+
+	if (len)
+		hm_pkt_seal(ll, buf, len);
 	return len;
 }
 
@@ -520,8 +535,9 @@ size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
  * not the packet its own headers describe is -EPROTO; a frame that is, but whose bits changed,
  * is -EBADMSG. A flipped bit in a length or type field therefore reads as -EPROTO. */
 
-/* Returns the offset of the BTH, or -EPROTO / -EBADMSG. */
-static int check_ib(const uint8_t *f, size_t len)
+/* Returns the offset of the BTH, or -EPROTO / -EBADMSG (crc: whether to check the CRCs at
+ * all; a frame whose CRCs are known good skips them). */
+static int check_ib(const uint8_t *f, size_t len, bool crc)
 {
 	uint8_t lnh;
 
@@ -529,7 +545,7 @@ static int check_ib(const uint8_t *f, size_t len)
 		return -EPROTO;
 	if ((size_t)(get16(f + 4) & 0x7ff) * 4 != len - HM_VCRC_BYTES)
 		return -EPROTO; /* PktLen against the received length (IBA 7.7) */
-	if (hm_pkt_vcrc(f, len) != get_le(f + len - HM_VCRC_BYTES, HM_VCRC_BYTES))
+	if (crc && hm_pkt_vcrc(f, len) != get_le(f + len - HM_VCRC_BYTES, HM_VCRC_BYTES))
 		return -EBADMSG;
 	if ((f[0] & 0x0f) != 0)
 		return -EPROTO; /* LVer 0 only (IBA 7.7) */
@@ -546,12 +562,12 @@ static int check_ib(const uint8_t *f, size_t len)
 	} else if (lnh != LRH_LNH_LOCAL) {
 		return -EPROTO; /* raw packets carry no BTH */
 	}
-	if (hm_pkt_icrc(HM_LL_IB, f, len) != get_le(f + len - IB_TRAILER, HM_ICRC_BYTES))
+	if (crc && hm_pkt_icrc(HM_LL_IB, f, len) != get_le(f + len - IB_TRAILER, HM_ICRC_BYTES))
 		return -EBADMSG;
 	return HM_LRH_BYTES + (lnh == LRH_LNH_GLOBAL ? HM_GRH_BYTES : 0);
 }
 
-static int check_roce(const uint8_t *f, size_t len)
+static int check_roce(const uint8_t *f, size_t len, bool crc)
 {
 	const uint8_t *ip = f + HM_ETH_BYTES, *udp = ip + HM_IPV4_BYTES;
 
@@ -565,7 +581,8 @@ static int check_roce(const uint8_t *f, size_t len)
 	if (get16(ip + 2) != len - HM_ETH_BYTES ||
 	    get16(udp + 4) != len - HM_ETH_BYTES - HM_IPV4_BYTES)
 		return -EPROTO;
-	if (hm_pkt_icrc(HM_LL_ROCE, f, len) != get_le(f + len - HM_ICRC_BYTES, HM_ICRC_BYTES))
+	if (crc && hm_pkt_icrc(HM_LL_ROCE, f, len) != get_le(f + len - HM_ICRC_BYTES,
+							      HM_ICRC_BYTES))
 		return -EBADMSG;
 	/* RFC 791: summed with its checksum, a good header gives all ones (complement 0). */
 	if (ipv4_sum(ip) != 0)
@@ -575,19 +592,25 @@ static int check_roce(const uint8_t *f, size_t len)
 
 int hm_pkt_check_crcs(enum hm_link_layer ll, const uint8_t *frame, size_t len)
 {
-	int r = ll == HM_LL_ROCE ? check_roce(frame, len) : check_ib(frame, len);
+	int r = ll == HM_LL_ROCE ? check_roce(frame, len, true) : check_ib(frame, len, true);
 
 	return r < 0 ? r : 0;
 }
 
 int hm_pkt_parse(enum hm_link_layer ll, const uint8_t *f, size_t len, struct hm_pkt *p)
 {
+	return hm_pkt_parse_crc(ll, f, len, true, p);
+}
+
+int hm_pkt_parse_crc(enum hm_link_layer ll, const uint8_t *f, size_t len, bool check_crc,
+		     struct hm_pkt *p)
+{
 	const struct hm_opcode_info *oi;
 	const uint8_t *b;
 	size_t off, trailer, region;
 	int r;
 
-	r = ll == HM_LL_ROCE ? check_roce(f, len) : check_ib(f, len);
+	r = ll == HM_LL_ROCE ? check_roce(f, len, check_crc) : check_ib(f, len, check_crc);
 	if (r < 0)
 		return r;
 	off = (size_t)r;

@@ -153,10 +153,20 @@ struct hm_pkt {
  * p->payload[0..paylen), pad to 4 bytes, ICRC, and on IB the VCRC. Returns the frame length,
  * or 0 if cap is too small or the opcode is unknown. */
 size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf, size_t cap);
+/* The same with the CRC fields left zero: an unsealed frame, which the port hands on marked
+ * crc_pending, and hm_pkt_seal fills in wherever its bytes are seen (a capture, a corruption)
+ * (docs/blocks/pkt.md#crc-only-when-seen). hm_pkt_build is the two together. */
+size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
+			     size_t cap);
+void hm_pkt_seal(enum hm_link_layer ll, uint8_t *buf, size_t len);
 
 /* Parse and check a frame. 0, -EBADMSG (ICRC or VCRC wrong), -EPROTO (malformed: short,
  * unknown opcode, bad lengths, not BTH-bearing). p->payload points into buf. */
 int hm_pkt_parse(enum hm_link_layer ll, const uint8_t *buf, size_t len, struct hm_pkt *p);
+/* The same, checking the CRCs only if check_crc: false for a frame whose CRCs are known good
+ * (built here and untouched since, or checked already), true for everything else. */
+int hm_pkt_parse_crc(enum hm_link_layer ll, const uint8_t *buf, size_t len, bool check_crc,
+		     struct hm_pkt *p);
 
 /* The ICRC of a frame (masked as IBA 7.8.1 / RoCEv2 A17.4.3.1 require) over all but its
  * trailing CRC bytes, and the VCRC of an IB frame. For checkers and tests. */

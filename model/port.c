@@ -238,7 +238,7 @@ static void tx_start(void *arg)
 {
 	struct tx_frame *f = arg;
 
-	sim_link_send(f->link, f->side, f->buf, f->len);
+	sim_link_send_ex(f->link, f->side, f->buf, f->len, true);
 	free(f);
 }
 
@@ -287,6 +287,7 @@ static sim_time_t cut_through(struct hm_dev *d, const struct hm_port *p,
 
 struct lb_frame {
 	struct hm_port *to; /* the receiving port */
+	bool pending;       /* CRC fields not filled in (nobody saw it) */
 	size_t len;         /* bytes */
 	uint8_t buf[];      /* the frame */
 };
@@ -295,7 +296,7 @@ static void lb_arrive(void *arg)
 {
 	struct lb_frame *f = arg;
 
-	f->to->dev->wire.rx_frame(f->to->dev, f->to->num, f->buf, f->len, true, true);
+	f->to->dev->wire.rx_frame(f->to->dev, f->to->num, f->buf, f->len, true, true, f->pending);
 	free(f);
 }
 
@@ -331,7 +332,7 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	f->to = to;
 	f->len = len;
 	memcpy(f->buf, buf, len);
-	sim_schedule_owned_at(d->k, arrive, lb_arrive, f);
+	f->pending = true;
 	if (d->lb_pcap_path && !d->lb_pcap &&
 	    sim_pcap_open(&d->lb_pcap, d->lb_pcap_path,
 			  hm_port_ll(p) == HM_LL_ROCE ? SIM_PCAP_ETHERNET : SIM_PCAP_UPPER_PDU)) {
@@ -339,8 +340,12 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 		fprintf(stderr, "hcasim: loopback capture %s cannot be created\n", d->lb_pcap_path);
 		hm_port_loopback_pcap(d, NULL);
 	}
-	if (d->lb_pcap)
-		sim_pcap_write(d->lb_pcap, start, buf, len);
+	if (d->lb_pcap) {
+		hm_pkt_seal(hm_port_ll(p), f->buf, len); /* the capture shows the bytes */
+		f->pending = false;
+		sim_pcap_write(d->lb_pcap, start, f->buf, len);
+	}
+	sim_schedule_owned_at(d->k, arrive, lb_arrive, f);
 	trace_port_loopback(d->devno, p->num, to->num, pkt->opcode, pkt->dqpn, pkt->psn, len, start,
 			    arrive);
 	return d->lb_busy_ps;
@@ -379,7 +384,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 
 	SIM_ASSERT(port >= 1 && port <= d->nports, "send on port %u", port);
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
-	len = hm_pkt_build(hm_port_ll(p), pkt, buf, sizeof(buf));
+	len = hm_pkt_build_unsealed(hm_port_ll(p), pkt, buf, sizeof(buf));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
 	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
 		return mcast_send(d, p, pkt, buf, len, t, need);
@@ -422,17 +427,17 @@ static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_p
 }
 
 /* The link hands the port a frame: up to the receive path. */
-static void link_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok)
+static void link_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok, bool crc_pending)
 {
 	struct hm_port *p = arg;
 
-	p->dev->wire.rx_frame(p->dev, p->num, frame, len, fcs_ok, false);
+	p->dev->wire.rx_frame(p->dev, p->num, frame, len, fcs_ok, false, crc_pending);
 }
 
 void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len)
 {
 	trace_pkt_inject(d->devno, port, len);
-	d->wire.rx_frame(d, port, frame, len, true, false);
+	d->wire.rx_frame(d, port, frame, len, true, false, false);
 }
 
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)

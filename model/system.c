@@ -36,7 +36,7 @@ static bool classify(enum hm_link_layer ll, const uint8_t *frame, size_t len, ui
 	struct hm_pkt p;
 	uint8_t op5;
 
-	if (hm_pkt_parse(ll, frame, len, &p))
+	if (hm_pkt_parse_crc(ll, frame, len, false, &p)) /* the headers only; may be unsealed */
 		return false;
 	*qpn = p.dqpn;
 	*psn = p.psn;
@@ -62,6 +62,17 @@ static bool classify_roce(const uint8_t *frame, size_t len, uint32_t *qpn, uint3
 	return classify(HM_LL_ROCE, frame, len, qpn, psn, opcode, first);
 }
 
+/* A link's sealer: the CRC fields of a frame the port left unsealed (model/pkt.h). */
+static void seal_ib(uint8_t *frame, size_t len)
+{
+	hm_pkt_seal(HM_LL_IB, frame, len);
+}
+
+static void seal_roce(uint8_t *frame, size_t len)
+{
+	hm_pkt_seal(HM_LL_ROCE, frame, len);
+}
+
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
 static void make_links(void)
 {
@@ -79,6 +90,7 @@ static void make_links(void)
 					    hm_pkt_wire_overhead(ll));
 			SIM_ASSERT(l != NULL, "link creation failed");
 			sim_link_set_classifier(l, ll == HM_LL_ROCE ? classify_roce : classify_ib);
+			sim_link_set_sealer(l, ll == HM_LL_ROCE ? seal_roce : seal_ib);
 			hm_port_attach(sys.devs[h], p, l, 0);
 			hm_port_attach(sys.devs[h + 1], p, l, 1);
 			for (int s = 0; s < 2; s++)

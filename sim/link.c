@@ -63,6 +63,7 @@ struct sim_link {
 	struct link_side side[2]; /* the two ends */
 	struct sim_pcap *pcap;	  /* tap, or NULL */
 	sim_link_classify_fn classify; /* names frames for targeted faults */
+	sim_link_seal_fn sealer;       /* fills in a pending frame's CRC fields */
 	struct tap_rec *tap;	  /* frames not yet written to it */
 	uint64_t seq;		  /* frames sent, both sides */
 	bool down;		  /* no signal: nothing is carried */
@@ -77,7 +78,8 @@ struct delivery {
 	uint32_t epoch;	  /* the link's epoch when it was sent */
 	uint64_t seq;	  /* the frame's number (sim_link.seq), for its tap record */
 	size_t len;	  /* bytes at frame */
-	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent */
+	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
+	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
 	uint8_t frame[];  /* the copy taken at send time */
 };
 
@@ -163,10 +165,11 @@ static void deliver(void *arg)
 			 "hcasim: lost by link.fault_down: the link went down while the frame was "
 			 "on the wire");
 	} else if (l && l->side[d->to].rx) {
-		bool ok = l->kind != SIM_LINK_ETH ||
-			  crc32(0, d->frame, (uInt)d->len) == d->fcs; /* the receiving MAC's check */
+		/* the receiving MAC's check; an untouched frame's FCS holds */
+		bool ok = l->kind != SIM_LINK_ETH || d->crc_pending ||
+			  crc32(0, d->frame, (uInt)d->len) == d->fcs;
 
-		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len, ok);
+		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len, ok, d->crc_pending);
 	}
 	free(d);
 }
@@ -338,15 +341,29 @@ static const struct sim_link_target *targeted(struct sim_link *l, struct link_si
 	return hit;
 }
 
+/* Fill in a pending frame's CRC fields (and on Ethernet its FCS) before its bytes are seen or
+ * changed: then they are the frame's as if sealed at the sender. */
+static void seal(const struct sim_link *l, struct delivery *d)
+{
+	if (!d->crc_pending)
+		return;
+	SIM_ASSERT(l->sealer != NULL, "link %s: a pending frame and no sealer", l->name);
+	l->sealer(d->frame, d->len);
+	if (l->kind == SIM_LINK_ETH)
+		d->fcs = (uint32_t)crc32(0, d->frame, (uInt)d->len);
+	d->crc_pending = false;
+}
+
 /* Flip one bit past the first byte; by names the fault for the mark ("link.fault_corrupt"). */
-static void flip_bit(struct link_side *s, struct delivery *d, const char *link, int side,
-		     struct tap_rec *r, const char *by)
+static void flip_bit(const struct sim_link *l, struct link_side *s, struct delivery *d,
+		     int side, struct tap_rec *r, const char *by)
 {
 	size_t bit = 8 + (size_t)sim_rng_below(&s->rng, (uint64_t)(d->len - 1) * 8);
 
+	seal(l, d); /* the CRCs the receiver checks are those of the frame as sent */
 	d->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	s->injected[1]++;
-	trace_link_fault_corrupt(-1, link, side, bit);
+	trace_link_fault_corrupt(-1, l->name, side, bit);
 	tap_note(r,
 		 "hcasim: corrupted by %s: bit %zu (byte %zu, mask 0x%02x) flipped on the way, the "
 		 "receiver's CRC check fails",
@@ -393,7 +410,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 			return;
 		case SIM_FAULT_CORRUPT:
 			if (d->len > 1)
-				flip_bit(s, d, l->name, side, r, by);
+				flip_bit(l, s, d, side, r, by);
 			break;
 		case SIM_FAULT_DUP:
 			duplicate(s, d, t, r, by);
@@ -419,7 +436,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 		return;
 	}
 	if (chance(s, f->corrupt_ppm) && d->len > 1)
-		flip_bit(s, d, l->name, side, r, "link.fault_corrupt");
+		flip_bit(l, s, d, side, r, "link.fault_corrupt");
 	if (chance(s, f->delay_ppm)) {
 		t += f->delay_ps;
 		s->injected[4]++;
@@ -451,6 +468,17 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 
 sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, size_t len)
 {
+	return sim_link_send_ex(l, side, frame, len, false);
+}
+
+void sim_link_set_sealer(struct sim_link *l, sim_link_seal_fn fn)
+{
+	l->sealer = fn;
+}
+
+sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, size_t len,
+			    bool crc_pending)
+{
 	struct sim_kernel *k = sim_kernel();
 	struct link_side *s;
 	struct delivery *d;
@@ -481,10 +509,15 @@ sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, siz
 	d->epoch = l->epoch;
 	d->len = len;
 	memcpy(d->frame, frame, len);
-	d->fcs = l->kind == SIM_LINK_ETH ? (uint32_t)crc32(0, frame, (uInt)len) : 0;
+	d->crc_pending = crc_pending;
+	d->fcs = 0;
+	if (l->pcap)
+		seal(l, d); /* the capture shows the bytes */
+	else if (!crc_pending && l->kind == SIM_LINK_ETH)
+		d->fcs = (uint32_t)crc32(0, frame, (uInt)len);
 	d->seq = ++l->seq;
 	inject(l, side, d, end + l->latency_ps,
-	       l->pcap ? tap(l, now, d->seq, start, frame, len) : NULL);
+	       l->pcap ? tap(l, now, d->seq, start, d->frame, len) : NULL);
 
 	if (SIM_TRACE_ON(link)) {
 		uint32_t qpn, psn;

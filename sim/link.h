@@ -21,7 +21,11 @@ enum sim_link_kind {
  * IEEE 802.3 clause 3.2.9; not part of frame, nor of the pcap) still holds, so a bit flipped
  * on the way anywhere in the frame is caught. Always true on InfiniBand, whose frames carry
  * their own ICRC and VCRC. */
-typedef void (*sim_link_rx_fn)(void *port, const uint8_t *frame, size_t len, bool fcs_ok);
+/* crc_pending: the frame is exactly as its sender built it, with its CRC fields not filled
+ * in — nobody saw or changed its bytes on the way — so its CRCs would hold and the receiver may
+ * trust them without computing them. */
+typedef void (*sim_link_rx_fn)(void *port, const uint8_t *frame, size_t len, bool fcs_ok,
+			       bool crc_pending);
 
 struct sim_link;
 
@@ -35,6 +39,15 @@ void sim_link_attach(struct sim_link *l, int side, sim_link_rx_fn rx, void *port
 /* Send from side: returns the time the last bit leaves (the side's transmitter is busy until
  * then). The frame is copied. */
 sim_time_t sim_link_send(struct sim_link *l, int side, const uint8_t *frame, size_t len);
+/* The same for a frame whose CRC fields its sender has not filled in (crc_pending). The link
+ * fills them with its sealer (sim_link_set_sealer: the system's, which knows the formats)
+ * where the bytes are seen — before the capture records the frame, before a corruption flips
+ * one of its bits — and otherwise hands the frame on pending: CRC only when someone can see
+ * it (docs/blocks/pkt.md#crc-only-when-seen). */
+typedef void (*sim_link_seal_fn)(uint8_t *frame, size_t len);
+sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, size_t len,
+			    bool crc_pending);
+void sim_link_set_sealer(struct sim_link *l, sim_link_seal_fn fn);
 /* When the transmitter of side is next free. */
 sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side);
 /* Start (path) or stop (NULL) writing a pcap file; nanosecond timestamps. 0 or -errno. */

@@ -31,8 +31,9 @@ struct rx_log {
 static struct sim_kernel *K;
 static struct rx_log RX[2];
 
-static void rx(void *port, const uint8_t *frame, size_t len, bool fcs_ok)
+static void rx(void *port, const uint8_t *frame, size_t len, bool fcs_ok, bool crc_pending)
 {
+	cr_assert(!crc_pending, "sent sealed, arrived pending");
 	struct rx_log *lg = port;
 
 	cr_assert_lt(lg->n, MAX_RX);

@@ -829,3 +829,37 @@ Test(pkt, random_damage_never_reads_outside_the_frame)
 		free(f);
 	}
 }
+
+/* CRC only when seen (docs/blocks/pkt.md#crc-only-when-seen): an unsealed frame is the built
+ * frame with its CRC fields zero; sealing it gives exactly hm_pkt_build's bytes; it parses
+ * when its CRCs are trusted and fails the CRC check when they are not. */
+Test(pkt, an_unsealed_frame_seals_to_the_built_frame_and_parses_only_trusted)
+{
+	static const enum variant vs[] = { V_IB, V_IB_GRH, V_ROCE };
+
+	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+		enum hm_link_layer ll = ll_of(vs[i]);
+		size_t trailer = ll == HM_LL_IB ? HM_ICRC_BYTES + HM_VCRC_BYTES : HM_ICRC_BYTES;
+		uint8_t built[HM_PKT_MAX_BYTES], lazy[HM_PKT_MAX_BYTES];
+		struct hm_pkt p, q;
+		size_t len;
+
+		fill(&p, HM_OP_SEND_ONLY, vs[i], 100);
+		len = hm_pkt_build(ll, &p, built, sizeof(built));
+		cr_assert_gt(len, trailer);
+		memset(lazy, 0xee, sizeof(lazy));
+		cr_assert_eq(hm_pkt_build_unsealed(ll, &p, lazy, sizeof(lazy)), len);
+		cr_expect_eq(memcmp(lazy, built, len - trailer), 0, "%s: headers and payload",
+			     vname[vs[i]]);
+		for (size_t k = len - trailer; k < len; k++)
+			cr_expect_eq(lazy[k], 0, "%s: CRC byte %zu filled before sealing",
+				     vname[vs[i]], k);
+		cr_expect_eq(hm_pkt_parse(ll, lazy, len, &q), -EBADMSG, "%s", vname[vs[i]]);
+		cr_expect_eq(hm_pkt_parse_crc(ll, lazy, len, false, &q), 0, "%s", vname[vs[i]]);
+		cr_expect_eq(q.paylen, 100u);
+		hm_pkt_seal(ll, lazy, len);
+		cr_expect_eq(memcmp(lazy, built, len), 0, "%s: sealed differs from built",
+			     vname[vs[i]]);
+		cr_expect_eq(hm_pkt_parse(ll, lazy, len, &q), 0, "%s", vname[vs[i]]);
+	}
+}
