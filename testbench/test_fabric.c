@@ -1,0 +1,422 @@
+/* fabric: the channels that join hosts in different processes (docs/fabric.md#channels). Two
+ * ends in one process and in two fork()ed processes exchange PACKETs, SYNCs and TERMINATE in
+ * timestamp order through rings small enough to wrap and fill; the bytes of a slot sit where
+ * SimBricks' layout puts them (timestamp at 48, owner/type at 63, length at 0, port at 2); a
+ * mismatched, truncated or foreign file, a claimed side, a slot with an unknown type, a length
+ * beyond the slot or a timestamp going backwards are refused with a message naming the rule. */
+#include "sim/error.h"
+#include "sim/shmchan.h"
+#include "tb.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/hcasim-fabric-XXXXXX";
+static char path[128];
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/link0.1.chan", dir);
+}
+
+static void teardown(void)
+{
+	tb_rm_tmpdir(dir);
+}
+
+TestSuite(fabric, .init = setup, .fini = teardown);
+
+/* Parameters for tests: latency 100 ns, small slots, slots per ring as given. */
+static struct sim_chan_params params(uint32_t slots)
+{
+	struct sim_chan_params p;
+
+	sim_chan_default_params(&p, 100000);
+	p.slot_bytes = 256;
+	p.slots = slots;
+	return p;
+}
+
+static void expect_error(int got, int want, const char *words)
+{
+	cr_expect_eq(got, want, "returned %d, expected %d (%s)", got, want, sim_last_error());
+	cr_expect(strstr(sim_last_error(), words), "the message \"%s\" does not say \"%s\"",
+		  sim_last_error(), words);
+}
+
+/* The next message must be there: type, timestamp, and for a PACKET its bytes. */
+static void expect_msg(struct sim_chan *c, enum sim_chan_type type, sim_time_t ts,
+		       const char *frame)
+{
+	struct sim_chan_msg m;
+	int r = sim_chan_peek(c, &m);
+
+	cr_assert_eq(r, 1, "peek: %d (%s)", r, sim_last_error());
+	cr_expect_eq(m.type, type, "type 0x%02x, expected 0x%02x", m.type, type);
+	cr_expect_eq(m.ts, ts, "timestamp %llu, expected %llu", (unsigned long long)m.ts,
+		     (unsigned long long)ts);
+	if (frame) {
+		cr_expect_eq(m.len, strlen(frame));
+		cr_expect_arr_eq(m.data, frame, strlen(frame));
+	}
+	sim_chan_done(c);
+}
+
+Test(fabric, packets_and_syncs_cross_both_ways_in_one_process)
+{
+	struct sim_chan_params p = params(8);
+	struct sim_chan *a, *b;
+	struct sim_chan_msg m;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	cr_expect_eq(sim_chan_peer_pid(a), 0, "nobody on side 1 yet");
+	cr_assert_eq(sim_chan_attach(&b, path, 1, &p), 0, "%s", sim_last_error());
+	cr_expect_eq(sim_chan_peer_pid(a), getpid());
+	cr_expect_eq(sim_chan_peek(b, &m), 0, "an empty ring has nothing");
+	cr_assert_eq(sim_chan_send_packet(a, 1000, 0, "hello", 5), 0);
+	cr_assert_eq(sim_chan_send_sync(a, 1000), 0, "an equal timestamp is no step back");
+	cr_assert_eq(sim_chan_send_sync(a, 2500), 0);
+	cr_assert_eq(sim_chan_send_packet(b, 700, 0, "back", 4), 0, "directions are separate");
+	cr_expect_eq(sim_chan_out_ts(a), 2500);
+	cr_expect_eq(sim_chan_in_ts(b), 0, "no promise before the first message");
+	expect_msg(b, SIM_CHAN_PACKET, 1000, "hello");
+	cr_expect_eq(sim_chan_in_ts(b), 1000, "the promise is the last timestamp taken");
+	expect_msg(b, SIM_CHAN_SYNC, 1000, NULL);
+	expect_msg(b, SIM_CHAN_SYNC, 2500, NULL);
+	cr_expect_eq(sim_chan_in_ts(b), 2500);
+	cr_expect_eq(sim_chan_peek(b, &m), 0);
+	expect_msg(a, SIM_CHAN_PACKET, 700, "back");
+	cr_assert_eq(sim_chan_send_terminate(a), 0);
+	expect_msg(b, SIM_CHAN_TERMINATE, SIM_TIME_NEVER, NULL);
+	cr_expect_eq(sim_chan_in_ts(b), SIM_TIME_NEVER, "a peer gone promises everything");
+	cr_expect_eq(sim_chan_peek(b, &m), 0, "nothing after TERMINATE");
+	expect_error(sim_chan_send_sync(a, 3000), -EINVAL, "after its TERMINATE");
+	sim_chan_close(b);
+	cr_expect_eq(sim_chan_peer_pid(a), 0, "closing releases the side");
+	sim_chan_close(a);
+}
+
+/* The raw bytes of the file: the tests read and forge slots through the documented layout. */
+static uint8_t *map_raw(size_t *len)
+{
+	int fd = open(path, O_RDWR);
+	struct stat st;
+	uint8_t *m;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(m, MAP_FAILED);
+	*len = (size_t)st.st_size;
+	return m;
+}
+
+static uint64_t le(const uint8_t *b, int n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | b[n];
+	return v;
+}
+
+Test(fabric, a_slot_is_laid_out_as_simbricks_network_messages)
+{
+	struct sim_chan_params p = params(4);
+	struct sim_chan *a, *b;
+	size_t len;
+	uint8_t *raw, *r0, *r1;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_chan_attach(&b, path, 1, &p), 0, "%s", sim_last_error());
+	raw = map_raw(&len);
+	cr_expect_eq(len, 4096 + 2 * 4 * 256, "header page and two rings of 4 slots of 256 bytes");
+	cr_expect_arr_eq(raw, "HCASIMCH", 8);
+	cr_expect_eq(le(raw + 20, 4), 256, "slot_bytes at 20");
+	cr_expect_eq(le(raw + 24, 4), 4, "slots at 24");
+	cr_expect_eq(le(raw + 32, 8), 100000, "latency_ps at 32");
+	r0 = raw + le(raw + 48, 8);
+	r1 = raw + le(raw + 56, 8);
+	cr_expect_eq(r0 - raw, 4096);
+	cr_expect_eq(r1 - raw, 4096 + 4 * 256);
+
+	cr_assert_eq(sim_chan_send_packet(a, 0x0102030405060708ull, 7, "abc", 3), 0);
+	cr_expect_eq(le(r0, 2), 3, "len at 0");
+	cr_expect_eq(r0[2], 7, "port at 2");
+	cr_expect_eq(le(r0 + 48, 8), 0x0102030405060708ull, "timestamp at 48, little-endian");
+	cr_expect_eq(r0[63], 0x40 | 0x80, "PACKET, owned by the consumer");
+	cr_expect_arr_eq(r0 + 64, "abc", 3, "the frame after the 64-byte header");
+	cr_assert_eq(sim_chan_send_sync(b, 5), 0);
+	cr_expect_eq(r1[63], 0x00 | 0x80, "SYNC in ring 1, written by side 1");
+	cr_expect_eq(le(r1 + 48, 8), 5);
+	expect_msg(b, SIM_CHAN_PACKET, 0x0102030405060708ull, "abc");
+	cr_expect_eq(r0[63], 0, "handed back: the producer's");
+	cr_assert_eq(sim_chan_send_terminate(a), 0);
+	cr_expect_eq(r0[256 + 63], 0x01 | 0x80, "TERMINATE in the next slot");
+	cr_expect_eq(le(r0 + 256 + 48, 8), UINT64_MAX);
+	munmap(raw, len);
+	sim_chan_close(a);
+	sim_chan_close(b);
+}
+
+Test(fabric, a_full_ring_is_eagain_until_the_peer_consumes)
+{
+	struct sim_chan_params p = params(4);
+	struct sim_chan *a, *b;
+	char f[8];
+
+	cr_assert_eq(sim_chan_join(&a, path, 0, &p), 0, "join creates: %s", sim_last_error());
+	cr_assert_eq(sim_chan_join(&b, path, 1, &p), 0, "join attaches: %s", sim_last_error());
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 4; i++) {
+			snprintf(f, sizeof(f), "f%d.%d", round, i);
+			cr_assert_eq(sim_chan_send_packet(a, (sim_time_t)(round * 10 + i), 0, f,
+							  strlen(f)), 0);
+		}
+		expect_error(sim_chan_send_sync(a, 100), -EAGAIN, "ring is full");
+		for (int i = 0; i < 4; i++) {
+			snprintf(f, sizeof(f), "f%d.%d", round, i);
+			expect_msg(b, SIM_CHAN_PACKET, (sim_time_t)(round * 10 + i), f);
+		}
+	}
+	sim_chan_close(a);
+	sim_chan_close(b);
+}
+
+#define XCHG_N 3000 /* messages each way */
+
+/* One end of the two-process exchange: send XCHG_N messages (a PACKET carrying its number,
+ * every 7th a SYNC instead) then TERMINATE, while taking the peer's, which must come in
+ * order with timestamps that never go back. A full ring or an empty one is waited out. Returns
+ * 0 or a line number for the failure. */
+static int exchange(struct sim_chan *c, int side)
+{
+	int sent = 0, got = 0, done = 0;
+	sim_time_t last = 0;
+
+	while (sent <= XCHG_N || !done) {
+		struct sim_chan_msg m;
+		char f[32];
+		int r;
+
+		if (sent < XCHG_N) {
+			sim_time_t ts = (sim_time_t)sent * 1000 + (sim_time_t)side;
+
+			snprintf(f, sizeof(f), "%d:%d", side, sent);
+			r = sent % 7 ? sim_chan_send_packet(c, ts, 0, f, strlen(f))
+				     : sim_chan_send_sync(c, ts);
+			sent += r == 0;
+			if (r && r != -EAGAIN)
+				return __LINE__;
+		} else if (sent == XCHG_N) {
+			sent += sim_chan_send_terminate(c) == 0;
+		}
+		r = sim_chan_peek(c, &m);
+		if (r < 0)
+			return __LINE__;
+		if (r == 0)
+			continue;
+		if (m.ts < last)
+			return __LINE__;
+		last = m.ts;
+		if (m.type == SIM_CHAN_TERMINATE) {
+			done = got == XCHG_N ? 1 : -1;
+		} else {
+			snprintf(f, sizeof(f), "%d:%d", !side, got);
+			if (m.ts != (sim_time_t)got * 1000 + (sim_time_t)!side ||
+			    m.type != (got % 7 ? SIM_CHAN_PACKET : SIM_CHAN_SYNC) ||
+			    (m.type == SIM_CHAN_PACKET &&
+			     (m.len != strlen(f) || memcmp(m.data, f, m.len))))
+				return __LINE__;
+			got++;
+		}
+		sim_chan_done(c);
+	}
+	return done == 1 ? 0 : __LINE__;
+}
+
+Test(fabric, two_processes_exchange_packets_and_syncs_in_timestamp_order, .timeout = 60)
+{
+	struct sim_chan_params p = params(8); /* small: the rings wrap and fill many times */
+	struct sim_chan *c;
+	pid_t pid = fork();
+	int st, r;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* Both race to join: whichever comes first creates the file. */
+		if (sim_chan_join(&c, path, 1, &p)) {
+			fprintf(stderr, "child: %s\n", sim_last_error());
+			_exit(100);
+		}
+		r = exchange(c, 1);
+		if (r)
+			fprintf(stderr, "child: the exchange failed at test_fabric.c:%d (%s)\n", r,
+				sim_last_error());
+		sim_chan_close(c);
+		_exit(r ? 1 : 0);
+	}
+	cr_assert_eq(sim_chan_join(&c, path, 0, &p), 0, "%s", sim_last_error());
+	r = exchange(c, 0);
+	cr_expect_eq(r, 0, "parent: the exchange failed at test_fabric.c:%d (%s)", r,
+		     sim_last_error());
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "child: the exchange failed (status 0x%x, its message above)", st);
+	sim_chan_close(c);
+}
+
+Test(fabric, parameters_out_of_range_are_refused_naming_the_field)
+{
+	struct sim_chan *c = (struct sim_chan *)&c;
+	struct sim_chan_params p = params(8);
+
+	p.latency_ps = 0;
+	expect_error(sim_chan_create(&c, path, 0, &p), -EINVAL, "latency_ps 0");
+	cr_expect_null(c, "no channel on failure");
+	p = params(8);
+	p.sync_interval_ps = p.latency_ps + 1;
+	expect_error(sim_chan_create(&c, path, 0, &p), -EINVAL, "sync_interval_ps 100001");
+	p = params(8);
+	p.slot_bytes = 100;
+	expect_error(sim_chan_create(&c, path, 0, &p), -EINVAL, "slot_bytes 100");
+	p = params(0);
+	expect_error(sim_chan_create(&c, path, 0, &p), -EINVAL, "slots 0");
+	p = params(8);
+	expect_error(sim_chan_create(&c, path, 2, &p), -EINVAL, "side 2");
+	cr_expect_neq(access(path, F_OK), 0, "nothing was created");
+	expect_error(sim_chan_attach(&c, path, 0, &p), -ENOENT, "cannot open");
+}
+
+Test(fabric, a_mismatched_or_damaged_file_is_refused_naming_the_field)
+{
+	struct sim_chan_params p = params(8), q;
+	struct sim_chan *a, *b;
+	size_t len;
+	uint8_t *raw;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	expect_error(sim_chan_create(&b, path, 1, &p), -EEXIST, "File exists");
+	q = p;
+	q.slot_bytes = 512;
+	expect_error(sim_chan_attach(&b, path, 1, &q), -EINVAL,
+		     "slot_bytes is 256 in the file, 512 here");
+	q = p;
+	q.latency_ps = 200000;
+	q.sync_interval_ps = 200000;
+	expect_error(sim_chan_attach(&b, path, 1, &q), -EINVAL,
+		     "latency_ps is 100000 in the file, 200000 here");
+	expect_error(sim_chan_attach(&b, path, 0, &p), -EBUSY, "side 0 is held by pid");
+
+	raw = map_raw(&len);
+	raw[48]++; /* ring_off[0] */
+	expect_error(sim_chan_attach(&b, path, 1, &p), -EINVAL, "ring_off[0] is 4097");
+	raw[48]--;
+	raw[0] = 'X';
+	expect_error(sim_chan_attach(&b, path, 1, &p), -EINVAL, "magic");
+	raw[0] = 'H';
+	munmap(raw, len);
+	cr_assert_eq(truncate(path, 4096 + 100), 0);
+	expect_error(sim_chan_attach(&b, path, 1, &p), -EINVAL,
+		     "truncated or grown: 4196 bytes on disk, file_bytes says 8192");
+	cr_assert_eq(truncate(path, 100), 0);
+	expect_error(sim_chan_attach(&b, path, 1, &p), -EINVAL, "truncated");
+	sim_chan_close(a);
+}
+
+Test(fabric, a_side_left_by_a_dead_process_is_taken_over)
+{
+	struct sim_chan_params p = params(8);
+	struct sim_chan *a, *b;
+	pid_t pid;
+	int st;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(sim_chan_attach(&b, path, 1, &p) ? 1 : 0); /* dies holding side 1 */
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_expect_eq(sim_chan_peer_pid(a), pid, "the dead child's claim is still there");
+	cr_expect_eq(sim_chan_attach(&b, path, 1, &p), 0, "a stale claim is replaced: %s",
+		     sim_last_error());
+	cr_expect_eq(sim_chan_peer_pid(a), getpid());
+	sim_chan_close(b);
+	sim_chan_close(a);
+}
+
+/* Publish a forged slot in ring 0 at index i, as a producer would. */
+static void forge(uint8_t *raw, unsigned i, uint8_t type, uint16_t len, uint64_t ts)
+{
+	uint8_t *s = raw + 4096 + i * 256;
+
+	memset(s, 0, 64);
+	s[0] = (uint8_t)len;
+	s[1] = (uint8_t)(len >> 8);
+	for (int k = 0; k < 8; k++)
+		s[48 + k] = (uint8_t)(ts >> (8 * k));
+	__atomic_store_n(&s[63], (uint8_t)(type | 0x80), __ATOMIC_RELEASE);
+}
+
+Test(fabric, a_slot_breaking_the_protocol_is_refused_and_left_alone)
+{
+	struct sim_chan_params p = params(4);
+	struct sim_chan *a, *b;
+	struct sim_chan_msg m;
+	size_t len;
+	uint8_t *raw;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_chan_attach(&b, path, 1, &p), 0, "%s", sim_last_error());
+	raw = map_raw(&len);
+	forge(raw, 0, 0x23, 0, 10);
+	expect_error(sim_chan_peek(b, &m), -EPROTO, "slot 0 from side 0: unknown type 0x23");
+	expect_error(sim_chan_peek(b, &m), -EPROTO, "unknown type 0x23");
+	sim_chan_done(b); /* nothing was taken: nothing to hand back */
+	cr_expect_eq(raw[4096 + 63], 0x23 | 0x80, "the slot stays as it was");
+	forge(raw, 0, SIM_CHAN_PACKET, 256 - 64 + 1, 10);
+	expect_error(sim_chan_peek(b, &m), -EPROTO, "PACKET len 193 (1 to 192 fit the slot)");
+	forge(raw, 0, SIM_CHAN_PACKET, 0, 10);
+	expect_error(sim_chan_peek(b, &m), -EPROTO, "PACKET len 0");
+	forge(raw, 0, SIM_CHAN_PACKET, 192, 10);
+	cr_assert_eq(sim_chan_peek(b, &m), 1, "a frame filling the slot is fine");
+	cr_expect_eq(m.len, 192);
+	sim_chan_done(b);
+	forge(raw, 1, SIM_CHAN_SYNC, 0, 9);
+	expect_error(sim_chan_peek(b, &m), -EPROTO,
+		     "slot 1 from side 0: timestamp 9 ps is before the previous one, 10 ps");
+	cr_expect_eq(sim_chan_in_ts(b), 10, "the promise stands");
+	munmap(raw, len);
+	sim_chan_close(a);
+	sim_chan_close(b);
+}
+
+Test(fabric, a_sender_cannot_go_back_in_time_or_overfill_a_slot)
+{
+	struct sim_chan_params p = params(4);
+	struct sim_chan *a;
+	static uint8_t big[300];
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_chan_send_sync(a, 5000), 0);
+	expect_error(sim_chan_send_packet(a, 4999, 0, "x", 1), -EINVAL,
+		     "timestamp 4999 ps is before the last one sent, 5000 ps");
+	expect_error(sim_chan_send_packet(a, 6000, 0, big, 193), -EMSGSIZE,
+		     "a frame of 193 bytes (1 to 192 fit a slot)");
+	expect_error(sim_chan_send_packet(a, 6000, 0, big, 0), -EINVAL, "a frame of 0 bytes");
+	cr_expect_eq(sim_chan_out_ts(a), 5000, "nothing was sent");
+	cr_expect_eq(sim_chan_send_packet(a, 6000, 0, big, 192), 0);
+	sim_chan_close(a);
+}
