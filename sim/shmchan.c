@@ -294,6 +294,16 @@ int sim_chan_peer_pid(const struct sim_chan *c)
 	return (int)atomic_load(&c->hdr->pid[!c->side]);
 }
 
+const struct sim_chan_params *sim_chan_params(const struct sim_chan *c)
+{
+	return &c->p;
+}
+
+const char *sim_chan_path(const struct sim_chan *c)
+{
+	return c->path;
+}
+
 static _Atomic uint8_t *own_byte(uint8_t *slot)
 {
 	return (_Atomic uint8_t *)(slot + SIM_CHAN_OWN_OFF);

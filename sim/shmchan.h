@@ -64,8 +64,11 @@ int sim_chan_join(struct sim_chan **out, const char *path, int side,
  * sim_chan_send_terminate. NULL is a no-op. */
 void sim_chan_close(struct sim_chan *c);
 
-/* Whether the other side is attached (its pid in the header). */
+/* The pid attached to the other side (0: none yet, or it has closed). */
 int sim_chan_peer_pid(const struct sim_chan *c);
+/* The geometry and timing the channel was opened with; its path. */
+const struct sim_chan_params *sim_chan_params(const struct sim_chan *c);
+const char *sim_chan_path(const struct sim_chan *c);
 
 /* Outbound: a PACKET of len bytes arriving at ts; a SYNC promising ts; TERMINATE. -EAGAIN
  * when the ring is full (the peer has not consumed yet); -EINVAL for a timestamp before the

@@ -3,8 +3,12 @@
  * timestamp order through rings small enough to wrap and fill; the bytes of a slot sit where
  * SimBricks' layout puts them (timestamp at 48, owner/type at 63, length at 0, port at 2); a
  * mismatched, truncated or foreign file, a claimed side, a slot with an unknown type, a length
- * beyond the slot or a timestamp going backwards are refused with a message naming the rule. */
+ * beyond the slot or a timestamp going backwards are refused with a message naming the rule.
+ * Then links across the cut (sim_link_remote): with its sides in two processes a link
+ * delivers what it delivers in one, at the same picosecond, faults included; a peer that never
+ * comes halts the wait naming it; a peer that leaves holds nothing back. */
 #include "sim/error.h"
+#include "sim/link.h"
 #include "sim/shmchan.h"
 #include "tb.h"
 
@@ -19,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static char dir[] = "/tmp/hcasim-fabric-XXXXXX";
 static char path[128];
@@ -419,4 +424,227 @@ Test(fabric, a_sender_cannot_go_back_in_time_or_overfill_a_slot)
 	cr_expect_eq(sim_chan_out_ts(a), 5000, "nothing was sent");
 	cr_expect_eq(sim_chan_send_packet(a, 6000, 0, big, 192), 0);
 	sim_chan_close(a);
+}
+
+/* ---- A link between two processes (sim_link_remote): the same frames at the same times as
+ * with both sides in one process, faults included. Side 0 sends frames of its own and side 1
+ * echoes each one it receives intact; side 1 sends its own too. */
+
+#define LX_MAX 256
+#define LX_END (60 * SIM_PS_PER_US)
+
+/* What one side received. */
+struct lx_log {
+	int n;
+	sim_time_t at[LX_MAX];
+	uint32_t len[LX_MAX], crc[LX_MAX]; /* length, CRC-32 of the bytes */
+	bool fcs_ok[LX_MAX];
+};
+
+static struct {
+	struct sim_link *l;
+	struct lx_log log[2];
+} LX;
+
+static void lx_rx(void *port, const uint8_t *frame, size_t len, bool fcs_ok)
+{
+	struct lx_log *g = port;
+	int side = g == &LX.log[1];
+
+	if (g->n < LX_MAX) {
+		g->at[g->n] = sim_now(sim_kernel());
+		g->len[g->n] = (uint32_t)len;
+		g->crc[g->n] = (uint32_t)crc32(0, frame, (uInt)len);
+		g->fcs_ok[g->n++] = fcs_ok;
+	}
+	if (side == 1 && fcs_ok && frame[0] == 0xa0) {
+		uint8_t echo[2048];
+
+		memcpy(echo, frame, len);
+		echo[0] = 0xb0;
+		sim_link_send(LX.l, 1, echo, len);
+	}
+}
+
+/* Frame i of side (first byte 0xa0 from side 0, 0xc0 from side 1), sent at its time. */
+static void lx_send(void *arg)
+{
+	uintptr_t v = (uintptr_t)arg;
+	int side = (int)(v & 1), i = (int)(v >> 1);
+	uint8_t f[2048];
+	size_t len = 64 + (size_t)(i * 397 % 1400);
+
+	for (size_t k = 0; k < len; k++)
+		f[k] = (uint8_t)(i * 31 + k * 7 + side);
+	f[0] = side ? 0xc0 : 0xa0;
+	sim_link_send(LX.l, side, f, len);
+}
+
+/* The link of the scenario, with the faults of both sides, and the sends of the sides given
+ * (bit 0: side 0, bit 1: side 1). */
+static void lx_setup(unsigned sides)
+{
+	struct sim_link_faults f0 = { .corrupt_ppm = 80000, .dup_ppm = 80000, .reorder_ppm = 80000,
+				      .delay_ppm = 150000, .delay_ps = 900000 };
+	struct sim_link_faults f1 = { .drop_every = 5, .delay_ppm = 100000, .delay_ps = 250000 };
+
+	memset(&LX, 0, sizeof(LX));
+	sim_kernel_set_current(sim_kernel_create());
+	LX.l = sim_link_create("fab0", SIM_LINK_ETH, 100000, 100000, 24);
+	sim_link_attach(LX.l, 0, lx_rx, &LX.log[0]);
+	sim_link_attach(LX.l, 1, lx_rx, &LX.log[1]);
+	sim_link_set_faults(LX.l, 0, &f0, 42);
+	sim_link_set_faults(LX.l, 1, &f1, 42);
+	for (int i = 0; i < 60; i++) {
+		if (sides & 1)
+			sim_schedule_at(sim_kernel(), (sim_time_t)i * 37011 + 3, lx_send,
+					(void *)(uintptr_t)(i << 1));
+		if (sides & 2)
+			sim_schedule_at(sim_kernel(), (sim_time_t)i * 53001 + 7, lx_send,
+					(void *)(uintptr_t)(i << 1 | 1));
+	}
+}
+
+static void lx_teardown(void)
+{
+	struct sim_kernel *k = sim_kernel();
+
+	sim_link_destroy(LX.l);
+	sim_kernel_destroy(k);
+}
+
+/* One end in this process: join the channel, wait for the peer, run to the end. */
+static int lx_end(int side, uint64_t stall_ms)
+{
+	struct sim_chan_params p;
+	struct sim_chan *c;
+
+	sim_chan_default_params(&p, 100000);
+	lx_setup(1u << side);
+	if (sim_chan_join(&c, path, side, &p) || sim_link_remote(LX.l, side, c, stall_ms))
+		return -1;
+	sim_run_until(sim_kernel(), LX_END);
+	return sim_halted(sim_kernel()) ? -2 : 0;
+}
+
+static void lx_expect_same(const struct lx_log *got, const struct lx_log *want, int side)
+{
+	cr_expect_eq(got->n, want->n, "side %d received %d frames, in one process %d", side,
+		     got->n, want->n);
+	for (int i = 0; i < got->n && i < want->n; i++)
+		cr_expect(got->at[i] == want->at[i] && got->len[i] == want->len[i] &&
+			  got->crc[i] == want->crc[i] && got->fcs_ok[i] == want->fcs_ok[i],
+			  "side %d frame %d: at %llu ps, %u bytes, crc %08x, fcs %d; in one process "
+			  "at %llu ps, %u bytes, crc %08x, fcs %d", side, i,
+			  (unsigned long long)got->at[i], got->len[i], got->crc[i], got->fcs_ok[i],
+			  (unsigned long long)want->at[i], want->len[i], want->crc[i],
+			  want->fcs_ok[i]);
+}
+
+Test(fabric, a_link_across_two_processes_delivers_as_in_one, .timeout = 60)
+{
+	struct lx_log one[2], child;
+	uint64_t inj[5];
+	char logpath[160];
+	pid_t pid;
+	int st, r, fd;
+
+	/* The reference: both sides in this process. */
+	lx_setup(3);
+	sim_run_until(sim_kernel(), LX_END);
+	memcpy(one, LX.log, sizeof(one));
+	sim_link_fault_counts(LX.l, 0, inj);
+	cr_assert(inj[1] && inj[2] && inj[3] && inj[4], "side 0's faults all happened");
+	lx_teardown();
+	cr_assert_gt(one[0].n, 60, "side 0 got side 1's frames and the echoes");
+	cr_assert_gt(one[1].n, 40);
+
+	snprintf(logpath, sizeof(logpath), "%s/side1.log", dir);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		r = lx_end(1, 20000);
+		if (r)
+			fprintf(stderr, "child: %d: %s\n", r, sim_last_error());
+		fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, &LX.log[1], sizeof(LX.log[1])) != sizeof(LX.log[1]))
+			r = -3;
+		close(fd);
+		lx_teardown();
+		_exit(r ? 1 : 0);
+	}
+	r = lx_end(0, 20000);
+	cr_expect_eq(r, 0, "parent: %s", sim_halted(sim_kernel()) ? sim_halted(sim_kernel())
+								  : sim_last_error());
+	cr_expect_eq(sim_now(sim_kernel()), LX_END);
+	lx_expect_same(&LX.log[0], &one[0], 0);
+	lx_teardown();
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status 0x%x)", st);
+	fd = open(logpath, O_RDONLY);
+	cr_assert_eq(read(fd, &child, sizeof(child)), (ssize_t)sizeof(child));
+	close(fd);
+	lx_expect_same(&child, &one[1], 1);
+}
+
+Test(fabric, a_peer_that_never_comes_halts_the_wait_naming_it, .timeout = 30)
+{
+	int r = lx_end(0, 200); /* nobody attaches side 1 */
+
+	cr_expect_eq(r, -2, "the run halts (%d)", r);
+	cr_expect(sim_halted(sim_kernel()) && strstr(sim_halted(sim_kernel()),
+						     "waited 200 ms of wall time for a peer to "
+						     "promise past"),
+		  "halted: %s", sim_halted(sim_kernel()));
+	cr_expect_lt(sim_now(sim_kernel()), LX_END, "time did not run ahead of the peer");
+	lx_teardown();
+}
+
+Test(fabric, a_peer_that_leaves_no_longer_holds_time_back, .timeout = 30)
+{
+	struct sim_chan_params p;
+	uint8_t *raw;
+	size_t len;
+	pid_t pid;
+	int st;
+
+	sim_chan_default_params(&p, 100000);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct sim_chan *c;
+
+		/* Joins, then leaves at once with TERMINATE, as sim_link_destroy does. */
+		_exit(sim_chan_join(&c, path, 1, &p) || sim_chan_send_terminate(c) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_expect_eq(lx_end(0, 5000), 0, "runs to the end: %s", sim_halted(sim_kernel()));
+	cr_expect_eq(sim_now(sim_kernel()), LX_END);
+	cr_expect_gt(sim_link_frames(LX.l, 0), 50, "side 0 sent, to nobody");
+	raw = map_raw(&len);
+	cr_expect_eq(raw[4096 + 63], 0, "nothing was written to a ring nobody reads");
+	munmap(raw, len);
+	cr_expect_eq(LX.log[0].n, 0);
+	lx_teardown();
+}
+
+Test(fabric, a_link_goes_remote_only_with_a_matching_channel_and_no_capture)
+{
+	struct sim_chan_params p;
+	struct sim_chan *c;
+	char pcap[160];
+
+	sim_chan_default_params(&p, 200000);
+	lx_setup(0);
+	cr_assert_eq(sim_chan_create(&c, path, 0, &p), 0, "%s", sim_last_error());
+	expect_error(sim_link_remote(LX.l, 0, c, 100), -EINVAL,
+		     "latency_ps 200000 of channel");
+	snprintf(pcap, sizeof(pcap), "%s/x.pcap", dir);
+	cr_assert_eq(sim_link_pcap(LX.l, pcap), 0);
+	expect_error(sim_link_remote(LX.l, 0, c, 100), -EINVAL, "no capture");
+	sim_link_pcap(LX.l, NULL);
+	expect_error(sim_link_remote(LX.l, 2, c, 100), -EINVAL, "side 2");
+	sim_chan_close(c);
+	lx_teardown();
 }
