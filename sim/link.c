@@ -98,6 +98,7 @@ struct remote {
 	int side;		/* the side this process holds */
 	struct outq *outq;	/* frames not yet written to the channel */
 	uint64_t stall_ms;	/* wall time a wait may go without progress */
+	sim_time_t promise;	/* the peer's, as last seen */
 	char why[160];		/* why the last write failed (sim_error's message) */
 };
 
@@ -786,30 +787,68 @@ static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
 	return got;
 }
 
+static sim_time_t add_sat(sim_time_t a, sim_time_t b)
+{
+	return a < SIM_TIME_NEVER - b ? a + b : SIM_TIME_NEVER;
+}
+
+/* While this side waits: the earliest a frame from l's peer can arrive, p (the peer's promise)
+ * or better. A waiting peer with no other link (it published its wait) acts next at its wait
+ * time T, or when something of ours reaches it: a message it has not taken (U), a queued frame
+ * of ours (M_own), or a frame we send when we next act, at A or later. Its frames arrive a
+ * latency after it acts, or at its own queued frames (M_peer). So ours arrive no earlier than
+ * min(T, U, M_own, A + latency) + latency, or M_peer; and as A >= min(t, that), A itself is at
+ * least min(t, T + lat, U + lat, M_own + lat, M_peer) (docs/fabric.md#idle-time). */
+static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p)
+{
+	struct remote *rm = l->remote;
+	sim_time_t pt, pm, un, b;
+
+	if (!sim_chan_peer_wait(rm->chan, &pt, &pm, &un))
+		return p;
+	b = add_sat(pt, l->latency_ps);
+	b = un != SIM_TIME_NEVER && add_sat(un, l->latency_ps) < b ? un + l->latency_ps : b;
+	if (rm->outq && add_sat(rm->outq->t, l->latency_ps) < b)
+		b = rm->outq->t + l->latency_ps;
+	b = pm < b ? pm : b;
+	return b > p ? b : p;
+}
+
 /* One look at every remote link: 1 (deliveries added), 0 (every peer promised past t: go),
- * 2 (wait: *pmin is the earliest promise), or -errno. */
+ * 2 (wait: *pmin is the earliest promise), or -errno. A waiting side publishes what it waits
+ * for (when it has no other link) and promises from the bound its peers' waits give. */
 static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 {
+	sim_time_t base = t, in;
 	bool ok;
 	int got = 0;
 
 	*pmin = SIM_TIME_NEVER;
 	for (struct sim_link *l = live_links; l; l = l->next) {
-		sim_time_t p = SIM_TIME_NEVER;
 		int r;
 
 		if (!l->remote)
 			continue;
-		if ((r = remote_take(l, k, t, &p)) < 0)
+		sim_chan_wait_clear(l->remote->chan); /* before taking anything */
+		if ((r = remote_take(l, k, t, &l->remote->promise)) < 0)
 			return r;
 		got |= r;
-		*pmin = p < *pmin ? p : *pmin;
+		*pmin = l->remote->promise < *pmin ? l->remote->promise : *pmin;
 	}
 	if (got)
 		return 1;
 	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
+	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
+		if (!l->remote)
+			continue;
+		if (remote_links == 1)
+			sim_chan_wait_publish(l->remote->chan, t,
+					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
+		in = inbound_bound(l, l->remote->promise);
+		base = in < base ? in : base;
+	}
 	for (struct sim_link *l = live_links; l; l = l->next)
-		if (l->remote && remote_promise(l, ok ? t : *pmin, !ok))
+		if (l->remote && remote_promise(l, base, !ok))
 			return -EIO;
 	return ok ? 0 : 2;
 }

@@ -32,10 +32,20 @@ struct chan_hdr {
 	uint64_t ring_off[2];
 	uint64_t file_bytes;
 	_Atomic uint32_t pid[2]; /* attached process per side, 0 = none */
+	uint8_t pad[128 - 80];
+	/* Per side, a cache line each: what it waits for (docs/fabric.md#idle-time). seq is odd
+	 * while the record holds; only its side writes it. */
+	struct chan_wait {
+		_Atomic uint64_t seq;
+		_Atomic uint64_t t, m; /* the time it waits for; its earliest queued frame */
+		uint8_t pad[40];
+	} wait[2];
 };
 _Static_assert(offsetof(struct chan_hdr, latency_ps) == 32, "latency_ps at 32");
 _Static_assert(offsetof(struct chan_hdr, ring_off) == 48, "ring_off at 48");
 _Static_assert(offsetof(struct chan_hdr, pid) == 72, "pid at 72");
+_Static_assert(offsetof(struct chan_hdr, wait) == 128 && sizeof(struct chan_wait) == 64,
+	       "wait records at 128 and 192");
 
 struct sim_chan {
 	char path[256];		 /* for messages */
@@ -46,6 +56,8 @@ struct sim_chan {
 	struct sim_chan_params p; /* the agreed geometry */
 	uint8_t *ring[2];	 /* ring s: written by side s */
 	uint32_t out_pos, in_pos; /* next slot to write, to read */
+	uint32_t unread_pos;	 /* our oldest slot the peer may not have taken */
+	bool unread_full;	 /* unread_pos == out_pos with every slot written untaken */
 	sim_time_t out_ts, in_ts; /* last timestamp sent, taken */
 	bool out_closed;	 /* TERMINATE sent */
 	bool in_closed;		 /* TERMINATE taken */
@@ -335,6 +347,7 @@ static int put(struct sim_chan *c, uint8_t type, sim_time_t ts, uint8_t port, co
 		memcpy(s + SIM_CHAN_SLOT_HDR, frame, len);
 	atomic_store_explicit(own_byte(s), type | SIM_CHAN_OWN_CON, memory_order_release);
 	c->out_pos = (c->out_pos + 1) % c->p.slots;
+	c->unread_full = c->out_pos == c->unread_pos;
 	c->out_ts = ts;
 	return 0;
 }
@@ -438,4 +451,63 @@ void sim_chan_done(struct sim_chan *c)
 sim_time_t sim_chan_in_ts(const struct sim_chan *c)
 {
 	return c->in_ts;
+}
+
+void sim_chan_wait_publish(struct sim_chan *c, sim_time_t t, sim_time_t m)
+{
+	struct chan_wait *w = &c->hdr->wait[c->side];
+	uint64_t seq = atomic_load_explicit(&w->seq, memory_order_relaxed);
+
+	if (seq & 1) /* replace a record: withdraw it first */
+		atomic_store_explicit(&w->seq, ++seq, memory_order_release);
+	/* release: a reader that sees the new values sees the withdrawal before them */
+	atomic_store_explicit(&w->t, t, memory_order_release);
+	atomic_store_explicit(&w->m, m, memory_order_release);
+	atomic_store_explicit(&w->seq, seq + 1, memory_order_release);
+}
+
+void sim_chan_wait_clear(struct sim_chan *c)
+{
+	struct chan_wait *w = &c->hdr->wait[c->side];
+	uint64_t seq = atomic_load_explicit(&w->seq, memory_order_relaxed);
+
+	if (seq & 1)
+		atomic_store_explicit(&w->seq, seq + 1, memory_order_release);
+}
+
+/* The oldest message this side wrote that the peer has not taken. Consumption is in order, so
+ * unread_pos only moves forward over slots handed back; the first still carrying the consumer
+ * bit is the oldest untaken. */
+static sim_time_t unread_ts(struct sim_chan *c)
+{
+	sim_time_t ts = 0;
+	uint8_t *s;
+
+	for (;;) {
+		if (c->unread_pos == c->out_pos && !c->unread_full)
+			return SIM_TIME_NEVER;
+		s = c->ring[c->side] + (size_t)c->unread_pos * c->p.slot_bytes;
+		if (atomic_load_explicit(own_byte(s), memory_order_acquire) & SIM_CHAN_OWN_CON)
+			break;
+		c->unread_pos = (c->unread_pos + 1) % c->p.slots;
+		c->unread_full = false;
+	}
+	for (int i = 7; i >= 0; i--)
+		ts = ts << 8 | s[SIM_CHAN_TS_OFF + i];
+	return ts;
+}
+
+int sim_chan_peer_wait(struct sim_chan *c, sim_time_t *t, sim_time_t *m, sim_time_t *unread)
+{
+	struct chan_wait *w = &c->hdr->wait[!c->side];
+	uint64_t s1 = atomic_load_explicit(&w->seq, memory_order_acquire);
+
+	if (!(s1 & 1))
+		return 0;
+	*t = atomic_load_explicit(&w->t, memory_order_acquire); /* acquire: loads in order */
+	*m = atomic_load_explicit(&w->m, memory_order_acquire);
+	*unread = unread_ts(c);
+	/* The scan's acquire loads keep this one after them: a message the peer took after its
+	 * record was read shows as a changed seq (it withdraws the record before taking). */
+	return atomic_load_explicit(&w->seq, memory_order_acquire) == s1;
 }

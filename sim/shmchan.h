@@ -90,4 +90,13 @@ void sim_chan_done(struct sim_chan *c);
  * TERMINATE, 0 before the first message). */
 sim_time_t sim_chan_in_ts(const struct sim_chan *c);
 
+/* Idle time (docs/fabric.md#idle-time): a side that waits for its peer publishes the time t it
+ * waits for and the arrival m of its earliest queued frame (SIM_TIME_NEVER: none), and
+ * withdraws the record before it takes any message. sim_chan_peer_wait reads the peer's
+ * record: 1 and t, m and the timestamp of the oldest message this side wrote that the peer has
+ * not taken (SIM_TIME_NEVER: none), all read while the record held; 0 when there is none. */
+void sim_chan_wait_publish(struct sim_chan *c, sim_time_t t, sim_time_t m);
+void sim_chan_wait_clear(struct sim_chan *c);
+int sim_chan_peer_wait(struct sim_chan *c, sim_time_t *t, sim_time_t *m, sim_time_t *unread);
+
 #endif

@@ -6,7 +6,8 @@
  * beyond the slot or a timestamp going backwards are refused with a message naming the rule.
  * Then links across the cut (sim_link_remote): with its sides in two processes a link
  * delivers what it delivers in one, at the same picosecond, faults included; a peer that never
- * comes halts the wait naming it; a peer that leaves holds nothing back. */
+ * comes halts the wait naming it; a peer that leaves holds nothing back; two waiting hosts
+ * jump over idle time through their published waits instead of creeping a latency at a time. */
 #include "sim/error.h"
 #include "sim/link.h"
 #include "sim/shmchan.h"
@@ -195,6 +196,40 @@ Test(fabric, a_full_ring_is_eagain_until_the_peer_consumes)
 			expect_msg(b, SIM_CHAN_PACKET, (sim_time_t)(round * 10 + i), f);
 		}
 	}
+	sim_chan_close(a);
+	sim_chan_close(b);
+}
+
+Test(fabric, a_wait_record_is_read_with_the_oldest_untaken_message)
+{
+	struct sim_chan_params p = params(4);
+	struct sim_chan *a, *b;
+	sim_time_t t, m, un;
+
+	cr_assert_eq(sim_chan_create(&a, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_chan_attach(&b, path, 1, &p), 0, "%s", sim_last_error());
+	cr_expect_eq(sim_chan_peer_wait(a, &t, &m, &un), 0, "no record yet");
+	sim_chan_wait_publish(b, 5000, 7000);
+	cr_assert_eq(sim_chan_peer_wait(a, &t, &m, &un), 1);
+	cr_expect(t == 5000 && m == 7000 && un == SIM_TIME_NEVER, "t %llu m %llu unread %llu",
+		  (unsigned long long)t, (unsigned long long)m, (unsigned long long)un);
+	cr_expect_eq(sim_chan_peer_wait(b, &t, &m, &un), 0, "a side reads its peer's record only");
+	for (int i = 1; i <= 4; i++)
+		cr_assert_eq(sim_chan_send_sync(a, (sim_time_t)i * 10), 0);
+	cr_assert_eq(sim_chan_peer_wait(a, &t, &m, &un), 1);
+	cr_expect_eq(un, 10, "all four untaken, the ring full: the oldest is 10");
+	sim_chan_wait_clear(b);
+	cr_expect_eq(sim_chan_peer_wait(a, &t, &m, &un), 0, "withdrawn before taking");
+	expect_msg(b, SIM_CHAN_SYNC, 10, NULL);
+	expect_msg(b, SIM_CHAN_SYNC, 20, NULL);
+	sim_chan_wait_publish(b, 6000, SIM_TIME_NEVER);
+	cr_assert_eq(sim_chan_peer_wait(a, &t, &m, &un), 1);
+	cr_expect(t == 6000 && un == 30, "t %llu unread %llu", (unsigned long long)t,
+		  (unsigned long long)un);
+	expect_msg(b, SIM_CHAN_SYNC, 30, NULL);
+	expect_msg(b, SIM_CHAN_SYNC, 40, NULL);
+	cr_assert_eq(sim_chan_peer_wait(a, &t, &m, &un), 1);
+	cr_expect_eq(un, SIM_TIME_NEVER, "everything taken");
 	sim_chan_close(a);
 	sim_chan_close(b);
 }
@@ -431,7 +466,7 @@ Test(fabric, a_sender_cannot_go_back_in_time_or_overfill_a_slot)
  * echoes each one it receives intact; side 1 sends its own too. */
 
 #define LX_MAX 256
-#define LX_END (60 * SIM_PS_PER_US)
+#define LX_END (12 * SIM_PS_PER_MS)
 
 /* What one side received. */
 struct lx_log {
@@ -496,13 +531,16 @@ static void lx_setup(unsigned sides)
 	sim_link_attach(LX.l, 1, lx_rx, &LX.log[1]);
 	sim_link_set_faults(LX.l, 0, &f0, 42);
 	sim_link_set_faults(LX.l, 1, &f1, 42);
+	/* A burst, then the last ten frames of each side each after an idle gap of about 1 ms. */
 	for (int i = 0; i < 60; i++) {
+		sim_time_t gap = i < 50 ? 0 : (sim_time_t)(i - 49) * SIM_PS_PER_MS;
+
 		if (sides & 1)
-			sim_schedule_at(sim_kernel(), (sim_time_t)i * 37011 + 3, lx_send,
+			sim_schedule_at(sim_kernel(), gap + (sim_time_t)i * 37011 + 3, lx_send,
 					(void *)(uintptr_t)(i << 1));
 		if (sides & 2)
-			sim_schedule_at(sim_kernel(), (sim_time_t)i * 53001 + 7, lx_send,
-					(void *)(uintptr_t)(i << 1 | 1));
+			sim_schedule_at(sim_kernel(), gap * 7 / 10 + (sim_time_t)i * 53001 + 7,
+					lx_send, (void *)(uintptr_t)(i << 1 | 1));
 	}
 }
 
@@ -683,4 +721,46 @@ Test(fabric, a_link_goes_remote_only_with_a_matching_channel_and_no_capture)
 	expect_error(sim_link_remote(LX.l, 2, c, 100), -EINVAL, "side 2");
 	sim_chan_close(c);
 	lx_teardown();
+}
+
+/* Slots of ring side that have ever been written (a timestamp other than 0). */
+static unsigned written_slots(int side, const struct sim_chan_params *p)
+{
+	size_t len;
+	uint8_t *raw = map_raw(&len);
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < p->slots; i++)
+		n += le(raw + 4096 + ((size_t)side * p->slots + i) * p->slot_bytes + 48, 8) != 0;
+	munmap(raw, len);
+	return n;
+}
+
+Test(fabric, two_idle_hosts_jump_over_idle_time_together, .timeout = 30)
+{
+	struct sim_chan_params p;
+	pid_t pid;
+	int st;
+
+	/* The scenario's 12 ms are mostly idle gaps: a SYNC per latency would be 120 000 of them,
+	 * wrapping each ring of 512 slots hundreds of times. */
+	sim_chan_default_params(&p, 100000);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int r = lx_end(1, 20000);
+
+		if (r)
+			fprintf(stderr, "child: %s\n", sim_halted(sim_kernel()));
+		lx_teardown();
+		_exit(r ? 1 : 0);
+	}
+	cr_expect_eq(lx_end(0, 20000), 0, "%s", sim_halted(sim_kernel()));
+	cr_expect_eq(sim_now(sim_kernel()), LX_END);
+	lx_teardown();
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status 0x%x)", st);
+	for (int side = 0; side < 2; side++)
+		cr_expect_lt(written_slots(side, &p), 400, "side %d wrote %u slots: its waits crept "
+			     "one latency at a time", side, written_slots(side, &p));
 }
