@@ -798,15 +798,21 @@ static sim_time_t add_sat(sim_time_t a, sim_time_t b)
  * of ours (M_own), or a frame we send when we next act, at A or later. Its frames arrive a
  * latency after it acts, or at its own queued frames (M_peer). So ours arrive no earlier than
  * min(T, U, M_own, A + latency) + latency, or M_peer; and as A >= min(t, that), A itself is at
- * least min(t, T + lat, U + lat, M_own + lat, M_peer) (docs/fabric.md#idle-time). */
+ * least min(t, T + lat, U + lat, M_own + lat, M_peer, what is in the ring from it)
+ * (docs/fabric.md#idle-time). */
 static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p)
 {
 	struct remote *rm = l->remote;
+	struct sim_chan_msg m;
 	sim_time_t pt, pm, un, b;
 
 	if (!sim_chan_peer_wait(rm->chan, &pt, &pm, &un))
 		return p;
 	b = add_sat(pt, l->latency_ps);
+	/* A message the peer wrote before publishing, which the look before the record missed, is
+	 * visible now (the record was read with acquire): it comes at its timestamp. */
+	if (sim_chan_peek(rm->chan, &m) == 1 && m.ts < b)
+		b = m.ts;
 	b = un != SIM_TIME_NEVER && add_sat(un, l->latency_ps) < b ? un + l->latency_ps : b;
 	if (rm->outq && add_sat(rm->outq->t, l->latency_ps) < b)
 		b = rm->outq->t + l->latency_ps;
