@@ -297,6 +297,9 @@ void sim_chan_close(struct sim_chan *c)
 	if (!c)
 		return;
 	atomic_compare_exchange_strong(&c->hdr->pid[c->side], &me, 0);
+	/* The last to leave removes the file: the next run starts from empty rings. */
+	if (atomic_load(&c->hdr->pid[!c->side]) == 0)
+		unlink(c->path);
 	munmap(c->map, c->map_bytes);
 	free(c);
 }

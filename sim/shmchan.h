@@ -60,8 +60,8 @@ int sim_chan_attach(struct sim_chan **out, const char *path, int side,
 /* Create the file, or attach if another process created it first. */
 int sim_chan_join(struct sim_chan **out, const char *path, int side,
 		  const struct sim_chan_params *p);
-/* Detach (the file stays; unlink it when both are done). Sends nothing: see
- * sim_chan_send_terminate. NULL is a no-op. */
+/* Detach; the last side to detach (the other side unclaimed) removes the file. Sends
+ * nothing: see sim_chan_send_terminate. NULL is a no-op. */
 void sim_chan_close(struct sim_chan *c);
 
 /* The pid attached to the other side (0: none yet, or it has closed). */

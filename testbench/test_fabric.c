@@ -109,7 +109,9 @@ Test(fabric, packets_and_syncs_cross_both_ways_in_one_process)
 	expect_error(sim_chan_send_sync(a, 3000), -EINVAL, "after its TERMINATE");
 	sim_chan_close(b);
 	cr_expect_eq(sim_chan_peer_pid(a), 0, "closing releases the side");
+	cr_expect_eq(access(path, F_OK), 0, "the file stays while a side holds it");
 	sim_chan_close(a);
+	cr_expect_neq(access(path, F_OK), 0, "the last to leave removes it");
 }
 
 /* The raw bytes of the file: the tests read and forge slots through the documented layout. */
@@ -481,6 +483,19 @@ static struct {
 	struct lx_log log[2];
 } LX;
 static enum sim_link_kind lx_kind = SIM_LINK_ETH; /* of the scenario's link */
+static uint64_t lx_seed; /* 0: the fixed send times below; else pseudo-random ones */
+
+/* A send time for frame i of side under lx_seed: bursts and gaps of up to 2 ms, anywhere in
+ * the first 10 ms (a 64-bit LCG, so both processes draw the same). */
+static sim_time_t lx_random_at(int side, int i)
+{
+	uint64_t x = lx_seed * 6364136223846793005ull + (uint64_t)(i * 2 + side) * 1442695040888963407ull;
+
+	for (int k = 0; k < 3; k++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return (x >> 11) % 5 ? (x >> 20) % (3 * SIM_PS_PER_US) + (sim_time_t)i * 40000
+			     : (x >> 20) % (10 * SIM_PS_PER_MS);
+}
 
 static void lx_rx(void *port, const uint8_t *frame, size_t len, bool fcs_ok)
 {
@@ -536,10 +551,13 @@ static void lx_setup(unsigned sides)
 		sim_time_t gap = i < 50 ? 0 : (sim_time_t)(i - 49) * SIM_PS_PER_MS;
 
 		if (sides & 1)
-			sim_schedule_at(sim_kernel(), gap + (sim_time_t)i * 37011 + 3, lx_send,
-					(void *)(uintptr_t)(i << 1));
+			sim_schedule_at(sim_kernel(),
+					lx_seed ? lx_random_at(0, i) : gap + (sim_time_t)i * 37011 + 3,
+					lx_send, (void *)(uintptr_t)(i << 1));
 		if (sides & 2)
-			sim_schedule_at(sim_kernel(), gap * 7 / 10 + (sim_time_t)i * 53001 + 7,
+			sim_schedule_at(sim_kernel(),
+					lx_seed ? lx_random_at(1, i)
+						: gap * 7 / 10 + (sim_time_t)i * 53001 + 7,
 					lx_send, (void *)(uintptr_t)(i << 1 | 1));
 	}
 }
@@ -637,6 +655,13 @@ Test(fabric, an_ethernet_link_across_two_processes_delivers_as_in_one, .timeout 
 Test(fabric, an_infiniband_link_across_two_processes_delivers_as_in_one, .timeout = 60)
 {
 	lx_compare(SIM_LINK_IB);
+}
+
+Test(fabric, random_bursts_and_gaps_across_two_processes_deliver_as_in_one, .timeout = 120)
+{
+	/* Each seed its own send times: frames in bursts and alone, gaps of up to 10 ms. */
+	for (lx_seed = 1; lx_seed <= 6; lx_seed++)
+		lx_compare(lx_seed % 2 ? SIM_LINK_ETH : SIM_LINK_IB);
 }
 
 Test(fabric, a_peer_breaking_the_protocol_halts_the_run_naming_it)
@@ -749,18 +774,20 @@ Test(fabric, two_idle_hosts_jump_over_idle_time_together, .timeout = 30)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		int r = lx_end(1, 20000);
+		unsigned n = r ? 0 : written_slots(1, &p); /* before it leaves, with the file */
 
-		if (r)
-			fprintf(stderr, "child: %s\n", sim_halted(sim_kernel()));
+		if (r || n >= 400)
+			fprintf(stderr, "child: %s; side 1 wrote %u slots: its waits crept one "
+				"latency at a time\n", sim_halted(sim_kernel()), n);
 		lx_teardown();
-		_exit(r ? 1 : 0);
+		_exit(r || n >= 400 ? 1 : 0);
 	}
 	cr_expect_eq(lx_end(0, 20000), 0, "%s", sim_halted(sim_kernel()));
 	cr_expect_eq(sim_now(sim_kernel()), LX_END);
+	cr_expect_lt(written_slots(0, &p), 400, "side 0 wrote %u slots: its waits crept one latency "
+		     "at a time", written_slots(0, &p));
 	lx_teardown();
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status 0x%x)", st);
-	for (int side = 0; side < 2; side++)
-		cr_expect_lt(written_slots(side, &p), 400, "side %d wrote %u slots: its waits crept "
-			     "one latency at a time", side, written_slots(side, &p));
+	cr_expect_neq(access(path, F_OK), 0, "the last to leave removed the channel file");
 }
