@@ -1,6 +1,7 @@
 /* Simulation kernel: a binary min-heap of events keyed by (time_ps, seq). Cancellation marks
  * the slot dead; dead events are skipped when they reach the top. */
 #include "sim/kernel.h"
+#include "sim/error.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,6 +29,8 @@ struct sim_kernel {
 	char halted[1024];       /* why the simulation was stopped for good ("" = running) */
 	sim_advance_fn advance;  /* told before time moves forward (co-simulation) */
 	void *advance_arg;
+	sim_horizon_fn horizon;  /* K1 across processes (fabric); NULL: one process */
+	void *horizon_arg;
 };
 
 static struct sim_kernel *current;
@@ -243,14 +246,28 @@ const char *sim_halted(const struct sim_kernel *k)
 	return k && k->halted[0] ? k->halted : NULL;
 }
 
-bool sim_step(struct sim_kernel *k)
+/* K1: with a horizon, let it make sure nothing from another process comes at or before the
+ * next event (or limit, if earlier), taking in what does. false when the simulation is halted. */
+static bool settle(struct sim_kernel *k, sim_time_t limit)
 {
-	struct sim_event e;
+	int r = 1;
 
+	while (k->horizon && r > 0 && !k->halted[0]) {
+		skip_dead(k);
+		r = k->horizon(k->horizon_arg,
+			       k->len && k->heap[0].t < limit ? k->heap[0].t : limit);
+		if (r < 0)
+			sim_halt(k, sim_last_error());
+	}
 	skip_dead(k);
-	if (!k->len || k->halted[0])
-		return false;
-	e = pop(k);
+	return !k->halted[0];
+}
+
+/* Run the event at the top of the queue (there is one, and it is live). */
+static void run_top(struct sim_kernel *k)
+{
+	struct sim_event e = pop(k);
+
 	if (e.t > k->now && k->advance)
 		k->advance(k->advance_arg, k->now, e.t);
 	k->now = e.t;
@@ -260,6 +277,14 @@ bool sim_step(struct sim_kernel *k)
 	e.fn(e.arg);
 	if (step_hook)
 		step_hook(step_hook_arg);
+}
+
+bool sim_step(struct sim_kernel *k)
+{
+	skip_dead(k);
+	if (!k->len || k->halted[0] || !settle(k, SIM_TIME_NEVER))
+		return false;
+	run_top(k);
 	return true;
 }
 
@@ -273,10 +298,9 @@ bool sim_step_busy(struct sim_kernel *k)
 void sim_run_until(struct sim_kernel *k, sim_time_t t)
 {
 	for (;;) {
-		skip_dead(k);
-		if (!k->len || k->heap[0].t > t || k->halted[0])
+		if (!settle(k, t) || !k->len || k->heap[0].t > t)
 			break;
-		sim_step(k);
+		run_top(k);
 	}
 	if (t > k->now && !k->halted[0]) {
 		if (k->advance)
@@ -290,12 +314,13 @@ int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim
 	for (;;) {
 		if (pred(arg))
 			return 0;
-		if (k->halted[0])
+		if (k->halted[0] || !settle(k, limit))
 			return -ECANCELED;
-		skip_dead(k);
-		if (!k->len)
+		/* Dry: nothing can come (across processes, the horizon said so for an unlimited
+		 * wait; with a limit, nothing comes before it and the wait times out). */
+		if (!k->len && (!k->horizon || limit == SIM_TIME_NEVER))
 			return -EDEADLK;
-		if (k->heap[0].t > limit) {
+		if (!k->len || k->heap[0].t > limit) {
 			if (limit > k->now) {
 				if (k->advance)
 					k->advance(k->advance_arg, k->now, limit);
@@ -303,7 +328,7 @@ int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim
 			}
 			return -ETIMEDOUT;
 		}
-		sim_step(k);
+		run_top(k);
 	}
 }
 
@@ -332,4 +357,10 @@ void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *
 {
 	k->advance = fn;
 	k->advance_arg = arg;
+}
+
+void sim_kernel_set_horizon(struct sim_kernel *k, sim_horizon_fn fn, void *arg)
+{
+	k->horizon = fn;
+	k->horizon_arg = arg;
 }

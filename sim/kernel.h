@@ -89,6 +89,15 @@ void sim_set_step_hook(void (*fn)(void *arg), void *arg);
 typedef void (*sim_advance_fn)(void *arg, sim_time_t from, sim_time_t to);
 void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *arg);
 
+/* The fabric's K1 (docs/fabric.md#synchronisation): fn(arg, t) runs before the kernel runs an
+ * event at t or lets time jump to t, and makes sure nothing from another process can still come
+ * at or before t. It returns 0 (go ahead), 1 (it scheduled events: look at the queue again), or
+ * a negative errno, which halts the simulation with sim_last_error()'s message. t is
+ * SIM_TIME_NEVER when the queue is empty and a wait without limit must know whether anything
+ * can come: 0 then means nothing will. NULL removes it; without one nothing changes. */
+typedef int (*sim_horizon_fn)(void *arg, sim_time_t t);
+void sim_kernel_set_horizon(struct sim_kernel *k, sim_horizon_fn fn, void *arg);
+
 /* Stop the simulation for good (a lockstep mismatch): no event runs after it, waits return
  * -ECANCELED, and sim_halted gives the reason (NULL while running). */
 void sim_halt(struct sim_kernel *k, const char *why);

@@ -3,16 +3,20 @@
  * tap that records both directions in order of transmit start, each frame with a comment for
  * every fault that hit it. */
 #include "sim/link.h"
+#include "sim/error.h"
 #include "sim/pcap.h"
 #include "sim/rng.h"
+#include "sim/shmchan.h"
 #include "sim/trace.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 /* Frames are at most an MTU plus headers; the bound keeps the serialization math in 64 bits. */
@@ -68,6 +72,7 @@ struct sim_link {
 	uint64_t seq;		  /* frames sent, both sides */
 	bool down;		  /* no signal: nothing is carried */
 	uint32_t epoch;		  /* bumped when the link goes down: frames of older epochs are lost */
+	struct remote *remote;	  /* the other side lives in another process; NULL: in this one */
 };
 
 /* A frame in flight. It names its link by id: a link destroyed before the frame lands drops
@@ -83,8 +88,29 @@ struct delivery {
 	uint8_t frame[];  /* the copy taken at send time */
 };
 
+/* Links between processes (below): a frame waiting to be written to the channel. */
+struct outq {
+	struct outq *next;	/* by arrival, then by queueing order */
+	sim_time_t t;		/* arrival at the other side */
+	struct delivery *d;	/* the frame */
+};
+
+struct remote {
+	struct sim_chan *chan;	/* both directions */
+	int side;		/* the side this process holds */
+	struct outq *outq;	/* frames not yet written to the channel */
+	uint64_t stall_ms;	/* wall time a wait may go without progress */
+	sim_time_t promise;	/* the peer's, as last seen */
+	char why[160];		/* why the last write failed (sim_error's message) */
+};
+
 static struct sim_link *live_links;
 static uint64_t next_link_id = 1;
+static unsigned remote_links; /* live links with a remote side */
+
+static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t);
+static void remote_send(struct sim_link *l, sim_time_t base);
+static void remote_close(struct sim_link *l);
 
 static struct sim_link *find_link(uint64_t id)
 {
@@ -119,6 +145,7 @@ void sim_link_destroy(struct sim_link *l)
 	if (!l)
 		return;
 	sim_link_pcap(l, NULL);
+	remote_close(l);
 	free(l->side[0].held); /* a reordered frame still waiting */
 	free(l->side[1].held);
 	for (pp = &live_links; *pp != l; pp = &(*pp)->next)
@@ -253,8 +280,14 @@ static struct tap_rec *tap(struct sim_link *l, sim_time_t now, uint64_t seq, sim
 /* Deliver d at t; its record's fate is known once the last of its deliveries is due. */
 static void schedule(struct sim_kernel *k, struct tap_rec *r, struct delivery *d, sim_time_t t)
 {
+	struct sim_link *l;
+
 	if (r && (r->fate_ps == UINT64_MAX || r->fate_ps < t))
 		r->fate_ps = t;
+	if (remote_links && (l = find_link(d->link_id)) && l->remote) {
+		remote_queue(l, d, t); /* for the other process */
+		return;
+	}
 	sim_schedule_owned_at(k, t, deliver, d);
 }
 
@@ -488,6 +521,8 @@ sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, 
 	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
 	SIM_ASSERT(len > 0 && len <= LINK_MAX_FRAME_BYTES, "link %s: frame of %zu bytes", l->name,
 		   len);
+	SIM_ASSERT(!l->remote || side == l->remote->side,
+		   "link %s: side %d lives in another process", l->name, side);
 	s = &l->side[side];
 	now = sim_now(k);
 	if (l->down) {
@@ -518,6 +553,8 @@ sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, 
 	d->seq = ++l->seq;
 	inject(l, side, d, end + l->latency_ps,
 	       l->pcap ? tap(l, now, d->seq, start, d->frame, len) : NULL);
+	if (l->remote)
+		remote_send(l, now);
 
 	if (SIM_TRACE_ON(link)) {
 		uint32_t qpn, psn;
@@ -552,6 +589,9 @@ int sim_link_pcap(struct sim_link *l, const char *path)
 {
 	int err = 0;
 
+	if (l->remote && path)
+		return sim_error(-EOPNOTSUPP, "link %s: no capture of a link between processes yet",
+				 l->name);
 	if (l->pcap) {
 		tap_flush(l, 0, true);
 		err = sim_pcap_close(l->pcap);
@@ -620,4 +660,309 @@ bool sim_link_is_up(const struct sim_link *l)
 uint64_t sim_link_lost_down(const struct sim_link *l, int side)
 {
 	return side_of(l, side)->lost_down;
+}
+
+/* ---- Links between processes (docs/fabric.md#synchronisation). The frames this process's
+ * side sends wait in outq, by arrival time, until no later send can arrive before them (the
+ * floor: max(now, transmitter busy until) + latency), and then go to the channel stamped with
+ * their arrival; an unfaulted frame goes at once, as its arrival is the floor. The kernel's
+ * horizon takes the peer's messages stamped at or before the time it wants to run, turning
+ * frames into deliveries, and waits while the peer has not promised past that time. */
+
+static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
+{
+	struct outq *q = malloc(sizeof(*q)), **pp;
+
+	SIM_ASSERT(q != NULL, "out of memory");
+	q->t = t;
+	q->d = d;
+	for (pp = &l->remote->outq; *pp && (*pp)->t <= t; pp = &(*pp)->next)
+		;
+	q->next = *pp;
+	*pp = q;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Write one message, waiting (in wall time, up to stall_ms) while the ring is full: the peer
+ * drains it as its time moves. A frame on Ethernet carries its FCS as sent after it, as on the
+ * wire, so that the receiver's check sees a bit flipped on the way. */
+static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t t)
+{
+	struct remote *rm = l->remote;
+	uint64_t t0 = wall_ms();
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (d) {
+		len = d->len + (l->kind == SIM_LINK_ETH ? 4 : 0);
+		buf = malloc(len);
+		SIM_ASSERT(buf != NULL, "out of memory");
+		memcpy(buf, d->frame, d->len);
+		for (size_t i = d->len; i < len; i++)
+			buf[i] = (uint8_t)(d->fcs >> (8 * (i - d->len)));
+	}
+	for (;;) {
+		r = d ? sim_chan_send_packet(rm->chan, t, 0, buf, len)
+		      : sim_chan_send_sync(rm->chan, t);
+		if (r != -EAGAIN || wall_ms() - t0 > rm->stall_ms)
+			break;
+		sched_yield();
+	}
+	free(buf);
+	if (r)
+		snprintf(rm->why, sizeof(rm->why), "%s", sim_last_error());
+	return r;
+}
+
+/* Forget the queued frames. */
+static void remote_drop(struct remote *rm)
+{
+	while (rm->outq) {
+		struct outq *q = rm->outq;
+
+		rm->outq = q->next;
+		free(q->d);
+		free(q);
+	}
+}
+
+/* Write the queued frames that the floor (base: the earliest time this side may send again)
+ * has reached, then a SYNC with the floor when the peer waits (sync) or the side has been quiet
+ * for the sync interval. A failure halts the simulation. */
+static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
+{
+	struct remote *rm = l->remote;
+	sim_time_t busy = l->side[rm->side].busy_until_ps;
+	sim_time_t floor = base > busy ? base : busy;
+	sim_time_t last = sim_chan_out_ts(rm->chan);
+	int r = 0;
+
+	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER) {
+		remote_drop(rm); /* the peer has left: a cable to a machine that is off */
+		return 0;
+	}
+	floor = floor < SIM_TIME_NEVER - l->latency_ps ? floor + l->latency_ps : SIM_TIME_NEVER;
+	while (rm->outq && rm->outq->t <= floor && !r) {
+		struct outq *q = rm->outq;
+
+		seal(l, q->d); /* its bytes leave this process: with their CRCs and FCS */
+		r = remote_write(l, q->d, q->t);
+		rm->outq = q->next;
+		free(q->d);
+		free(q);
+	}
+	if (!r && floor > last && floor != SIM_TIME_NEVER &&
+	    (sync || floor - last >= sim_chan_params(rm->chan)->sync_interval_ps))
+		r = remote_write(l, NULL, floor);
+	if (r && sim_kernel())
+		sim_halt(sim_kernel(), rm->why);
+	return r;
+}
+
+static void remote_send(struct sim_link *l, sim_time_t base)
+{
+	remote_promise(l, base, false);
+}
+
+/* A frame from the peer: delivered to this side at its arrival time. */
+static int remote_deliver(struct sim_link *l, struct sim_kernel *k, const struct sim_chan_msg *m)
+{
+	size_t fcs_len = l->kind == SIM_LINK_ETH ? 4 : 0;
+	struct delivery *d;
+
+	if (m->ts < sim_now(k))
+		return sim_error(-EPROTO, "link %s: a frame stamped %" PRIu64 " ps came at %" PRIu64
+				 " ps: the peer broke its promise", l->name, (uint64_t)m->ts,
+				 (uint64_t)sim_now(k));
+	if (m->len <= fcs_len)
+		return sim_error(-EPROTO, "link %s: a frame of %u bytes from the peer (an Ethernet "
+				 "frame carries its 4-byte FCS)", l->name, m->len);
+	d = malloc(sizeof(*d) + m->len);
+	SIM_ASSERT(d != NULL, "out of memory");
+	*d = (struct delivery){ .link_id = l->id, .to = l->remote->side, .epoch = l->epoch,
+				.len = m->len - fcs_len };
+	memcpy(d->frame, m->data, m->len);
+	for (size_t i = 0; i < fcs_len; i++)
+		d->fcs |= (uint32_t)m->data[d->len + i] << (8 * i);
+	sim_schedule_owned_at(k, m->ts, deliver, d);
+	return 0;
+}
+
+/* Take the peer's messages stamped at or before t. 1 if a frame became a delivery, 0 if none,
+ * or -errno; *promise: the earliest time something may still come (UINT64_MAX: the peer has
+ * left). */
+static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
+		       sim_time_t *promise)
+{
+	struct sim_chan *c = l->remote->chan;
+	struct sim_chan_msg m;
+	int got = 0, r;
+
+	/* TERMINATE is taken whatever t: nothing follows it, and frames stop going out. */
+	while ((r = sim_chan_peek(c, &m)) == 1 && (m.ts <= t || m.type == SIM_CHAN_TERMINATE)) {
+		if (m.type == SIM_CHAN_PACKET) {
+			if ((r = remote_deliver(l, k, &m)))
+				return r;
+			got = 1;
+		}
+		sim_chan_done(c);
+	}
+	if (r < 0)
+		return r;
+	*promise = r == 1 ? m.ts : sim_chan_in_ts(c);
+	return got;
+}
+
+static sim_time_t add_sat(sim_time_t a, sim_time_t b)
+{
+	return a < SIM_TIME_NEVER - b ? a + b : SIM_TIME_NEVER;
+}
+
+/* While this side waits: the earliest a frame from l's peer can arrive, p (the peer's promise)
+ * or better. A waiting peer with no other link (it published its wait) acts next at its wait
+ * time T, or when something of ours reaches it: a message it has not taken (U), a queued frame
+ * of ours (M_own), or a frame we send when we next act, at A or later. Its frames arrive a
+ * latency after it acts, or at its own queued frames (M_peer). So ours arrive no earlier than
+ * min(T, U, M_own, A + latency) + latency, or M_peer; and as A >= min(t, that), A itself is at
+ * least min(t, T + lat, U + lat, M_own + lat, M_peer, what is in the ring from it)
+ * (docs/fabric.md#idle-time). */
+static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p)
+{
+	struct remote *rm = l->remote;
+	struct sim_chan_msg m;
+	sim_time_t pt, pm, un, b;
+
+	if (!sim_chan_peer_wait(rm->chan, &pt, &pm, &un))
+		return p;
+	b = add_sat(pt, l->latency_ps);
+	/* A message the peer wrote before publishing, which the look before the record missed, is
+	 * visible now (the record was read with acquire): it comes at its timestamp. */
+	if (sim_chan_peek(rm->chan, &m) == 1 && m.ts < b)
+		b = m.ts;
+	b = un != SIM_TIME_NEVER && add_sat(un, l->latency_ps) < b ? un + l->latency_ps : b;
+	if (rm->outq && add_sat(rm->outq->t, l->latency_ps) < b)
+		b = rm->outq->t + l->latency_ps;
+	b = pm < b ? pm : b;
+	return b > p ? b : p;
+}
+
+/* One look at every remote link: 1 (deliveries added), 0 (every peer promised past t: go),
+ * 2 (wait: *pmin is the earliest promise), or -errno. A waiting side publishes what it waits
+ * for (when it has no other link) and promises from the bound its peers' waits give. */
+static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
+{
+	sim_time_t base = t, in;
+	bool ok;
+	int got = 0;
+
+	*pmin = SIM_TIME_NEVER;
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		int r;
+
+		if (!l->remote)
+			continue;
+		sim_chan_wait_clear(l->remote->chan); /* before taking anything */
+		if ((r = remote_take(l, k, t, &l->remote->promise)) < 0)
+			return r;
+		got |= r;
+		*pmin = l->remote->promise < *pmin ? l->remote->promise : *pmin;
+	}
+	if (got)
+		return 1;
+	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
+	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
+		if (!l->remote)
+			continue;
+		if (remote_links == 1)
+			sim_chan_wait_publish(l->remote->chan, t,
+					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
+		in = inbound_bound(l, l->remote->promise);
+		base = in < base ? in : base;
+	}
+	for (struct sim_link *l = live_links; l; l = l->next)
+		if (l->remote && remote_promise(l, base, !ok))
+			return -EIO;
+	return ok ? 0 : 2;
+}
+
+/* The kernel's horizon (K1) over every remote link of this process. */
+static int horizon(void *arg, sim_time_t t)
+{
+	struct sim_kernel *k = arg;
+	sim_time_t seen = 0, pmin;
+	uint64_t t0 = wall_ms(), limit = 0;
+	int r;
+
+	for (struct sim_link *l = live_links; l; l = l->next)
+		if (l->remote && l->remote->stall_ms > limit)
+			limit = l->remote->stall_ms;
+	while ((r = horizon_pass(k, t, &pmin)) == 2) {
+		if (pmin != seen) {
+			seen = pmin; /* the peers move: not stalled */
+			t0 = wall_ms();
+		} else if (wall_ms() - t0 > limit) {
+			return sim_error(-ETIMEDOUT, "fabric: waited %" PRIu64 " ms of wall time for a "
+					 "peer to promise past %" PRIu64 " ps; its last promise is "
+					 "%" PRIu64 " ps", limit, (uint64_t)t, (uint64_t)pmin);
+		}
+		sched_yield();
+	}
+	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
+}
+
+int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t stall_ms)
+{
+	struct sim_kernel *k = sim_kernel();
+
+	if (!k || (side != 0 && side != 1) || l->remote || l->pcap)
+		return sim_error(-EINVAL, "link %s: side %d cannot go remote (a kernel, side 0 or 1, "
+				 "not remote yet, no capture)", l->name, side);
+	if (sim_chan_params(c)->latency_ps != l->latency_ps)
+		return sim_error(-EINVAL, "link %s: latency_ps %" PRIu64 " of channel %s is not the "
+				 "link's, %" PRIu64, l->name, sim_chan_params(c)->latency_ps,
+				 sim_chan_path(c), l->latency_ps);
+	l->remote = calloc(1, sizeof(*l->remote));
+	SIM_ASSERT(l->remote != NULL, "out of memory");
+	l->remote->chan = c;
+	l->remote->side = side;
+	l->remote->stall_ms = stall_ms;
+	remote_links++;
+	sim_kernel_set_horizon(k, horizon, k);
+	return 0;
+}
+
+/* Everything still queued goes out, then TERMINATE: the peer's wait ends. Nothing is written
+ * when the peer has gone (or never came): nobody would read it. */
+static void remote_close(struct sim_link *l)
+{
+	struct remote *rm = l->remote;
+	bool peer = rm && sim_chan_peer_pid(rm->chan) && sim_chan_in_ts(rm->chan) != SIM_TIME_NEVER;
+
+	if (!rm)
+		return;
+	while (peer && rm->outq) {
+		struct outq *q = rm->outq;
+
+		if (remote_write(l, q->d, q->t))
+			fprintf(stderr, "hcasim: link %s: %s\n", l->name, rm->why);
+		rm->outq = q->next;
+		free(q->d);
+		free(q);
+	}
+	remote_drop(rm);
+	if (peer && sim_chan_send_terminate(rm->chan))
+		fprintf(stderr, "hcasim: link %s: %s\n", l->name, sim_last_error());
+	sim_chan_close(rm->chan);
+	free(rm);
+	l->remote = NULL;
+	if (--remote_links == 0 && sim_kernel())
+		sim_kernel_set_horizon(sim_kernel(), NULL, NULL);
 }

@@ -112,6 +112,19 @@ int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_targ
 void sim_link_clear_targets(struct sim_link *l, int side);
 unsigned sim_link_targets(const struct sim_link *l, int side);
 
+/* A link between processes (docs/fabric.md#synchronisation): this process holds side, the
+ * channel c (sim/shmchan.h) carries both directions. Frames sent from side go to c stamped
+ * with their arrival time, in arrival order (serialization, pacing and faults stay here);
+ * frames from c are delivered to side at theirs, after the receiver's FCS check; and the
+ * current kernel runs an event at t only once the peer has promised past t, waiting at most
+ * stall_ms of wall time without the peer's promise moving (then the simulation halts, naming
+ * the wait). The link owns c from then on: sim_link_destroy writes what is queued, then
+ * TERMINATE, and closes it. 0, or -EINVAL (no kernel, a bad side, a capture on, already
+ * remote, or c's latency not the link's). Not yet: a capture of such a link, link down/up
+ * across the cut. */
+struct sim_chan;
+int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t stall_ms);
+
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);
 uint64_t sim_link_bytes(const struct sim_link *l, int side);
