@@ -285,7 +285,7 @@ struct hm_rx_frame {
 	struct hm_rx_frame *next; /* FIFO */
 	unsigned port;            /* receiving port, 1-based */
 	size_t len;               /* bytes */
-	uint8_t buf[];            /* the frame */
+	uint8_t *buf;             /* the frame (a link buffer it owns: sim_link_frame_free) */
 };
 
 

@@ -77,8 +77,9 @@ struct hm_wires {
 	void (*sq_retry)(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_time_t t);
 	/* qp -> qp_cmd: flush qp's queues (hm_qp_flush) */
 	void (*qp_flush)(struct hm_dev *d, struct hm_qp *qp, sim_time_t t);
-	/* port -> rx: a frame off a link, or turned around inside the HCA, arrives (hm_rx_frame) */
-	void (*rx_frame)(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len,
+	/* port -> rx: a frame off a link, or turned around inside the HCA, arrives (hm_rx_frame);
+	 * frame is a link buffer the receive path owns from then on (sim_link_frame_free) */
+	void (*rx_frame)(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len,
 			 bool fcs_ok, bool loopback, bool crc_pending);
 };
 

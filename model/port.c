@@ -231,14 +231,14 @@ struct tx_frame {
 	struct sim_link *link; /* where */
 	int side;              /* our side */
 	size_t len;            /* bytes */
-	uint8_t buf[];         /* the frame */
+	uint8_t *buf;          /* the frame, a link buffer handed over at its start */
 };
 
 static void tx_start(void *arg)
 {
 	struct tx_frame *f = arg;
 
-	sim_link_send_ex(f->link, f->side, f->buf, f->len, true);
+	sim_link_send_frame(f->link, f->side, f->buf, f->len, true);
 	free(f);
 }
 
@@ -289,7 +289,7 @@ struct lb_frame {
 	struct hm_port *to; /* the receiving port */
 	bool pending;       /* CRC fields not filled in (nobody saw it) */
 	size_t len;         /* bytes */
-	uint8_t buf[];      /* the frame */
+	uint8_t *buf;       /* the frame, a link buffer handed to the receive path */
 };
 
 static void lb_arrive(void *arg)
@@ -327,10 +327,11 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	start = t > d->lb_busy_ps ? t : d->lb_busy_ps;
 	d->lb_busy_ps = start + sim_link_bytes_ps(mbps, len);
 	arrive = d->lb_busy_ps + d->cfg.loopback_ns * SIM_PS_PER_NS;
-	f = malloc(sizeof(*f) + len);
+	f = malloc(sizeof(*f));
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->to = to;
 	f->len = len;
+	f->buf = sim_link_frame_new(len);
 	memcpy(f->buf, buf, len);
 	f->pending = true;
 	if (d->lb_pcap_path && !d->lb_pcap &&
@@ -414,11 +415,12 @@ static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_p
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
 						  len + hm_pkt_wire_overhead(hm_port_ll(p)));
-	f = malloc(sizeof(*f) + len);
+	f = malloc(sizeof(*f));
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->link = d->links[port - 1];
 	f->side = d->link_side[port - 1];
 	f->len = len;
+	f->buf = sim_link_frame_new(len);
 	memcpy(f->buf, buf, len);
 	sim_schedule_owned_at(d->k, start, tx_start, f);
 	hm_ctr_xmit(d, port, len, mcast);
@@ -431,13 +433,17 @@ static void link_rx(void *arg, const uint8_t *frame, size_t len, bool fcs_ok, bo
 {
 	struct hm_port *p = arg;
 
-	p->dev->wire.rx_frame(p->dev, p->num, frame, len, fcs_ok, false, crc_pending);
+	p->dev->wire.rx_frame(p->dev, p->num, sim_link_frame_keep(frame), len, fcs_ok, false,
+			      crc_pending);
 }
 
 void hm_port_inject(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len)
 {
+	uint8_t *copy = sim_link_frame_new(len);
+
 	trace_pkt_inject(d->devno, port, len);
-	d->wire.rx_frame(d, port, frame, len, true, false, false);
+	memcpy(copy, frame, len);
+	d->wire.rx_frame(d, port, copy, len, true, false, false);
 }
 
 void hm_port_attach(struct hm_dev *d, unsigned port, struct sim_link *l, int side)

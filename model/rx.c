@@ -9,6 +9,7 @@
 #include "model/qp.h"
 #include "model/qpc.h"
 #include "model/resp.h"
+#include "sim/link.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -38,12 +39,16 @@ static bool transport_ok(const struct hm_qp *qp, uint8_t opcode)
 	}
 }
 
-static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+/* The frame handed down these functions is a link buffer (sim/link.h) in *own: a QP's FIFO
+ * takes it over (leaving NULL) or copies it when another took it already; the caller frees
+ * what is left. */
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, size_t len,
 			  bool loopback, bool crc_pending, sim_time_t t);
 static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
-		     const uint8_t *frame, size_t len, sim_time_t t);
+		     uint8_t **own, const uint8_t *frame, size_t len, sim_time_t t);
 static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
-		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t);
+		     const struct hm_pkt *pkt, uint8_t **own, const uint8_t *frame, size_t len,
+		     sim_time_t t);
 
 struct rx_later {
 	struct hm_dev *d; /* device */
@@ -51,19 +56,20 @@ struct rx_later {
 	bool loopback;    /* turned around inside the HCA, not from the link */
 	bool crc_pending; /* built here and untouched: its CRCs hold (docs/blocks/pkt.md) */
 	size_t len;       /* bytes */
-	uint8_t buf[];    /* frame */
+	uint8_t *buf;     /* frame (a link buffer) */
 };
 
 static void port_rx_later(void *arg)
 {
 	struct rx_later *f = arg;
 
-	port_rx_frame(f->d, &f->d->ports[f->port - 1], f->buf, f->len, f->loopback,
+	port_rx_frame(f->d, &f->d->ports[f->port - 1], &f->buf, f->len, f->loopback,
 		      f->crc_pending, sim_now(f->d->k));
+	sim_link_frame_free(f->buf);
 	free(f);
 }
 
-void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len, bool fcs_ok,
+void hm_rx_frame(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len, bool fcs_ok,
 		 bool loopback, bool crc_pending)
 {
 	struct hm_port *p = &d->ports[port - 1];
@@ -77,6 +83,7 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t l
 		dp->rx_dropped++;
 		hm_ctr_rcv(p->dev, p->num, len, false, false);
 		trace_pkt_drop_bad(p->dev->devno, p->num, len, "fcs");
+		sim_link_frame_free(frame);
 		return;
 	}
 	/* One frame per pipe.port_cycles through the receive pipeline; the frame is handled at
@@ -85,14 +92,14 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t l
 		t = dp->rx_free_ps;
 	t = sim_clock_after(&p->dev->core, t, p->dev->cfg.port_cycles);
 	dp->rx_free_ps = t;
-	f = malloc(sizeof(*f) + len);
+	f = malloc(sizeof(*f));
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->d = p->dev;
 	f->port = p->num;
 	f->loopback = loopback;
 	f->crc_pending = crc_pending;
 	f->len = len;
-	memcpy(f->buf, frame, len);
+	f->buf = frame;
 	sim_schedule_owned_at(d->k, t, port_rx_later, f);
 }
 
@@ -102,6 +109,7 @@ void hm_rxq_free(struct hm_qp *qp)
 		struct hm_rx_frame *f = qp->rx.head;
 
 		qp->rx.head = f->next;
+		sim_link_frame_free(f->buf);
 		free(f);
 	}
 	qp->rx.tail = NULL;
@@ -150,6 +158,7 @@ static void rx_drain(void *arg)
 					      false, &pkt) &&
 			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR)
 				qp_rx(d, qp, &pkt, t);
+			sim_link_frame_free(f->buf);
 			free(f);
 		}
 		if (qp->rx.head) {
@@ -162,9 +171,10 @@ static void rx_drain(void *arg)
 	free(r);
 }
 
-static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *frame, size_t len,
+static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, size_t len,
 			  bool loopback, bool crc_pending, sim_time_t t)
 {
+	const uint8_t *frame = *own;
 	struct hm_dp *dp = d->dp;
 	struct hm_pkt pkt;
 	struct hm_qp *qp;
@@ -208,18 +218,18 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, const uint8_t *fr
 	if (!loopback) /* the port counters count the link's frames only */
 		hm_ctr_rcv(d, p->num, len, true, mcast);
 	if (mcast) {
-		mcast_rx(d, p, &pkt, frame, len, t);
+		mcast_rx(d, p, &pkt, own, frame, len, t);
 		return;
 	}
 	qp = hm_qpc_get(d, pkt.dqpn, &t); /* t moves on by the lookup's latency */
-	rx_to_qp(d, p, qp, &pkt, frame, len, t);
+	rx_to_qp(d, p, qp, &pkt, own, frame, len, t);
 }
 
 /* A multicast datagram arrived at port p (IBA 10.5.2): it must be UD, carry a GRH (IBA
  * 8.3.1: the MGID names the group) and the multicast QPN, and name a group with QPs that
  * receive on this port. Each of them gets it, with its own checks, once. */
 static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
-		     const uint8_t *frame, size_t len, sim_time_t t)
+		     uint8_t **own, const uint8_t *frame, size_t len, sim_time_t t)
 {
 	const struct hm_mcg *g = pkt->has_grh ? hm_mcg_find(d, pkt->dgid, pkt->dlid) : NULL;
 	const char *why = !pkt->has_grh		    ? "no_grh"
@@ -239,13 +249,14 @@ static void mcast_rx(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *p
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_qp *qp = hm_qpc_get(d, qpns[i], &t); /* one lookup after the other */
 
-		rx_to_qp(d, p, qp, pkt, frame, len, t);
+		rx_to_qp(d, p, qp, pkt, own, frame, len, t);
 	}
 }
 
 /* Hand a checked frame (pkt, parsed from frame) to qp at t, or drop it if qp cannot take it. */
 static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
-		     const struct hm_pkt *pkt, const uint8_t *frame, size_t len, sim_time_t t)
+		     const struct hm_pkt *pkt, uint8_t **own, const uint8_t *frame, size_t len,
+		     sim_time_t t)
 {
 	struct hm_dp *dp = d->dp;
 
@@ -263,13 +274,19 @@ static void rx_to_qp(struct hm_dev *d, struct hm_port *p, struct hm_qp *qp,
 	/* A QP's packets are handled in order: one that arrives while an earlier one is still
 	 * being handled (its receive WQE fetch, its reads) or waiting joins the QP's FIFO. */
 	if (qp->rx.head || qp->rx.busy_ps > t) {
-		struct hm_rx_frame *f = malloc(sizeof(*f) + len);
+		struct hm_rx_frame *f = malloc(sizeof(*f));
 
 		SIM_ASSERT(f != NULL, "out of memory");
 		f->next = NULL;
 		f->port = p->num;
 		f->len = len;
-		memcpy(f->buf, frame, len);
+		if (*own) { /* the frame itself, or a copy when another QP took it (multicast) */
+			f->buf = *own;
+			*own = NULL;
+		} else {
+			f->buf = sim_link_frame_new(len);
+			memcpy(f->buf, frame, len);
+		}
 		if (qp->rx.tail)
 			qp->rx.tail->next = f;
 		else

@@ -8,7 +8,7 @@
 
 /* A frame arrived at port (1-based) off its link, or turned around inside the HCA (loopback:
  * no port counter counts it): the device's rx_frame wire. */
-void hm_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len, bool fcs_ok,
+void hm_rx_frame(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len, bool fcs_ok,
 		 bool loopback, bool crc_pending);
 /* Drop the frames waiting for qp (destroy, reset). */
 void hm_rxq_free(struct hm_qp *qp);

@@ -85,8 +85,41 @@ struct delivery {
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
 	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
-	uint8_t frame[];  /* the copy taken at send time */
+	bool kept;        /* the receiver kept the frame (sim_link_frame_keep): not freed */
+	uint8_t frame[];  /* the frame (handed over, or copied at send time) */
 };
+
+/* The delivery a frame buffer of sim_link_frame_new belongs to. */
+static struct delivery *delivery_of(const uint8_t *frame)
+{
+	return (struct delivery *)(void *)(frame - offsetof(struct delivery, frame));
+}
+
+/* The delivery whose rx callback runs (sim_link_frame_keep), or NULL. */
+static struct delivery *delivering;
+
+uint8_t *sim_link_frame_new(size_t len)
+{
+	struct delivery *d = malloc(sizeof(*d) + len);
+
+	SIM_ASSERT(d != NULL, "out of memory");
+	d->len = len;
+	return d->frame;
+}
+
+void sim_link_frame_free(uint8_t *frame)
+{
+	if (frame)
+		free(delivery_of(frame));
+}
+
+uint8_t *sim_link_frame_keep(const uint8_t *frame)
+{
+	SIM_ASSERT(delivering && frame == delivering->frame,
+		   "link: a frame kept outside its own delivery");
+	delivering->kept = true;
+	return delivering->frame;
+}
 
 /* Links between processes (below): a frame waiting to be written to the channel. */
 struct outq {
@@ -196,7 +229,12 @@ static void deliver(void *arg)
 		bool ok = l->kind != SIM_LINK_ETH || d->crc_pending ||
 			  crc32(0, d->frame, (uInt)d->len) == d->fcs;
 
+		d->kept = false;
+		delivering = d;
 		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len, ok, d->crc_pending);
+		delivering = NULL;
+		if (d->kept)
+			return; /* the receiver's now (sim_link_frame_free) */
 	}
 	free(d);
 }
@@ -512,10 +550,25 @@ void sim_link_set_sealer(struct sim_link *l, sim_link_seal_fn fn)
 sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, size_t len,
 			    bool crc_pending)
 {
+	uint8_t *copy;
+
+	SIM_ASSERT(len > 0 && len <= LINK_MAX_FRAME_BYTES, "link %s: frame of %zu bytes", l->name,
+		   len);
+	copy = sim_link_frame_new(len);
+	memcpy(copy, frame, len);
+	return sim_link_send_frame(l, side, copy, len, crc_pending);
+}
+
+sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, size_t len,
+			       bool crc_pending)
+{
 	struct sim_kernel *k = sim_kernel();
+	struct delivery *d = delivery_of(frame);
 	struct link_side *s;
-	struct delivery *d;
 	sim_time_t now, start, end;
+	bool traced, named, first;
+	uint32_t qpn, psn;
+	uint8_t op;
 
 	SIM_ASSERT(k != NULL, "link %s: send without a running kernel", l->name);
 	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
@@ -529,6 +582,7 @@ sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, 
 		/* No signal: the frame goes nowhere, not even on the wire (or in the pcap). */
 		s->lost_down++;
 		trace_link_fault_down(-1, l->name, side, len, 0);
+		free(d);
 		return now;
 	}
 	start = s->busy_until_ps > now ? s->busy_until_ps : now; /* behind earlier frames */
@@ -537,37 +591,31 @@ sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, 
 	s->frames++;
 	s->bytes += len;
 
-	d = malloc(sizeof(*d) + len);
-	SIM_ASSERT(d != NULL, "out of memory");
+	SIM_ASSERT(d->len == len, "link %s: a frame of %zu bytes sent as %zu", l->name, d->len,
+		   len);
 	d->link_id = l->id;
 	d->to = !side;
 	d->epoch = l->epoch;
-	d->len = len;
-	memcpy(d->frame, frame, len);
 	d->crc_pending = crc_pending;
 	d->fcs = 0;
 	if (l->pcap)
 		seal(l, d); /* the capture shows the bytes */
 	else if (!crc_pending && l->kind == SIM_LINK_ETH)
-		d->fcs = (uint32_t)crc32(0, frame, (uInt)len);
+		d->fcs = (uint32_t)crc32(0, d->frame, (uInt)len);
 	d->seq = ++l->seq;
+	/* The trace line names the frame as sent, with the BTH's destination QP, PSN and opcode
+	 * when the classifier finds one, so that an observer can tell which packet went when; it
+	 * follows the lines of the faults the frame meets, and the frame may be gone by then. */
+	traced = SIM_TRACE_ON(link);
+	named = traced && l->classify && l->classify(frame, len, &qpn, &psn, &op, &first);
 	inject(l, side, d, end + l->latency_ps,
 	       l->pcap ? tap(l, now, d->seq, start, d->frame, len) : NULL);
 	if (l->remote)
 		remote_send(l, now);
-
-	if (SIM_TRACE_ON(link)) {
-		uint32_t qpn, psn;
-		uint8_t op;
-		bool first;
-
-		/* With the BTH's destination QP, PSN and opcode when the classifier finds one, so
-		 * that an observer can tell which packet went when. */
-		if (l->classify && l->classify(frame, len, &qpn, &psn, &op, &first))
-			trace_link_tx(-1, l->name, side, len, start, end, qpn, psn, op);
-		else
-			trace_link_tx_raw(-1, l->name, side, len, start, end);
-	}
+	if (named)
+		trace_link_tx(-1, l->name, side, len, start, end, qpn, psn, op);
+	else if (traced)
+		trace_link_tx_raw(-1, l->name, side, len, start, end);
 	return end;
 }
 

@@ -48,6 +48,16 @@ typedef void (*sim_link_seal_fn)(uint8_t *frame, size_t len);
 sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, size_t len,
 			    bool crc_pending);
 void sim_link_set_sealer(struct sim_link *l, sim_link_seal_fn fn);
+/* Frames by reference: a buffer the link takes over instead of copying. sim_link_frame_new
+ * gives len bytes to fill; sim_link_send_frame hands them to the link, which owns them from
+ * then on (sim_link_send_ex is the two with a copy). A receiver may keep the frame its rx
+ * callback is given, during the callback, with sim_link_frame_keep (the same bytes, now its
+ * own), and gives it back later with sim_link_frame_free. */
+uint8_t *sim_link_frame_new(size_t len);
+sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, size_t len,
+			       bool crc_pending);
+uint8_t *sim_link_frame_keep(const uint8_t *frame);
+void sim_link_frame_free(uint8_t *frame);
 /* When the transmitter of side is next free. */
 sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side);
 /* Start (path) or stop (NULL) writing a pcap file; nanosecond timestamps. 0 or -errno. */
