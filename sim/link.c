@@ -85,7 +85,6 @@ struct delivery {
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
 	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
-	bool kept;        /* the receiver kept the frame (sim_link_frame_keep): not freed */
 	uint8_t frame[];  /* the frame (handed over, or copied at send time) */
 };
 
@@ -95,8 +94,10 @@ static struct delivery *delivery_of(const uint8_t *frame)
 	return (struct delivery *)(void *)(frame - offsetof(struct delivery, frame));
 }
 
-/* The delivery whose rx callback runs (sim_link_frame_keep), or NULL. */
+/* The delivery whose rx callback runs (sim_link_frame_keep), or NULL; and whether the
+ * receiver kept its frame (then the delivery is the receiver's: it may be gone already). */
 static struct delivery *delivering;
+static bool delivery_kept;
 
 uint8_t *sim_link_frame_new(size_t len)
 {
@@ -117,7 +118,7 @@ uint8_t *sim_link_frame_keep(const uint8_t *frame)
 {
 	SIM_ASSERT(delivering && frame == delivering->frame,
 		   "link: a frame kept outside its own delivery");
-	delivering->kept = true;
+	delivery_kept = true;
 	return delivering->frame;
 }
 
@@ -229,11 +230,11 @@ static void deliver(void *arg)
 		bool ok = l->kind != SIM_LINK_ETH || d->crc_pending ||
 			  crc32(0, d->frame, (uInt)d->len) == d->fcs;
 
-		d->kept = false;
 		delivering = d;
+		delivery_kept = false;
 		l->side[d->to].rx(l->side[d->to].port, d->frame, d->len, ok, d->crc_pending);
 		delivering = NULL;
-		if (d->kept)
+		if (delivery_kept)
 			return; /* the receiver's now (sim_link_frame_free) */
 	}
 	free(d);
