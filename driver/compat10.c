@@ -240,24 +240,10 @@ __asm__(".symver drv10_query_pkey, ibv_query_pkey@IBVERBS_1.0");
 /* The kind of object an async event of this type names, 0 for a device event. */
 static uint32_t event_kind10(enum ibv_event_type t)
 {
-	switch (t) {
-	case IBV_EVENT_CQ_ERR:
-		return DRV_KIND_CQ10;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return DRV_KIND_QP10;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		return DRV_KIND_SRQ10;
-	default:
-		return 0;
-	}
+	static const uint32_t kind[] = { [DRV_EV_DEVICE] = 0, [DRV_EV_CQ] = DRV_KIND_CQ10,
+					 [DRV_EV_QP] = DRV_KIND_QP10, [DRV_EV_SRQ] = DRV_KIND_SRQ10 };
+
+	return kind[drv_event_element(t)];
 }
 
 int drv10_get_async_event(struct ibv10_context *ctx, struct ibv_async_event *ev);

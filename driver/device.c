@@ -710,23 +710,14 @@ int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 	return 0;
 }
 
-void ibv_ack_async_event(struct ibv_async_event *event)
+enum drv_event_elem drv_event_element(enum ibv_event_type t)
 {
-	/* Count acknowledgements on the object, as libibverbs does, so that a destroy can tell
-	 * whether events about the object are still unacknowledged. Port and device events
-	 * name no object. */
-	if (!event)
-		return;
-	switch (event->event_type) {
+	switch (t) {
 	case IBV_EVENT_CQ_ERR:
-		if (event->element.cq)
-			event->element.cq->async_events_completed++;
-		break;
+		return DRV_EV_CQ;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		if (event->element.srq)
-			event->element.srq->events_completed++;
-		break;
+		return DRV_EV_SRQ;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
@@ -735,10 +726,33 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return DRV_EV_QP;
+	default:
+		return DRV_EV_DEVICE;
+	}
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	/* Count acknowledgements on the object, as libibverbs does, so that a destroy can tell
+	 * whether events about the object are still unacknowledged. Port and device events
+	 * name no object. */
+	if (!event)
+		return;
+	switch (drv_event_element(event->event_type)) {
+	case DRV_EV_CQ:
+		if (event->element.cq)
+			event->element.cq->async_events_completed++;
+		break;
+	case DRV_EV_SRQ:
+		if (event->element.srq)
+			event->element.srq->events_completed++;
+		break;
+	case DRV_EV_QP:
 		if (event->element.qp)
 			event->element.qp->events_completed++;
 		break;
-	default:
+	case DRV_EV_DEVICE:
 		break;
 	}
 }

@@ -264,6 +264,10 @@ uint64_t drv_core_cycles(struct drv_dev *d);
  * the context of its object only. */
 void drv_post_async(struct drv_dev *d, const struct ibv_async_event *ev);
 void drv_post_async_ctx(struct drv_ctx *c, const struct ibv_async_event *ev);
+/* The kind of object an async event of type t names (IBA 11.6.3): none for a device or port
+ * event. */
+enum drv_event_elem { DRV_EV_DEVICE, DRV_EV_CQ, DRV_EV_QP, DRV_EV_SRQ };
+enum drv_event_elem drv_event_element(enum ibv_event_type t);
 
 /* data.c: busy polling. An empty poll costs host.poll_ns (drv_poll_idle). A poll of a CQ that
  * follows an empty poll of the same CQ — no verb, no read of simulated time between them —
