@@ -491,10 +491,11 @@ static void wire_qp_flush(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 	RECORD(blk.flush, blk.nflush, qp->qpn, t, 0, 0);
 }
 
-static void wire_rx_frame(struct hm_dev *d, unsigned port, const uint8_t *frame, size_t len,
-			  bool fcs_ok, bool loopback)
+static void wire_rx_frame(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len,
+			  bool fcs_ok, bool loopback, bool crc_pending)
 {
 	(void)d, (void)port, (void)frame, (void)len, (void)fcs_ok, (void)loopback;
+	(void)crc_pending;
 	note("wire.rx_frame");
 }
 
