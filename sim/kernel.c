@@ -364,3 +364,17 @@ void sim_kernel_set_horizon(struct sim_kernel *k, sim_horizon_fn fn, void *arg)
 	k->horizon = fn;
 	k->horizon_arg = arg;
 }
+
+void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
+{
+	if (t <= k->now)
+		return;
+	if (k->advance)
+		k->advance(k->advance_arg, k->now, t);
+	k->now = t;
+	for (size_t i = 0; i < k->len; i++)
+		k->heap[i].t = k->heap[i].t < t ? t : k->heap[i].t;
+	/* Raising keys to t can put a later-scheduled event above an earlier one: rebuild. */
+	for (size_t i = k->len / 2; i-- > 0;)
+		heap_down(k, i);
+}
