@@ -263,6 +263,11 @@ static bool settle(struct sim_kernel *k, sim_time_t limit)
 	return !k->halted[0];
 }
 
+bool sim_settle(struct sim_kernel *k, sim_time_t limit)
+{
+	return settle(k, limit);
+}
+
 /* Run the event at the top of the queue (there is one, and it is live). */
 static void run_top(struct sim_kernel *k)
 {
