@@ -401,6 +401,14 @@ Test(fabric, two_processes_hold_one_host_each_and_exchange_rc_traffic_through_ve
 		(unsigned long long)one[1].t[1], (unsigned long long)a[0].t[0],
 		(unsigned long long)a[0].t[1], (unsigned long long)a[0].t[2],
 		(unsigned long long)a[1].t[0], (unsigned long long)a[1].t[1]);
+	/* From host 0's first completion on, the exchange takes the same simulated time as in one
+	 * process: every completion is the one-process time less one offset (the one process
+	 * probes its two HCAs one after the other, the two processes each their own at once). */
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < (h ? 2 : 3); i++)
+			cr_expect_eq(one[h].t[i] - a[h].t[i], one[0].t[0] - a[0].t[0],
+				     "host %d completion %d: %llu ps, in one process %llu", h, i,
+				     (unsigned long long)a[h].t[i], (unsigned long long)one[h].t[i]);
 	/* Again: the same, to the picosecond. */
 	fv_fabric(one, b);
 	cr_expect_eq(b[1].crc, a[1].crc);
