@@ -6,9 +6,12 @@
 #include "sim/shmchan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,20 +154,55 @@ int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
 	return rc ? sim_error(rc, "HCASIM_FABRIC: cannot create %s: %s", path, strerror(-rc)) : 0;
 }
 
+static bool gone(uint32_t pid)
+{
+	return !pid || (kill((pid_t)pid, 0) && errno == ESRCH);
+}
+
+/* A channel file whose two sides are unclaimed or claimed by processes that no longer exist
+ * was left by a run that crashed: its rings hold that run's messages. Removed, with a word. */
+static void replace_stale(const char *path)
+{
+	uint32_t pid[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (pread(fd, pid, sizeof(pid), 72) == (ssize_t)sizeof(pid) && gone(pid[0]) &&
+	    gone(pid[1])) {
+		fprintf(stderr, "hcasim: fabric: %s was left by processes that are gone (pids %u "
+			"and %u): replaced\n", path, pid[0], pid[1]);
+		unlink(path);
+	}
+	close(fd);
+}
+
 int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
 		    int side, uint64_t latency_ps, uint64_t timeout_ms)
 {
 	struct sim_chan_params cp;
 	struct sim_chan *c;
-	char path[4200];
-	int rc;
+	char path[4200], lock[4200];
+	int rc, lfd;
 
 	if (!latency_ps)
 		return sim_error(-EINVAL, "config key 'link.latency_ns': 0 in a fabric (the link "
 				 "latency is the lookahead between processes: at least 1 ns)");
 	snprintf(path, sizeof(path), "%s/link%u.%u.chan", f->dir, n, p);
 	sim_chan_default_params(&cp, latency_ps);
-	if ((rc = sim_chan_join(&c, path, side, &cp)))
+	/* Under the directory's lock: two processes never both find a file stale and replace
+	 * each other's. */
+	snprintf(lock, sizeof(lock), "%s/.lock", f->dir);
+	if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lfd, LOCK_EX)) {
+		rc = sim_error(-errno, "HCASIM_FABRIC: cannot lock %s: %s", lock, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return rc;
+	}
+	replace_stale(path);
+	rc = sim_chan_join(&c, path, side, &cp);
+	close(lfd); /* unlocks */
+	if (rc)
 		return rc;
 	if ((rc = sim_link_remote(l, side, c, timeout_ms)))
 		sim_chan_close(c);

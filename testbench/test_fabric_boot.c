@@ -4,6 +4,7 @@
  * hcasim<N>, with the GUID and LID it has in one process; and two processes, host 0 and
  * host 1, exchange an RC SEND and an RDMA WRITE through verbs, byte for byte, the same in two
  * runs to the picosecond. */
+#include "sim/shmchan.h"
 #include "tb.h"
 
 #include <criterion/criterion.h>
@@ -417,4 +418,57 @@ Test(fabric, two_processes_hold_one_host_each_and_exchange_rc_traffic_through_ve
 			cr_expect_eq(b[h].t[i], a[h].t[i], "host %d completion %d at %llu ps, "
 				     "before %llu", h, i, (unsigned long long)b[h].t[i],
 				     (unsigned long long)a[h].t[i]);
+}
+
+/* A child that claims side of the channel at path, writes a frame stamped 5 ns and dies
+ * without leaving. */
+static void crash_on_channel(const char *path, int side)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct sim_chan_params p;
+		struct sim_chan *c;
+		uint8_t frame[64] = { 0x5a };
+
+		sim_chan_default_params(&p, 100000);
+		_exit(sim_chan_join(&c, path, side, &p) ||
+		      sim_chan_send_packet(c, 5000, 0, frame, sizeof(frame)) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+Test(fabric, a_channel_left_by_a_crashed_run_is_replaced_with_a_message,
+     .init = fb_setup, .fini = fb_teardown)
+{
+	char path[300], *err;
+	struct ibv_device **list;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/link0.1.chan", fdir);
+	crash_on_channel(path, 0);
+	crash_on_channel(path, 1);
+	cr_assert_eq(chan_u32(4096 + 63) & 0x7f, 0x40, "the crashed run's frame is in ring 0");
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", "0", 1);
+	tb_stderr_capture();
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	err = tb_stderr_captured();
+	cr_expect(strstr(err, "link0.1.chan was left by processes that are gone") &&
+		  strstr(err, "replaced"), "stderr: %s", err);
+	free(err);
+	cr_expect_eq(chan_u32(72), (uint32_t)getpid(), "a fresh file, side 0 ours");
+	cr_expect_eq(chan_u32(76), 0, "side 1 unclaimed");
+	cr_expect_eq(chan_u32(4096 + 63), 0, "its rings empty");
+	list = ibv_get_device_list(&n);
+	cr_expect(list && n == 1, "host 0 alone runs: %d devices (%s)", n, hcasim_last_error());
+	hcasim_run_for_ps(1000000);
+	cr_expect(!hcasim_halted(), "%s", hcasim_halted());
+	ibv_free_device_list(list);
+	hcasim_shutdown();
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
 }
