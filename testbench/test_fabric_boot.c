@@ -472,3 +472,58 @@ Test(fabric, a_channel_left_by_a_crashed_run_is_replaced_with_a_message,
 	unsetenv("HCASIM_FABRIC");
 	unsetenv("HCASIM_HOST");
 }
+
+/* Host 0 boots and runs 1 ms alone, says so (DIR/go), and runs on in steps of 10 us until
+ * host 1 has attached, then 100 us more; host 1 boots once host 0 has said so. */
+static int late_host(int h, uint64_t *start)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct ibv_device **list = NULL;
+	char go[300];
+	int n = 0, i;
+
+	snprintf(go, sizeof(go), "%s/go", fdir);
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", h ? "1" : "0", 1);
+	if (h == 0) {
+		list = ibv_get_device_list(&n);
+		hcasim_run_for_ps(1000000000ull - hcasim_now_ps());
+		close(open(go, O_CREAT | O_WRONLY, 0600));
+		for (i = 0; chan_u32(76) == 0 && i < 200000; i++)
+			hcasim_run_for_ps(10000000ull);
+		hcasim_run_for_ps(100000000ull);
+	} else {
+		for (i = 0; access(go, F_OK) && i < 20000; i++)
+			nanosleep(&ms, NULL);
+		if (hcasim_boot())
+			return -1;
+		*start = hcasim_now_ps();
+		list = ibv_get_device_list(&n);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	hcasim_shutdown();
+	return n == 1 && !hcasim_halted() ? 0 : -1;
+}
+
+Test(fabric, a_host_booting_late_starts_at_the_time_the_running_host_has_reached,
+     .init = fb_setup, .fini = fb_teardown)
+{
+	uint64_t *start = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid[2];
+
+	cr_assert_neq(start, MAP_FAILED);
+	*start = 0;
+	for (int h = 0; h < 2; h++) {
+		pid[h] = fork();
+		cr_assert_geq(pid[h], 0);
+		if (pid[h] == 0)
+			_exit(late_host(h, start) ? 1 : 0);
+	}
+	fv_wait(pid[0], "host 0");
+	fv_wait(pid[1], "host 1");
+	fprintf(stderr, "fabric: host 1 booted late, at %llu ps\n", (unsigned long long)*start);
+	cr_expect_geq(*start, 1000000000ull, "host 1 started at %llu ps, host 0 had run 1 ms",
+		      (unsigned long long)*start);
+	munmap(start, 4096);
+}
