@@ -57,8 +57,11 @@ static int probe_all(void)
 	ndevs = 0;
 	n = hcasim_bus_enumerate(fns, DRV_MAX_DEVS);
 	for (int i = 0; i < n; i++) {
-		struct drv_dev *d = calloc(1, sizeof(*d));
+		struct drv_dev *d;
 
+		if (!hcasim_fabric_holds(hcasim_fn_host(fns[i])))
+			continue; /* a host another process of the fabric holds */
+		d = calloc(1, sizeof(*d));
 		if (!d)
 			return drv_fail(ENOMEM, "probe: out of memory");
 		d->fn = fns[i];
@@ -68,9 +71,9 @@ static int probe_all(void)
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
 		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", hcasim_fn_name(fns[i]));
-		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", ndevs);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-			 "/sys/class/infiniband_verbs/uverbs%d", i);
+			 "/sys/class/infiniband_verbs/uverbs%d", ndevs);
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
 			 "/sys/class/infiniband/%s", d->ibdev.name);
 		d->verb_ps = cfg_u64("host.verb_ns") * 1000;

@@ -4,6 +4,7 @@
 #include "model/waves.h"
 #include "sim/env.h"
 #include "sim/error.h"
+#include "sim/fabric.h"
 #include "sim/hcasim.h"
 #include "sim/link.h"
 #include "sim/sm.h"
@@ -26,6 +27,7 @@ static struct {
 	int ndevs;
 	struct sim_link *links[MAX_DEVS * HM_MAX_PORTS]; /* host 2k port p <-> host 2k+1 port p */
 	int nlinks;
+	struct sim_fabric fab;   /* HCASIM_FABRIC: the hosts held here (all without one) */
 } sys;
 
 /* Name a frame for targeted faults: its BTH's destination QP, PSN and opcode, and whether it
@@ -74,10 +76,27 @@ static void seal_roce(uint8_t *frame, size_t len)
 }
 
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
-static void make_links(void)
+/* Link n (hosts h and h + 1, port p): its ends held here attach their ports; with one end in
+ * another process of the fabric, it goes over its channel. */
+static int link_ends(struct sim_link *l, int h, unsigned p)
+{
+	bool here[2] = { sim_fabric_holds(&sys.fab, (unsigned)h),
+			 sim_fabric_holds(&sys.fab, (unsigned)h + 1) };
+
+	for (int s = 0; s < 2; s++)
+		if (here[s])
+			hm_port_attach(sys.devs[h + s], p, l, s);
+	if (here[0] == here[1])
+		return 0; /* both here (or both elsewhere: the link is idle in this process) */
+	return sim_fabric_link(&sys.fab, l, (unsigned)h / 2, p, here[0] ? 0 : 1,
+			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
+}
+
+static int make_links(void)
 {
 	const struct sim_config *c = &sys.cfg;
 	enum hm_link_layer ll = c->link_layer == SIM_LL_ROCE ? HM_LL_ROCE : HM_LL_IB;
+	int rc;
 
 	for (int h = 0; h + 1 < sys.ndevs; h += 2) {
 		for (unsigned p = 1; p <= c->ports; p++) {
@@ -91,8 +110,6 @@ static void make_links(void)
 			SIM_ASSERT(l != NULL, "link creation failed");
 			sim_link_set_classifier(l, ll == HM_LL_ROCE ? classify_roce : classify_ib);
 			sim_link_set_sealer(l, ll == HM_LL_ROCE ? seal_roce : seal_ib);
-			hm_port_attach(sys.devs[h], p, l, 0);
-			hm_port_attach(sys.devs[h + 1], p, l, 1);
 			for (int s = 0; s < 2; s++)
 				sim_link_set_faults(l, s,
 						    &(struct sim_link_faults){
@@ -105,8 +122,11 @@ static void make_links(void)
 							    c->fault_delay_ns * SIM_PS_PER_NS },
 						    c->seed);
 			sys.links[sys.nlinks++] = l;
+			if ((rc = link_ends(l, h, p)))
+				return rc;
 		}
 	}
+	return 0;
 }
 
 int hcasim_link_faults(int link, int side, const struct hcasim_faults *f)
@@ -679,6 +699,10 @@ int hcasim_boot(void)
 	/* Checked before anything is built: hosts 2k and 2k+1 share hca.ports links. */
 	rc = link_down_windows(sys.cfg.fault_link_down, (int)(sys.cfg.hosts / 2 * sys.cfg.ports),
 			       false);
+	if (!rc)
+		rc = sim_fabric_from_env(&sys.fab, (unsigned)sys.cfg.hosts);
+	if (!rc && sys.fab.dir[0])
+		rc = sim_fabric_ini(&sys.fab, &sys.cfg);
 	if (rc)
 		return rc;
 	sys.k = sim_kernel_create();
@@ -690,10 +714,11 @@ int hcasim_boot(void)
 	sys.ndevs = (int)sys.cfg.hosts;
 	for (int i = 0; i < sys.ndevs; i++)
 		sys.devs[i] = hm_dev_create(&sys.cfg, i, i);
-	make_links();
+	rc = make_links();
 	link_down_windows(sys.cfg.fault_link_down, sys.nlinks, true);
 	sys.booted = true;
-	rc = boot_outputs();
+	if (!rc)
+		rc = boot_outputs();
 	if (rc) {
 		/* A boot that fails leaves nothing booted: the next one starts afresh. */
 		char why[512];
@@ -775,6 +800,11 @@ int hcasim_trace(const char *categories, const char *path)
 	int rc = sim_trace_select(categories);
 
 	return rc ? rc : sim_trace_open(path);
+}
+
+int hcasim_fabric_holds(int host)
+{
+	return host >= 0 && sim_fabric_holds(&sys.fab, (unsigned)host);
 }
 
 int hcasim_num_devices(void)

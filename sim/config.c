@@ -246,6 +246,11 @@ int sim_config_load(struct sim_config *c, const char *path)
 	return 0;
 }
 
+const char *sim_config_key_at(size_t i)
+{
+	return i < CFG_COUNT ? cfg_table[i].key : NULL;
+}
+
 void sim_config_print_doc(void)
 {
 	printf("| key | default | range | unit | meaning |\n|---|---|---|---|---|\n");

@@ -28,6 +28,8 @@ int sim_config_get(const struct sim_config *c, const char *key, char *buf, size_
 /* Apply a whole file; on any error *c is unchanged and the message names the file and the key
  * (or the line, for a syntax error). */
 int sim_config_load(struct sim_config *c, const char *path);
+/* The i-th key of the table (in sim/config.def's order), NULL past the last. */
+const char *sim_config_key_at(size_t i);
 /* Write docs/config.md's table to stdout. */
 void sim_config_print_doc(void);
 

@@ -147,6 +147,9 @@ int hcasim_inject_frame(int dev, int port, const void *frame, size_t len);
 enum hcasim_dma_client { HCASIM_DMA_SQ_WQE, HCASIM_DMA_RQ_WQE, HCASIM_DMA_SRQ_WQE };
 int hcasim_dma_read_error(int dev, enum hcasim_dma_client client, uint32_t num, uint32_t count);
 
+/* Whether this process holds host `host` (HCASIM_FABRIC/HCASIM_HOST, docs/fabric.md); every
+ * host of the system is held without a fabric. */
+int hcasim_fabric_holds(int host);
 int hcasim_num_devices(void);
 
 /* Data-path counters of device dev (since boot). */

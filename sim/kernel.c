@@ -263,6 +263,11 @@ static bool settle(struct sim_kernel *k, sim_time_t limit)
 	return !k->halted[0];
 }
 
+bool sim_settle(struct sim_kernel *k, sim_time_t limit)
+{
+	return settle(k, limit);
+}
+
 /* Run the event at the top of the queue (there is one, and it is live). */
 static void run_top(struct sim_kernel *k)
 {
@@ -363,4 +368,18 @@ void sim_kernel_set_horizon(struct sim_kernel *k, sim_horizon_fn fn, void *arg)
 {
 	k->horizon = fn;
 	k->horizon_arg = arg;
+}
+
+void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
+{
+	if (t <= k->now)
+		return;
+	if (k->advance)
+		k->advance(k->advance_arg, k->now, t);
+	k->now = t;
+	for (size_t i = 0; i < k->len; i++)
+		k->heap[i].t = k->heap[i].t < t ? t : k->heap[i].t;
+	/* Raising keys to t can put a later-scheduled event above an earlier one: rebuild. */
+	for (size_t i = k->len / 2; i-- > 0;)
+		heap_down(k, i);
 }

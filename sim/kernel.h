@@ -97,6 +97,12 @@ void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *
  * can come: 0 then means nothing will. NULL removes it; without one nothing changes. */
 typedef int (*sim_horizon_fn)(void *arg, sim_time_t t);
 void sim_kernel_set_horizon(struct sim_kernel *k, sim_horizon_fn fn, void *arg);
+/* With a horizon, take in what other processes send at or before the next event (or limit, if
+ * earlier), so that sim_next_event is final. false when the simulation is halted. */
+bool sim_settle(struct sim_kernel *k, sim_time_t limit);
+/* A late joiner of a fabric starts at the time the running hosts have reached: the clock moves
+ * to t (never back), and events pending before t run at t, in their order. */
+void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t);
 
 /* Stop the simulation for good (a lockstep mismatch): no event runs after it, waits return
  * -ECANCELED, and sim_halted gives the reason (NULL while running). */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ struct link_side {
 	sim_link_state_fn state;  /* told when the link goes down or up */
 	void *port;		  /* rx's and state's argument */
 	uint64_t lost_down;	  /* frames from this side lost to the link being down */
+	uint64_t lost_absent;	  /* lost as the other side's process had not joined or had left */
 	sim_time_t busy_until_ps; /* this side's transmitter is free from then on */
 	uint64_t frames, bytes;	  /* sent from this side */
 	struct sim_link_target targets[SIM_LINK_MAX_TARGETS]; /* targeted faults */
@@ -135,6 +137,8 @@ struct remote {
 	struct outq *outq;	/* frames not yet written to the channel */
 	uint64_t stall_ms;	/* wall time a wait may go without progress */
 	sim_time_t promise;	/* the peer's, as last seen */
+	bool joined;		/* the peer's process has attached (it may have left since) */
+	int dead_pid;		/* a stale claim of the peer's side, seen while waiting for it */
 	char why[160];		/* why the last write failed (sim_error's message) */
 };
 
@@ -711,6 +715,11 @@ uint64_t sim_link_lost_down(const struct sim_link *l, int side)
 	return side_of(l, side)->lost_down;
 }
 
+uint64_t sim_link_lost_absent(const struct sim_link *l, int side)
+{
+	return side_of(l, side)->lost_absent;
+}
+
 /* ---- Links between processes (docs/fabric.md#synchronisation). The frames this process's
  * side sends wait in outq, by arrival time, until no later send can arrive before them (the
  * floor: max(now, transmitter busy until) + latency), and then go to the channel stamped with
@@ -718,10 +727,23 @@ uint64_t sim_link_lost_down(const struct sim_link *l, int side)
  * horizon takes the peer's messages stamped at or before the time it wants to run, turning
  * frames into deliveries, and waits while the peer has not promised past that time. */
 
+/* A frame for a process that is not there: lost, as on a cable to a machine that is off. */
+static void remote_lost(struct sim_link *l, struct delivery *d)
+{
+	l->side[l->remote->side].lost_absent++;
+	trace_link_peer_absent(-1, l->name, l->remote->side, d->len);
+	free(d);
+}
+
 static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
 {
-	struct outq *q = malloc(sizeof(*q)), **pp;
+	struct outq *q, **pp;
 
+	if (!l->remote->joined) {
+		remote_lost(l, d);
+		return;
+	}
+	q = malloc(sizeof(*q));
 	SIM_ASSERT(q != NULL, "out of memory");
 	q->t = t;
 	q->d = d;
@@ -771,14 +793,16 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 	return r;
 }
 
-/* Forget the queued frames. */
-static void remote_drop(struct remote *rm)
+/* Forget the queued frames: the peer has gone. */
+static void remote_drop(struct sim_link *l)
 {
+	struct remote *rm = l->remote;
+
 	while (rm->outq) {
 		struct outq *q = rm->outq;
 
 		rm->outq = q->next;
-		free(q->d);
+		remote_lost(l, q->d);
 		free(q);
 	}
 }
@@ -794,8 +818,10 @@ static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
 	sim_time_t last = sim_chan_out_ts(rm->chan);
 	int r = 0;
 
+	if (!rm->joined)
+		return 0; /* nobody to promise anything to (its frames were lost at the send) */
 	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER) {
-		remote_drop(rm); /* the peer has left: a cable to a machine that is off */
+		remote_drop(l); /* the peer has left: a cable to a machine that is off */
 		return 0;
 	}
 	floor = floor < SIM_TIME_NEVER - l->latency_ps ? floor + l->latency_ps : SIM_TIME_NEVER;
@@ -903,6 +929,30 @@ static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p)
 	return b > p ? b : p;
 }
 
+/* Whether l's peer has joined. The first look that finds its process attached gives it its
+ * start: a SYNC stamped now + latency, the first message of the ring, from which the joiner
+ * starts its kernel at our current time (docs/fabric.md#late-join). */
+static bool remote_joined(struct sim_link *l, struct sim_kernel *k)
+{
+	struct remote *rm = l->remote;
+	int pid = sim_chan_peer_pid(rm->chan);
+	struct sim_chan_msg m;
+
+	if (rm->joined || !pid || pid == rm->dead_pid)
+		return rm->joined;
+	rm->joined = true;
+	if (sim_chan_peek(rm->chan, &m) == 1 && m.type == SIM_CHAN_TERMINATE)
+		return true; /* came and left: the horizon takes its TERMINATE */
+	if (kill((pid_t)pid, 0) && errno == ESRCH) {
+		rm->dead_pid = pid; /* a claim left by a process that died: nobody is there */
+		rm->joined = false;
+		return false;
+	}
+	if (remote_write(l, NULL, add_sat(sim_now(k), l->latency_ps)))
+		sim_halt(k, rm->why);
+	return true;
+}
+
 /* One look at every remote link: 1 (deliveries added), 0 (every peer promised past t: go),
  * 2 (wait: *pmin is the earliest promise), or -errno. A waiting side publishes what it waits
  * for (when it has no other link) and promises from the bound its peers' waits give. */
@@ -918,6 +968,10 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 
 		if (!l->remote)
 			continue;
+		if (!remote_joined(l, k)) {
+			l->remote->promise = SIM_TIME_NEVER; /* nobody there: nothing comes */
+			continue;
+		}
 		sim_chan_wait_clear(l->remote->chan); /* before taking anything */
 		if ((r = remote_take(l, k, t, &l->remote->promise)) < 0)
 			return r;
@@ -928,7 +982,7 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		return 1;
 	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
 	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
-		if (!l->remote)
+		if (!l->remote || !l->remote->joined)
 			continue;
 		if (remote_links == 1)
 			sim_chan_wait_publish(l->remote->chan, t,
@@ -937,7 +991,7 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		base = in < base ? in : base;
 	}
 	for (struct sim_link *l = live_links; l; l = l->next)
-		if (l->remote && remote_promise(l, base, !ok))
+		if (l->remote && l->remote->joined && remote_promise(l, base, !ok))
 			return -EIO;
 	return ok ? 0 : 2;
 }
@@ -967,9 +1021,36 @@ static int horizon(void *arg, sim_time_t t)
 	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
 }
 
+/* A late joiner: the peer's first message, a SYNC stamped its time + latency, says when the
+ * fabric is; the kernel starts there. A peer that leaves first (TERMINATE, or its claim gone)
+ * gives no time: this side starts at its own. */
+static int remote_start(struct sim_link *l, struct sim_kernel *k)
+{
+	struct remote *rm = l->remote;
+	struct sim_chan_msg m;
+	uint64_t t0 = wall_ms();
+	int r;
+
+	while ((r = sim_chan_peek(rm->chan, &m)) == 0 && sim_chan_peer_pid(rm->chan)) {
+		if (wall_ms() - t0 > rm->stall_ms)
+			return sim_error(-ETIMEDOUT, "link %s: joined late, and the process holding "
+					 "side %d (pid %d) gave no start time in %" PRIu64 " ms of "
+					 "wall time", l->name, !rm->side,
+					 sim_chan_peer_pid(rm->chan), rm->stall_ms);
+		sched_yield();
+	}
+	if (r < 0)
+		return r;
+	rm->joined = r == 1; /* gone without a word: as if it had never come */
+	if (r == 1 && m.type != SIM_CHAN_TERMINATE && m.ts >= l->latency_ps)
+		sim_kernel_start_at(k, m.ts - l->latency_ps);
+	return 0;
+}
+
 int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t stall_ms)
 {
 	struct sim_kernel *k = sim_kernel();
+	int r;
 
 	if (!k || (side != 0 && side != 1) || l->remote || l->pcap)
 		return sim_error(-EINVAL, "link %s: side %d cannot go remote (a kernel, side 0 or 1, "
@@ -983,6 +1064,12 @@ int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t s
 	l->remote->chan = c;
 	l->remote->side = side;
 	l->remote->stall_ms = stall_ms;
+	l->remote->joined = sim_chan_peer_first(c);
+	if (l->remote->joined && (r = remote_start(l, k))) {
+		free(l->remote); /* the channel stays the caller's */
+		l->remote = NULL;
+		return r;
+	}
 	remote_links++;
 	sim_kernel_set_horizon(k, horizon, k);
 	return 0;
@@ -1006,7 +1093,7 @@ static void remote_close(struct sim_link *l)
 		free(q->d);
 		free(q);
 	}
-	remote_drop(rm);
+	remote_drop(l);
 	if (peer && sim_chan_send_terminate(rm->chan))
 		fprintf(stderr, "hcasim: link %s: %s\n", l->name, sim_last_error());
 	sim_chan_close(rm->chan);

@@ -116,6 +116,9 @@ void sim_link_set_up(struct sim_link *l, bool up);
 bool sim_link_is_up(const struct sim_link *l);
 /* Frames sent from side lost to the link being down. */
 uint64_t sim_link_lost_down(const struct sim_link *l, int side);
+/* Frames from side lost because the process holding the other side had not joined the fabric
+ * yet or had left it (link between processes; each a link.peer_absent trace line). */
+uint64_t sim_link_lost_absent(const struct sim_link *l, int side);
 /* Add a target to side (0 or 1): 0, or -ENOSPC with SIM_LINK_MAX_TARGETS already there. */
 int sim_link_add_target(struct sim_link *l, int side, const struct sim_link_target *t);
 /* Remove side's targets; how many side has. */
@@ -129,8 +132,13 @@ unsigned sim_link_targets(const struct sim_link *l, int side);
  * current kernel runs an event at t only once the peer has promised past t, waiting at most
  * stall_ms of wall time without the peer's promise moving (then the simulation halts, naming
  * the wait). The link owns c from then on: sim_link_destroy writes what is queued, then
- * TERMINATE, and closes it. 0, or -EINVAL (no kernel, a bad side, a capture on, already
- * remote, or c's latency not the link's). Not yet: a capture of such a link, link down/up
+ * TERMINATE, and closes it. A peer whose process has not attached yet promises everything, and
+ * frames to it are lost (sim_link_lost_absent); once it attaches, it is sent a SYNC stamped the
+ * current time + latency. A side attaching after its peer (sim_chan_peer_first) is a late
+ * joiner: it waits (up to stall_ms) for that SYNC and starts the kernel a latency before it
+ * (sim_kernel_start_at). 0, or -EINVAL (no kernel, a bad side, a capture on, already
+ * remote, or c's latency not the link's), or -ETIMEDOUT (a joiner given no start; then
+ * nothing changed and c stays the caller's). Not yet: a capture of such a link, link down/up
  * across the cut. */
 struct sim_chan;
 int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t stall_ms);

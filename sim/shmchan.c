@@ -62,6 +62,7 @@ struct sim_chan {
 	bool out_closed;	 /* TERMINATE sent */
 	bool in_closed;		 /* TERMINATE taken */
 	bool peeked;		 /* the slot at in_pos has been returned by peek */
+	bool peer_first;	 /* attached while a live process held the other side */
 	uint8_t peeked_type;
 	sim_time_t peeked_ts;
 };
@@ -256,7 +257,7 @@ int sim_chan_attach(struct sim_chan **out, const char *path, int side,
 {
 	struct stat st;
 	uint8_t *map;
-	int fd, err;
+	int fd, err, held;
 
 	*out = NULL;
 	if ((err = check_params(path, side, p)))
@@ -279,7 +280,11 @@ int sim_chan_attach(struct sim_chan **out, const char *path, int side,
 		munmap(map, (size_t)st.st_size);
 		return err;
 	}
-	return adopt(out, path, side, p, map, (size_t)st.st_size);
+	if ((err = adopt(out, path, side, p, map, (size_t)st.st_size)))
+		return err;
+	held = sim_chan_peer_pid(*out);
+	(*out)->peer_first = held && (kill((pid_t)held, 0) == 0 || errno != ESRCH);
+	return 0;
 }
 
 int sim_chan_join(struct sim_chan **out, const char *path, int side,
@@ -307,6 +312,11 @@ void sim_chan_close(struct sim_chan *c)
 int sim_chan_peer_pid(const struct sim_chan *c)
 {
 	return (int)atomic_load(&c->hdr->pid[!c->side]);
+}
+
+bool sim_chan_peer_first(const struct sim_chan *c)
+{
+	return c->peer_first;
 }
 
 const struct sim_chan_params *sim_chan_params(const struct sim_chan *c)

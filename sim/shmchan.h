@@ -66,6 +66,9 @@ void sim_chan_close(struct sim_chan *c);
 
 /* The pid attached to the other side (0: none yet, or it has closed). */
 int sim_chan_peer_pid(const struct sim_chan *c);
+/* Whether this side attached to a channel whose other side a live process held already (the
+ * creator never counts as such): a late joiner, which starts at the time the peer gives it. */
+bool sim_chan_peer_first(const struct sim_chan *c);
 /* The geometry and timing the channel was opened with; its path. */
 const struct sim_chan_params *sim_chan_params(const struct sim_chan *c);
 const char *sim_chan_path(const struct sim_chan *c);

@@ -6,8 +6,10 @@
  * beyond the slot or a timestamp going backwards are refused with a message naming the rule.
  * Then links across the cut (sim_link_remote): with its sides in two processes a link
  * delivers what it delivers in one, at the same picosecond, faults included; a peer that never
- * comes halts the wait naming it; a peer that leaves holds nothing back; two waiting hosts
- * jump over idle time through their published waits instead of creeping a latency at a time. */
+ * comes holds nothing back and its frames are lost, one that comes and stays silent halts the
+ * wait naming it; a peer that leaves holds nothing back; a late joiner starts at the time the
+ * running side has reached, deterministically; two waiting hosts jump over idle time through
+ * their published waits instead of creeping a latency at a time. */
 #include "sim/error.h"
 #include "sim/link.h"
 #include "sim/shmchan.h"
@@ -576,7 +578,21 @@ static void lx_teardown(void)
 	sim_kernel_destroy(k);
 }
 
-/* One end in this process: join the channel, wait for the peer, run to the end. */
+/* Wait (up to ms of wall time) until the other side of c is claimed. */
+static int wait_peer(struct sim_chan *c, uint64_t ms)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	for (uint64_t i = 0; !sim_chan_peer_pid(c); i++) {
+		if (i >= ms)
+			return -1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* One end in this process: join the channel, wait for the peer to attach too (both start at
+ * 0: neither runs alone), run to the end. */
 static int lx_end(int side, uint64_t stall_ms)
 {
 	struct sim_chan_params p;
@@ -584,7 +600,8 @@ static int lx_end(int side, uint64_t stall_ms)
 
 	sim_chan_default_params(&p, 100000);
 	lx_setup(1u << side);
-	if (sim_chan_join(&c, path, side, &p) || sim_link_remote(LX.l, side, c, stall_ms))
+	if (sim_chan_join(&c, path, side, &p) || wait_peer(c, stall_ms) ||
+	    sim_link_remote(LX.l, side, c, stall_ms))
 		return -1;
 	sim_run_until(sim_kernel(), LX_END);
 	return sim_halted(sim_kernel()) ? -2 : 0;
@@ -683,18 +700,61 @@ Test(fabric, a_peer_breaking_the_protocol_halts_the_run_naming_it)
 	raw = map_raw(&len);
 	raw[4096 + (size_t)p.slots * p.slot_bytes + 63] = 0x23 | 0x80;
 	munmap(raw, len);
-	cr_expect_eq(lx_end(0, 5000), -2, "the run halts");
-	cr_expect(sim_halted(sim_kernel()) &&
-		  strstr(sim_halted(sim_kernel()), "slot 0 from side 1: unknown type 0x23"),
-		  "halted: %s", sim_halted(sim_kernel()));
+	/* Side 1 was there first: side 0 joins late, and the slot it reads for its start time
+	 * breaks the protocol. */
+	cr_expect_eq(lx_end(0, 5000), -1, "joining fails");
+	cr_expect(strstr(sim_last_error(), "slot 0 from side 1: unknown type 0x23"),
+		  "error: %s", sim_last_error());
 	cr_expect_eq(sim_now(sim_kernel()), 0, "nothing ran");
 	lx_teardown();
 	sim_chan_close(peer);
 }
 
-Test(fabric, a_peer_that_never_comes_halts_the_wait_naming_it)
+Test(fabric, a_peer_that_never_comes_holds_nothing_back_and_its_frames_are_lost)
 {
-	int r = lx_end(0, 200); /* nobody attaches side 1 */
+	struct sim_chan_params p;
+	struct sim_chan *c;
+	uint64_t inj[5];
+	uint8_t *raw;
+	size_t len;
+
+	sim_chan_default_params(&p, 100000);
+	lx_setup(1);
+	cr_assert_eq(sim_chan_join(&c, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_link_remote(LX.l, 0, c, 200), 0, "%s", sim_last_error());
+	sim_run_until(sim_kernel(), LX_END); /* nobody attaches side 1 */
+	cr_expect(!sim_halted(sim_kernel()), "halted: %s", sim_halted(sim_kernel()));
+	cr_expect_eq(sim_now(sim_kernel()), LX_END);
+	cr_expect_eq(sim_link_frames(LX.l, 0), 60, "side 0 sent its frames");
+	sim_link_fault_counts(LX.l, 0, inj);
+	/* Each copy of a duplicated frame is lost; a frame a reorder holds back behind a next one
+	 * that never comes stays held. */
+	cr_expect(sim_link_lost_absent(LX.l, 0) >= sim_link_frames(LX.l, 0) - 1 &&
+		  sim_link_lost_absent(LX.l, 0) <= sim_link_frames(LX.l, 0) + inj[2],
+		  "every frame put on the wire was lost (%llu of %llu sent, %llu duplicated)",
+		     (unsigned long long)sim_link_lost_absent(LX.l, 0),
+		     (unsigned long long)sim_link_frames(LX.l, 0), (unsigned long long)inj[2]);
+	raw = map_raw(&len);
+	cr_expect_eq(raw[4096 + 63], 0, "nothing was written to a ring nobody reads");
+	munmap(raw, len);
+	lx_teardown();
+}
+
+Test(fabric, a_peer_that_comes_and_stays_silent_halts_the_wait_naming_it)
+{
+	struct sim_chan_params p;
+	struct sim_chan *peer;
+	int r;
+
+	/* This process holds side 1 too, and never writes to it. */
+	sim_chan_default_params(&p, 100000);
+	lx_setup(1);
+	cr_assert_eq(sim_chan_create(&peer, path, 0, &p), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_link_remote(LX.l, 0, peer, 200), 0, "%s", sim_last_error());
+	cr_assert_eq(sim_chan_attach(&peer, path, 1, &p), 0, "%s", sim_last_error());
+	sim_run_until(sim_kernel(), LX_END);
+	r = sim_halted(sim_kernel()) ? -2 : 0;
+	sim_chan_close(peer);
 
 	cr_expect_eq(r, -2, "the run halts (%d)", r);
 	cr_expect(sim_halted(sim_kernel()) && strstr(sim_halted(sim_kernel()),
@@ -796,4 +856,119 @@ Test(fabric, two_idle_hosts_jump_over_idle_time_together)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status 0x%x)", st);
 	cr_expect_neq(access(path, F_OK), 0, "the last to leave removed the channel file");
+}
+
+/* Late join: side 0 runs alone to LJ_T1 (what it sends is lost), then side 1's process attaches
+ * and starts at LJ_T1, and the rest of the scenario flows both ways. */
+#define LJ_T1 (3 * SIM_PS_PER_MS)
+
+struct lj_result {
+	struct lx_log log;
+	sim_time_t start;     /* side 1: its time once joined */
+	uint64_t lost, sent;  /* side 0: frames lost while alone, and sent by then */
+};
+
+/* Side 1: wait for the go, join late, run to the end. */
+static int lj_side1(int go, struct lj_result *res)
+{
+	struct sim_chan_params p;
+	struct sim_chan *c;
+	char b;
+
+	sim_chan_default_params(&p, 100000);
+	if (read(go, &b, 1) != 1)
+		return -1;
+	lx_setup(2);
+	if (sim_chan_join(&c, path, 1, &p) || sim_link_remote(LX.l, 1, c, 20000))
+		return -1;
+	res->start = sim_now(sim_kernel());
+	sim_run_until(sim_kernel(), LX_END);
+	res->log = LX.log[1];
+	return sim_halted(sim_kernel()) ? -2 : 0;
+}
+
+/* Side 0: alone to LJ_T1, then the go to side 1, and on once it is there. */
+static int lj_side0(int go, struct lj_result *res)
+{
+	struct sim_chan_params p;
+	struct sim_chan *c;
+
+	sim_chan_default_params(&p, 100000);
+	lx_setup(1);
+	if (sim_chan_join(&c, path, 0, &p) || sim_link_remote(LX.l, 0, c, 20000))
+		return -1;
+	sim_run_until(sim_kernel(), LJ_T1);
+	res->lost = sim_link_lost_absent(LX.l, 0);
+	res->sent = sim_link_frames(LX.l, 0);
+	if (write(go, "g", 1) != 1 || wait_peer(c, 20000))
+		return -1;
+	sim_run_until(sim_kernel(), LX_END);
+	res->log = LX.log[0];
+	return sim_halted(sim_kernel()) ? -2 : 0;
+}
+
+/* One run: side 1 in a child process; its result comes back through a file. */
+static void lj_run(struct lj_result res[2])
+{
+	char logpath[160];
+	int go[2], st, r, fd;
+	pid_t pid;
+
+	snprintf(logpath, sizeof(logpath), "%s/side1.log", dir);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		memset(&res[1], 0, sizeof(res[1]));
+		r = lj_side1(go[0], &res[1]);
+		if (r)
+			fprintf(stderr, "child: %d: %s\n", r, sim_last_error());
+		fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, &res[1], sizeof(res[1])) != sizeof(res[1]))
+			r = -3;
+		close(fd);
+		lx_teardown();
+		_exit(r ? 1 : 0);
+	}
+	memset(&res[0], 0, sizeof(res[0]));
+	r = lj_side0(go[1], &res[0]);
+	cr_expect_eq(r, 0, "side 0: %s", sim_halted(sim_kernel()) ? sim_halted(sim_kernel())
+								  : sim_last_error());
+	lx_teardown();
+	close(go[0]);
+	close(go[1]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status 0x%x)", st);
+	fd = open(logpath, O_RDONLY);
+	cr_assert_eq(read(fd, &res[1], sizeof(res[1])), (ssize_t)sizeof(res[1]));
+	close(fd);
+}
+
+Test(fabric, a_late_joiner_starts_at_the_running_sides_time_and_traffic_flows_both_ways)
+{
+	struct lj_result a[2], b[2];
+	int echoes = 0, first1 = 0;
+
+	lx_kind = SIM_LINK_ETH;
+	lj_run(a);
+	cr_expect_eq(a[1].start, LJ_T1, "side 1 started at %llu ps, side 0 was at %llu",
+		     (unsigned long long)a[1].start, (unsigned long long)LJ_T1);
+	cr_expect_gt(a[0].sent, 30, "side 0 sent its burst alone");
+	cr_expect_geq(a[0].lost, a[0].sent, "what it sent alone was lost (%llu of %llu)",
+		      (unsigned long long)a[0].lost, (unsigned long long)a[0].sent);
+	for (int i = 0; i < a[0].log.n; i++) {
+		echoes += a[0].log.crc[i] && a[0].log.at[i] > LJ_T1;
+		first1 += a[0].log.at[i] <= LJ_T1;
+	}
+	cr_expect_gt(a[0].log.n, 40, "side 0 received side 1's frames and echoes");
+	cr_expect_eq(first1, 0, "nothing arrived before the join");
+	cr_expect_gt(a[1].log.n, 5, "side 1 received side 0's frames sent after the join");
+	for (int i = 0; i < a[1].log.n; i++)
+		cr_expect_gt(a[1].log.at[i], LJ_T1);
+	/* Again: the same deliveries, to the picosecond. */
+	lj_run(b);
+	cr_expect_eq(b[1].start, a[1].start);
+	cr_expect_eq(b[0].lost, a[0].lost);
+	lx_expect_same(&b[0].log, &a[0].log, 0);
+	lx_expect_same(&b[1].log, &a[1].log, 1);
 }

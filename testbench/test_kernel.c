@@ -42,6 +42,29 @@ Test(kernel, events_fire_in_time_then_schedule_order)
 	sim_kernel_destroy(R.k);
 }
 
+Test(kernel, a_late_start_runs_earlier_events_at_the_start_in_their_order)
+{
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	/* Scheduled late to early, so that raising their times must reorder the heap. */
+	sim_schedule_at(R.k, 900, mark, (void *)'e');
+	sim_schedule_at(R.k, 300, mark, (void *)'b');
+	sim_schedule_at(R.k, 200, mark, (void *)'c');
+	sim_schedule_at(R.k, 100, mark, (void *)'d');
+	sim_schedule_at(R.k, 50, mark, (void *)'a');
+	sim_kernel_start_at(R.k, 500);
+	cr_assert_eq(sim_now(R.k), 500);
+	sim_kernel_start_at(R.k, 400); /* never back */
+	cr_assert_eq(sim_now(R.k), 500);
+	sim_run_until(R.k, 1000);
+	/* The early ones at 500, in the order they were scheduled; then the one after. */
+	cr_assert_str_eq(R.log, "bcdae");
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(R.when[i], 500);
+	cr_assert_eq(R.when[4], 900);
+	sim_kernel_destroy(R.k);
+}
+
 Test(kernel, cancelled_event_never_fires)
 {
 	sim_event_id id;

@@ -1,0 +1,210 @@
+/* The fabric's directory and the environment that names it (docs/fabric.md#starting-a-fabric). */
+#include "sim/fabric.h"
+#include "sim/env.h"
+#include "sim/error.h"
+#include "sim/link.h"
+#include "sim/shmchan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* HCASIM_HOST: N or N,M,...; each a host of the system, once. */
+static int parse_hosts(const char *v, unsigned nhosts, uint32_t *mask)
+{
+	const char *s = v;
+
+	*mask = 0;
+	for (;;) {
+		char *end;
+		unsigned long h = strtoul(s, &end, 10);
+
+		if (end == s || (*end && *end != ',') || *s == '-' || *s == '+' || *s == ' ')
+			return sim_error(-EINVAL, "HCASIM_HOST '%s': '%.*s' is not a host number "
+					 "(a number, or a list such as 0,1)", v,
+					 (int)strcspn(s, ","), s);
+		if (h >= nhosts)
+			return sim_error(-EINVAL, "HCASIM_HOST '%s': host %lu is not in the system "
+					 "(sim.hosts %u: hosts 0..%u)", v, h, nhosts, nhosts - 1);
+		if (*mask & (1u << h))
+			return sim_error(-EINVAL, "HCASIM_HOST '%s': host %lu is listed twice", v, h);
+		*mask |= 1u << h;
+		if (!*end)
+			return 0;
+		s = end + 1;
+	}
+}
+
+int sim_fabric_from_env(struct sim_fabric *f, unsigned nhosts)
+{
+	const char *dir = sim_env("HCASIM_FABRIC"), *hosts = sim_env("HCASIM_HOST");
+	uint32_t mask;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if (!dir && !hosts)
+		return 0;
+	if (!dir)
+		return sim_error(-EINVAL, "HCASIM_HOST is set but HCASIM_FABRIC is not: a process "
+				 "holds some of the hosts only in a fabric (HCASIM_FABRIC=DIR)");
+	if (!hosts)
+		return sim_error(-EINVAL, "HCASIM_FABRIC is set but HCASIM_HOST is not: it names "
+				 "the host(s) this process holds (N, or a list such as 0,1)");
+	if ((rc = sim_env_path_len("HCASIM_FABRIC", dir, sizeof(f->dir) - 64)))
+		return rc;
+	if ((rc = parse_hosts(hosts, nhosts, &mask)))
+		return rc;
+	snprintf(f->dir, sizeof(f->dir), "%s", dir);
+	f->hosts = mask;
+	return 0;
+}
+
+bool sim_fabric_holds(const struct sim_fabric *f, unsigned h)
+{
+	return !f->dir[0] || (h < 32 && (f->hosts & (1u << h)));
+}
+
+/* The keys that shape the fabric: every process must agree on them. */
+static bool shaping(const char *key)
+{
+	return !strcmp(key, "sim.hosts") || !strcmp(key, "sim.seed") ||
+	       !strcmp(key, "hca.ports") || !strcmp(key, "hca.link_layer") ||
+	       (!strncmp(key, "link.", 5) && strcmp(key, "link.pcap")) ||
+	       !strncmp(key, "fault.", 6);
+}
+
+/* Write the shaping keys of c as an INI file at path (a new file). */
+static int write_ini(const char *path, const struct sim_config *c)
+{
+	FILE *fp = fopen(path, "wx");
+	char sect[64] = "", val[256];
+	const char *key;
+
+	if (!fp)
+		return sim_error(-errno, "HCASIM_FABRIC: cannot create %s: %s", path,
+				 strerror(errno));
+	fprintf(fp, "; the fabric's configuration, written by the process that created it\n");
+	for (size_t i = 0; (key = sim_config_key_at(i)); i++) {
+		const char *dot = strchr(key, '.');
+
+		if (!shaping(key) || !dot)
+			continue;
+		if (strncmp(sect, key, (size_t)(dot - key)) || sect[dot - key]) {
+			snprintf(sect, sizeof(sect), "%.*s", (int)(dot - key), key);
+			fprintf(fp, "[%s]\n", sect);
+		}
+		sim_config_get(c, key, val, sizeof(val));
+		fprintf(fp, "%s = %s\n", dot + 1, val);
+	}
+	if (fclose(fp))
+		return sim_error(-EIO, "HCASIM_FABRIC: cannot write %s", path);
+	return 0;
+}
+
+/* c against the fabric.ini at path: the first shaping key that differs. */
+static int compare_ini(const char *path, const struct sim_config *c)
+{
+	struct sim_config there;
+	char a[256], b[256];
+	const char *key;
+	int rc;
+
+	sim_config_defaults(&there);
+	if ((rc = sim_config_load(&there, path)))
+		return sim_error_prefix(rc, "HCASIM_FABRIC");
+	for (size_t i = 0; (key = sim_config_key_at(i)); i++) {
+		if (!shaping(key))
+			continue;
+		sim_config_get(c, key, a, sizeof(a));
+		sim_config_get(&there, key, b, sizeof(b));
+		if (strcmp(a, b))
+			return sim_error(-EINVAL, "HCASIM_FABRIC: config key '%s' is %s here but %s "
+					 "in %s: every process of a fabric must agree on it", key,
+					 a, b, path);
+	}
+	return 0;
+}
+
+int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
+{
+	char path[4200], tmp[4300];
+	int rc;
+
+	if (mkdir(f->dir, 0700) && errno != EEXIST)
+		return sim_error(-errno, "HCASIM_FABRIC '%s': cannot create the directory: %s",
+				 f->dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/fabric.ini", f->dir);
+	if (access(path, F_OK) == 0)
+		return compare_ini(path, c);
+	/* Written under a temporary name and linked: a process arriving meanwhile sees all of
+	 * it or none, and of two creators one wins and the other compares. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	if ((rc = write_ini(tmp, c)))
+		return rc;
+	rc = link(tmp, path) ? -errno : 0;
+	unlink(tmp);
+	if (rc == -EEXIST)
+		return compare_ini(path, c);
+	return rc ? sim_error(rc, "HCASIM_FABRIC: cannot create %s: %s", path, strerror(-rc)) : 0;
+}
+
+static bool gone(uint32_t pid)
+{
+	return !pid || (kill((pid_t)pid, 0) && errno == ESRCH);
+}
+
+/* A channel file whose two sides are unclaimed or claimed by processes that no longer exist
+ * was left by a run that crashed: its rings hold that run's messages. Removed, with a word. */
+static void replace_stale(const char *path)
+{
+	uint32_t pid[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (pread(fd, pid, sizeof(pid), 72) == (ssize_t)sizeof(pid) && gone(pid[0]) &&
+	    gone(pid[1])) {
+		fprintf(stderr, "hcasim: fabric: %s was left by processes that are gone (pids %u "
+			"and %u): replaced\n", path, pid[0], pid[1]);
+		unlink(path);
+	}
+	close(fd);
+}
+
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
+		    int side, uint64_t latency_ps, uint64_t timeout_ms)
+{
+	struct sim_chan_params cp;
+	struct sim_chan *c;
+	char path[4200], lock[4200];
+	int rc, lfd;
+
+	if (!latency_ps)
+		return sim_error(-EINVAL, "config key 'link.latency_ns': 0 in a fabric (the link "
+				 "latency is the lookahead between processes: at least 1 ns)");
+	snprintf(path, sizeof(path), "%s/link%u.%u.chan", f->dir, n, p);
+	sim_chan_default_params(&cp, latency_ps);
+	/* Under the directory's lock: two processes never both find a file stale and replace
+	 * each other's. */
+	snprintf(lock, sizeof(lock), "%s/.lock", f->dir);
+	if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lfd, LOCK_EX)) {
+		rc = sim_error(-errno, "HCASIM_FABRIC: cannot lock %s: %s", lock, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return rc;
+	}
+	replace_stale(path);
+	rc = sim_chan_join(&c, path, side, &cp);
+	close(lfd); /* unlocks */
+	if (rc)
+		return rc;
+	if ((rc = sim_link_remote(l, side, c, timeout_ms)))
+		sim_chan_close(c);
+	return rc;
+}

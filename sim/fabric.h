@@ -1,0 +1,36 @@
+/* The fabric (docs/fabric.md#starting-a-fabric): HCASIM_FABRIC=DIR names a directory the
+ * processes of one run share, HCASIM_HOST=N (or a list, 0,1) the simulated hosts this process
+ * holds. The first process writes DIR/fabric.ini from its configuration; every later one must
+ * agree with it on the keys that shape the fabric. A link with one end here goes over the
+ * channel DIR/link<N>.<P>.chan (sim/shmchan.h, sim_link_remote). */
+#ifndef SIM_FABRIC_H
+#define SIM_FABRIC_H
+
+#include "sim/config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sim_link;
+
+struct sim_fabric {
+	char dir[4096];	 /* "" : no fabric, every host in this process */
+	uint32_t hosts;	 /* bit h: this process holds host h */
+};
+
+/* Read HCASIM_FABRIC and HCASIM_HOST for a system of nhosts hosts. 0 with f->dir "" when
+ * neither is set; -EINVAL naming the variable and the bad part (a host that is no number, out
+ * of 0..nhosts-1 or listed twice, one variable without the other, a path too long). */
+int sim_fabric_from_env(struct sim_fabric *f, unsigned nhosts);
+/* Create DIR if needed and DIR/fabric.ini from c, or compare c with the one there: -EINVAL
+ * naming the first key that shapes the fabric and differs, with both values. */
+int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c);
+/* Whether this process holds host h (every host without a fabric). */
+bool sim_fabric_holds(const struct sim_fabric *f, unsigned h);
+/* Put link l (link n, port p, latency_ps), whose side `side` is held here, on its channel in
+ * DIR: created or attached (either process may come first), waits bounded by timeout_ms.
+ * 0 or -errno, nothing changed. */
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
+		    int side, uint64_t latency_ps, uint64_t timeout_ms);
+
+#endif

@@ -1,0 +1,529 @@
+/* fabric (boot): HCASIM_FABRIC and HCASIM_HOST. Bad values refuse the boot naming the variable
+ * and the bad part; the first process writes DIR/fabric.ini and a later one whose
+ * configuration differs is refused naming the key; a process holding host N lists exactly
+ * hcasim<N>, with the GUID and LID it has in one process; and two processes, host 0 and
+ * host 1, exchange an RC SEND and an RDMA WRITE through verbs, byte for byte, the same in two
+ * runs to the picosecond. */
+#include "sim/shmchan.h"
+#include "tb.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char fdir[] = "/tmp/hcasim-fabric-boot-XXXXXX";
+
+static void fb_setup(void)
+{
+	cr_assert_not_null(mkdtemp(fdir));
+}
+
+static void fb_teardown(void)
+{
+	tb_rm_tmpdir(fdir);
+}
+
+
+static void expect_refused(const char *fabric, const char *host, const char *words)
+{
+	setenv("HCASIM_FABRIC", fabric, 1);
+	if (host)
+		setenv("HCASIM_HOST", host, 1);
+	else
+		unsetenv("HCASIM_HOST");
+	if (!*fabric)
+		unsetenv("HCASIM_FABRIC");
+	cr_expect_eq(hcasim_boot(), -EINVAL, "HCASIM_HOST=%s boots", host ? host : "(unset)");
+	cr_expect(strstr(hcasim_last_error(), words), "'%s' does not say '%s'",
+		  hcasim_last_error(), words);
+	cr_expect(!hcasim_booted());
+}
+
+Test(fabric, bad_fabric_variables_refuse_the_boot_naming_the_bad_part, .init = fb_setup, .fini = fb_teardown)
+{
+	expect_refused(fdir, NULL, "HCASIM_FABRIC is set but HCASIM_HOST is not");
+	expect_refused("", "0", "HCASIM_HOST is set but HCASIM_FABRIC is not");
+	expect_refused(fdir, "2", "HCASIM_HOST '2': host 2 is not in the system (sim.hosts 2");
+	expect_refused(fdir, "0,x", "HCASIM_HOST '0,x': 'x' is not a host number");
+	expect_refused(fdir, "1,", "HCASIM_HOST '1,': '' is not a host number");
+	expect_refused(fdir, "-1", "'-1' is not a host number");
+	expect_refused(fdir, "1,1", "HCASIM_HOST '1,1': host 1 is listed twice");
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+}
+
+Test(fabric, a_process_whose_configuration_differs_is_refused_naming_the_key, .init = fb_setup, .fini = fb_teardown)
+{
+	char ini[300], *text;
+
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", "0", 1);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	snprintf(ini, sizeof(ini), "%s/fabric.ini", fdir);
+	text = tb_slurp(ini, NULL);
+	cr_assert_not_null(text, "the first process wrote %s", ini);
+	cr_expect(strstr(text, "[link]\n") && strstr(text, "latency_ns = 100\n") &&
+		  strstr(text, "[sim]\n") && strstr(text, "hosts = 2\n"), "%s", text);
+	cr_expect(!strstr(text, "pcap"), "link.pcap does not shape the fabric: %s", text);
+	free(text);
+	/* The same configuration joins; another latency does not. */
+	setenv("HCASIM_HOST", "1", 1);
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	tb_config("link.latency_ns", "200");
+	cr_expect_eq(hcasim_boot(), -EINVAL);
+	cr_expect(strstr(hcasim_last_error(), "config key 'link.latency_ns' is 200 here but 100 in "),
+		  "%s", hcasim_last_error());
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+}
+
+/* ---- Two processes: what each host sees and does. */
+
+#define FV_BYTES 8192
+#define FV_BUF(h) ((void *)(uintptr_t)(0x7e5000000000ull + (uint64_t)(h) * 0x100000ull))
+
+struct fv_host {
+	char name[64];
+	uint64_t guid;
+	uint16_t lid;
+	uint32_t qpn, rkey;
+	int ndev;
+	uint64_t t[4];	    /* simulated time at each completion polled */
+	uint32_t crc;	    /* host 1: of its buffer after the exchange */
+	char err[256];
+};
+
+struct fv_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static int fv_fail(struct fv_host *o, const char *what)
+{
+	snprintf(o->err, sizeof(o->err), "%s: %s", what, hcasim_last_error());
+	return -1;
+}
+
+/* Open dev with a PD, CQ, RC QP and FV_BYTES at FV_BUF(h), filled for host 0. */
+static int fv_open(struct ibv_device *dev, int h, struct fv_dev *d, struct fv_host *o)
+{
+	struct ibv_qp_init_attr qi = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_port_attr pa;
+
+	d->buf = mmap(FV_BUF(h), FV_BYTES, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (d->buf != FV_BUF(h))
+		return fv_fail(o, "mmap");
+	for (int i = 0; i < FV_BYTES; i++)
+		d->buf[i] = h ? 0 : (uint8_t)(i * 7 + 3);
+	if (!(d->ctx = ibv_open_device(dev)) || !(d->pd = ibv_alloc_pd(d->ctx)) ||
+	    !(d->cq = ibv_create_cq(d->ctx, 16, NULL, NULL, 0)))
+		return fv_fail(o, "open");
+	qi.send_cq = qi.recv_cq = d->cq;
+	if (!(d->qp = ibv_create_qp(d->pd, &qi)) ||
+	    !(d->mr = ibv_reg_mr(d->pd, d->buf, FV_BYTES, IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE)) || ibv_query_port(d->ctx, 1, &pa))
+		return fv_fail(o, "objects");
+	snprintf(o->name, sizeof(o->name), "%s", ibv_get_device_name(dev));
+	o->guid = ibv_get_device_guid(dev);
+	o->lid = pa.lid;
+	o->qpn = d->qp->qp_num;
+	o->rkey = d->mr->rkey;
+	return 0;
+}
+
+/* INIT, RTR towards (lid, qpn), RTS. */
+static int fv_connect(struct fv_dev *d, uint16_t lid, uint32_t qpn, struct fv_host *o)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	if (ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		return fv_fail(o, "INIT");
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = qpn, .rq_psn = 0x100, .max_dest_rd_atomic = 1,
+				  .min_rnr_timer = 1, .ah_attr = { .dlid = lid, .port_num = 1 } };
+	if (ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		return fv_fail(o, "RTR");
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 14,
+				  .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1 };
+	if (ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		return fv_fail(o, "RTS");
+	return 0;
+}
+
+static int fv_post(struct fv_dev *d, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
+		   uint64_t raddr, uint32_t rkey, struct fv_host *o)
+{
+	struct ibv_sge sge = { (uintptr_t)d->buf + off, len, d->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = op, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(d->qp, &wr, &bad) ? fv_fail(o, "post_send") : 0;
+}
+
+static int fv_recv(struct fv_dev *d, uint32_t off, uint32_t len, struct fv_host *o)
+{
+	struct ibv_sge sge = { (uintptr_t)d->buf + off, len, d->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(d->qp, &wr, &bad) ? fv_fail(o, "post_recv") : 0;
+}
+
+/* Poll one completion, successful, and note when. */
+static int fv_poll(struct fv_dev *d, uint64_t *t, struct fv_host *o)
+{
+	struct ibv_wc wc;
+	int r;
+
+	while ((r = ibv_poll_cq(d->cq, 1, &wc)) == 0)
+		if (hcasim_halted())
+			return fv_fail(o, "halted");
+	if (r < 0 || wc.status != IBV_WC_SUCCESS)
+		return fv_fail(o, r < 0 ? "poll" : ibv_wc_status_str(wc.status));
+	*t = hcasim_now_ps();
+	return 0;
+}
+
+/* Host 0: wait for host 1's "ready", then WRITE 4 KiB into its buffer and SEND 1000 bytes. */
+static int fv_host0(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o)
+{
+	if (fv_connect(d, peer->lid, peer->qpn, o) || fv_recv(d, 8000, 64, o) ||
+	    fv_poll(d, &o->t[0], o) ||
+	    fv_post(d, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)FV_BUF(1), peer->rkey, o) ||
+	    fv_post(d, IBV_WR_SEND, 4096, 1000, 0, 0, o) || fv_poll(d, &o->t[1], o) ||
+	    fv_poll(d, &o->t[2], o))
+		return -1;
+	return 0;
+}
+
+/* Host 1: post the receive, say "ready", wait for the SEND (the WRITE is placed before it). */
+static int fv_host1(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o)
+{
+	if (fv_connect(d, peer->lid, peer->qpn, o) || fv_recv(d, 4096, 1000, o) ||
+	    fv_post(d, IBV_WR_SEND, 7000, 64, 0, 0, o) || fv_poll(d, &o->t[0], o) ||
+	    fv_poll(d, &o->t[1], o))
+		return -1;
+	o->crc = 0;
+	for (int i = 0; i < FV_BYTES; i++)
+		o->crc = o->crc * 31 + d->buf[i];
+	return 0;
+}
+
+static void fv_save(int h, const struct fv_host *o)
+{
+	char p[300];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/host%d.res", fdir, h);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd >= 0 && write(fd, o, sizeof(*o)) != (ssize_t)sizeof(*o))
+		fprintf(stderr, "cannot save %s\n", p);
+	close(fd);
+}
+
+static void fv_load(int h, struct fv_host *o)
+{
+	char p[300];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/host%d.res", fdir, h);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "no result from host %d", h);
+	cr_assert_eq(read(fd, o, sizeof(*o)), (ssize_t)sizeof(*o));
+	close(fd);
+}
+
+/* The u32 at off of the channel file of link 0, port 1 (0 while there is none). */
+static uint32_t chan_u32(size_t off)
+{
+	char p[300];
+	uint32_t v = 0;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/link0.1.chan", fdir);
+	fd = open(p, O_RDONLY);
+	if (fd >= 0 && pread(fd, &v, 4, (off_t)off) != 4)
+		v = 0;
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 ? v : 0;
+}
+
+/* One host in this (child) process of the fabric; peer: what the other host has (from the
+ * one-process run). Host 1 boots once host 0's channel exists; host 0 runs once host 1 has
+ * attached, so that both start at 0. */
+static int fv_fabric_host(int h, const struct fv_host *peer)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct ibv_device **list;
+	struct fv_host o = { 0 };
+	struct fv_dev d = { 0 };
+	int r = -1;
+
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", h ? "1" : "0", 1);
+	for (int i = 0; h == 1 && !chan_u32(72) && i < 20000; i++)
+		nanosleep(&ms, NULL);
+	if (hcasim_boot()) {
+		fv_fail(&o, "boot");
+		goto out;
+	}
+	for (int i = 0; h == 0 && !chan_u32(76) && i < 20000; i++)
+		nanosleep(&ms, NULL);
+	list = ibv_get_device_list(&o.ndev);
+	if (!list || o.ndev != 1 || fv_open(list[0], h, &d, &o))
+		goto out;
+	r = h ? fv_host1(&d, peer, &o) : fv_host0(&d, peer, &o);
+out:
+	fv_save(h, &o);
+	hcasim_shutdown(); /* its links say TERMINATE, the last one out removes the channel */
+	return r;
+}
+
+/* Both hosts in this (child) process: what each has, and the same exchange. */
+static int fv_one_process(struct fv_host o[2])
+{
+	struct ibv_device **list;
+	struct fv_dev d[2] = { 0 };
+	int n;
+
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+	list = ibv_get_device_list(&n);
+	if (!list || n != 2 || fv_open(list[0], 0, &d[0], &o[0]) ||
+	    fv_open(list[1], 1, &d[1], &o[1]))
+		return -1;
+	o[0].ndev = o[1].ndev = n;
+	if (fv_connect(&d[0], o[1].lid, o[1].qpn, &o[0]) ||
+	    fv_connect(&d[1], o[0].lid, o[0].qpn, &o[1]) || fv_recv(&d[1], 4096, 1000, &o[1]) ||
+	    fv_recv(&d[0], 8000, 64, &o[0]) || fv_post(&d[1], IBV_WR_SEND, 7000, 64, 0, 0, &o[1]) ||
+	    fv_poll(&d[0], &o[0].t[0], &o[0]) ||
+	    fv_post(&d[0], IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)FV_BUF(1), o[1].rkey, &o[0]) ||
+	    fv_post(&d[0], IBV_WR_SEND, 4096, 1000, 0, 0, &o[0]) || fv_poll(&d[1], &o[1].t[0], &o[1]) ||
+	    fv_poll(&d[1], &o[1].t[1], &o[1]) || fv_poll(&d[0], &o[0].t[1], &o[0]) ||
+	    fv_poll(&d[0], &o[0].t[2], &o[0]))
+		return -1;
+	for (int i = 0; i < FV_BYTES; i++)
+		o[1].crc = o[1].crc * 31 + d[1].buf[i];
+	return 0;
+}
+
+static void fv_wait(pid_t pid, const char *who)
+{
+	int st;
+
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed (status 0x%x)", who, st);
+}
+
+/* The one-process reference, in a child (this process must not boot). */
+static void fv_reference(struct fv_host one[2])
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct fv_host o[2] = { 0 };
+		int r = fv_one_process(o);
+
+		fv_save(0, &o[0]);
+		fv_save(1, &o[1]);
+		_exit(r ? 1 : 0);
+	}
+	fv_wait(pid, "the one-process run");
+	fv_load(0, &one[0]);
+	fv_load(1, &one[1]);
+}
+
+/* Host 0 and host 1 in two processes. */
+static void fv_fabric(const struct fv_host one[2], struct fv_host got[2])
+{
+	pid_t pid[2];
+
+	for (int h = 0; h < 2; h++) {
+		pid[h] = fork();
+		cr_assert_geq(pid[h], 0);
+		if (pid[h] == 0)
+			_exit(fv_fabric_host(h, &one[!h]) ? 1 : 0);
+	}
+	for (int h = 0; h < 2; h++) {
+		int st;
+
+		cr_assert_eq(waitpid(pid[h], &st, 0), pid[h]);
+		fv_load(h, &got[h]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host %d failed: %s", h,
+			  got[h].err);
+	}
+}
+
+Test(fabric, two_processes_hold_one_host_each_and_exchange_rc_traffic_through_verbs, .init = fb_setup, .fini = fb_teardown)
+{
+	struct fv_host one[2], a[2], b[2];
+
+	fv_reference(one);
+	cr_assert_eq(one[1].crc != 0, 1);
+	fv_fabric(one, a);
+	for (int h = 0; h < 2; h++) {
+		cr_expect_eq(a[h].ndev, 1, "host %d's process lists %d devices", h, a[h].ndev);
+		cr_expect_str_eq(a[h].name, one[h].name);
+		cr_expect_eq(a[h].guid, one[h].guid, "host %d: GUID", h);
+		cr_expect_eq(a[h].lid, one[h].lid, "host %d: LID %u, in one process %u", h,
+			     a[h].lid, one[h].lid);
+		cr_expect_eq(a[h].qpn, one[h].qpn);
+		cr_expect_eq(a[h].rkey, one[h].rkey);
+	}
+	cr_expect_eq(a[1].crc, one[1].crc, "host 1's buffer after the WRITE and the SEND");
+	fprintf(stderr, "fabric: one process: host0 %llu %llu %llu host1 %llu %llu; "
+		"two: host0 %llu %llu %llu host1 %llu %llu\n",
+		(unsigned long long)one[0].t[0], (unsigned long long)one[0].t[1],
+		(unsigned long long)one[0].t[2], (unsigned long long)one[1].t[0],
+		(unsigned long long)one[1].t[1], (unsigned long long)a[0].t[0],
+		(unsigned long long)a[0].t[1], (unsigned long long)a[0].t[2],
+		(unsigned long long)a[1].t[0], (unsigned long long)a[1].t[1]);
+	/* From host 0's first completion on, the exchange takes the same simulated time as in one
+	 * process: every completion is the one-process time less one offset (the one process
+	 * probes its two HCAs one after the other, the two processes each their own at once). */
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < (h ? 2 : 3); i++)
+			cr_expect_eq(one[h].t[i] - a[h].t[i], one[0].t[0] - a[0].t[0],
+				     "host %d completion %d: %llu ps, in one process %llu", h, i,
+				     (unsigned long long)a[h].t[i], (unsigned long long)one[h].t[i]);
+	/* Again: the same, to the picosecond. */
+	fv_fabric(one, b);
+	cr_expect_eq(b[1].crc, a[1].crc);
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < 3; i++)
+			cr_expect_eq(b[h].t[i], a[h].t[i], "host %d completion %d at %llu ps, "
+				     "before %llu", h, i, (unsigned long long)b[h].t[i],
+				     (unsigned long long)a[h].t[i]);
+}
+
+/* A child that claims side of the channel at path, writes a frame stamped 5 ns and dies
+ * without leaving. */
+static void crash_on_channel(const char *path, int side)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct sim_chan_params p;
+		struct sim_chan *c;
+		uint8_t frame[64] = { 0x5a };
+
+		sim_chan_default_params(&p, 100000);
+		_exit(sim_chan_join(&c, path, side, &p) ||
+		      sim_chan_send_packet(c, 5000, 0, frame, sizeof(frame)) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+Test(fabric, a_channel_left_by_a_crashed_run_is_replaced_with_a_message,
+     .init = fb_setup, .fini = fb_teardown)
+{
+	char path[300], *err;
+	struct ibv_device **list;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/link0.1.chan", fdir);
+	crash_on_channel(path, 0);
+	crash_on_channel(path, 1);
+	cr_assert_eq(chan_u32(4096 + 63) & 0x7f, 0x40, "the crashed run's frame is in ring 0");
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", "0", 1);
+	tb_stderr_capture();
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	err = tb_stderr_captured();
+	cr_expect(strstr(err, "link0.1.chan was left by processes that are gone") &&
+		  strstr(err, "replaced"), "stderr: %s", err);
+	free(err);
+	cr_expect_eq(chan_u32(72), (uint32_t)getpid(), "a fresh file, side 0 ours");
+	cr_expect_eq(chan_u32(76), 0, "side 1 unclaimed");
+	cr_expect_eq(chan_u32(4096 + 63), 0, "its rings empty");
+	list = ibv_get_device_list(&n);
+	cr_expect(list && n == 1, "host 0 alone runs: %d devices (%s)", n, hcasim_last_error());
+	hcasim_run_for_ps(1000000);
+	cr_expect(!hcasim_halted(), "%s", hcasim_halted());
+	ibv_free_device_list(list);
+	hcasim_shutdown();
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+}
+
+/* Host 0 boots and runs 1 ms alone, says so (DIR/go), and runs on in steps of 10 us until
+ * host 1 has attached, then 100 us more; host 1 boots once host 0 has said so. */
+static int late_host(int h, uint64_t *start)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct ibv_device **list = NULL;
+	char go[300];
+	int n = 0, i;
+
+	snprintf(go, sizeof(go), "%s/go", fdir);
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", h ? "1" : "0", 1);
+	if (h == 0) {
+		list = ibv_get_device_list(&n);
+		hcasim_run_for_ps(1000000000ull - hcasim_now_ps());
+		close(open(go, O_CREAT | O_WRONLY, 0600));
+		for (i = 0; chan_u32(76) == 0 && i < 200000; i++)
+			hcasim_run_for_ps(10000000ull);
+		hcasim_run_for_ps(100000000ull);
+	} else {
+		for (i = 0; access(go, F_OK) && i < 20000; i++)
+			nanosleep(&ms, NULL);
+		if (hcasim_boot())
+			return -1;
+		*start = hcasim_now_ps();
+		list = ibv_get_device_list(&n);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	hcasim_shutdown();
+	return n == 1 && !hcasim_halted() ? 0 : -1;
+}
+
+Test(fabric, a_host_booting_late_starts_at_the_time_the_running_host_has_reached,
+     .init = fb_setup, .fini = fb_teardown)
+{
+	uint64_t *start = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid[2];
+
+	cr_assert_neq(start, MAP_FAILED);
+	*start = 0;
+	for (int h = 0; h < 2; h++) {
+		pid[h] = fork();
+		cr_assert_geq(pid[h], 0);
+		if (pid[h] == 0)
+			_exit(late_host(h, start) ? 1 : 0);
+	}
+	fv_wait(pid[0], "host 0");
+	fv_wait(pid[1], "host 1");
+	fprintf(stderr, "fabric: host 1 booted late, at %llu ps\n", (unsigned long long)*start);
+	cr_expect_geq(*start, 1000000000ull, "host 1 started at %llu ps, host 0 had run 1 ms",
+		      (unsigned long long)*start);
+	munmap(start, 4096);
+}
