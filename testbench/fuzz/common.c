@@ -79,7 +79,7 @@ static void side_open(struct fz_side *s, const char *dev, enum ibv_qp_type type)
 }
 
 /* RESET -> INIT -> RTR -> RTS towards peer. */
-static void side_connect(struct fz_side *s, const struct fz_side *peer)
+void fz_connect(struct fz_side *s, const struct fz_side *peer)
 {
 	enum ibv_qp_type t = s->qp->qp_type;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
@@ -118,7 +118,7 @@ static void side_connect(struct fz_side *s, const struct fz_side *peer)
 		fz_fail("qp 0x%x: to RTS", s->qp->qp_num);
 }
 
-static void post_recv(struct fz_side *s)
+void fz_post_recv(struct fz_side *s)
 {
 	struct ibv_sge sge = { (uintptr_t)s->buf + 2048, 2048, s->mr->lkey };
 	struct ibv_recv_wr w = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -137,21 +137,42 @@ void fz_setup(void)
 		fz_fail("sim.hosts");
 	side_open(&by_a, "hcasim0", IBV_QPT_RC);
 	side_open(&by_b, "hcasim1", IBV_QPT_RC);
-	side_connect(&by_a, &by_b);
-	side_connect(&by_b, &by_a);
+	fz_connect(&by_a, &by_b);
+	fz_connect(&by_b, &by_a);
 	for (int i = 0; i < FZ_NQPT; i++) {
 		side_open(&fz_victim.a[i], "hcasim2", types[i]);
 		side_open(&fz_victim.b[i], "hcasim3", types[i]);
 	}
 	for (int i = 0; i < FZ_NQPT; i++) {
-		side_connect(&fz_victim.a[i], &fz_victim.b[i]);
-		side_connect(&fz_victim.b[i], &fz_victim.a[i]);
+		fz_connect(&fz_victim.a[i], &fz_victim.b[i]);
+		fz_connect(&fz_victim.b[i], &fz_victim.a[i]);
 		for (int k = 0; k < 4; k++) {
-			post_recv(&fz_victim.a[i]);
-			post_recv(&fz_victim.b[i]);
+			fz_post_recv(&fz_victim.a[i]);
+			fz_post_recv(&fz_victim.b[i]);
 		}
 	}
 	ready = true;
+}
+
+void fz_reboot(void)
+{
+	struct fz_side *all[2 + 2 * FZ_NQPT] = { &by_a, &by_b };
+
+	for (int i = 0; i < FZ_NQPT; i++) {
+		all[2 + 2 * i] = &fz_victim.a[i];
+		all[3 + 2 * i] = &fz_victim.b[i];
+	}
+	/* The contexts' objects are not destroyed one by one: hcasim2's driver may be out of step
+	 * with its device. The driver lets go of them at the next boot. */
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		ibv_close_device(all[i]->ctx);
+	hcasim_shutdown();
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		free(all[i]->buf);
+		memset(all[i], 0, sizeof(*all[i]));
+	}
+	ready = false;
+	fz_setup();
 }
 
 /* Poll cq until a completion arrives or 10 ms of simulated time pass. */
@@ -178,7 +199,7 @@ static void bystander(void)
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	post_recv(&by_b);
+	fz_post_recv(&by_b);
 	memcpy(by_a.buf, &round, sizeof(round));
 	if (ibv_post_send(by_a.qp, &w, &bad))
 		fz_fail("bystander: post_send");
@@ -212,12 +233,12 @@ static void victim_heal(struct fz_side *s, const struct fz_side *peer)
 	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia))
 		fz_fail("qp 0x%x: query", s->qp->qp_num);
 	if (a.qp_state != IBV_QPS_RTS) {
-		side_connect(s, peer); /* through RESET: the receive queue is empty */
+		fz_connect(s, peer); /* through RESET: the receive queue is empty */
 		drain(s);
 		used = 4;
 	}
 	for (int k = 0; k < used && k < 4; k++)
-		post_recv(s);
+		fz_post_recv(s);
 }
 
 void fz_after_input(void)
