@@ -162,10 +162,16 @@ void fz_reboot(void)
 		all[2 + 2 * i] = &fz_victim.a[i];
 		all[3 + 2 * i] = &fz_victim.b[i];
 	}
-	/* The contexts' objects are not destroyed one by one: hcasim2's driver may be out of step
-	 * with its device. The driver lets go of them at the next boot. */
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+	/* Each object destroyed, so that the driver forgets it. On hcasim2 a call may fail (the
+	 * input destroyed the object already): that object is left to the driver, which frees
+	 * its rings at the next boot. */
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		ibv_destroy_qp(all[i]->qp);
+		ibv_dereg_mr(all[i]->mr);
+		ibv_destroy_cq(all[i]->cq);
+		ibv_dealloc_pd(all[i]->pd);
 		ibv_close_device(all[i]->ctx);
+	}
 	hcasim_shutdown();
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		free(all[i]->buf);

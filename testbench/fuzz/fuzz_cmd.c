@@ -108,7 +108,18 @@ static struct {
 	uint32_t handle;
 } created[MAX_CMDS];
 static int ncreated;
-static bool dirty;
+/* Multicast attachments of created QPs, undone before the QPs are destroyed. */
+static struct hca_mcg_in attached[8];
+static int nattached;
+/* What the input did to the fixture: nothing; changed a victim QP's state or attributes (the
+ * victims are connected again); more (the system is booted again). */
+enum { CLEAN, HEAL, REBOOT };
+static int dirty;
+
+static void mark(int level)
+{
+	dirty = level > dirty ? level : dirty;
+}
 
 static const struct op_role *role_of(uint16_t op)
 {
@@ -215,25 +226,33 @@ static void account(uint16_t op, uint32_t in_word, uint32_t out_word)
 	const struct op_role *r = role_of(op);
 
 	if (!r || r->role == R_DEVICE) {
-		dirty = true;
+		mark(REBOOT);
+	} else if (op == HCA_CMD_ATTACH_MCG && was_created(K_QP, in_word)) {
+		if (nattached < 8)
+			memcpy(&attached[nattached++], page + IN_OFF, sizeof(attached[0]));
 	} else if (r->role == R_CREATE && ncreated < MAX_CMDS) {
 		created[ncreated].kind = r->kind;
 		/* a memory window is named by its index when it is freed */
 		created[ncreated++].handle = r->kind == K_MW ? out_word >> 8 : out_word;
 	} else if (r->role == R_CREATE) {
-		dirty = true; /* more than the cleanup can track */
+		mark(REBOOT); /* more than the cleanup can track */
 	} else if (r->role != R_QUERY && !was_created(r->kind, in_word)) {
-		dirty = true;
+		/* a victim QP's state or attributes: hcasim2's driver still knows the QP */
+		mark(op == HCA_CMD_MODIFY_QP || op == HCA_CMD_DEBUG_FORCE_QP_STATE ? HEAL : REBOOT);
 	}
 }
 
 /* Destroy what the input created, the users before what they use. */
 static void cleanup(void)
 {
+	uint32_t none;
+
+	for (int i = 0; i < nattached; i++) /* detached already by the input: BAD_PARAM */
+		run_cmd(HCA_CMD_DETACH_MCG, &attached[i], sizeof(attached[i]), &none);
+	nattached = 0;
 	for (int kind = K_NKINDS - 1; kind > K_NONE; kind--)
 		for (int i = ncreated - 1; i >= 0; i--) {
 			struct hca_handle_in h = { .handle = created[i].handle };
-			uint32_t none;
 			uint8_t st;
 
 			if (created[i].kind != kind)
@@ -241,7 +260,7 @@ static void cleanup(void)
 			st = run_cmd(destroy_op[kind], &h, sizeof(h), &none);
 			/* already destroyed by the input itself: BAD_HANDLE is right */
 			if (st != HCA_STATUS_OK && st != HCA_STATUS_BAD_HANDLE)
-				dirty = true;
+				mark(REBOOT);
 		}
 	ncreated = 0;
 }
@@ -295,7 +314,7 @@ static void run_input(const uint8_t *data, size_t size, bool strict)
 	size_t at = 0;
 
 	ncreated = 0;
-	dirty = false;
+	dirty = CLEAN;
 	cmdq_point(page_iova);
 	for (int idx = 0; idx < MAX_CMDS && at + sizeof(struct rec) <= size; idx++) {
 		const struct hca_cmd_entry *e = (const struct hca_cmd_entry *)page;
@@ -323,9 +342,18 @@ static void run_input(const uint8_t *data, size_t size, bool strict)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	run_input(data, size, false);
-	if (dirty) {
+	if (dirty == REBOOT) {
 		fz_reboot();
 		attach();
+	} else if (dirty == HEAL) {
+		for (int i = 0; i < FZ_NQPT; i++) {
+			fz_connect(&fz_victim.a[i], &fz_victim.b[i]);
+			fz_connect(&fz_victim.b[i], &fz_victim.a[i]);
+			for (int k = 0; k < 4; k++) {
+				fz_post_recv(&fz_victim.a[i]);
+				fz_post_recv(&fz_victim.b[i]);
+			}
+		}
 	}
 	fz_after_input();
 	return 0;
