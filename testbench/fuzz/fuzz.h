@@ -44,6 +44,11 @@ void fz_reboot(void);
  * victim QP that an input moved out of RTS back to RTS, so the next input finds them as the
  * first did. */
 void fz_after_input(void);
+/* The victims as the first input found them (what fz_after_input does with fz_heal_victims):
+ * drained, in RTS (all: taken through RESET to RTS again even if they are), four receives
+ * posted. false if hcasim2's driver refused a call: an input left it out of step with its
+ * device. */
+bool fz_heal(bool all);
 /* false: leave the victims as the input left them (a target whose inputs may break hcasim2's
  * driver, such as raw MMIO to its registers). */
 extern bool fz_heal_victims;
