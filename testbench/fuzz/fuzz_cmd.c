@@ -540,6 +540,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	for (const struct hca_cmd_desc *c = hca_cmds; c->name && nops < 64; c++)
 		if (c->opcode != HCA_CMD_TEARDOWN_HCA)
 			ops[nops++] = c->opcode;
+	/* A command may have the device write over hcasim2's driver's own event queue; the
+	 * driver then waits for a completion event it cannot read until its timeout: 10 ms of
+	 * simulated time, not 1 s, keeps such an input short. */
+	if (hcasim_config_set("driver.cmd_timeout_ms", "10"))
+		fz_fail("driver.cmd_timeout_ms");
 	fz_setup();
 	fz_heal_victims = false; /* LLVMFuzzerTestOneInput heals them, or reboots */
 	attach();
