@@ -6,7 +6,7 @@
 # BUILD/crashes/ and fails the run. One line per target: inputs run, coverage, corpus size.
 # Leaks are not checked per input: the simulator keeps its state between inputs by design
 # (LeakSanitizer runs in the test suites instead); ASan's quarantine is kept at 64 MiB so a
-# long run's memory stays flat. cmd's grows by about 2 KiB an input all the same (the objects
+# long run's memory stays flat. cmd's grows by about 1.6 KiB an input all the same (the objects
 # of hcasim2's driver that an input left undestroyable stay with it at each reboot), hence
 # a 4 GiB RSS limit rather than libFuzzer's 2 GiB.
 set -u
