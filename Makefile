@@ -356,7 +356,7 @@ deps:
 # ---- fuzzing (docs/security.md): libFuzzer targets (testbench/fuzz/fuzz_<target>.c), built
 # with clang, ASan and UBSan into build/fuzz, run from the seeds of testbench/fuzz/corpus/.
 # make fuzz [FUZZ_SECONDS=60] [FUZZ_RUNS=N] [FUZZ_TARGETS='frame mmio ...']
-FUZZ_TARGETS ?= frame mmio config scenario trace
+FUZZ_TARGETS ?= frame mmio cmd wqe config scenario trace
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BIN)/fuzz-%)

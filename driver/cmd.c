@@ -210,9 +210,14 @@ static int cmd_exec(struct drv_dev *d, uint16_t uid, uint16_t opcode, const void
 	else
 		hcasim_mmio_write(d->fn, 0, HCA_REG_CMD_DOORBELL, 4, d->token);
 	if (d->cmd_irq) {
-		/* Sleep until the CMD event for our token arrives (MSI-X, then EQ 0). */
+		/* Sleep until the CMD event for our token arrives (MSI-X, then EQ 0). The timeout
+		 * runs from the doorbell: interrupts for other events, or for entries the driver
+		 * cannot read, do not extend it. */
 		while (!d->cmd_done) {
-			int r = hcasim_host_wait(irq_pending, d, d->cmd_timeout_ps);
+			uint64_t spent = hcasim_now_ps() - start;
+			int r = spent >= d->cmd_timeout_ps
+					? -ETIMEDOUT
+					: hcasim_host_wait(irq_pending, d, d->cmd_timeout_ps - spent);
 
 			if (r) {
 				rc = r == -EDEADLK ? EDEADLK : ETIMEDOUT;

@@ -4,6 +4,7 @@
 
 #include "sim/hcasim.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,14 +79,14 @@ static void side_open(struct fz_side *s, const char *dev, enum ibv_qp_type type)
 	s->lid = pa.lid;
 }
 
-/* RESET -> INIT -> RTR -> RTS towards peer. */
-static void side_connect(struct fz_side *s, const struct fz_side *peer)
+/* RESET -> INIT -> RTR -> RTS towards peer; false if the driver refused a step. */
+static bool try_connect(struct fz_side *s, const struct fz_side *peer)
 {
 	enum ibv_qp_type t = s->qp->qp_type;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE))
-		fz_fail("qp 0x%x: to RESET", s->qp->qp_num);
+		return false;
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
 				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 						     IBV_ACCESS_REMOTE_READ |
@@ -94,7 +95,7 @@ static void side_connect(struct fz_side *s, const struct fz_side *peer)
 	if (ibv_modify_qp(s->qp, &a,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				  (t == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)))
-		fz_fail("qp 0x%x: to INIT", s->qp->qp_num);
+		return false;
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 				  .dest_qp_num = peer->qp->qp_num, .rq_psn = 0,
 				  .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
@@ -107,23 +108,33 @@ static void side_connect(struct fz_side *s, const struct fz_side *peer)
 				  : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 					    IBV_QP_MIN_RNR_TIMER))
-		fz_fail("qp 0x%x: to RTR", s->qp->qp_num);
+		return false;
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0, .timeout = 8,
 				  .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 4 };
-	if (ibv_modify_qp(s->qp, &a,
-			  t == IBV_QPT_RC ? IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-						    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-						    IBV_QP_MAX_QP_RD_ATOMIC
-					: IBV_QP_STATE | IBV_QP_SQ_PSN))
-		fz_fail("qp 0x%x: to RTS", s->qp->qp_num);
+	return !ibv_modify_qp(s->qp, &a,
+			      t == IBV_QPT_RC ? IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+							IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+							IBV_QP_MAX_QP_RD_ATOMIC
+					    : IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-static void post_recv(struct fz_side *s)
+void fz_connect(struct fz_side *s, const struct fz_side *peer)
+{
+	if (!try_connect(s, peer))
+		fz_fail("qp 0x%x: cannot connect it", s->qp->qp_num);
+}
+
+static bool try_post_recv(struct fz_side *s)
 {
 	struct ibv_sge sge = { (uintptr_t)s->buf + 2048, 2048, s->mr->lkey };
 	struct ibv_recv_wr w = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	if (ibv_post_recv(s->qp, &w, &bad))
+	return !ibv_post_recv(s->qp, &w, &bad);
+}
+
+void fz_post_recv(struct fz_side *s)
+{
+	if (!try_post_recv(s))
 		fz_fail("qp 0x%x: post_recv", s->qp->qp_num);
 }
 
@@ -137,21 +148,54 @@ void fz_setup(void)
 		fz_fail("sim.hosts");
 	side_open(&by_a, "hcasim0", IBV_QPT_RC);
 	side_open(&by_b, "hcasim1", IBV_QPT_RC);
-	side_connect(&by_a, &by_b);
-	side_connect(&by_b, &by_a);
+	fz_connect(&by_a, &by_b);
+	fz_connect(&by_b, &by_a);
 	for (int i = 0; i < FZ_NQPT; i++) {
 		side_open(&fz_victim.a[i], "hcasim2", types[i]);
 		side_open(&fz_victim.b[i], "hcasim3", types[i]);
 	}
 	for (int i = 0; i < FZ_NQPT; i++) {
-		side_connect(&fz_victim.a[i], &fz_victim.b[i]);
-		side_connect(&fz_victim.b[i], &fz_victim.a[i]);
+		fz_connect(&fz_victim.a[i], &fz_victim.b[i]);
+		fz_connect(&fz_victim.b[i], &fz_victim.a[i]);
 		for (int k = 0; k < 4; k++) {
-			post_recv(&fz_victim.a[i]);
-			post_recv(&fz_victim.b[i]);
+			fz_post_recv(&fz_victim.a[i]);
+			fz_post_recv(&fz_victim.b[i]);
 		}
 	}
 	ready = true;
+}
+
+/* Destroy s's objects, so that the driver forgets them, and close its context. A call that
+ * fails (an input destroyed the object already) leaves that object, and its rings, with the
+ * driver. A device whose driver no longer gets answers (*answering false: an input broke its
+ * event queue) is left alone, as each call would wait for its timeout. */
+static void side_close(struct fz_side *s, bool *answering)
+{
+	if (*answering && ibv_destroy_qp(s->qp) && (errno == ETIMEDOUT || errno == EDEADLK))
+		*answering = false;
+	if (*answering) {
+		ibv_dereg_mr(s->mr);
+		ibv_destroy_cq(s->cq);
+		ibv_dealloc_pd(s->pd);
+	}
+	ibv_close_device(s->ctx);
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+void fz_reboot(void)
+{
+	bool others = true, hcasim2 = true;
+
+	side_close(&by_a, &others);
+	side_close(&by_b, &others);
+	for (int i = 0; i < FZ_NQPT; i++) {
+		side_close(&fz_victim.a[i], &hcasim2);
+		side_close(&fz_victim.b[i], &others);
+	}
+	hcasim_shutdown();
+	ready = false;
+	fz_setup();
 }
 
 /* Poll cq until a completion arrives or 10 ms of simulated time pass. */
@@ -178,7 +222,7 @@ static void bystander(void)
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	post_recv(&by_b);
+	fz_post_recv(&by_b);
 	memcpy(by_a.buf, &round, sizeof(round));
 	if (ibv_post_send(by_a.qp, &w, &bad))
 		fz_fail("bystander: post_send");
@@ -202,22 +246,35 @@ static int drain(struct fz_side *s)
 }
 
 /* Keep a victim QP as the first input found it: in RTS (an input that moved it out of RTS
- * is undone by RESET and a new connection) with four receives posted. */
-static void victim_heal(struct fz_side *s, const struct fz_side *peer)
+ * is undone by RESET and a new connection; all: every one) with four receives posted. false
+ * if the driver refused a call. */
+static bool victim_heal(struct fz_side *s, const struct fz_side *peer, bool all)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 	int used = drain(s);
 
 	if (ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia))
-		fz_fail("qp 0x%x: query", s->qp->qp_num);
-	if (a.qp_state != IBV_QPS_RTS) {
-		side_connect(s, peer); /* through RESET: the receive queue is empty */
+		return false;
+	if (all || a.qp_state != IBV_QPS_RTS) {
+		if (!try_connect(s, peer)) /* through RESET: the receive queue is empty */
+			return false;
 		drain(s);
 		used = 4;
 	}
 	for (int k = 0; k < used && k < 4; k++)
-		post_recv(s);
+		if (!try_post_recv(s))
+			return false;
+	return true;
+}
+
+bool fz_heal(bool all)
+{
+	for (int i = 0; i < FZ_NQPT; i++)
+		if (!victim_heal(&fz_victim.a[i], &fz_victim.b[i], all) ||
+		    !victim_heal(&fz_victim.b[i], &fz_victim.a[i], all))
+			return false;
+	return true;
 }
 
 void fz_after_input(void)
@@ -225,9 +282,7 @@ void fz_after_input(void)
 	hcasim_run_for_ps(20 * 1000 * 1000ull);
 	if (hcasim_halted())
 		fz_fail("the simulation halted: %s", hcasim_halted());
-	for (int i = 0; fz_heal_victims && i < FZ_NQPT; i++) {
-		victim_heal(&fz_victim.a[i], &fz_victim.b[i]);
-		victim_heal(&fz_victim.b[i], &fz_victim.a[i]);
-	}
+	if (fz_heal_victims && !fz_heal(false))
+		fz_fail("the victims cannot be brought back to RTS");
 	bystander();
 }

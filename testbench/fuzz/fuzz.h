@@ -32,11 +32,23 @@ struct fz_victims {
 /* Boot the four hosts and connect the bystander and the victims (once per process). */
 void fz_setup(void);
 extern struct fz_victims fz_victim;
+/* Take s through RESET, INIT and RTR to RTS towards peer (PSNs 0; RC: 7 retries, RNR retries
+ * for ever); its queues are empty after. Post one 2 KiB receive (buf + 2048) on s. */
+void fz_connect(struct fz_side *s, const struct fz_side *peer);
+void fz_post_recv(struct fz_side *s);
+/* Shut the system down and set it up again as fz_setup does: for a target whose input left
+ * hcasim2's driver out of step with the device. Every handle from before is gone. */
+void fz_reboot(void);
 /* After an input: the simulation did not halt, and the bystander moves a message and its
  * completion; otherwise abort naming what broke. Drains the victims' CQs and takes every
  * victim QP that an input moved out of RTS back to RTS, so the next input finds them as the
  * first did. */
 void fz_after_input(void);
+/* The victims as the first input found them (what fz_after_input does with fz_heal_victims):
+ * drained, in RTS (all: taken through RESET to RTS again even if they are), four receives
+ * posted. false if hcasim2's driver refused a call: an input left it out of step with its
+ * device. */
+bool fz_heal(bool all);
 /* false: leave the victims as the input left them (a target whose inputs may break hcasim2's
  * driver, such as raw MMIO to its registers). */
 extern bool fz_heal_victims;
