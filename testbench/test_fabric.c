@@ -600,9 +600,12 @@ static int lx_end(int side, uint64_t stall_ms)
 
 	sim_chan_default_params(&p, 100000);
 	lx_setup(1u << side);
-	if (sim_chan_join(&c, path, side, &p) || wait_peer(c, stall_ms) ||
-	    sim_link_remote(LX.l, side, c, stall_ms))
+	if (sim_chan_join(&c, path, side, &p))
 		return -1;
+	if (wait_peer(c, stall_ms) || sim_link_remote(LX.l, side, c, stall_ms)) {
+		sim_chan_close(c); /* not the link's yet */
+		return -1;
+	}
 	sim_run_until(sim_kernel(), LX_END);
 	return sim_halted(sim_kernel()) ? -2 : 0;
 }
