@@ -36,9 +36,21 @@ void hm_doorbell_refuse(struct hm_dev *d, const char *queue, uint32_t num, const
  * owner's. A doorbell reaches a queue only through its owner's page; the reason otherwise. */
 static const char *db_owner(const struct hm_dev *d, uint32_t page, uint16_t uid)
 {
-	if (page && !d->uctx_live[page])
+	if (!hm_uar_open(d, page))
 		return "no_uctx";
 	return uid == page ? NULL : "foreign_uar";
+}
+
+/* A doorbell for a queue of uid through page: true, refused with the rule, unless uid owns
+ * the page. */
+static bool foreign_db(struct hm_dev *d, const char *queue, uint32_t page, uint16_t uid,
+		       uint32_t obj, uint32_t pi)
+{
+	const char *why = db_owner(d, page, uid);
+
+	if (why)
+		bad_db(d, queue, why, obj, pi);
+	return why != NULL;
 }
 
 /* An SQ doorbell: the doorbell is decoded, the QP's context looked up, then the sched block
@@ -54,10 +66,8 @@ static void sq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t 
 		bad_db(d, "sq", "no_queue", obj, pi16);
 		return;
 	}
-	if (db_owner(d, page, qp->uid)) {
-		bad_db(d, "sq", db_owner(d, page, qp->uid), obj, pi16);
+	if (foreign_db(d, "sq", page, qp->uid, obj, pi16))
 		return;
-	}
 	in = (struct hm_sched_db_in){ .cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, t0)),
 				      .lat = (uint32_t)d->cfg.doorbell_cycles,
 				      .qpn = obj,
@@ -93,10 +103,8 @@ static void rq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t 
 	struct hm_qp *qp = hm_qpc_get(d, obj, &t);
 	uint32_t pi;
 
-	if (qp && db_owner(d, page, qp->uid)) {
-		bad_db(d, "rq", db_owner(d, page, qp->uid), obj, pi16);
+	if (qp && foreign_db(d, "rq", page, qp->uid, obj, pi16))
 		return;
-	}
 	if (!qp || qp->has_srq || qp->state == HCA_QPS_RESET) {
 		bad_db(d, "rq", qp ? "bad_state" : "no_queue", obj, pi16);
 		return;
@@ -119,10 +127,12 @@ static void srq_doorbell(struct hm_dev *d, uint32_t page, uint32_t obj, uint32_t
 	struct hm_srq *srq = hm_srq_get(d, obj);
 	uint32_t pi;
 
-	if (!srq || db_owner(d, page, srq->uid)) {
-		bad_db(d, "srq", srq ? db_owner(d, page, srq->uid) : "no_queue", obj, pi16);
+	if (!srq) {
+		bad_db(d, "srq", "no_queue", obj, pi16);
 		return;
 	}
+	if (foreign_db(d, "srq", page, srq->uid, obj, pi16))
+		return;
 	pi = hm_extend16(srq->pi, pi16);
 	if (pi - srq->ci > srq->entries) {
 		bad_db(d, "srq", "beyond_ring", obj, pi16);
@@ -150,9 +160,7 @@ void hm_doorbell_write64(struct hm_dev *d, uint32_t page, uint32_t off, uint64_t
 		return;
 	case HCA_UAR_CQ_DB:
 		cq = hm_cq_get(d, obj);
-		if (cq && db_owner(d, page, cq->uid))
-			bad_db(d, "cq", db_owner(d, page, cq->uid), obj, 0);
-		else
+		if (!cq || !foreign_db(d, "cq", page, cq->uid, obj, 0))
 			hm_cq_doorbell(d, val);
 		return;
 	default:

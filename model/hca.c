@@ -157,11 +157,11 @@ static void dev_mmio_write64(void *p, uint32_t off, uint64_t val)
 
 	if (off >= HCA_REGION_UAR && off < HCA_REGION_UAR + HCA_REGION_UAR_BYTES) {
 		uint32_t page = (off - HCA_REGION_UAR) / HCA_UAR_PAGE_BYTES;
+		uint32_t reg = (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES;
 
-		if ((off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES != HCA_UAR_CMD_DB)
-			hm_doorbell_write64(d, page, (off - HCA_REGION_UAR) % HCA_UAR_PAGE_BYTES,
-					    val);
-		else if (page && !d->uctx_live[page])
+		if (reg != HCA_UAR_CMD_DB)
+			hm_doorbell_write64(d, page, reg, val);
+		else if (!hm_uar_open(d, page))
 			hm_doorbell_refuse(d, "cmd", page, "no_uctx");
 		else
 			cmd_doorbell(d, val, (uint16_t)page, 0, false);

@@ -137,6 +137,12 @@ sim_time_t fw_cmd_run(struct hm_dev *d, uint32_t token, bool check_token, sim_ti
 /* Command engine completion: the status and ownership of the entry are written back at t. */
 void hm_cmd_finish(struct hm_dev *d, const struct hca_cmd_entry *tail, sim_time_t t);
 
+/* UAR page n is open: page 0 (the device owner's) always, page n once user context n is. */
+static inline bool hm_uar_open(const struct hm_dev *d, uint32_t page)
+{
+	return !page || d->uctx_live[page];
+}
+
 /* The device's core cycle now. */
 static inline uint64_t hm_dev_cycle(const struct hm_dev *d)
 {
