@@ -284,6 +284,10 @@ static int fv_fabric_host(int h, const struct fv_host *peer)
 
 	setenv("HCASIM_FABRIC", fdir, 1);
 	setenv("HCASIM_HOST", h ? "1" : "0", 1);
+	/* Repeatable to the picosecond without hcasim-exec: no device thread, so that a host's
+	 * time moves only while its program is in the library (docs/fabric.md#the-device-thread);
+	 * both programs stay in it from their first verb to their last. */
+	hcasim_config_set("fabric.device_thread_us", "0");
 	for (int i = 0; h == 1 && !chan_u32(72) && i < 20000; i++)
 		nanosleep(&ms, NULL);
 	if (hcasim_boot()) {
