@@ -138,6 +138,7 @@ struct remote {
 	uint64_t stall_ms;	/* wall time a wait may go without progress */
 	sim_time_t promise;	/* the peer's, as last seen */
 	bool joined;		/* the peer's process has attached (it may have left since) */
+	bool gone;		/* it died without a TERMINATE: as if it had left */
 	int dead_pid;		/* a stale claim of the peer's side, seen while waiting for it */
 	char why[160];		/* why the last write failed (sim_error's message) */
 };
@@ -747,7 +748,7 @@ static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
 {
 	struct outq *q, **pp;
 
-	if (!l->remote->joined) {
+	if (!l->remote->joined || l->remote->gone) {
 		remote_lost(l, d);
 		return;
 	}
@@ -828,7 +829,7 @@ static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
 
 	if (!rm->joined)
 		return 0; /* nobody to promise anything to (its frames were lost at the send) */
-	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER) {
+	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER || rm->gone) {
 		remote_drop(l); /* the peer has left: a cable to a machine that is off */
 		return 0;
 	}
@@ -900,7 +901,7 @@ static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
 	}
 	if (r < 0)
 		return r;
-	*promise = r == 1 ? m.ts : sim_chan_in_ts(c);
+	*promise = r == 1 ? m.ts : l->remote->gone ? SIM_TIME_NEVER : sim_chan_in_ts(c);
 	return got;
 }
 
@@ -990,7 +991,7 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		return 1;
 	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
 	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
-		if (!l->remote || !l->remote->joined)
+		if (!l->remote || !l->remote->joined || l->remote->gone)
 			continue;
 		if (remote_links == 1 && !away.interrupted)
 			sim_chan_wait_publish(l->remote->chan, t,
@@ -1012,11 +1013,35 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 	return ok ? 0 : 2;
 }
 
+/* A peer whose process died (its claim released or held by a pid that no longer exists) without
+ * a TERMINATE: its link goes dark as when it leaves — what it had written still arrives, then
+ * it promises the end of time and frames to it are lost. Looked for when a wait stalls. */
+static bool peers_died(void)
+{
+	bool any = false;
+
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		struct remote *rm = l->remote;
+		int pid;
+
+		if (!rm || !rm->joined || rm->gone || sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER)
+			continue;
+		pid = sim_chan_peer_pid(rm->chan);
+		if (pid && !(kill((pid_t)pid, 0) && errno == ESRCH))
+			continue;
+		rm->gone = any = true;
+		fprintf(stderr, "hcasim: link %s: the process holding side %d (pid %d) is gone "
+			"without leaving: the link goes dark\n", l->name, !rm->side, pid);
+	}
+	return any;
+}
+
 /* Whether a peer's program is outside the library: its device thread answers, in its time. */
 static bool peer_away(void)
 {
 	for (struct sim_link *l = live_links; l; l = l->next)
-		if (l->remote && l->remote->joined && sim_chan_peer_away(l->remote->chan))
+		if (l->remote && l->remote->joined && !l->remote->gone &&
+		    sim_chan_peer_away(l->remote->chan))
 			return true;
 	return false;
 }
@@ -1040,7 +1065,7 @@ static int horizon(void *arg, sim_time_t t)
 {
 	struct sim_kernel *k = arg;
 	sim_time_t seen = 0, pmin;
-	uint64_t t0 = wall_ms(), limit = 0;
+	uint64_t t0 = wall_ms(), looked = t0, limit = 0;
 	unsigned idle = 0;
 	int r;
 
@@ -1050,6 +1075,11 @@ static int horizon(void *arg, sim_time_t t)
 	while ((r = horizon_pass(k, t, &pmin)) == 2) {
 		if (away.interrupted && away.interrupted())
 			return -EINTR;
+		if (wall_ms() - looked > 20) {
+			looked = wall_ms();
+			if (peers_died())
+				continue; /* the next pass takes what they left, and their end */
+		}
 		if (pmin != seen || away.interrupted || peer_away()) {
 			idle = pmin != seen ? 0 : idle;
 			seen = pmin; /* the peers move, or answer in their time: not stalled */
@@ -1092,7 +1122,8 @@ sim_time_t sim_link_demand(struct sim_kernel *k)
 	bool waits;
 
 	for (struct sim_link *l = live_links; l; l = l->next) {
-		if (!l->remote || !remote_joined(l, k) || sim_chan_peer_away(l->remote->chan))
+		if (!l->remote || !remote_joined(l, k) || l->remote->gone ||
+		    sim_chan_peer_away(l->remote->chan))
 			continue;
 		p = l->remote->promise;
 		if (sim_chan_peek(l->remote->chan, &m) == 1 && m.ts > p)
@@ -1162,7 +1193,8 @@ int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t s
 static void remote_close(struct sim_link *l)
 {
 	struct remote *rm = l->remote;
-	bool peer = rm && sim_chan_peer_pid(rm->chan) && sim_chan_in_ts(rm->chan) != SIM_TIME_NEVER;
+	bool peer = rm && !rm->gone && sim_chan_peer_pid(rm->chan) &&
+		    sim_chan_in_ts(rm->chan) != SIM_TIME_NEVER;
 
 	if (!rm)
 		return;
