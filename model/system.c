@@ -835,6 +835,19 @@ int hcasim_trace(const char *categories, const char *path)
 	return rc ? rc : sim_trace_open(path);
 }
 
+int hcasim_fabric_counts(struct hcasim_fabric_counts *out)
+{
+	uint64_t v[5];
+
+	if (!out)
+		return sim_error(-EINVAL, "hcasim_fabric_counts: out is NULL");
+	sim_enter();
+	sim_link_fabric_counts(v);
+	sim_leave();
+	*out = (struct hcasim_fabric_counts){ v[0], v[1], v[2], v[3], v[4] };
+	return 0;
+}
+
 int hcasim_fabric_holds(int host)
 {
 	return host >= 0 && sim_fabric_holds(&sys.fab, (unsigned)host);

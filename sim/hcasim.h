@@ -152,6 +152,16 @@ int hcasim_dma_read_error(int dev, enum hcasim_dma_client client, uint32_t num, 
 int hcasim_fabric_holds(int host);
 int hcasim_num_devices(void);
 
+/* What the links to other processes of the fabric have cost this process since it started
+ * (docs/fabric.md#the-cost-of-synchronisation): messages written to the channels (frames and
+ * SYNC promises), messages taken from them, the waits for a peer's promise and their wall
+ * time. All 0 without a fabric. */
+struct hcasim_fabric_counts {
+	uint64_t packets_sent, syncs_sent, messages_taken;
+	uint64_t waits, wait_ns;
+};
+int hcasim_fabric_counts(struct hcasim_fabric_counts *out); /* 0, or -EINVAL (NULL) */
+
 /* Data-path counters of device dev (since boot). */
 struct hcasim_dev_counters {
 	uint64_t qpc_hits;       /* QP context cache hits */

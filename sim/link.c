@@ -155,6 +155,14 @@ static struct {
 	sim_time_t floor;
 } away;
 
+/* What synchronisation costs this process (sim_link_fabric_counts): passes of the horizon
+ * that had to wait, and the wall time they waited. Summed with the channels' counts of the
+ * links that close. */
+static struct {
+	uint64_t waits, wait_ns;
+	uint64_t packets, syncs, taken; /* of closed channels */
+} sync_cost;
+
 static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t);
 static void remote_send(struct sim_link *l, sim_time_t base);
 static void remote_close(struct sim_link *l);
@@ -762,12 +770,17 @@ static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
 	*pp = q;
 }
 
-static uint64_t wall_ms(void)
+static uint64_t wall_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ms(void)
+{
+	return wall_ns() / 1000000u;
 }
 
 /* Write one message, waiting (in wall time, up to stall_ms) while the ring is full: the peer
@@ -1065,7 +1078,7 @@ static int horizon(void *arg, sim_time_t t)
 {
 	struct sim_kernel *k = arg;
 	sim_time_t seen = 0, pmin;
-	uint64_t t0 = wall_ms(), looked = t0, limit = 0;
+	uint64_t t0 = wall_ms(), looked = t0, limit = 0, w0 = 0, stalled = 0;
 	unsigned idle = 0;
 	int r;
 
@@ -1073,8 +1086,12 @@ static int horizon(void *arg, sim_time_t t)
 		if (l->remote && l->remote->stall_ms > limit)
 			limit = l->remote->stall_ms;
 	while ((r = horizon_pass(k, t, &pmin)) == 2) {
-		if (away.interrupted && away.interrupted())
+		if (!stalled++)
+			w0 = wall_ns();
+		if (away.interrupted && away.interrupted()) {
+			sync_cost.wait_ns += wall_ns() - w0;
 			return -EINTR;
+		}
 		if (wall_ms() - looked > 20) {
 			looked = wall_ms();
 			if (peers_died())
@@ -1091,6 +1108,10 @@ static int horizon(void *arg, sim_time_t t)
 		}
 		sim_link_nap(&idle);
 	}
+	if (stalled) {
+		sync_cost.waits++;
+		sync_cost.wait_ns += wall_ns() - w0;
+	}
 	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
 }
 
@@ -1104,6 +1125,25 @@ void sim_link_flag_away(bool on)
 	for (struct sim_link *l = live_links; l; l = l->next)
 		if (l->remote)
 			sim_chan_set_away(l->remote->chan, on);
+}
+
+void sim_link_fabric_counts(uint64_t out[5])
+{
+	out[0] = sync_cost.packets;
+	out[1] = sync_cost.syncs;
+	out[2] = sync_cost.taken;
+	out[3] = sync_cost.waits;
+	out[4] = sync_cost.wait_ns;
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		uint64_t p, s, t;
+
+		if (!l->remote)
+			continue;
+		sim_chan_counts(l->remote->chan, &p, &s, &t);
+		out[0] += p;
+		out[1] += s;
+		out[2] += t;
+	}
 }
 
 sim_time_t sim_link_away_floor(void)
@@ -1210,6 +1250,14 @@ static void remote_close(struct sim_link *l)
 	remote_drop(l);
 	if (peer && sim_chan_send_terminate(rm->chan))
 		fprintf(stderr, "hcasim: link %s: %s\n", l->name, sim_last_error());
+	{
+		uint64_t p, s, t;
+
+		sim_chan_counts(rm->chan, &p, &s, &t);
+		sync_cost.packets += p;
+		sync_cost.syncs += s;
+		sync_cost.taken += t;
+	}
 	sim_chan_close(rm->chan);
 	free(rm);
 	l->remote = NULL;

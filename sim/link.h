@@ -154,6 +154,9 @@ void sim_link_flag_away(bool on); /* tell the peers the program is away, or back
 sim_time_t sim_link_away_floor(void);
 sim_time_t sim_link_demand(struct sim_kernel *k);
 void sim_link_nap(unsigned *n);
+/* What the links between processes cost this process since it started: PACKETs and SYNCs
+ * written, messages taken, horizon waits, and their wall time in ns (hcasim_fabric_counts). */
+void sim_link_fabric_counts(uint64_t out[5]);
 
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);

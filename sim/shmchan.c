@@ -66,6 +66,7 @@ struct sim_chan {
 	bool peer_first;	 /* attached while a live process held the other side */
 	uint8_t peeked_type;
 	sim_time_t peeked_ts;
+	uint64_t sent_packets, sent_syncs, taken; /* messages written (by kind), taken */
 };
 
 void sim_chan_default_params(struct sim_chan_params *p, uint64_t latency_ps)
@@ -363,6 +364,8 @@ static int put(struct sim_chan *c, uint8_t type, sim_time_t ts, uint8_t port, co
 	c->out_pos = (c->out_pos + 1) % c->p.slots;
 	c->unread_full = c->out_pos == c->unread_pos;
 	c->out_ts = ts;
+	c->sent_packets += type == SIM_CHAN_PACKET;
+	c->sent_syncs += type == SIM_CHAN_SYNC;
 	return 0;
 }
 
@@ -460,6 +463,15 @@ void sim_chan_done(struct sim_chan *c)
 	c->in_ts = c->peeked_ts;
 	c->in_closed = c->peeked_type == SIM_CHAN_TERMINATE;
 	c->peeked = false;
+	c->taken++;
+}
+
+void sim_chan_counts(const struct sim_chan *c, uint64_t *packets, uint64_t *syncs,
+		     uint64_t *taken)
+{
+	*packets = c->sent_packets;
+	*syncs = c->sent_syncs;
+	*taken = c->taken;
 }
 
 sim_time_t sim_chan_in_ts(const struct sim_chan *c)

@@ -104,6 +104,9 @@ int sim_chan_peer_wait(struct sim_chan *c, sim_time_t *t, sim_time_t *m, sim_tim
 /* A side whose program is outside the library says so (docs/fabric.md#the-device-thread): its
  * device thread answers its peer's waits, so a peer waiting on it is not stalled. */
 void sim_chan_set_away(struct sim_chan *c, bool away);
+/* What this side wrote (PACKETs, SYNCs) and took (every kind) since it opened the channel. */
+void sim_chan_counts(const struct sim_chan *c, uint64_t *packets, uint64_t *syncs,
+		     uint64_t *taken);
 bool sim_chan_peer_away(const struct sim_chan *c);
 
 #endif

@@ -68,6 +68,8 @@ struct bwc {
 void bs_open(struct bsys *s, const char *const *cfg, size_t buf_bytes, int cqe);
 /* Destroy what bs_open made, then hcasim_shutdown(). QPs must be destroyed first. */
 void bs_close(struct bsys *s);
+/* Open one HCA as bs_open opens each (a PD, the extended CQ on a channel, the buffer). */
+void bs_host_open(struct bhost *h, struct ibv_device *dev, size_t buf_bytes, int cqe);
 /* An RC QP on h's PD and CQ with send/receive queues of sq/rq entries. NULL if the device
  * refuses it (the caller decides); errors other than ENOMEM exit. */
 struct ibv_qp *bs_qp(struct bhost *h, uint32_t sq, uint32_t rq);
@@ -158,6 +160,6 @@ struct bscenario {
 	const char *doc;  /* one line */
 	int (*fn)(void);
 };
-extern const struct bscenario bench_fidelity[], bench_speed[];
+extern const struct bscenario bench_fidelity[], bench_speed[], bench_fabric[];
 
 #endif

@@ -76,7 +76,7 @@ double bs_write_limit_gbps(double rate_gbps, uint64_t m, unsigned mtu, unsigned 
 	return rate_gbps * (double)m / (double)(m + n * h + 16);
 }
 
-static void host_open(struct bhost *h, struct ibv_device *dev, size_t buf_bytes, int cqe)
+void bs_host_open(struct bhost *h, struct ibv_device *dev, size_t buf_bytes, int cqe)
 {
 	struct ibv_device_attr_ex ax;
 	struct ibv_cq_init_attr_ex ca = {
@@ -128,7 +128,7 @@ void bs_open(struct bsys *s, const char *const *cfg, size_t buf_bytes, int cqe)
 	if (!s->list || n < 2)
 		bs_die("ibv_get_device_list: need 2 HCAs");
 	for (int i = 0; i < 2; i++)
-		host_open(&s->h[i], s->list[i], buf_bytes, cqe);
+		bs_host_open(&s->h[i], s->list[i], buf_bytes, cqe);
 }
 
 void bs_close(struct bsys *s)

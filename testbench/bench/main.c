@@ -12,9 +12,9 @@
 
 static const struct bscenario *find(const char *name)
 {
-	const struct bscenario *const sets[] = { bench_fidelity, bench_speed };
+	const struct bscenario *const sets[] = { bench_fidelity, bench_speed, bench_fabric };
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		for (const struct bscenario *sc = sets[i]; sc->name; sc++)
 			if (!strcmp(sc->name, name))
 				return sc;
@@ -30,9 +30,9 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "list")) {
-		const struct bscenario *const sets[] = { bench_fidelity, bench_speed };
+		const struct bscenario *const sets[] = { bench_fidelity, bench_speed, bench_fabric };
 
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 3; i++)
 			for (const struct bscenario *sc = sets[i]; sc->name; sc++)
 				printf("%-16s %s %s\n", sc->name, i ? "B" : "A", sc->doc);
 		return 0;

@@ -33,7 +33,7 @@ static struct sres scen[] = {
 	S("write-roce-1024", 2), S("msgrate-ib", 2), S("msgrate-roce", 2), S("latency", 2),
 	S("latency-slope", 2), S("loop-latency", 2), S("loop-write", 2), S("read16", 2),
 	S("ack-timeout", 2), S("rnr", 2),
-	S("pkts4k", 5), S("msgs64", 5), S("rtl", 5), S("idle", 5), S("busypoll", 5), S("qpscale", 3), S("qp64k", 3),
+	S("pkts4k", 5), S("msgs64", 5), S("rtl", 5), S("idle", 5), S("busypoll", 5), S("qpscale", 3), S("qp64k", 3), S("fabric", 3),
 };
 #define NSCEN (sizeof(scen) / sizeof(scen[0]))
 
@@ -318,6 +318,19 @@ static const struct row rows[] = {
 	  "cache holding every QP, so that each count simulates the same work per packet; "
 	  "the default 256-entry cache in the details)",
 	  "<= 1.5x", "qpscale", "qpscale.ratio", j_wall, 1.5, 1, "%.3gx", 1 },
+	{ 'B', "two hosts in two processes of a fabric against one process: 4 KiB packets per "
+	  "wall second of the pkts4k stream, two processes over one (side by side in one run; "
+	  "both rates in the details)", "goal >= 1 (no slower), stretch 1.5", "fabric",
+	  "fabric.pkts4k.ratio", j_wall, 1.0, 0, "%.3gx", 1 },
+	{ 'B', "the same for 64 B messages (the msgs64 stream), two processes over one",
+	  "goal >= 1 (no slower), stretch 1.5", "fabric", "fabric.msgs64.ratio", j_wall, 1.0, 0,
+	  "%.3gx", 1 },
+	{ 'B', "synchronisation cost of the pkts4k stream in two processes: SYNC messages host 0 "
+	  "writes per simulated microsecond", "reported", "fabric",
+	  "fabric.pkts4k.syncs_per_sim_us", j_wall, 0, 0, "%.3g", 1 },
+	{ 'B', "synchronisation cost of the pkts4k stream in two processes: wall time host 0 "
+	  "waits for its peer per simulated microsecond", "reported", "fabric",
+	  "fabric.pkts4k.wait_ns_per_sim_us", j_wall, 0, 0, "%.0f ns", 1 },
 	{ 'B', "64 K QPs (32 K RC pairs) created and connected: wall time", "< 2 s wall", "qp64k",
 	  "qp64k.wall_s", j_wall, 2.0, 1, "%.3g s", 1 },
 	{ 'B', "64 K QPs (32 K RC pairs) created and connected: peak RSS (VmHWM)", "< 512 MiB",
