@@ -78,7 +78,8 @@ int hcasim_trace_field_str(const char *fields, const char *key, char *buf, size_
 int hcasim_waves(const char *path);
 
 /* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts
- * 2k and 2k+1 port to port; N counts them in that order. The frames HCA H turns around
+ * 2k and 2k+1 port to port; N counts them in that order (with sim.topology=switch, link N is
+ * switch port N + 1's cable: below). The frames HCA H turns around
  * inside itself (internal loopback, docs/loopback.md) go to "<prefix>.hca<H>.loopback.pcap",
  * created at its first such frame. HCASIM_PCAP=prefix does the same at boot. InfiniBand
  * captures use LINKTYPE_WIRESHARK_UPPER_PDU, RoCEv2 ones Ethernet. */
