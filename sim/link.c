@@ -710,8 +710,8 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 	d->epoch = l->epoch;
 	d->crc_pending = crc_pending;
 	d->fcs = 0;
-	if (l->pcap)
-		seal(l, d); /* the capture shows the bytes */
+	if (l->pcap && crc_pending)
+		seal(l, d); /* the capture shows the bytes (and the FCS is computed) */
 	else if (!crc_pending && l->kind == SIM_LINK_ETH)
 		d->fcs = (uint32_t)crc32(0, d->frame, (uInt)len);
 	d->seq = ++l->seq;

@@ -397,17 +397,21 @@ static long file_size(const char *path)
 	return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
-Test(sw, cut_through_latency_and_one_capture_per_switch_port)
+/* A WRITE from host 0 to host 3 with every switch port captured: its first packet leaves
+ * the switch one link latency and switch.latency_ns (150 ns) after it left host 0, though it
+ * takes 165 ns to serialize; the captures of ports 1 and 4 hold the WRITE and its ACK. */
+static void capture(const char *ll)
 {
 	static struct rc r;
-	char dir[] = "/tmp/hcasim-switch-XXXXXX", prefix[64], path[96];
+	char dir[] = "/tmp/hcasim-switch-XXXXXX", prefix[64], path[96], cmd[256];
 	struct ibv_mr *src, *dst;
 	struct ibv_wc wc;
+	int st;
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(prefix, sizeof(prefix), "%s/cap", dir);
 	tb_config("link.pcap", prefix);
-	sw_boot("ib", "switch.latency_ns", "150");
+	sw_boot(ll, "switch.latency_ns", "150");
 	EXPECT_OK(hcasim_trace_observe("link", on_link, NULL));
 	rc_connect(&r, 0, 3);
 	src = tb_mr(&h[0], 2048);
@@ -415,10 +419,8 @@ Test(sw, cut_through_latency_and_one_capture_per_switch_port)
 	fill(src, 2048, 3);
 	post_write(r.qp[0][3], src, 0, 2048, dst, 0, 1);
 	tb_poll(h[0].cq, &wc, 1);
-	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 	cr_assert_arr_eq(dst->addr, src->addr, 2048);
-	/* First bit out of the switch: one link latency (100 ns) and the switch's 150 ns after
-	 * the first bit left host 0, though the frame takes 165 ns to serialize. */
 	cr_assert_gt(first_start[0], 0);
 	cr_assert_eq(first_start[1] - first_start[0], 250000, "%llu ps",
 		     (unsigned long long)(first_start[1] - first_start[0]));
@@ -427,12 +429,140 @@ Test(sw, cut_through_latency_and_one_capture_per_switch_port)
 	hcasim_shutdown();
 	for (int n = 0; n < HOSTS; n++) {
 		snprintf(path, sizeof(path), "%s.link%d.pcap", prefix, n);
+		snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s", HCASIM_BUILD_DIR, path);
+		free(tb_run_cmd(cmd, &st));
+		cr_assert_eq(st, 0, "hcasim-pcapcheck %s", path);
 		if (n == 0 || n == 3)
 			cr_assert_gt(file_size(path), 76, "%s holds the WRITE and its ACK", path);
-		else
+		else if (!strcmp(ll, "ib"))
 			cr_assert_eq(file_size(path), 76, "%s: no frame (the LFT floods nothing)", path);
 	}
 	tb_rm_tmpdir(dir);
+}
+
+Test(sw, cut_through_latency_and_one_capture_per_switch_port)
+{
+	capture("ib");
+}
+
+/* RoCE: the bridge floods the first frame (host 3's MAC is not known yet) and forwards
+ * frames sealed by the capture with their FCS. */
+Test(sw, cut_through_latency_and_captures_through_the_learning_bridge)
+{
+	capture("roce");
+}
+
+/* ---- sixteen hosts ---- */
+
+/* Every host's UD QP joins the group; host 0 sends one datagram: each of the n members gets
+ * it once (host 0's through its loopback), and the MFT sent it out of every port but the
+ * sender's — port 16 is in the MFT's second 16-port position. */
+static void mcast16(struct tb_dev *d, int n)
+{
+	struct ibv_qp *qp[16];
+	struct ibv_mr *mr[16];
+	struct ibv_ah_attr aa = { .dlid = MLID, .port_num = 1, .is_global = 1 };
+	struct ibv_ah *ah;
+	uint64_t tx[17];
+	struct ibv_wc wc[2];
+
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge;
+		struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		qp[i] = ud_qp(&d[i]);
+		mr[i] = tb_mr(&d[i], 4096);
+		sge = (struct ibv_sge){ (uintptr_t)mr[i]->addr, 4096, mr[i]->lkey };
+		EXPECT_OK(ibv_attach_mcast(qp[i], &MGID, MLID));
+		EXPECT_OK(ibv_post_recv(qp[i], &rw, &bad));
+		tx[i + 1] = swc(i + 1).tx_pkts;
+	}
+	fill(mr[0], 1000, 77);
+	aa.grh.dgid = MGID;
+	aa.grh.hop_limit = 1;
+	ah = ibv_create_ah(d[0].pd, &aa);
+	cr_assert_not_null(ah, "%s", hcasim_last_error());
+	{
+		struct ibv_sge sge = { (uintptr_t)mr[0]->addr + 2000, 100, mr[0]->lkey };
+		struct ibv_send_wr wr = { .wr_id = 50, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		memcpy((uint8_t *)mr[0]->addr + 2000, mr[0]->addr, 100);
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = 0xffffff;
+		wr.wr.ud.remote_qkey = TB_QKEY;
+		EXPECT_OK(ibv_post_send(qp[0], &wr, &bad));
+	}
+	for (int i = 0; i < n; i++) {
+		tb_poll(d[i].cq, wc, i ? 1 : 2); /* host 0: its send and its own copy */
+		for (int k = 0; k < (i ? 1 : 2); k++) {
+			cr_assert_eq(wc[k].status, IBV_WC_SUCCESS, "host %d", i);
+			if (wc[k].opcode != IBV_WC_RECV)
+				continue;
+			cr_assert_eq(wc[k].byte_len, 140u, "host %d", i);
+			cr_assert_arr_eq((uint8_t *)mr[i]->addr + 40, (uint8_t *)mr[0]->addr + 2000,
+					 100, "host %d", i);
+		}
+	}
+	hcasim_run_for_ps(100 * 1000 * 1000ull);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(ibv_poll_cq(d[i].cq, 1, wc), 0, "host %d: a second completion", i);
+		cr_assert_eq(swc(i + 1).tx_pkts, tx[i + 1] + (i ? 1 : 0), "switch port %d", i + 1);
+	}
+	EXPECT_OK(ibv_destroy_ah(ah));
+}
+
+Test(sw, sixteen_hosts_write_to_each_other_and_a_datagram_reaches_all_sixteen)
+{
+	enum { N = 16, LEN = 5000 };
+	static struct tb_dev d[N];
+	static struct ibv_qp *qp[N][N];
+	struct ibv_mr *src[N], *dst[N];
+
+	tb_config("sim.topology", "switch");
+	tb_config("sim.hosts", "16");
+	for (int i = 0; i < N; i++) {
+		tb_open(&d[i], i);
+		src[i] = tb_mr(&d[i], LEN);
+		dst[i] = tb_mr(&d[i], (size_t)N * LEN);
+		fill(src[i], LEN, (unsigned)i + 40);
+	}
+	cr_assert_eq(hcasim_switch_ports(), N);
+	for (int a = 0; a < N; a++)
+		for (int b = a + 1; b < N; b++) {
+			qp[a][b] = tb_create_qp(&d[a], IBV_QPT_RC);
+			qp[b][a] = tb_create_qp(&d[b], IBV_QPT_RC);
+			tb_connect(&d[a], qp[a][b], &d[b], qp[b][a]->qp_num, IBV_MTU_4096);
+			tb_connect(&d[b], qp[b][a], &d[a], qp[a][b]->qp_num, IBV_MTU_4096);
+		}
+	/* Each host writes to each other: 240 WRITEs, four at a time per host (its CQ). */
+	for (int round = 0; round < N - 1; round++) {
+		for (int a = 0; a < N; a++) {
+			int b = (a + 1 + round) % N;
+
+			post_write(qp[a][b], src[a], 0, LEN, dst[b], (size_t)a * LEN, (uint64_t)b);
+		}
+		for (int a = 0; a < N; a++) {
+			struct ibv_wc wc;
+
+			tb_poll(d[a].cq, &wc, 1);
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS, "host %d: %s", a,
+				     ibv_wc_status_str(wc.status));
+		}
+	}
+	for (int b = 0; b < N; b++)
+		for (int a = 0; a < N; a++)
+			if (a != b)
+				cr_assert_arr_eq((uint8_t *)dst[b]->addr + (size_t)a * LEN,
+						 src[a]->addr, LEN, "host %d's bytes at host %d", a, b);
+	for (int p = 1; p <= N; p++) {
+		struct hcasim_switch_port_counters c = swc(p);
+
+		cr_assert_eq(c.rx_discards + c.tx_discards, 0, "switch port %d", p);
+		cr_assert_eq(c.tx_pkts, c.rx_pkts, "switch port %d: as many out as in", p);
+	}
+	mcast16(d, N);
 }
 
 /* ---- configuration ---- */
