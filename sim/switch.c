@@ -206,7 +206,6 @@ static void enqueue(struct sim_switch *sw, struct sw_port *out, unsigned in, uin
 {
 	struct qframe *f;
 
-	trace_sw_fwd(-1, in, out->num, len, out->qbytes);
 	if (out->qbytes + len > sw->p.queue_bytes) {
 		out->c.tx_discards++;
 		trace_sw_drop(-1, out->num, len, "queue_full");
@@ -214,6 +213,7 @@ static void enqueue(struct sim_switch *sw, struct sw_port *out, unsigned in, uin
 		release(sw, h);
 		return;
 	}
+	trace_sw_fwd(-1, in, out->num, len, out->qbytes);
 	f = malloc(sizeof(*f));
 	SIM_ASSERT(f != NULL, "out of memory");
 	*f = (struct qframe){ NULL, buf, len, crc_pending,
