@@ -606,6 +606,43 @@ Test(sw, sixteen_hosts_write_to_each_other_and_a_datagram_reaches_all_sixteen)
 	mcast16(d, N);
 }
 
+/* Two ports per host, 16 hosts: 32 switch ports; host 15's port 2 is switch port 32. A WRITE
+ * from host 0's port 2 to it goes in at switch port 2 and out at 32, by the LFT. */
+Test(sw, two_ports_per_host_make_thirty_two_switch_ports)
+{
+	static struct tb_dev a, b;
+	struct ibv_port_attr pa;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *src, *dst;
+	struct ibv_wc wc;
+
+	tb_config("sim.topology", "switch");
+	tb_config("sim.hosts", "16");
+	tb_config("hca.ports", "2");
+	tb_open(&a, 0);
+	tb_open(&b, 15);
+	cr_assert_eq(hcasim_switch_ports(), 32);
+	cr_assert_eq(ibv_query_port(b.ctx, 2, &pa), 0);
+	cr_assert_eq(pa.state, IBV_PORT_ACTIVE);
+	cr_assert_eq(pa.lid, 32, "LIDs as without the switch: host 15 port 2 is LID 32");
+	qa = tb_create_qp(&a, IBV_QPT_RC);
+	qb = tb_create_qp(&b, IBV_QPT_RC);
+	cr_assert_eq(ibv_query_port(a.ctx, 2, &a.port), 0);
+	tb_connect_port(qa, 2, b.ctx, 2, pa.lid, false, qb->qp_num, IBV_MTU_4096);
+	tb_connect_port(qb, 2, a.ctx, 2, a.port.lid, false, qa->qp_num, IBV_MTU_4096);
+	src = tb_mr(&a, 10000);
+	dst = tb_mr(&b, 10000);
+	fill(src, 10000, 11);
+	post_write(qa, src, 0, 10000, dst, 0, 1);
+	tb_poll(a.cq, &wc, 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_arr_eq(dst->addr, src->addr, 10000);
+	cr_assert_eq(swc(2).rx_pkts, 3, "the WRITE's 3 packets in at host 0's port 2");
+	cr_assert_eq(swc(32).tx_pkts, 3, "and out to host 15's port 2");
+	cr_assert_eq(swc(32).rx_pkts, 1, "its ACK");
+	cr_assert_eq(swc(1).rx_pkts + swc(31).tx_pkts, 0, "nothing by the ports 1");
+}
+
 /* ---- configuration ---- */
 
 /* A boot with key=val is refused naming needle, and nothing is booted; key goes back to def
