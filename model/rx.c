@@ -213,6 +213,13 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, si
 		trace_pkt_drop_bad(d->devno, p->num, len, rc == -EBADMSG ? "crc" : "malformed");
 		return;
 	}
+	if (hm_port_ll(p) == HM_LL_ROCE && !(pkt.dmac[0] & 1) && memcmp(pkt.dmac, p->mac, 6)) {
+		/* The MAC's address filter: a unicast frame for another station (a switch floods
+		 * what it has not learnt yet) goes no further. */
+		dp->rx_dropped++;
+		trace_pkt_drop_dmac(d->devno, p->num, len);
+		return;
+	}
 	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 	mcast = hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt.dlid);
 	if (!loopback) /* the port counters count the link's frames only */

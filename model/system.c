@@ -9,6 +9,7 @@
 #include "sim/hcasim.h"
 #include "sim/link.h"
 #include "sim/sm.h"
+#include "sim/switch.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -28,6 +29,7 @@ static struct {
 	int ndevs;
 	struct sim_link *links[MAX_DEVS * HM_MAX_PORTS]; /* host 2k port p <-> host 2k+1 port p */
 	int nlinks;
+	struct sim_switch *sw;   /* sim.topology=switch: link n is switch port n + 1 */
 	struct sim_fabric fab;   /* HCASIM_FABRIC: the hosts held here (all without one) */
 } sys;
 
@@ -93,24 +95,74 @@ static int link_ends(struct sim_link *l, int h, unsigned p)
 			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
 }
 
-static int make_links(void)
+/* A link of the system, with the classifier and sealer of its link layer. */
+static struct sim_link *new_link(const char *name)
 {
 	const struct sim_config *c = &sys.cfg;
 	enum hm_link_layer ll = c->link_layer == SIM_LL_ROCE ? HM_LL_ROCE : HM_LL_IB;
+	struct sim_link *l;
+
+	l = sim_link_create(name, ll == HM_LL_ROCE ? SIM_LINK_ETH : SIM_LINK_IB,
+			    sim_config_link_mbps(c), c->link_latency_ns * SIM_PS_PER_NS,
+			    hm_pkt_wire_overhead(ll));
+	SIM_ASSERT(l != NULL, "link creation failed");
+	sim_link_set_classifier(l, ll == HM_LL_ROCE ? classify_roce : classify_ib);
+	sim_link_set_sealer(l, ll == HM_LL_ROCE ? seal_roce : seal_ib);
+	return l;
+}
+
+_Static_assert(SIM_SWITCH_MAX_FRAME >= HM_PKT_MAX_BYTES, "the switch's largest frame");
+_Static_assert(SIM_SWITCH_MAX_PORTS >= 16 * HM_MAX_PORTS, "a switch port per host port");
+
+/* sim.topology=switch (docs/blocks/switch.md): every host port cabled to a port of one switch,
+ * host-major: host h port p on switch port h * hca.ports + p, over link h * hca.ports + p - 1
+ * (side 0 the host, side 1 the switch). */
+static void make_switch(void)
+{
+	const struct sim_config *c = &sys.cfg;
+	struct sim_switch_params sp = {
+		.ib = c->link_layer != SIM_LL_ROCE,
+		.latency_ps = c->switch_latency_ns * SIM_PS_PER_NS,
+		.queue_bytes = c->switch_queue_bytes,
+		.credits = (uint32_t)c->switch_ib_credits,
+		.xoff_bytes = c->switch_pfc_xoff_bytes,
+		.xon_bytes = c->switch_pfc_xon_bytes,
+		.link_latency_ps = c->link_latency_ns * SIM_PS_PER_NS,
+	};
+
+	sys.sw = sim_switch_create((unsigned)sys.ndevs * (unsigned)c->ports, &sp);
+	for (int h = 0; h < sys.ndevs; h++) {
+		for (unsigned p = 1; p <= c->ports; p++) {
+			unsigned n = (unsigned)h * (unsigned)c->ports + p;
+			struct hm_dev *d = sys.devs[h];
+			char name[32];
+
+			snprintf(name, sizeof(name), "sw.port%u", n);
+			sys.links[sys.nlinks++] = new_link(name);
+			hm_port_attach(d, p, sys.links[n - 1], 0);
+			sim_switch_attach(sys.sw, n, sys.links[n - 1]);
+			if (d->ports[p - 1].sm_handle >= 0)
+				sim_sm_cable(d->ports[p - 1].sm_handle, n);
+		}
+	}
+}
+
+static int make_links(void)
+{
+	const struct sim_config *c = &sys.cfg;
 	int rc;
 
+	if (c->topology == SIM_TOPO_SWITCH) {
+		make_switch();
+		return 0;
+	}
 	for (int h = 0; h + 1 < sys.ndevs; h += 2) {
 		for (unsigned p = 1; p <= c->ports; p++) {
 			char name[32];
 			struct sim_link *l;
 
 			snprintf(name, sizeof(name), "link%d.%u", h / 2, p);
-			l = sim_link_create(name, ll == HM_LL_ROCE ? SIM_LINK_ETH : SIM_LINK_IB,
-					    sim_config_link_mbps(c), c->link_latency_ns * SIM_PS_PER_NS,
-					    hm_pkt_wire_overhead(ll));
-			SIM_ASSERT(l != NULL, "link creation failed");
-			sim_link_set_classifier(l, ll == HM_LL_ROCE ? classify_roce : classify_ib);
-			sim_link_set_sealer(l, ll == HM_LL_ROCE ? seal_roce : seal_ib);
+			l = new_link(name);
 			for (int s = 0; s < 2; s++)
 				sim_link_set_faults(l, s,
 						    &(struct sim_link_faults){
@@ -130,12 +182,91 @@ static int make_links(void)
 	return 0;
 }
 
+/* sim.topology=switch, checked at boot before anything is built: each error names its key. */
+static int switch_check(const struct sim_config *c)
+{
+	static const char *const faults[] = { "fault.drop_ppm", "fault.corrupt_ppm",
+					      "fault.dup_ppm", "fault.reorder_ppm",
+					      "fault.delay_ppm", "fault.drop_every" };
+	const uint64_t vals[] = { c->fault_drop_ppm, c->fault_corrupt_ppm, c->fault_dup_ppm,
+				  c->fault_reorder_ppm, c->fault_delay_ppm, c->fault_drop_every };
+	uint32_t min = (SIM_SWITCH_MAX_FRAME + SIM_SWITCH_BLOCK - 1) / SIM_SWITCH_BLOCK;
+
+	if (c->topology != SIM_TOPO_SWITCH)
+		return 0;
+	if (sim_env("HCASIM_FABRIC"))
+		return sim_error(-EOPNOTSUPP, "config key 'sim.topology': switch is built for one "
+				 "process only (HCASIM_FABRIC is set)");
+	if (c->switch_ib_credits && c->switch_ib_credits < min)
+		return sim_error(-EINVAL, "config key 'switch.ib_credits': %llu blocks cannot hold "
+				 "one frame of %d bytes (0, or %u or more)",
+				 (unsigned long long)c->switch_ib_credits, SIM_SWITCH_MAX_FRAME, min);
+	if (c->switch_pfc_xoff_bytes && c->switch_pfc_xon_bytes >= c->switch_pfc_xoff_bytes)
+		return sim_error(-EINVAL, "config key 'switch.pfc_xon_bytes': %llu is not below "
+				 "switch.pfc_xoff_bytes (%llu)",
+				 (unsigned long long)c->switch_pfc_xon_bytes,
+				 (unsigned long long)c->switch_pfc_xoff_bytes);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		if (vals[i])
+			return sim_error(-EOPNOTSUPP, "config key '%s': no link faults with "
+					 "sim.topology=switch yet", faults[i]);
+	if (*c->fault_link_down)
+		return sim_error(-EOPNOTSUPP, "config key 'fault.link_down': no link down windows "
+				 "with sim.topology=switch yet");
+	return 0;
+}
+
+/* Faults and link down/up with the switch: not yet (a frame lost on the wire would keep the
+ * credits it took). */
+static int switch_refuses(const char *fn)
+{
+	return sys.sw ? sim_error(-EOPNOTSUPP, "%s: not with sim.topology=switch yet", fn) : 0;
+}
+
+int hcasim_switch_ports(void)
+{
+	return (int)sim_switch_ports(sys.sw);
+}
+
+int hcasim_switch_port_counters(int port, struct hcasim_switch_port_counters *out)
+{
+	struct sim_switch_counters c;
+
+	if (!sys.sw || port < 1 || port > (int)sim_switch_ports(sys.sw) || !out)
+		return sim_error(-EINVAL, "hcasim_switch_port_counters: no switch port %d (%d ports)",
+				 port, (int)sim_switch_ports(sys.sw));
+	sim_switch_counters(sys.sw, (unsigned)port, &c);
+	*out = (struct hcasim_switch_port_counters){ c.rx_pkts,	    c.rx_bytes,	   c.tx_pkts,
+						     c.tx_bytes,    c.rx_discards, c.tx_discards,
+						     c.flooded,	    c.xoff,	   c.stalls,
+						     c.credit_blocks, c.queue_max };
+	return 0;
+}
+
+int hcasim_sm_set_route(unsigned lid, int port)
+{
+	int n = (int)sim_switch_ports(sys.sw);
+
+	if (!sys.sw || sys.cfg.link_layer == SIM_LL_ROCE)
+		return sim_error(-ENODEV, "hcasim_sm_set_route: no InfiniBand switch "
+				 "(sim.topology=switch, hca.link_layer=ib)");
+	if (lid == 0 || lid >= 0xc000)
+		return sim_error(-EINVAL, "hcasim_sm_set_route: lid 0x%x (unicast 0x0001..0xbfff)",
+				 lid);
+	if ((port < 1 || port > n) && port != 0)
+		return sim_error(-EINVAL, "hcasim_sm_set_route: no switch port %d (1..%d, or 0 for "
+				 "none)", port, n);
+	return sim_sm_set_route((uint16_t)lid, port ? (unsigned)port : SIM_SM_LFT_NONE);
+}
+
 int hcasim_link_faults(int link, int side, const struct hcasim_faults *f)
 {
 	struct sim_link_faults lf;
 
 	if (!sys.booted || link < 0 || link >= sys.nlinks)
 		return sim_error(-EINVAL, "hcasim_link_faults: no link %d", link);
+	if (switch_refuses("hcasim_link_faults"))
+		return -EOPNOTSUPP;
 	if (side < -1 || side > 1 || !f)
 		return sim_error(-EINVAL, "hcasim_link_faults: side %d (0, 1 or -1 for both)", side);
 	if (f->drop_ppm > 1000000 || f->corrupt_ppm > 1000000 || f->dup_ppm > 1000000 ||
@@ -156,6 +287,8 @@ int hcasim_link_fault_target(int link, int side, const struct hcasim_fault_targe
 
 	if (!sys.booted || link < 0 || link >= sys.nlinks)
 		return sim_error(-EINVAL, "hcasim_link_fault_target: no link %d", link);
+	if (switch_refuses("hcasim_link_fault_target"))
+		return -EOPNOTSUPP;
 	if (side < -1 || side > 1)
 		return sim_error(-EINVAL, "hcasim_link_fault_target: side %d (0, 1 or -1 for both)",
 				 side);
@@ -201,6 +334,8 @@ int hcasim_link_set(int link, int up)
 {
 	if (!sys.booted || link < 0 || link >= sys.nlinks)
 		return sim_error(-EINVAL, "hcasim_link_set: no link %d", link);
+	if (switch_refuses("hcasim_link_set"))
+		return -EOPNOTSUPP;
 	if (up != 0 && up != 1)
 		return sim_error(-EINVAL, "hcasim_link_set: up %d (0 or 1)", up);
 	sim_link_set_up(sys.links[link], up);
@@ -241,6 +376,8 @@ int hcasim_link_down_window(int link, uint64_t start_ps, uint64_t duration_ps)
 {
 	if (!sys.booted || link < 0 || link >= sys.nlinks)
 		return sim_error(-EINVAL, "hcasim_link_down_window: no link %d", link);
+	if (switch_refuses("hcasim_link_down_window"))
+		return -EOPNOTSUPP;
 	if (start_ps < sim_now(sys.k))
 		return sim_error(-EINVAL, "hcasim_link_down_window: start_ps %llu is in the past "
 				 "(now %llu)", (unsigned long long)start_ps,
@@ -725,6 +862,8 @@ int hcasim_boot(void)
 	rc = link_down_windows(sys.cfg.fault_link_down, (int)(sys.cfg.hosts / 2 * sys.cfg.ports),
 			       false);
 	if (!rc)
+		rc = switch_check(&sys.cfg);
+	if (!rc)
 		rc = sim_fabric_from_env(&sys.fab, (unsigned)sys.cfg.hosts);
 	if (!rc && sys.fab.dir[0])
 		rc = sim_fabric_ini(&sys.fab, &sys.cfg);
@@ -783,6 +922,8 @@ void hcasim_shutdown(void)
 	for (int i = 0; i < sys.nlinks; i++)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;
+	sim_switch_destroy(sys.sw);
+	sys.sw = NULL;
 	for (int i = 0; i < sys.ndevs; i++)
 		hm_dev_destroy(sys.devs[i]);
 	sys.ndevs = 0;

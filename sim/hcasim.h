@@ -78,7 +78,8 @@ int hcasim_trace_field_str(const char *fields, const char *key, char *buf, size_
 int hcasim_waves(const char *path);
 
 /* Write every link's frames to "<prefix>.link<N>.pcap" (NULL or "" stops). Links join hosts
- * 2k and 2k+1 port to port; N counts them in that order. The frames HCA H turns around
+ * 2k and 2k+1 port to port; N counts them in that order (with sim.topology=switch, link N is
+ * switch port N + 1's cable: below). The frames HCA H turns around
  * inside itself (internal loopback, docs/loopback.md) go to "<prefix>.hca<H>.loopback.pcap",
  * created at its first such frame. HCASIM_PCAP=prefix does the same at boot. InfiniBand
  * captures use LINKTYPE_WIRESHARK_UPPER_PDU, RoCEv2 ones Ethernet. */
@@ -124,6 +125,30 @@ int hcasim_link_is_up(int link); /* 1, 0, or a negative errno */
  * by another port); an ACTIVE port is reprogrammed after port.sm_delay_ns and raises
  * IBV_EVENT_LID_CHANGE. -EINVAL, -EADDRINUSE. */
 int hcasim_sm_set_lid(int dev, int port, unsigned lid);
+
+/* The switch (sim.topology=switch, docs/blocks/switch.md): every host port is cabled to a
+ * switch port, host h port p to switch port h * hca.ports + p, over link h * hca.ports + p - 1
+ * (the capture "<prefix>.link<N>.pcap" of switch port N + 1). hcasim_switch_ports() is the
+ * number of switch ports, 0 without a switch. The counters of switch port (1-based), since
+ * boot: */
+struct hcasim_switch_port_counters {
+	uint64_t rx_pkts, rx_bytes; /* frames (and bytes) in from the host */
+	uint64_t tx_pkts, tx_bytes; /* frames out to the host */
+	uint64_t rx_discards;       /* frames in dropped: no route, routed back, bad FCS */
+	uint64_t tx_discards;       /* frames for this port dropped: its queue was full */
+	uint64_t flooded;           /* Ethernet: frames in flooded (unknown unicast, multicast) */
+	uint64_t xoff;              /* Ethernet: PFC pauses (XOFF) sent to the host */
+	uint64_t stalls;            /* frames the host had to hold: no credits or paused */
+	uint64_t credit_blocks;     /* InfiniBand: credits returned to the host (64-byte blocks) */
+	uint64_t queue_max;         /* most bytes the output queue ever held */
+};
+int hcasim_switch_ports(void);
+int hcasim_switch_port_counters(int port, struct hcasim_switch_port_counters *out);
+/* The subnet manager routes unicast lid out of switch port (0: nowhere) with a
+ * SubnSet(LinearForwardingTable), as a static route set by an administrator; the port that
+ * owns lid gets its route back at its next sweep or LID change. -ENODEV (no InfiniBand
+ * switch), -EINVAL. */
+int hcasim_sm_set_route(unsigned lid, int port);
 
 /* Hand len bytes to the receive path of port (1-based) of device dev as if they had come off
  * its link with a good Ethernet FCS: the frame as a capture shows it (InfiniBand: LRH to VCRC;

@@ -40,6 +40,21 @@ struct link_side {
 	uint32_t target_first[SIM_LINK_MAX_TARGETS]; /* PSN that opened the target QP's message */
 	bool target_seen[SIM_LINK_MAX_TARGETS];	     /* target_first is known */
 	unsigned ntargets;				      /* in use */
+	bool head_rx;		  /* frames to this side arrive at their first bit (cut-through) */
+	sim_link_gate_fn gate;	  /* link-level flow control of this side's frames, or NULL */
+	void *gate_arg;		  /* its argument */
+	struct gated *gated;	  /* frames the gate holds, oldest first */
+	struct gated **gated_tail; /* where the next one goes */
+	uint64_t gate_held;	  /* frames the gate has held */
+	bool gate_waking;	  /* an event opens the gate when the transmitter is free */
+};
+
+/* A frame the sending side's gate holds until flow control lets it start. */
+struct gated {
+	struct gated *next; /* younger */
+	uint8_t *frame;	    /* a buffer of sim_link_frame_new */
+	size_t len;	    /* its bytes */
+	bool crc_pending;   /* as sent */
 };
 
 /* A frame for the tap. It is written once no later send can start before it (sends happen at
@@ -203,6 +218,14 @@ void sim_link_destroy(struct sim_link *l)
 	remote_close(l);
 	free(l->side[0].held); /* a reordered frame still waiting */
 	free(l->side[1].held);
+	for (int i = 0; i < 2; i++)
+		while (l->side[i].gated) {
+			struct gated *g = l->side[i].gated;
+
+			l->side[i].gated = g->next;
+			sim_link_frame_free(g->frame);
+			free(g);
+		}
 	for (pp = &live_links; *pp != l; pp = &(*pp)->next)
 		SIM_ASSERT(*pp != NULL, "link %s destroyed twice", l->name);
 	*pp = l->next;
@@ -581,6 +604,88 @@ sim_time_t sim_link_send_ex(struct sim_link *l, int side, const uint8_t *frame, 
 	return sim_link_send_frame(l, side, copy, len, crc_pending);
 }
 
+/* Flow control holds the frame (or frames before it wait): it starts when the gate opens. */
+static sim_time_t gate_hold(struct link_side *s, uint8_t *frame, size_t len, bool crc_pending)
+{
+	struct gated *g = malloc(sizeof(*g));
+
+	SIM_ASSERT(g != NULL, "out of memory");
+	*g = (struct gated){ NULL, frame, len, crc_pending };
+	if (!s->gated)
+		s->gated_tail = &s->gated;
+	*s->gated_tail = g;
+	s->gated_tail = &g->next;
+	s->gate_held++;
+	return SIM_TIME_NEVER;
+}
+
+void sim_link_set_gate(struct sim_link *l, int side, sim_link_gate_fn fn, void *arg)
+{
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].gate = fn;
+	l->side[side].gate_arg = arg;
+}
+
+struct gate_wake {
+	uint64_t link_id; /* sim_link.id: a link destroyed meanwhile is not looked at */
+	int side;
+};
+
+static void gate_wake(void *arg)
+{
+	struct gate_wake *w = arg;
+	struct sim_link *l = find_link(w->link_id);
+
+	if (l) {
+		l->side[w->side].gate_waking = false;
+		sim_link_gate_open(l, w->side);
+	}
+	free(w);
+}
+
+/* The held frames go one at a time, each when the transmitter is free and the gate lets it:
+ * flow control that closes meanwhile stops the next one, as a MAC stops after the current
+ * frame. */
+void sim_link_gate_open(struct sim_link *l, int side)
+{
+	struct link_side *s = &l->side[side];
+	struct sim_kernel *k = sim_kernel();
+	sim_link_gate_fn fn = s->gate;
+	struct gate_wake *w;
+
+	if (!fn || !s->gated || s->gate_waking)
+		return;
+	if (s->busy_until_ps > sim_now(k)) {
+		w = malloc(sizeof(*w));
+		SIM_ASSERT(w != NULL, "out of memory");
+		*w = (struct gate_wake){ l->id, side };
+		s->gate_waking = true;
+		sim_schedule_owned_at(k, s->busy_until_ps, gate_wake, w);
+		return;
+	}
+	if (fn(s->gate_arg, s->gated->len)) {
+		struct gated *g = s->gated;
+
+		s->gated = g->next;
+		s->gate = NULL; /* the frame has its credit: it goes now, not behind itself */
+		sim_link_send_frame(l, side, g->frame, g->len, g->crc_pending);
+		s->gate = fn;
+		free(g);
+		sim_link_gate_open(l, side); /* the next one, when this one has left */
+	}
+}
+
+uint64_t sim_link_gate_held(const struct sim_link *l, int side)
+{
+	return l->side[side].gate_held;
+}
+
+void sim_link_set_head_rx(struct sim_link *l, int side, bool head)
+{
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].head_rx = head;
+}
+
 sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, size_t len,
 			       bool crc_pending)
 {
@@ -607,6 +712,8 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 		free(d);
 		return now;
 	}
+	if (s->gate && (s->gated || !s->gate(s->gate_arg, len)))
+		return gate_hold(s, frame, len, crc_pending);
 	start = s->busy_until_ps > now ? s->busy_until_ps : now; /* behind earlier frames */
 	end = start + ser_ps(l, len);
 	s->busy_until_ps = end;
@@ -620,8 +727,8 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 	d->epoch = l->epoch;
 	d->crc_pending = crc_pending;
 	d->fcs = 0;
-	if (l->pcap)
-		seal(l, d); /* the capture shows the bytes */
+	if (l->pcap && crc_pending)
+		seal(l, d); /* the capture shows the bytes (and the FCS is computed) */
 	else if (!crc_pending && l->kind == SIM_LINK_ETH)
 		d->fcs = (uint32_t)crc32(0, d->frame, (uInt)len);
 	d->seq = ++l->seq;
@@ -630,7 +737,7 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 	 * follows the lines of the faults the frame meets, and the frame may be gone by then. */
 	traced = SIM_TRACE_ON(link);
 	named = traced && l->classify && l->classify(frame, len, &qpn, &psn, &op, &first);
-	inject(l, side, d, end + l->latency_ps,
+	inject(l, side, d, (l->side[!side].head_rx ? start : end) + l->latency_ps,
 	       l->pcap ? tap(l, now, d->seq, start, d->frame, len) : NULL);
 	if (l->remote)
 		remote_send(l, now);

@@ -157,6 +157,19 @@ void sim_link_nap(unsigned *n);
 /* What the links between processes cost this process since it started: PACKETs and SYNCs
  * written, messages taken, horizon waits, and their wall time in ns (hcasim_fabric_counts). */
 void sim_link_fabric_counts(uint64_t out[5]);
+/* Link-level flow control of the frames a side sends (IB credits, Ethernet PFC pause;
+ * docs/blocks/switch.md): with a gate, a frame starts only when gate(arg, len) says so (the
+ * gate takes the frame's credits then); otherwise it and every later frame of the side wait,
+ * in order, in the side's transmit FIFO (no limit), until sim_link_gate_open finds the gate
+ * open for them. sim_link_send_frame returns SIM_TIME_NEVER for a frame held so. Counted in
+ * sim_link_gate_held. fn NULL removes the gate (frames held stay until the next open). */
+typedef bool (*sim_link_gate_fn)(void *arg, size_t len);
+void sim_link_set_gate(struct sim_link *l, int side, sim_link_gate_fn fn, void *arg);
+void sim_link_gate_open(struct sim_link *l, int side);
+uint64_t sim_link_gate_held(const struct sim_link *l, int side);
+/* Frames to side arrive at their first bit (start + latency) instead of their last: a
+ * cut-through receiver (a switch port) that may forward a frame before its tail is in. */
+void sim_link_set_head_rx(struct sim_link *l, int side, bool head);
 
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);

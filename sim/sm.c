@@ -14,6 +14,8 @@ struct sm_port {
 	void *port;                    /* its state */
 	uint16_t lid;                  /* assigned LID */
 	bool active;                   /* configured to ACTIVE */
+	unsigned swport;               /* the switch port it is cabled to; 0: none */
+	uint16_t routed;               /* the LID the switch's LFT routes to it; 0: none */
 };
 
 struct sm_mcg {
@@ -27,18 +29,78 @@ static int nports, nactive;
 static uint64_t sweep_ps;
 static struct sm_mcg mcgs[SIM_SM_MAX_MCGS]; /* groups with at least one member port */
 
+/* The switch and the SM's copy of its tables: what it last programmed. */
+#define SM_MLIDS 0x3fff /* MLIDs 0xc000..0xfffe */
+static const struct sim_smp_switch_ops *sw_ops;
+static void *sw_arg;
+static unsigned sw_nports;
+static uint8_t lft[0xc000];    /* output port per unicast LID */
+static uint64_t mft[SM_MLIDS]; /* bit p: switch port p, per MLID */
+
 void sim_sm_reset(uint64_t sweep_delay_ps)
 {
 	nports = 0;
 	nactive = 0;
 	memset(mcgs, 0, sizeof(mcgs));
 	sweep_ps = sweep_delay_ps;
+	sw_ops = NULL;
+	sw_arg = NULL;
+	sw_nports = 0;
+}
+
+void sim_sm_set_switch(const struct sim_smp_switch_ops *ops, void *sw, unsigned n)
+{
+	sw_ops = ops;
+	sw_arg = sw;
+	sw_nports = n;
+	memset(lft, SIM_SM_LFT_NONE, sizeof(lft));
+	memset(mft, 0, sizeof(mft)); /* as the switch's own tables start: empty */
+}
+
+void sim_sm_cable(int handle, unsigned swport)
+{
+	SIM_ASSERT(handle >= 0 && handle < nports, "unknown SM port handle %d", handle);
+	ports[handle].swport = swport;
+}
+
+/* One SubnSet(LinearForwardingTable): the block of lid. */
+static void lft_send(uint16_t lid)
+{
+	uint32_t b = lid / 64u;
+
+	sw_ops->set_lft(sw_arg, b, &lft[64 * b]);
+}
+
+int sim_sm_set_route(uint16_t lid, unsigned swport)
+{
+	if (!sw_ops)
+		return -ENODEV;
+	if (lid == 0 || lid >= 0xc000 || ((swport < 1 || swport > sw_nports) &&
+					  swport != SIM_SM_LFT_NONE))
+		return -EINVAL;
+	lft[lid] = (uint8_t)swport;
+	lft_send(lid);
+	return 0;
+}
+
+/* Route p's LID to its switch port, and no longer the LID it had before. */
+static void sm_route(struct sm_port *p)
+{
+	if (!sw_ops || !p->swport)
+		return;
+	if (p->routed && p->routed != p->lid && lft[p->routed] == p->swport) {
+		lft[p->routed] = SIM_SM_LFT_NONE;
+		lft_send(p->routed);
+	}
+	lft[p->lid] = (uint8_t)p->swport;
+	lft_send(p->lid);
+	p->routed = p->lid;
 }
 
 int sim_sm_register(const struct sim_sma_ops *ops, void *port)
 {
 	SIM_ASSERT(nports < SIM_SM_MAX_PORTS, "too many ports for the subnet manager");
-	ports[nports] = (struct sm_port){ ops, port, (uint16_t)(nports + 1), false };
+	ports[nports] = (struct sm_port){ ops, port, (uint16_t)(nports + 1), false, 0, 0 };
 	return nports++;
 }
 
@@ -47,6 +109,7 @@ static void sm_sweep(void *arg)
 	struct sm_port *p = arg;
 	uint16_t sm_lid = ports[0].lid;
 
+	sm_route(p); /* the switch forwards to the port before it is ACTIVE */
 	/* Two SubnSets, as OpenSM does: ARMED with the LID, then ACTIVE. The port's SMA ignores
 	 * them if its link went down meanwhile. */
 	p->ops->set_port(p->port, p->lid, sm_lid, SIM_SM_DEFAULT_PREFIX, PORT_ARMED);
@@ -80,6 +143,7 @@ static void sm_reassign(void *arg)
 
 	if (!p->active)
 		return;
+	sm_route(p);
 	p->ops->set_port(p->port, p->lid, ports[0].lid, SIM_SM_DEFAULT_PREFIX, PORT_ACTIVE);
 	trace_port_sm_reassign(-1, (int)(p - ports), p->lid);
 }
@@ -117,6 +181,29 @@ static int mcg_count(uint64_t m)
 	return __builtin_popcountll(m);
 }
 
+/* After a join or a leave: the switch ports of every member of mlid's groups, and the
+ * SubnSets(MulticastForwardingTable) of its block, one per 16-port position. */
+static void mft_update(uint16_t mlid)
+{
+	uint32_t idx = (uint32_t)mlid - 0xc000u, base = idx & ~31u;
+	uint64_t m = 0;
+
+	if (!sw_ops || mlid < 0xc000 || idx >= SM_MLIDS)
+		return;
+	for (int i = 0; i < SIM_SM_MAX_MCGS; i++)
+		for (int h = 0; h < nports && mcgs[i].members && mcgs[i].mlid == mlid; h++)
+			if ((mcgs[i].members >> h & 1) && ports[h].swport)
+				m |= 1ull << ports[h].swport;
+	mft[idx] = m;
+	for (uint32_t pos = 0; pos * 16 <= sw_nports; pos++) {
+		uint16_t masks[32];
+
+		for (uint32_t i = 0; i < 32; i++)
+			masks[i] = base + i < SM_MLIDS ? (uint16_t)(mft[base + i] >> (16 * pos)) : 0;
+		sw_ops->set_mft(sw_arg, pos << 28 | base / 32, masks);
+	}
+}
+
 void sim_sm_mcast_join(int handle, uint16_t mlid, const uint8_t mgid[16])
 {
 	struct sm_mcg *g = mcg_find(mlid, mgid);
@@ -131,6 +218,7 @@ void sim_sm_mcast_join(int handle, uint16_t mlid, const uint8_t mgid[16])
 	SIM_ASSERT(g != NULL, "more than %d multicast groups in the subnet", SIM_SM_MAX_MCGS);
 	g->members |= 1ull << handle;
 	trace_port_sm_mcast(-1, handle, mlid, "join", mcg_count(g->members));
+	mft_update(mlid);
 }
 
 void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16])
@@ -142,6 +230,7 @@ void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16])
 		return;
 	g->members &= ~(1ull << handle);
 	trace_port_sm_mcast(-1, handle, mlid, "leave", mcg_count(g->members));
+	mft_update(mlid);
 }
 
 int sim_sm_mcast_ports(uint16_t mlid, const uint8_t mgid[16])

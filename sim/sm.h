@@ -42,6 +42,28 @@ void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16]);
 /* Ports in the group's forwarding (0: no such group); whether port `handle` is one of them. */
 int sim_sm_mcast_ports(uint16_t mlid, const uint8_t mgid[16]);
 bool sim_sm_mcast_member(int handle, uint16_t mlid, const uint8_t mgid[16]);
+/* A switch (docs/blocks/switch.md). The SM programs its forwarding tables as SubnSet SMPs
+ * would (directed route, so before any LID works): set_lft is SubnSet(LinearForwardingTable)
+ * with attribute modifier block (IBA 14.2.5.10): the output ports of LIDs 64 * block ..
+ * 64 * block + 63, 255 for none; set_mft is SubnSet(MulticastForwardingTable) (IBA 14.2.5.12)
+ * with modifier position << 28 | block: the port masks of MLIDs 0xc000 + 32 * block .. + 31,
+ * bit i of a mask for port 16 * position + i. */
+struct sim_smp_switch_ops {
+	void (*set_lft)(void *sw, uint32_t block, const uint8_t ports[64]);
+	void (*set_mft)(void *sw, uint32_t modifier, const uint16_t masks[32]);
+};
+#define SIM_SM_LFT_NONE 255
+/* The subnet's switch (NULL: none, hosts back to back), with nports ports (1..nports). */
+void sim_sm_set_switch(const struct sim_smp_switch_ops *ops, void *sw, unsigned nports);
+/* Port handle is cabled to switch port swport: once the port has its LID, the SM routes it
+ * there (LFT), and its multicast groups' masks include swport. */
+void sim_sm_cable(int handle, unsigned swport);
+/* A route set by hand, as an administrator's static route would be: the LFT sends lid out of
+ * swport (SIM_SM_LFT_NONE: nowhere), one SubnSet(LinearForwardingTable) now. 0, -ENODEV (no
+ * switch), -EINVAL (lid not unicast, or no such port). A later sweep of the port owning lid
+ * routes it back to that port. */
+int sim_sm_set_route(uint16_t lid, unsigned swport);
+
 /* Number of ports the SM has brought to ACTIVE. */
 int sim_sm_active_ports(void);
 int sim_sm_registered_ports(void);

@@ -196,6 +196,23 @@ faulty() {
 		HCASIM_TRACE_FILE="$W/faulty.trace" "$B/bin/hcasim-run" faulty/run
 	ok faulty 1
 }
+# ---- hcasim-run through the switch (blocks/switch.md)
+switched() {
+	printf '[sim]\ntopology = switch\n' >"$W/switched.ini"
+	mkdir -p "$W/switched"
+	once switched env HCASIM_CONFIG="$W/switched.ini" HCASIM_TRACE=sw,link \
+		HCASIM_TRACE_FILE="$W/switched.trace" "$B/bin/hcasim-run" switched/run
+	ok switched
+}
+r_switched_completions() { switched | para '^== RC workload ==' | grep '^t='; }
+r_switched_first() {
+	switched >/dev/null &&
+		pick 'link.tx link=sw.port1 side=0' 'sw.fwd in=1 out=2' 'link.tx link=sw.port2 side=1' \
+			<"$W/switched.trace"
+}
+r_switched_pcapcheck() {
+	switched >/dev/null && "$B/bin/hcasim-pcapcheck" "$W/switched/run.link1.pcap" | tail -1
+}
 r_faulty_drops() { faulty >/dev/null && grep 'link.fault_drop' "$W/faulty.trace"; }
 r_faulty_stop() { faulty >/dev/null && sed 's/^hcasim-run: //' "$W/faulty.err" | tail -1; }
 r_faulty_send_ps() { faulty | awk '/ SEND completed/ { sub(/^t=/, "", $1); print $1 }'; }
