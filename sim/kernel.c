@@ -99,10 +99,10 @@ static bool ev_less(const struct sim_event *a, const struct sim_event *b)
 	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void heap_up(struct sim_kernel *k, size_t i)
+/* Put e at the hole i, raised as far as it must go. e comes by value, never stored and loaded
+ * back: a struct written field by field and read back whole stalls store forwarding. */
+static void heap_up(struct sim_kernel *k, size_t i, struct sim_event e)
 {
-	struct sim_event e = k->heap[i];
-
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 
@@ -114,10 +114,9 @@ static void heap_up(struct sim_kernel *k, size_t i)
 	k->heap[i] = e;
 }
 
-static void heap_down(struct sim_kernel *k, size_t i)
+/* Put e at the hole i, lowered as far as it must go (e by value, as in heap_up). */
+static void heap_down(struct sim_kernel *k, size_t i, struct sim_event e)
 {
-	struct sim_event e = k->heap[i];
-
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
 		const struct sim_event *best = &e;
@@ -149,9 +148,8 @@ static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_f
 		k->heap = h;
 		k->cap = cap;
 	}
-	k->heap[k->len] = (struct sim_event){ .t = t, .seq = seq, .fn = fn, .arg = arg,
-					      .owned = owned, .background = background };
-	heap_up(k, k->len++);
+	heap_up(k, k->len++, (struct sim_event){ .t = t, .seq = seq, .fn = fn, .arg = arg,
+						 .owned = owned, .background = background });
 	k->background_live += background;
 }
 
@@ -220,9 +218,8 @@ static struct sim_event pop(struct sim_kernel *k)
 {
 	struct sim_event top = k->heap[0];
 
-	k->heap[0] = k->heap[--k->len];
-	if (k->len)
-		heap_down(k, 0);
+	if (--k->len)
+		heap_down(k, 0, k->heap[k->len]);
 	return top;
 }
 
@@ -381,5 +378,5 @@ void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
 		k->heap[i].t = k->heap[i].t < t ? t : k->heap[i].t;
 	/* Raising keys to t can put a later-scheduled event above an earlier one: rebuild. */
 	for (size_t i = k->len / 2; i-- > 0;)
-		heap_down(k, i);
+		heap_down(k, i, k->heap[i]);
 }
