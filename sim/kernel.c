@@ -8,13 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* 32 bytes, two to a cache line: the flags ride in the low bits of the key, below the sequence
+ * number, so (t, key) orders as (t, seq) (sequence numbers are unique). */
 struct sim_event {
 	sim_time_t t;    /* when it fires */
-	uint64_t seq;    /* tie-breaker and id */
+	uint64_t key;    /* seq << EV_SHIFT | EV_OWNED | EV_BACKGROUND */
 	sim_event_fn fn; /* NULL once cancelled */
 	void *arg;       /* argument for fn */
-	bool owned;      /* arg is freed by the kernel if the event never runs */
-	bool background; /* does not count as work pending (sim_step_busy) */
+};
+
+enum {
+	EV_OWNED = 1,      /* arg is freed by the kernel if the event never runs */
+	EV_BACKGROUND = 2, /* does not count as work pending (sim_step_busy) */
+	EV_SHIFT = 2,
 };
 
 struct sim_kernel {
@@ -83,7 +89,7 @@ void sim_kernel_destroy(struct sim_kernel *k)
 	if (current == k)
 		current = NULL;
 	for (size_t i = 0; i < k->len; i++)
-		if (k->heap[i].owned)
+		if (k->heap[i].key & EV_OWNED)
 			free(k->heap[i].arg);
 	free(k->heap);
 	free(k);
@@ -96,7 +102,7 @@ sim_time_t sim_now(const struct sim_kernel *k)
 
 static bool ev_less(const struct sim_event *a, const struct sim_event *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	return a->t < b->t || (a->t == b->t && a->key < b->key);
 }
 
 /* Put e at the hole i, raised as far as it must go. e comes by value, never stored and loaded
@@ -148,8 +154,10 @@ static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_f
 		k->heap = h;
 		k->cap = cap;
 	}
-	heap_up(k, k->len++, (struct sim_event){ .t = t, .seq = seq, .fn = fn, .arg = arg,
-						 .owned = owned, .background = background });
+	heap_up(k, k->len++,
+		(struct sim_event){ .t = t, .fn = fn, .arg = arg,
+				    .key = seq << EV_SHIFT | (owned ? EV_OWNED : 0) |
+					   (background ? EV_BACKGROUND : 0) });
 	k->background_live += background;
 }
 
@@ -201,12 +209,14 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id)
 	/* Linear search: cancellation is rare (timers restarted on progress use it, and those
 	 * are few per QP); the heap is not indexed by id to keep scheduling cheap. */
 	for (size_t i = 0; i < k->len; i++) {
-		if (k->heap[i].seq == id && k->heap[i].fn) {
-			if (k->heap[i].owned)
-				free(k->heap[i].arg);
-			k->heap[i].fn = NULL;
-			k->heap[i].owned = false;
-			k->background_live -= k->heap[i].background;
+		struct sim_event *e = &k->heap[i];
+
+		if (e->key >> EV_SHIFT == id && e->fn) {
+			if (e->key & EV_OWNED)
+				free(e->arg);
+			e->fn = NULL;
+			k->background_live -= !!(e->key & EV_BACKGROUND);
+			e->key &= ~(uint64_t)(EV_OWNED | EV_BACKGROUND);
 			k->cancelled_live++;
 			return true;
 		}
@@ -273,9 +283,9 @@ static void run_top(struct sim_kernel *k)
 	if (e.t > k->now && k->advance)
 		k->advance(k->advance_arg, k->now, e.t);
 	k->now = e.t;
-	k->run_seq = e.seq;
+	k->run_seq = e.key >> EV_SHIFT;
 	k->executed++;
-	k->background_live -= e.background;
+	k->background_live -= !!(e.key & EV_BACKGROUND);
 	e.fn(e.arg);
 	if (step_hook)
 		step_hook(step_hook_arg);
