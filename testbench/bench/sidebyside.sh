@@ -3,12 +3,12 @@
 # builds run alternately in one go, so that the machine's load weighs on both, and the figure
 # is a ratio of medians, not an absolute.
 #   testbench/bench/sidebyside.sh REF [RUNS] [SCENARIO...]
-# Builds commit REF (git archive, pure C: VERILATOR= SYSTEMC=) in a scratch directory, builds
-# this tree's hcasim-bench the same way, then runs `hcasim-bench run S` of each (pkts4k and
-# msgs64 unless named) RUNS times (15) alternately, REF first. Prints per scenario the medians
-# of the scenario's .per_wall_s figure and the ratio this tree / REF (> 1: faster), and, with
-# perf(1), the medians of the CPU time of each process (task-clock, which the other sessions'
-# load disturbs less than wall time) and their ratio REF / this tree.
+# Builds commit REF (git archive, pure C: VERILATOR= SYSTEMC=) in a scratch directory and this
+# tree the same way in build/sbs (build itself is left as it is), then runs `hcasim-bench run S`
+# of each (pkts4k and msgs64 unless named) RUNS times (15) alternately, REF first. Prints per
+# scenario the medians of the scenario's .per_wall_s figure and the ratio this tree / REF
+# (> 1: faster), and, with perf(1), the medians of the CPU time of each process (task-clock,
+# which the other sessions' load disturbs less than wall time) and their ratio REF / this tree.
 set -euo pipefail
 
 ref=${1:?usage: sidebyside.sh REF [RUNS] [SCENARIO...]}
@@ -28,7 +28,7 @@ if [ ! -x "$work/build/bin/hcasim-bench" ]; then
 	git -C "$src" archive "$sha" | tar -x -C "$work"
 	make -C "$work" -j2 VERILATOR= SYSTEMC= build/bin/hcasim-bench >/dev/null
 fi
-make -C "$src" -j2 VERILATOR= SYSTEMC= build/bin/hcasim-bench >/dev/null
+make -C "$src" -j2 BUILD=build/sbs VERILATOR= SYSTEMC= build/sbs/bin/hcasim-bench >/dev/null
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # One run: "FIGURE [CPU_MS]".
@@ -51,7 +51,7 @@ for s in "${scen[@]}"; do
 	a=() b=()
 	for ((i = 0; i < runs; i++)); do
 		a+=("$(one "$work/build/bin/hcasim-bench" "$s")")
-		b+=("$(one "$src/build/bin/hcasim-bench" "$s")")
+		b+=("$(one "$src/build/sbs/bin/hcasim-bench" "$s")")
 	done
 	fa=$(printf '%s\n' "${a[@]}" | cut -d' ' -f1 | median)
 	fb=$(printf '%s\n' "${b[@]}" | cut -d' ' -f1 | median)
