@@ -398,3 +398,30 @@ void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
 	for (size_t i = k->len / 2; i-- > 0;)
 		heap_down(k, i, k->heap[i]);
 }
+
+void *sim_obj_get(struct sim_objcache *c)
+{
+	void *p = c->head;
+
+	if (p) {
+		c->head = *(void **)p;
+		c->n--;
+		return p;
+	}
+	p = malloc(c->size > sizeof(void *) ? c->size : sizeof(void *));
+	SIM_ASSERT(p != NULL, "out of memory");
+	return p;
+}
+
+void sim_obj_put(struct sim_objcache *c, void *p)
+{
+	if (!p)
+		return;
+	if (c->n >= SIM_OBJCACHE_KEEP) {
+		free(p);
+		return;
+	}
+	*(void **)p = c->head;
+	c->head = p;
+	c->n++;
+}
