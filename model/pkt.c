@@ -16,6 +16,8 @@
 #define X HM_HDR_XRCETH
 #define OP(nm, hd, ps, cl) { .name = nm, .hdrs = (hd), .pos = HM_POS_##ps, .cls = HM_OPC_##cl }
 
+const struct hm_pkt hm_pkt_zero;
+
 static const struct hm_opcode_info opcodes[256] = {
 	/* RC */
 	[0x00] = OP("RC SEND First", P, FIRST, SEND),
@@ -615,7 +617,7 @@ int hm_pkt_parse_crc(enum hm_link_layer ll, const uint8_t *f, size_t len, bool c
 		return r;
 	off = (size_t)r;
 	trailer = ll == HM_LL_ROCE ? HM_ICRC_BYTES : IB_TRAILER;
-	memset(p, 0, sizeof(*p));
+	*p = hm_pkt_zero;
 
 	if (ll == HM_LL_ROCE) {
 		const uint8_t *ip = f + HM_ETH_BYTES, *udp = ip + HM_IPV4_BYTES;

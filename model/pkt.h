@@ -149,6 +149,10 @@ struct hm_pkt {
 	uint32_t paylen;           /* bytes, without pad */
 };
 
+/* An all-zero packet: `*p = hm_pkt_zero` clears one in vector stores, where memset of its
+ * size compiles to a `rep stos` that costs more to start than the stores do. */
+extern const struct hm_pkt hm_pkt_zero;
+
 /* Build a frame for link layer ll into buf (cap bytes): headers from p, payload
  * p->payload[0..paylen), pad to 4 bytes, ICRC, and on IB the VCRC. Returns the frame length,
  * or 0 if cap is too small or the opcode is unknown. */

@@ -234,12 +234,14 @@ struct tx_frame {
 	uint8_t *buf;          /* the frame, a link buffer handed over at its start */
 };
 
+static struct sim_objcache tx_frames = SIM_OBJCACHE(sizeof(struct tx_frame));
+
 static void tx_start(void *arg)
 {
 	struct tx_frame *f = arg;
 
 	sim_link_send_frame(f->link, f->side, f->buf, f->len, true);
-	free(f);
+	sim_obj_put(&tx_frames, f);
 }
 
 sim_time_t hm_port_tx_free(struct hm_dev *d, unsigned port)
@@ -415,8 +417,7 @@ static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_p
 	start = t > p->tx_busy_ps ? t : p->tx_busy_ps;
 	p->tx_busy_ps = start + sim_link_bytes_ps(sim_config_link_mbps(&d->cfg),
 						  len + hm_pkt_wire_overhead(hm_port_ll(p)));
-	f = malloc(sizeof(*f));
-	SIM_ASSERT(f != NULL, "out of memory");
+	f = sim_obj_get(&tx_frames);
 	f->link = d->links[port - 1];
 	f->side = d->link_side[port - 1];
 	f->len = len;

@@ -104,7 +104,7 @@ static void base_headers(struct hm_dev *d, struct hm_qp *qp, const struct hca_av
 {
 	const struct hm_port *port = &d->ports[hm_qp_port(qp) - 1];
 
-	memset(p, 0, sizeof(*p));
+	*p = hm_pkt_zero;
 	p->sl = av->sl;
 	p->dlid = av->dlid;
 	p->slid = port->lid | av->src_path_bits;

@@ -26,7 +26,7 @@ static void resp_headers(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt
 {
 	const struct hm_port *port = &d->ports[hm_qp_port(qp) - 1];
 
-	memset(p, 0, sizeof(*p));
+	*p = hm_pkt_zero;
 	p->sl = req->sl;
 	p->dlid = req->slid;
 	p->slid = port->lid;

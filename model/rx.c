@@ -59,6 +59,8 @@ struct rx_later {
 	uint8_t *buf;     /* frame (a link buffer) */
 };
 
+static struct sim_objcache rx_laters = SIM_OBJCACHE(sizeof(struct rx_later));
+
 static void port_rx_later(void *arg)
 {
 	struct rx_later *f = arg;
@@ -66,7 +68,7 @@ static void port_rx_later(void *arg)
 	port_rx_frame(f->d, &f->d->ports[f->port - 1], &f->buf, f->len, f->loopback,
 		      f->crc_pending, sim_now(f->d->k));
 	sim_link_frame_free(f->buf);
-	free(f);
+	sim_obj_put(&rx_laters, f);
 }
 
 void hm_rx_frame(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len, bool fcs_ok,
@@ -92,8 +94,7 @@ void hm_rx_frame(struct hm_dev *d, unsigned port, uint8_t *frame, size_t len, bo
 		t = dp->rx_free_ps;
 	t = sim_clock_after(&p->dev->core, t, p->dev->cfg.port_cycles);
 	dp->rx_free_ps = t;
-	f = malloc(sizeof(*f));
-	SIM_ASSERT(f != NULL, "out of memory");
+	f = sim_obj_get(&rx_laters);
 	f->d = p->dev;
 	f->port = p->num;
 	f->loopback = loopback;

@@ -8,13 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* 32 bytes, two to a cache line: the flags ride in the low bits of the key, below the sequence
+ * number, so (t, key) orders as (t, seq) (sequence numbers are unique). */
 struct sim_event {
 	sim_time_t t;    /* when it fires */
-	uint64_t seq;    /* tie-breaker and id */
+	uint64_t key;    /* seq << EV_SHIFT | EV_OWNED | EV_BACKGROUND */
 	sim_event_fn fn; /* NULL once cancelled */
 	void *arg;       /* argument for fn */
-	bool owned;      /* arg is freed by the kernel if the event never runs */
-	bool background; /* does not count as work pending (sim_step_busy) */
+};
+
+enum {
+	EV_OWNED = 1,      /* arg is freed by the kernel if the event never runs */
+	EV_BACKGROUND = 2, /* does not count as work pending (sim_step_busy) */
+	EV_SHIFT = 2,
 };
 
 struct sim_kernel {
@@ -83,7 +89,7 @@ void sim_kernel_destroy(struct sim_kernel *k)
 	if (current == k)
 		current = NULL;
 	for (size_t i = 0; i < k->len; i++)
-		if (k->heap[i].owned)
+		if (k->heap[i].key & EV_OWNED)
 			free(k->heap[i].arg);
 	free(k->heap);
 	free(k);
@@ -96,13 +102,13 @@ sim_time_t sim_now(const struct sim_kernel *k)
 
 static bool ev_less(const struct sim_event *a, const struct sim_event *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	return a->t < b->t || (a->t == b->t && a->key < b->key);
 }
 
-static void heap_up(struct sim_kernel *k, size_t i)
+/* Put e at the hole i, raised as far as it must go. e comes by value, never stored and loaded
+ * back: a struct written field by field and read back whole stalls store forwarding. */
+static void heap_up(struct sim_kernel *k, size_t i, struct sim_event e)
 {
-	struct sim_event e = k->heap[i];
-
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 
@@ -114,10 +120,9 @@ static void heap_up(struct sim_kernel *k, size_t i)
 	k->heap[i] = e;
 }
 
-static void heap_down(struct sim_kernel *k, size_t i)
+/* Put e at the hole i, lowered as far as it must go (e by value, as in heap_up). */
+static void heap_down(struct sim_kernel *k, size_t i, struct sim_event e)
 {
-	struct sim_event e = k->heap[i];
-
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
 		const struct sim_event *best = &e;
@@ -149,9 +154,10 @@ static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_f
 		k->heap = h;
 		k->cap = cap;
 	}
-	k->heap[k->len] = (struct sim_event){ .t = t, .seq = seq, .fn = fn, .arg = arg,
-					      .owned = owned, .background = background };
-	heap_up(k, k->len++);
+	heap_up(k, k->len++,
+		(struct sim_event){ .t = t, .fn = fn, .arg = arg,
+				    .key = seq << EV_SHIFT | (owned ? EV_OWNED : 0) |
+					   (background ? EV_BACKGROUND : 0) });
 	k->background_live += background;
 }
 
@@ -203,12 +209,14 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id)
 	/* Linear search: cancellation is rare (timers restarted on progress use it, and those
 	 * are few per QP); the heap is not indexed by id to keep scheduling cheap. */
 	for (size_t i = 0; i < k->len; i++) {
-		if (k->heap[i].seq == id && k->heap[i].fn) {
-			if (k->heap[i].owned)
-				free(k->heap[i].arg);
-			k->heap[i].fn = NULL;
-			k->heap[i].owned = false;
-			k->background_live -= k->heap[i].background;
+		struct sim_event *e = &k->heap[i];
+
+		if (e->key >> EV_SHIFT == id && e->fn) {
+			if (e->key & EV_OWNED)
+				free(e->arg);
+			e->fn = NULL;
+			k->background_live -= !!(e->key & EV_BACKGROUND);
+			e->key &= ~(uint64_t)(EV_OWNED | EV_BACKGROUND);
 			k->cancelled_live++;
 			return true;
 		}
@@ -220,19 +228,26 @@ static struct sim_event pop(struct sim_kernel *k)
 {
 	struct sim_event top = k->heap[0];
 
-	k->heap[0] = k->heap[--k->len];
-	if (k->len)
-		heap_down(k, 0);
+	if (--k->len)
+		heap_down(k, 0, k->heap[k->len]);
 	return top;
 }
 
 /* Drop cancelled events sitting at the top of the heap. */
-static void skip_dead(struct sim_kernel *k)
+static void drop_dead(struct sim_kernel *k)
 {
 	while (k->len && !k->heap[0].fn) {
 		pop(k);
 		k->cancelled_live--;
 	}
+}
+
+/* The same, inline where the top is live, as it nearly always is: the run loops ask before
+ * every event. */
+static inline void skip_dead(struct sim_kernel *k)
+{
+	if (k->len && !k->heap[0].fn)
+		drop_dead(k);
 }
 
 void sim_halt(struct sim_kernel *k, const char *why)
@@ -280,9 +295,9 @@ static void run_top(struct sim_kernel *k)
 	if (e.t > k->now && k->advance)
 		k->advance(k->advance_arg, k->now, e.t);
 	k->now = e.t;
-	k->run_seq = e.seq;
+	k->run_seq = e.key >> EV_SHIFT;
 	k->executed++;
-	k->background_live -= e.background;
+	k->background_live -= !!(e.key & EV_BACKGROUND);
 	e.fn(e.arg);
 	if (step_hook)
 		step_hook(step_hook_arg);
@@ -385,5 +400,32 @@ void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
 		k->heap[i].t = k->heap[i].t < t ? t : k->heap[i].t;
 	/* Raising keys to t can put a later-scheduled event above an earlier one: rebuild. */
 	for (size_t i = k->len / 2; i-- > 0;)
-		heap_down(k, i);
+		heap_down(k, i, k->heap[i]);
+}
+
+void *sim_obj_get(struct sim_objcache *c)
+{
+	void *p = c->head;
+
+	if (p) {
+		c->head = *(void **)p;
+		c->n--;
+		return p;
+	}
+	p = malloc(c->size > sizeof(void *) ? c->size : sizeof(void *));
+	SIM_ASSERT(p != NULL, "out of memory");
+	return p;
+}
+
+void sim_obj_put(struct sim_objcache *c, void *p)
+{
+	if (!p)
+		return;
+	if (c->n >= SIM_OBJCACHE_KEEP) {
+		free(p);
+		return;
+	}
+	*(void **)p = c->head;
+	c->head = p;
+	c->n++;
 }

@@ -9,6 +9,7 @@
 #define SIM_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef uint64_t sim_time_t; /* picoseconds since power-on */
@@ -112,6 +113,21 @@ const char *sim_halted(const struct sim_kernel *k);
 /* Statistics: events executed, pending. */
 uint64_t sim_events_executed(const struct sim_kernel *k);
 uint64_t sim_events_pending(const struct sim_kernel *k);
+
+/* A free list in front of malloc for the small block that goes with an event and comes and
+ * goes with every frame (a transmit or receive record): up to SIM_OBJCACHE_KEEP freed blocks
+ * of one size are kept for the next get. The blocks are malloc'd, so free() of one is as good
+ * as sim_obj_put (the kernel frees an owned argument whose event never runs). Declare one as
+ * `static struct sim_objcache c = SIM_OBJCACHE(sizeof(struct x));`. */
+struct sim_objcache {
+	void *head;  /* kept blocks, each holding the next's address */
+	unsigned n;  /* how many */
+	size_t size; /* bytes a block (at least a pointer's) */
+};
+#define SIM_OBJCACHE(bytes) { NULL, 0, (bytes) }
+enum { SIM_OBJCACHE_KEEP = 64 };
+void *sim_obj_get(struct sim_objcache *c);
+void sim_obj_put(struct sim_objcache *c, void *p);
 
 /* Clock helpers. */
 static inline uint64_t sim_clock_cycles(const struct sim_clock *c, sim_time_t t)

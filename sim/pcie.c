@@ -596,6 +596,27 @@ struct dma_op {
 	unsigned char buf[];    /* write data (a posted write owns its data) */
 };
 
+/* Posted writes come and go with every packet and CQE: their blocks (the data inside) from
+ * object caches, one for up to 64 bytes (CQEs, short messages), one for up to 4 KiB (an MTU's
+ * payload, which malloc serves slower than small blocks). */
+static struct sim_objcache wr_small = SIM_OBJCACHE(sizeof(struct dma_op) + 64);
+static struct sim_objcache wr_page = SIM_OBJCACHE(sizeof(struct dma_op) + 4096);
+
+static struct sim_objcache *wr_cache(size_t len)
+{
+	return len <= 64 ? &wr_small : len <= 4096 ? &wr_page : NULL;
+}
+
+static void wr_free(struct dma_op *op)
+{
+	struct sim_objcache *c = wr_cache(op->len);
+
+	if (c)
+		sim_obj_put(c, op);
+	else
+		free(op);
+}
+
 static void dma_read_complete(void *p)
 {
 	struct dma_op *op = p;
@@ -649,7 +670,7 @@ static void dma_write_complete(void *p)
 		trace_pcie_dma_wr_cpl(fn->devno, op->addr, op->len, 0, 1);
 		if (op->done)
 			op->done(op->arg, 0);
-		free(op);
+		wr_free(op);
 		return;
 	}
 	if (!op->status) {
@@ -661,7 +682,7 @@ static void dma_write_complete(void *p)
 	trace_pcie_dma_wr_cpl(op->fn->devno, op->addr, op->len, op->status, 0);
 	if (op->done)
 		op->done(op->arg, op->status);
-	free(op);
+	wr_free(op);
 }
 
 void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
@@ -706,7 +727,8 @@ static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const void *src, siz
 {
 	sim_time_t vis;
 	struct sim_kernel *k = sim_kernel();
-	struct dma_op *op = malloc(sizeof(*op) + len);
+	struct sim_objcache *c = wr_cache(len);
+	struct dma_op *op = c ? sim_obj_get(c) : malloc(sizeof(*op) + len);
 
 	SIM_ASSERT(op != NULL, "out of memory");
 	*op = (struct dma_op){ NULL, false, fn, addr, NULL, len, 0, done, arg };

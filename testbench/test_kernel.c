@@ -225,3 +225,31 @@ Test(kernel, two_runs_give_identical_traces)
 	unlink(p1);
 	unlink(p2);
 }
+
+/* The object cache hands back the blocks put into it, last in first out, keeps no more than
+ * SIM_OBJCACHE_KEEP, and its blocks are ordinary malloc'd memory (free() takes them). */
+Test(kernel, the_object_cache_reuses_freed_blocks_and_keeps_a_bounded_number)
+{
+	static struct sim_objcache c = SIM_OBJCACHE(40);
+	void *b[SIM_OBJCACHE_KEEP + 2];
+	char *x;
+
+	for (int i = 0; i < SIM_OBJCACHE_KEEP + 2; i++) {
+		b[i] = sim_obj_get(&c);
+		memset(b[i], 0x5a, 40); /* the whole size is there */
+	}
+	cr_assert_eq(c.n, 0u);
+	for (int i = 0; i < SIM_OBJCACHE_KEEP + 2; i++)
+		sim_obj_put(&c, b[i]);
+	cr_assert_eq(c.n, (unsigned)SIM_OBJCACHE_KEEP, "two blocks freed, not kept");
+	sim_obj_put(&c, NULL);
+	cr_assert_eq(c.n, (unsigned)SIM_OBJCACHE_KEEP, "NULL is not a block");
+	x = sim_obj_get(&c);
+	cr_assert_eq(x, b[SIM_OBJCACHE_KEEP - 1], "the last block kept comes back first");
+	cr_assert_eq(sim_obj_get(&c), b[SIM_OBJCACHE_KEEP - 2]);
+	cr_assert_eq(c.n, (unsigned)SIM_OBJCACHE_KEEP - 2);
+	free(x); /* a cached block is malloc'd memory */
+	while (c.n)
+		free(sim_obj_get(&c));
+	free(b[SIM_OBJCACHE_KEEP - 2]);
+}
