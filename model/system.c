@@ -28,6 +28,7 @@ static struct {
 	struct hm_dev *devs[MAX_DEVS];
 	int ndevs;
 	struct sim_link *links[MAX_DEVS * HM_MAX_PORTS]; /* host 2k port p <-> host 2k+1 port p */
+	bool elsewhere[MAX_DEVS * HM_MAX_PORTS]; /* in a fabric: neither end is held here */
 	int nlinks;
 	struct sim_switch *sw;   /* sim.topology=switch: link n is switch port n + 1 */
 	struct sim_fabric fab;   /* HCASIM_FABRIC: the hosts held here (all without one) */
@@ -89,6 +90,7 @@ static int link_ends(struct sim_link *l, int h, unsigned p)
 	for (int s = 0; s < 2; s++)
 		if (here[s])
 			hm_port_attach(sys.devs[h + s], p, l, s);
+	sys.elsewhere[sys.nlinks - 1] = !here[0] && !here[1];
 	if (here[0] == here[1])
 		return 0; /* both here (or both elsewhere: the link is idle in this process) */
 	return sim_fabric_link(&sys.fab, l, (unsigned)h / 2, p, here[0] ? 0 : 1,
@@ -511,6 +513,8 @@ int hcasim_pcap(const char *prefix)
 	if (prefix && sim_env_path_len("hcasim_pcap: the prefix", prefix, SIM_ENV_PATH_MAX - 32))
 		return -ENAMETOOLONG;
 	for (int i = 0; i < sys.nlinks; i++) {
+		if (sys.elsewhere[i])
+			continue; /* its processes capture it */
 		if (prefix && *prefix)
 			snprintf(path, sizeof(path), "%s.link%d.pcap", prefix, i);
 		rc = sim_link_pcap(sys.links[i], prefix && *prefix ? path : NULL);
@@ -922,6 +926,7 @@ void hcasim_shutdown(void)
 	for (int i = 0; i < sys.nlinks; i++)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;
+	memset(sys.elsewhere, 0, sizeof(sys.elsewhere));
 	sim_switch_destroy(sys.sw);
 	sys.sw = NULL;
 	for (int i = 0; i < sys.ndevs; i++)

@@ -10,6 +10,7 @@
 #include "sim/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* Frames are at most an MTU plus headers; the bound keeps the serialization math in 64 bits. */
@@ -65,6 +67,7 @@ struct tap_rec {
 	struct tap_rec *next; /* sorted by start, then by send order */
 	uint64_t seq;	      /* the link's frame number; its deliveries carry it */
 	sim_time_t start_ps;  /* first bit on the wire */
+	sim_time_t sent_ps;   /* when it was sent (the tap orders equal starts by it) */
 	sim_time_t fate_ps;   /* its last delivery is due then; UINT64_MAX: not yet scheduled */
 	char *notes;	      /* the faults' marks, each NUL-terminated, or NULL */
 	size_t notes_len;     /* bytes at notes */
@@ -83,6 +86,7 @@ struct sim_link {
 	unsigned overhead_bytes;  /* added to every frame's serialization */
 	struct link_side side[2]; /* the two ends */
 	struct sim_pcap *pcap;	  /* tap, or NULL */
+	struct part *part;	  /* the tap of this side of a link between processes, or NULL */
 	sim_link_classify_fn classify; /* names frames for targeted faults */
 	sim_link_seal_fn sealer;       /* fills in a pending frame's CRC fields */
 	struct tap_rec *tap;	  /* frames not yet written to it */
@@ -313,11 +317,17 @@ static void tap_note(struct tap_rec *r, const char *fmt, ...)
 	r->nnotes++;
 }
 
+static void part_write(struct sim_link *l, const struct tap_rec *r);
+
 static void tap_write(struct sim_link *l, struct tap_rec *r)
 {
 	const char *marks[8];
 	unsigned n = 0;
 
+	if (l->part) {
+		part_write(l, r);
+		return;
+	}
 	for (size_t off = 0; off < r->notes_len && n < 8; off += strlen(r->notes + off) + 1)
 		marks[n++] = r->notes + off;
 	sim_pcap_write_comments(l->pcap, r->start_ps, r->frame, r->len, marks, n);
@@ -347,6 +357,7 @@ static struct tap_rec *tap(struct sim_link *l, sim_time_t now, uint64_t seq, sim
 	SIM_ASSERT(r != NULL, "out of memory");
 	r->seq = seq;
 	r->start_ps = start;
+	r->sent_ps = now;
 	r->fate_ps = UINT64_MAX;
 	r->notes = NULL;
 	r->notes_len = 0;
@@ -727,7 +738,7 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 	d->epoch = l->epoch;
 	d->crc_pending = crc_pending;
 	d->fcs = 0;
-	if (l->pcap && crc_pending)
+	if ((l->pcap || l->part) && crc_pending)
 		seal(l, d); /* the capture shows the bytes (and the FCS is computed) */
 	else if (!crc_pending && l->kind == SIM_LINK_ETH)
 		d->fcs = (uint32_t)crc32(0, d->frame, (uInt)len);
@@ -738,7 +749,7 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 	traced = SIM_TRACE_ON(link);
 	named = traced && l->classify && l->classify(frame, len, &qpn, &psn, &op, &first);
 	inject(l, side, d, (l->side[!side].head_rx ? start : end) + l->latency_ps,
-	       l->pcap ? tap(l, now, d->seq, start, d->frame, len) : NULL);
+	       l->pcap || l->part ? tap(l, now, d->seq, start, d->frame, len) : NULL);
 	if (l->remote)
 		remote_send(l, now);
 	if (named)
@@ -762,13 +773,158 @@ sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side)
 	return k && sim_now(k) > t ? sim_now(k) : t;
 }
 
+/* ---- Capture across the cut (docs/fabric.md#capture). The side of a link between processes
+ * that lives here writes the frames it sends, as the tap holds them in one process (start,
+ * fate, marks), to PATH.part<side>.tmp: a record each, the start and send times in ps, the
+ * marks and the bytes. Closed, the part is renamed PATH.part<side>; the process that finds the
+ * other side's part there too merges both into PATH, ordered as one process's tap writes them
+ * (start, then the time of the send), and removes the parts. */
+struct part {
+	FILE *fp;
+	char path[4096]; /* the merged capture's */
+};
+
+struct part_hdr {
+	uint64_t start_ps, sent_ps;
+	uint32_t len, notes_len, nnotes, pad;
+};
+
+static void part_write(struct sim_link *l, const struct tap_rec *r)
+{
+	struct part_hdr h = { r->start_ps, r->sent_ps, (uint32_t)r->len, (uint32_t)r->notes_len,
+			      r->nnotes, 0 };
+
+	fwrite(&h, sizeof(h), 1, l->part->fp);
+	fwrite(r->frame, 1, r->len, l->part->fp);
+	if (r->notes_len)
+		fwrite(r->notes, 1, r->notes_len, l->part->fp);
+}
+
+static int part_open(struct sim_link *l, const char *path)
+{
+	char tmp[4200];
+
+	l->part = calloc(1, sizeof(*l->part));
+	SIM_ASSERT(l->part != NULL, "out of memory");
+	snprintf(l->part->path, sizeof(l->part->path), "%s", path);
+	snprintf(tmp, sizeof(tmp), "%s.part%d.tmp", path, l->remote->side);
+	if (!(l->part->fp = fopen(tmp, "wb"))) {
+		int err = -errno;
+
+		free(l->part);
+		l->part = NULL;
+		return sim_error(err, "link %s: cannot create %s: %s", l->name, tmp, strerror(-err));
+	}
+	return 0;
+}
+
+/* One record of a part (1), the end (0), or -EPROTO. */
+static int part_read(FILE *fp, struct part_hdr *h, uint8_t **buf)
+{
+	size_t n = fread(h, sizeof(*h), 1, fp);
+
+	if (n != 1)
+		return feof(fp) ? 0 : -EPROTO;
+	if (h->len > LINK_MAX_FRAME_BYTES + 4 || h->notes_len > 8 * 256 || h->nnotes > 8)
+		return -EPROTO;
+	*buf = realloc(*buf, h->len + h->notes_len + 1);
+	SIM_ASSERT(*buf != NULL, "out of memory");
+	if (fread(*buf, 1, h->len + h->notes_len, fp) != h->len + h->notes_len)
+		return -EPROTO;
+	(*buf)[h->len + h->notes_len] = 0;
+	return 1;
+}
+
+/* The next record of part s into the merged capture. */
+static int merge_one(struct sim_pcap *w, FILE *fp, struct part_hdr *h, uint8_t **buf)
+{
+	const char *marks[8];
+	unsigned n = 0;
+
+	for (size_t off = 0; off < h->notes_len && n < h->nnotes; off += strlen((char *)*buf +
+									   h->len + off) + 1)
+		marks[n++] = (char *)*buf + h->len + off;
+	if (sim_pcap_write_comments(w, h->start_ps, *buf, h->len, marks, n))
+		return -EIO;
+	return part_read(fp, h, buf);
+}
+
+/* Both parts into path, side 0's record first of two with the same start and send time. */
+static int part_merge(const char *path, enum sim_pcap_linktype lt)
+{
+	char name[2][4200];
+	FILE *fp[2] = { NULL, NULL };
+	struct part_hdr h[2];
+	uint8_t *buf[2] = { NULL, NULL };
+	struct sim_pcap *w = NULL;
+	int more[2] = { 0, 0 }, err;
+
+	for (int s = 0; s < 2; s++) {
+		snprintf(name[s], sizeof(name[s]), "%s.part%d", path, s);
+		if (!(fp[s] = fopen(name[s], "rb")))
+			break;
+		more[s] = part_read(fp[s], &h[s], &buf[s]);
+	}
+	err = !fp[0] || !fp[1] ? -errno : sim_pcap_open(&w, path, lt);
+	while (!err && (more[0] > 0 || more[1] > 0)) {
+		int s = more[1] <= 0 ? 0 : more[0] <= 0 ? 1 :
+			(h[1].start_ps < h[0].start_ps ||
+			 (h[1].start_ps == h[0].start_ps && h[1].sent_ps < h[0].sent_ps));
+
+		more[s] = merge_one(w, fp[s], &h[s], &buf[s]);
+		err = more[0] < 0 ? more[0] : more[1] < 0 ? more[1] : 0;
+	}
+	if (w && sim_pcap_close(w) && !err)
+		err = -EIO;
+	for (int s = 0; s < 2; s++) {
+		if (fp[s])
+			fclose(fp[s]);
+		free(buf[s]);
+	}
+	if (err)
+		return sim_error(err, "capture %s: merging its two parts failed (%s)", path,
+				 strerror(-err));
+	unlink(name[0]);
+	unlink(name[1]);
+	return 0;
+}
+
+/* This side's part is complete; the last of the two sides to get here merges. */
+static int part_close(struct sim_link *l)
+{
+	struct part *pt = l->part;
+	char tmp[4200], done[4200], other[4200], lock[4200];
+	int err = fclose(pt->fp) ? -EIO : 0, fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.part%d.tmp", pt->path, l->remote->side);
+	snprintf(done, sizeof(done), "%s.part%d", pt->path, l->remote->side);
+	snprintf(other, sizeof(other), "%s.part%d", pt->path, !l->remote->side);
+	snprintf(lock, sizeof(lock), "%s.merging", pt->path);
+	l->part = NULL;
+	if (!err && rename(tmp, done))
+		err = -errno;
+	/* Of two sides closing at once, both may see the other's part: one takes the lock. */
+	if (!err && access(other, F_OK) == 0 &&
+	    (fd = open(lock, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)) >= 0) {
+		close(fd);
+		err = part_merge(pt->path, l->kind == SIM_LINK_IB ? SIM_PCAP_UPPER_PDU
+								   : SIM_PCAP_ETHERNET);
+		unlink(lock);
+	}
+	free(pt);
+	return err;
+}
+
 int sim_link_pcap(struct sim_link *l, const char *path)
 {
 	int err = 0;
 
+	if (l->part) {
+		tap_flush(l, 0, true);
+		err = part_close(l);
+	}
 	if (l->remote && path)
-		return sim_error(-EOPNOTSUPP, "link %s: no capture of a link between processes yet",
-				 l->name);
+		return err ? err : part_open(l, path);
 	if (l->pcap) {
 		tap_flush(l, 0, true);
 		err = sim_pcap_close(l->pcap);
@@ -1312,7 +1468,7 @@ int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t s
 	struct sim_kernel *k = sim_kernel();
 	int r;
 
-	if (!k || (side != 0 && side != 1) || l->remote || l->pcap)
+	if (!k || (side != 0 && side != 1) || l->remote || l->pcap || l->part)
 		return sim_error(-EINVAL, "link %s: side %d cannot go remote (a kernel, side 0 or 1, "
 				 "not remote yet, no capture)", l->name, side);
 	if (sim_chan_params(c)->latency_ps != l->latency_ps)

@@ -4,6 +4,7 @@
  * hcasim<N>, with the GUID and LID it has in one process; and two processes, host 0 and
  * host 1, exchange an RC SEND and an RDMA WRITE through verbs, byte for byte, the same in two
  * runs to the picosecond. */
+#include "sim/pcap.h"
 #include "sim/shmchan.h"
 #include "tb.h"
 
@@ -28,7 +29,8 @@ static void fb_setup(void)
 
 static void fb_teardown(void)
 {
-	tb_rm_tmpdir(fdir);
+	if (!getenv("FB_KEEP"))
+		tb_rm_tmpdir(fdir);
 }
 
 
@@ -272,6 +274,8 @@ static uint32_t chan_u32(size_t off)
 	return fd >= 0 ? v : 0;
 }
 
+static const char *fv_pcap_prefix = "two"; /* the two-process runs' captures, in fdir */
+
 /* What the hosts of fv_fabric_host do: the exchange (fv_host0, fv_host1), or the death of a
  * peer (kill_host0, kill_host1). */
 static int (*fv_role[2])(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o) = {
@@ -294,8 +298,14 @@ static int fv_fabric_host(int h, const struct fv_host *peer)
 	/* Repeatable to the picosecond without hcasim-exec: no device thread, so that a host's
 	 * time moves only while its program is in the library (docs/fabric.md#the-device-thread);
 	 * both programs stay in it from their first verb to their last. */
-	if (fv_role[h] == fv_host0 || fv_role[h] == fv_host1)
+	if (fv_role[h] == fv_host0 || fv_role[h] == fv_host1) {
+		char pcap[300];
+
 		hcasim_config_set("fabric.device_thread_us", "0");
+		/* Each side captures its half; the last one out merges (fv_fabric's prefix). */
+		snprintf(pcap, sizeof(pcap), "%s/%s", fdir, fv_pcap_prefix);
+		setenv("HCASIM_PCAP", pcap, 1);
+	}
 	for (int i = 0; h == 1 && !chan_u32(72) && i < 20000; i++)
 		nanosleep(&ms, NULL);
 	if (hcasim_boot()) {
@@ -323,6 +333,12 @@ static int fv_one_process(struct fv_host o[2])
 
 	unsetenv("HCASIM_FABRIC");
 	unsetenv("HCASIM_HOST");
+	{
+		char pcap[300];
+
+		snprintf(pcap, sizeof(pcap), "%s/one", fdir);
+		setenv("HCASIM_PCAP", pcap, 1);
+	}
 	list = ibv_get_device_list(&n);
 	if (!list || n != 2 || fv_open(list[0], 0, &d[0], &o[0]) ||
 	    fv_open(list[1], 1, &d[1], &o[1]))
@@ -362,6 +378,7 @@ static void fv_reference(struct fv_host one[2])
 
 		fv_save(0, &o[0]);
 		fv_save(1, &o[1]);
+		hcasim_shutdown(); /* the capture complete */
 		_exit(r ? 1 : 0);
 	}
 	fv_wait(pid, "the one-process run");
@@ -388,6 +405,61 @@ static void fv_fabric(const struct fv_host one[2], struct fv_host got[2])
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host %d failed: %s", h,
 			  got[h].err);
 	}
+}
+
+/* The merged capture of the two-process run against the one-process run's: the same frames,
+ * byte for byte, in the same order, each off by the runs' offset (ps, a whole number of ns) —
+ * give or take 10 ns: the first SEND and its ACK leave 10 ns earlier, relative to the
+ * completions, than in one process (docs/fabric.md#capture). */
+static void fv_expect_merged_capture(uint64_t off_ps)
+{
+	struct sim_pcap_reader *r[2];
+	struct sim_pcap_rec a, b;
+	char p[2][300];
+	int n = 0, ra, rb;
+
+	snprintf(p[0], sizeof(p[0]), "%s/one.link0.pcap", fdir);
+	snprintf(p[1], sizeof(p[1]), "%s/two.link0.pcap", fdir);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(sim_pcap_reader_open(&r[i], p[i]), 0, "%s", p[i]);
+	for (;;) {
+		ra = sim_pcap_reader_next(r[0], &a);
+		rb = sim_pcap_reader_next(r[1], &b);
+		cr_assert_eq(ra, rb, "frame %d: one capture ends before the other", n);
+		if (ra <= 0)
+			break;
+		cr_expect_eq(a.len, b.len, "frame %d: %zu and %zu bytes", n, a.len, b.len);
+		cr_expect(a.len == b.len && !memcmp(a.data, b.data, a.len), "frame %d differs", n);
+		cr_expect(a.t_ns - b.t_ns >= off_ps / 1000 && a.t_ns - b.t_ns <= off_ps / 1000 + 10,
+			  "frame %d at %llu ns, in one process %llu", n, (unsigned long long)b.t_ns,
+			  (unsigned long long)a.t_ns);
+		fprintf(stderr, "%s%llu", n ? " " : "fabric: frames off by (ns):",
+			(unsigned long long)(a.t_ns - b.t_ns));
+		n++;
+	}
+	cr_expect_eq(ra, 0);
+	cr_expect_geq(n, 9, "%d frames", n);
+	fprintf(stderr, "\nfabric: the merged capture holds the one-process run's %d frames\n", n);
+	for (int i = 0; i < 2; i++)
+		sim_pcap_reader_close(r[i]);
+	snprintf(p[0], sizeof(p[0]), "%s/two.link0.pcap.part0", fdir);
+	cr_expect_neq(access(p[0], F_OK), 0, "the parts are removed once merged");
+}
+
+static void fv_expect_same_file(const char *x, const char *y)
+{
+	char p[2][300];
+	size_t n[2];
+	char *t[2];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p[i], sizeof(p[i]), "%s/%s", fdir, i ? y : x);
+		t[i] = tb_slurp(p[i], &n[i]);
+		cr_assert_not_null(t[i], "%s", p[i]);
+	}
+	cr_expect(n[0] == n[1] && !memcmp(t[0], t[1], n[0]), "%s and %s differ", x, y);
+	free(t[0]);
+	free(t[1]);
 }
 
 Test(fabric, two_processes_hold_one_host_each_and_exchange_rc_traffic_through_verbs, .init = fb_setup, .fini = fb_teardown)
@@ -422,8 +494,12 @@ Test(fabric, two_processes_hold_one_host_each_and_exchange_rc_traffic_through_ve
 			cr_expect_eq(one[h].t[i] - a[h].t[i], one[0].t[0] - a[0].t[0],
 				     "host %d completion %d: %llu ps, in one process %llu", h, i,
 				     (unsigned long long)a[h].t[i], (unsigned long long)one[h].t[i]);
-	/* Again: the same, to the picosecond. */
+	fv_expect_merged_capture(one[0].t[0] - a[0].t[0]);
+	/* Again: the same, to the picosecond, and the same capture to the byte. */
+	fv_pcap_prefix = "again";
 	fv_fabric(one, b);
+	fv_pcap_prefix = "two";
+	fv_expect_same_file("two.link0.pcap", "again.link0.pcap");
 	cr_expect_eq(b[1].crc, a[1].crc);
 	for (int h = 0; h < 2; h++)
 		for (int i = 0; i < 3; i++)
