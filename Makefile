@@ -54,7 +54,8 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 
-# ---- RTL twins (rtl/*.sv, docs/rtl.md): Verilated into build/vl/<block>/, their transactors
+# ---- RTL twins (rtl/*.sv, docs/rtl.md): Verilated into build/vl/<block>/ with the primitives
+# and checkers of rtl/prim/ (RTL_PRIM), their transactors
 # (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
 # (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
 VERILATOR ?= $(shell command -v verilator 2>/dev/null)
@@ -63,6 +64,7 @@ SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
 HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
 RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
+RTL_PRIM  := $(sort $(wildcard rtl/prim/*.sv))
 # The blocks with an RTL twin, read from the registry model/twin.def (one TWIN( line each, the
 # name first): rtl/<name>.sv, sim/vl/<name>.cpp. VL_FLAGS_<name>: its Verilator parameters.
 TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
@@ -79,7 +81,9 @@ VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
 VL_LIBS    := -lstdc++ -pthread -latomic
-VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+# --assert: the handshake checkers (rtl/prim/hs_check.sv, txn_check.sv) and the blocks'
+# assertions run in every rtl and lockstep run (docs/rtl.md "Assertions").
+VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
@@ -131,10 +135,11 @@ $(shell mkdir -p $(VL); echo 'NQP=$(RTL_NQP)' | cmp -s - $(VL_STAMP) || \
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
-$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
+$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/$(1)
 	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
-		rtl/hca_pkg.sv rtl/$(4).sv >$(VL)/$(1)/build.log || { cat $(VL)/$(1)/build.log; exit 1; }
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(4).sv >$(VL)/$(1)/build.log || \
+		{ cat $(VL)/$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
 $(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
@@ -218,11 +223,12 @@ SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \
 all: $(SC_BIN)
 
 define sc_model
-$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
+$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/sc_$(1)
-	+$(VERILATOR) --sc --build -j 1 -Wall -O3 -MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
-		$(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
-		rtl/hca_pkg.sv rtl/$(1).sv >$(VL)/sc_$(1)/build.log || { cat $(VL)/sc_$(1)/build.log; exit 1; }
+	+$(VERILATOR) --sc --build -j 1 -Wall -O3 --assert -MAKEFLAGS OPT_FAST=-O2 \
+		-MAKEFLAGS OPT_GLOBAL=-O2 $(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(1).sv >$(VL)/sc_$(1)/build.log || \
+		{ cat $(VL)/sc_$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
 $(foreach m,$(SC_MODELS),$(eval $(call sc_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))))))

@@ -31,9 +31,10 @@ module sched
   input  wire logic [31:0]             req_sq_pi,      // DOORBELL: the QP's producer index
   input  wire logic [31:0]             req_sq_done,    // DOORBELL: WQEs completed
   input  wire logic [31:0]             req_sq_entries, // DOORBELL: ring size
-  // response: valid for one cycle (PUSH and POP: the cycle of acceptance; DOORBELL: req_lat
-  // cycles after it)
+  // response (valid/ready; PUSH and POP: the cycle of acceptance; DOORBELL: req_lat cycles
+  // after it)
   output logic                         resp_valid,
+  input  wire logic                    resp_ready,
   output logic [1:0]                   resp_op,
   output hm_sched_verdict_e            resp_verdict,   // DOORBELL
   output logic [31:0]                  resp_new_pi,    // DOORBELL: QUEUED and FLUSH, else 0
@@ -42,7 +43,10 @@ module sched
   output logic [HCA_QPN_BITS-1:0]      resp_qpn,       // POP: the QP served, else 0
   // status: QPs pending, and the reset sweep still running
   output logic [CW-1:0]                stat_len,
-  output logic                         stat_init
+  output logic                         stat_init,
+  // the first cycle the block has work of its own: 0 (now) during the reset sweep and while a
+  // verdict is on its way, else never (all ones)
+  output logic [63:0]                  quiet_until
 );
 
   localparam logic [1:0] OP_DOORBELL = 2'd0;
@@ -63,15 +67,19 @@ module sched
   hm_sched_verdict_e db_verdict;
   logic [31:0]   db_new_pi;
 
-  logic              accept, qpn_ok, can_enq, enq, deq;
+  logic              accept, now_answer, resp_fire, qpn_ok, can_enq, enq, deq;
   logic [QW-1:0]     qidx;
   logic [31:0]       ext, ahead;
   logic              bad_state, bad_index, flush;
   hm_sched_verdict_e verdict;
   logic [31:0]       new_pi;
 
-  assign req_ready = !init && !db_busy;
+  // A request answered in its own cycle is taken only together with its answer.
+  assign now_answer = req_op != OP_DOORBELL || req_lat == '0;
+  assign req_ready = !init && !db_busy && (resp_ready || !now_answer);
   assign accept = req_valid && req_ready;
+  assign resp_fire = resp_valid && resp_ready;
+  assign quiet_until = (init || db_busy) ? 64'd0 : '1;
   assign stat_len = len;
   assign stat_init = init;
 
@@ -116,7 +124,7 @@ module sched
       resp_op = OP_DOORBELL;
       resp_verdict = db_verdict;
       resp_new_pi = db_new_pi;
-    end else if (accept) begin
+    end else if (req_valid && !init && now_answer) begin
       case (req_op)
         OP_DOORBELL: begin
           resp_valid = req_lat == '0;
@@ -156,8 +164,8 @@ module sched
         if (32'(init_idx) + 32'd1 >= 32'(nqp)) init <= 1'b0;
       end
       if (db_busy) begin
-        db_cnt <= db_cnt - 32'd1;
-        if (db_cnt == '0) db_busy <= 1'b0;
+        if (db_cnt != '0) db_cnt <= db_cnt - 32'd1;
+        else if (resp_ready) db_busy <= 1'b0;
       end else if (accept && req_op == OP_DOORBELL && req_lat != '0) begin
         db_busy <= 1'b1;
         db_cnt <= req_lat - 32'd1;
@@ -176,6 +184,17 @@ module sched
       end
     end
   end
+
+  // ---- assertions (rtl/prim/hs_check.sv, txn_check.sv) ----
+  hs_check #(.W(2 + 32 * 4 + HCA_QPN_BITS + 16 + 3)) chk_req (
+    .clk, .rst, .valid(req_valid), .ready(req_ready),
+    .payload({req_op, req_lat, req_qpn, req_pi16, req_state, req_sq_pi, req_sq_done,
+              req_sq_entries}));
+  hs_check #(.W(2 + 2 + 32 + 1 + 1 + HCA_QPN_BITS)) chk_resp (
+    .clk, .rst, .valid(resp_valid), .ready(resp_ready),
+    .payload({resp_op, resp_verdict, resp_new_pi, resp_queued, resp_pop_valid, resp_qpn}));
+  txn_check #(.MAX_LATENCY(100000 + 16), .DEPTH(1)) chk_txn (
+    .clk, .rst, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
 
 endmodule
 

@@ -26,23 +26,29 @@ namespace {
 sc_rtl_blocks *g_blocks;
 uint64_t g_transactions, g_deltas;
 
-/* The clocking of one Verilated SC model M (with clk, rst, req_valid, req_ready, resp_valid),
- * driven from the calling SC_THREAD. */
+/* The clocking of one Verilated SC model M (with clk, rst, req_valid, req_ready, resp_valid,
+ * resp_ready and quiet_until), driven from the calling SC_THREAD as vl_block drives its model
+ * (sim/vl/vl.h); cyc_ is the block's own cycle. */
 template <class M> class clocked : public sc_core::sc_module {
 public:
 	clocked(sc_core::sc_module_name name, const char *block)
 		: sc_module(name), top(block), clk("clk"), rst("rst"), req_valid("req_valid"),
-		  req_ready("req_ready"), resp_valid("resp_valid"), block_(block)
+		  req_ready("req_ready"), resp_valid("resp_valid"), resp_ready("resp_ready"),
+		  quiet_until("quiet_until"), block_(block)
 	{
 		top.clk(clk);
 		top.rst(rst);
 		top.req_valid(req_valid);
 		top.req_ready(req_ready);
 		top.resp_valid(resp_valid);
+		top.resp_ready(resp_ready);
+		top.quiet_until(quiet_until);
+		resp_ready.write(true); /* every answer is taken at once */
 	}
 
 	M top;
-	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid;
+	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid, resp_ready;
+	sc_signal<uint64_t> quiet_until;
 
 	/* The instance for a device: taken by the port's create, given back by destroy. */
 	void take(int devno)
@@ -53,32 +59,40 @@ public:
 	}
 	void give_back() { in_use_ = false; }
 
-	/* Synchronous reset for n cycles, then idle clocking while busy() (vl_block::reset). */
-	template <class B> void reset(unsigned n, B busy, uint64_t max_cycles)
+	/* Synchronous reset for n cycles, then the block's own work after it (vl_block::reset). */
+	void reset(unsigned n, uint64_t max_cycles)
 	{
 		rst.write(true);
 		for (unsigned i = 0; i < n; i++)
 			edge();
 		rst.write(false);
-		for (uint64_t i = 0; busy(); i++) {
+		settle();
+		for (uint64_t i = 0; quiet_until.read() == 0; i++) {
 			SIM_ASSERT(i < max_cycles, "sim/systemc/%s: still busy %llu cycles after reset",
 				   block_, (unsigned long long)max_cycles);
 			edge();
 		}
+		cyc_ = 0;
 	}
 
 	/* One transaction (vl_block::transact): the caller has written the request's input
-	 * signals; returns the rising edges before resp_valid, when capture() reads the outputs;
-	 * then the committing edge is clocked. */
+	 * signals; the block is brought to cycle (clocked while it has work, skipped while it has
+	 * none), the request held until req_ready, and the block clocked until resp_valid, when
+	 * capture() reads the outputs; then the edge that takes the response. Returns the cycles
+	 * from the acceptance to the response. */
 	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
 	{
 		uint64_t k = 0;
 
-		clk.write(false);
+		advance(cycle);
 		req_valid.write(true);
 		settle();
-		SIM_ASSERT(req_ready.read(), "sim/systemc/%s: not ready for a request at cycle %llu",
-			   block_, (unsigned long long)cycle);
+		for (uint64_t s = 0; !req_ready.read(); s++) {
+			SIM_ASSERT(s < max_cycles,
+				   "sim/systemc/%s: request not taken %llu cycles after cycle %llu",
+				   block_, (unsigned long long)s, (unsigned long long)cycle);
+			edge();
+		}
 		while (!resp_valid.read()) {
 			SIM_ASSERT(k < max_cycles,
 				   "sim/systemc/%s: no response %llu cycles after the request at cycle "
@@ -89,14 +103,12 @@ public:
 			clk.write(false);
 			req_valid.write(false);
 			settle();
+			cyc_++;
 			k++;
 		}
 		capture();
-		clk.write(true); /* commits the transaction */
-		settle();
-		clk.write(false);
+		edge(); /* the response is taken */
 		req_valid.write(false);
-		settle();
 		g_transactions++;
 		return k;
 	}
@@ -116,8 +128,23 @@ private:
 		settle();
 		clk.write(false);
 		settle();
+		cyc_++;
+	}
+	/* vl_block::advance */
+	void advance(uint64_t c)
+	{
+		req_valid.write(false);
+		while (cyc_ < c) {
+			uint64_t q = quiet_until.read();
+
+			if (q > cyc_)
+				cyc_ = q < c ? q : c;
+			else
+				edge();
+		}
 	}
 
+	uint64_t cyc_ = 0;
 	const char *block_;
 	bool in_use_ = false;
 };
@@ -221,7 +248,7 @@ void *sched_create(hm_dev *d, uint32_t nqps)
 
 	s->cfg_nqp.write(nqps);
 	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
-	s->reset(2, [s] { return s->stat_init.read(); }, (uint64_t)nqps + 2);
+	s->reset(2, (uint64_t)nqps + 2);
 	return s;
 }
 
@@ -303,7 +330,7 @@ void *cqe_create(hm_dev *d, uint32_t nqps)
 		   "HCASIM_RTL_BUG = '%s': hcasim-sc has no RTL built with a test bug", bug);
 	cqe_block *c = instance(g_blocks->cqe, d);
 
-	c->reset(2, [] { return false; }, 0);
+	c->reset(2, 0);
 	return c;
 }
 
@@ -372,7 +399,7 @@ void *psn_create(hm_dev *d, uint32_t nqps)
 	(void)nqps;
 	psn_block *p = instance(g_blocks->psn, d);
 
-	p->reset(2, [] { return false; }, 0);
+	p->reset(2, 0);
 	return p;
 }
 

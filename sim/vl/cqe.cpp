@@ -23,7 +23,7 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 	vl_block<M> vl;
 	explicit cqe_rtl(hm_dev *d) : vl(d, "cqe")
 	{
-		vl.reset(2, [](M *) { return false; }, 0);
+		vl.reset(2, 0);
 	}
 
 	const char *waves() override { return vl.waves_path(); }

@@ -29,7 +29,7 @@ void *create(hm_dev *d, uint32_t nqps)
 
 	s->vl.pins()->cfg_nqp = nqps;
 	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
-	s->vl.reset(2, [](Vsched *p) { return p->stat_init != 0; }, (uint64_t)nqps + 2);
+	s->vl.reset(2, (uint64_t)nqps + 2);
 	return s;
 }
 
