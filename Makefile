@@ -151,6 +151,25 @@ $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
 		>/dev/null
 	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o
 
+# The primitives' block test (testbench/blocks/test_prim.cpp, suite blocks): each of rtl/prim/
+# Verilated alone, with test parameters, linked into build/test/block-prim.
+PRIM_TOPS  := sram hs_check txn_check
+VL_FLAGS_prim_sram := -GWIDTH=24 -GDEPTH=1000
+VL_FLAGS_prim_hs_check := -GW=16
+VL_FLAGS_prim_txn_check := -GMAX_LATENCY=4 -GDEPTH=2
+PRIM_ARCH  := $(foreach t,$(PRIM_TOPS),$(VL)/prim_$(t)/Vprim_$(t)__ALL.a)
+$(VL)/prim_%/Vprim_%__ALL.a: rtl/prim/%.sv Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		$(VL_FLAGS_prim_$*) --prefix Vprim_$* --top-module $* --Mdir $(@D) $< >$(@D)/build.log || \
+		{ cat $(@D)/build.log; exit 1; }
+	@touch $@
+$(BUILD)/test/block-prim: testbench/blocks/test_prim.cpp $(PRIM_ARCH) $(VL_RUNTIME) Makefile
+	@mkdir -p $(@D)
+	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) -o $@ $< \
+		$(PRIM_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
+BLOCK_PRIM := $(BUILD)/test/block-prim
+
 $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
@@ -310,7 +329,7 @@ IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 # T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.
 T       ?=
 JUNIT   ?= $(BUILD)/test/junit.xml
-test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS)
+test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS) $(BLOCK_PRIM)
 	@mkdir -p $(dir $(JUNIT))
 	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never --xml=$(JUNIT) \
 		$(if $(T),--filter '$(T)'); rc=$$?; echo "make test: JUnit report in $(JUNIT)"; \
