@@ -62,13 +62,14 @@ VERILATOR ?= $(shell command -v verilator 2>/dev/null)
 SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
 # 1 if the SystemC top (sim/systemc/, below) is built
 HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
-RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
 RTL_PRIM  := $(sort $(wildcard rtl/prim/*.sv))
 # The blocks with an RTL twin, read from the registry model/twin.def (one TWIN( line each, the
 # name first): rtl/<name>.sv, sim/vl/<name>.cpp. VL_FLAGS_<name>: its Verilator parameters.
 TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
-VL_FLAGS_sched := -GNQP=$(RTL_NQP)
+# sched's PIPELINE is the C twin's HM_SCHED_PIPELINE (model/twin.h): one number, read here.
+SCHED_PIPELINE := $(shell sed -n 's/^\#define HM_SCHED_PIPELINE \([0-9]*\).*/\1/p' model/twin.h)
+VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
@@ -88,7 +89,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MA
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
               $(foreach m,$(TWINS) cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
-              -DHCASIM_RTL_NQP=$(RTL_NQP) $(DEVICE_SIDE)
+              $(DEVICE_SIDE)
 endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
@@ -128,10 +129,10 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(HAVE_SC)
 
 ifneq ($(VERILATOR),)
-# Re-Verilate when the build parameters change (make RTL_NQP=...).
+# Re-Verilate when the build parameters change (HM_SCHED_PIPELINE in model/twin.h).
 VL_STAMP := $(VL)/.params
-$(shell mkdir -p $(VL); echo 'NQP=$(RTL_NQP)' | cmp -s - $(VL_STAMP) || \
-	echo 'NQP=$(RTL_NQP)' > $(VL_STAMP))
+$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE)' | cmp -s - $(VL_STAMP) || \
+	echo 'PIPELINE=$(SCHED_PIPELINE)' > $(VL_STAMP))
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model

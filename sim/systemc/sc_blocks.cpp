@@ -13,9 +13,8 @@
 #include <cstring>
 #include <string>
 
-#ifndef HCASIM_RTL_NQP
-#error "HCASIM_RTL_NQP: the NQP rtl/sched.sv was Verilated with (Makefile RTL_NQP)"
-#endif
+/* The sched RTL's RAM depth (rtl/sched.sv NQP, its default; sim/vl/sched.cpp). */
+constexpr uint32_t SCHED_RTL_NQP = (1u << 24) + 2;
 
 using sc_core::sc_signal;
 
@@ -158,7 +157,7 @@ private:
 	X(uint32_t, req_pi16) X(uint32_t, req_state) X(uint32_t, req_sq_pi)                   \
 	X(uint32_t, req_sq_done) X(uint32_t, req_sq_entries) X(uint32_t, resp_op)             \
 	X(uint32_t, resp_verdict) X(uint32_t, resp_new_pi) X(bool, resp_queued)               \
-	X(bool, resp_pop_valid) X(uint32_t, resp_qpn) X(uint32_t, stat_len) X(bool, stat_init)
+	X(bool, resp_pop_valid) X(uint32_t, resp_qpn) X(uint32_t, stat_len)
 #define PIN_DECL(t, n) sc_signal<t> n{ #n };
 #define PIN_BIND(t, n) top.n(n);
 
@@ -241,14 +240,13 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 
 void *sched_create(hm_dev *d, uint32_t nqps)
 {
-	/* sized when the RTL is built; the boot refuses more (hm_twin_check) */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
-		   nqps, (unsigned)HCASIM_RTL_NQP);
+	/* every QPN the configuration allows; the boot refuses more (hm_twin_check) */
+	SIM_ASSERT(nqps <= SCHED_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
+		   nqps, (unsigned)SCHED_RTL_NQP);
 	sched_block *s = instance(g_blocks->sched, d);
 
 	s->cfg_nqp.write(nqps);
-	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
-	s->reset(2, (uint64_t)nqps + 2);
+	s->reset(2, 0);
 	return s;
 }
 
@@ -284,7 +282,7 @@ void sched_doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
 	s->req_sq_done.write(in->sq_done);
 	s->req_sq_entries.write(in->sq_entries);
 	*out = hm_sched_db_out{};
-	k = s->transact(in->cycle, (uint64_t)in->lat + 1, [&] {
+	k = s->transact(in->cycle, (uint64_t)in->lat + HM_SCHED_PIPELINE + 1, [&] {
 		out->verdict = (uint8_t)s->resp_verdict.read();
 		out->new_pi = s->resp_new_pi.read();
 	});
@@ -298,7 +296,8 @@ void sched_push(void *b, const hm_sched_push_in *in, hm_sched_push_out *out)
 
 	sched_inputs(s, OP_PUSH, in->qpn);
 	*out = hm_sched_push_out{};
-	k = s->transact(in->cycle, 1, [&] { out->queued = s->resp_queued.read(); });
+	k = s->transact(in->cycle, HM_SCHED_PIPELINE + 1,
+			[&] { out->queued = s->resp_queued.read(); });
 	out->cycle = in->cycle + k;
 }
 
@@ -309,15 +308,15 @@ void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 
 	sched_inputs(s, OP_POP, 0);
 	*out = hm_sched_pop_out{};
-	k = s->transact(in->cycle, 1, [&] {
+	k = s->transact(in->cycle, HM_SCHED_PIPELINE + 1, [&] {
 		out->valid = s->resp_pop_valid.read();
 		out->qpn = s->resp_qpn.read();
 	});
 	out->cycle = in->cycle + k;
 }
 
-const hm_sched_ops sched_ops = { { sched_create, sched_destroy, nullptr, nullptr, HCASIM_RTL_NQP,
-				   "RTL arbiter", "rebuild rtl/sched.sv with make RTL_NQP=" },
+const hm_sched_ops sched_ops = { { sched_create, sched_destroy, nullptr, nullptr, SCHED_RTL_NQP,
+				   "RTL arbiter", nullptr },
 				 sched_doorbell, sched_push, sched_pop };
 
 /* cqe (sim/vl/cqe.cpp) */

@@ -1,13 +1,15 @@
 /* Transactor of rtl/sched.sv: the sched port (model/twin.h) as pin activity. DOORBELL, PUSH
  * and POP are one request each (req_op 0, 1, 2); the doorbell's verdict comes req_lat cycles
- * after it is accepted, PUSH and POP answer in their cycle. */
+ * after it is taken, PUSH and POP answer HM_SCHED_PIPELINE cycles after. A request may wait
+ * for the operations still in the block's pipeline (its hazard tracking): at most
+ * HM_SCHED_PIPELINE cycles. */
 #include "sim/vl/vl.h"
 
 #include "Vsched.h"
 
-#ifndef HCASIM_RTL_NQP
-#error "HCASIM_RTL_NQP: the NQP rtl/sched.sv was Verilated with (Makefile RTL_NQP)"
-#endif
+/* The RTL's RAM depth (rtl/sched.sv NQP, its default): every 24-bit QPN, and two more so
+ * that HCA_FIRST_QPN + the configuration's largest hca.max_qp fits. */
+constexpr uint32_t RTL_NQP = (1u << 24) + 2;
 
 namespace {
 
@@ -21,15 +23,14 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 
 void *create(hm_dev *d, uint32_t nqps)
 {
-	/* The FIFO and the pending bits are sized when the RTL is built (max_nqps: the boot
-	 * refuses a larger hca.max_qp before any device is made, hm_twin_check). */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
-		   nqps, (unsigned)HCASIM_RTL_NQP);
+	/* The RAMs hold every QPN the configuration allows (max_nqps, checked at boot by
+	 * hm_twin_check); the device's count is set at reset, and they are empty after it. */
+	SIM_ASSERT(nqps <= RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
+		   nqps, (unsigned)RTL_NQP);
 	sched_rtl *s = new sched_rtl(d, nqps);
 
 	s->vl.pins()->cfg_nqp = nqps;
-	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
-	s->vl.reset(2, (uint64_t)nqps + 2);
+	s->vl.reset(2, 0);
 	return s;
 }
 
@@ -66,7 +67,7 @@ void doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
 	p->req_sq_done = in->sq_done;
 	p->req_sq_entries = in->sq_entries;
 	*out = hm_sched_db_out{};
-	k = s->vl.transact(in->cycle, (uint64_t)in->lat + 1, [&](Vsched *q) {
+	k = s->vl.transact(in->cycle, (uint64_t)in->lat + HM_SCHED_PIPELINE + 1, [&](Vsched *q) {
 		out->verdict = q->resp_verdict;
 		out->new_pi = q->resp_new_pi;
 	});
@@ -80,7 +81,8 @@ void push(void *b, const hm_sched_push_in *in, hm_sched_push_out *out)
 
 	idle_inputs(s->vl.pins(), OP_PUSH, in->qpn);
 	*out = hm_sched_push_out{};
-	k = s->vl.transact(in->cycle, 1, [&](Vsched *q) { out->queued = q->resp_queued; });
+	k = s->vl.transact(in->cycle, HM_SCHED_PIPELINE + 1,
+			   [&](Vsched *q) { out->queued = q->resp_queued; });
 	out->cycle = in->cycle + k;
 }
 
@@ -91,7 +93,7 @@ void pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 
 	idle_inputs(s->vl.pins(), OP_POP, 0);
 	*out = hm_sched_pop_out{};
-	k = s->vl.transact(in->cycle, 1, [&](Vsched *q) {
+	k = s->vl.transact(in->cycle, HM_SCHED_PIPELINE + 1, [&](Vsched *q) {
 		out->valid = q->resp_pop_valid;
 		out->qpn = q->resp_qpn;
 	});
@@ -108,8 +110,7 @@ void waves_start(void *b, const char *dir)
 	static_cast<sched_rtl *>(b)->vl.waves_in(dir);
 }
 
-const hm_sched_ops ops = { { create, destroy, waves, waves_start, HCASIM_RTL_NQP, "RTL arbiter",
-			     "rebuild rtl/sched.sv with make RTL_NQP=" },
+const hm_sched_ops ops = { { create, destroy, waves, waves_start, RTL_NQP, "RTL arbiter", nullptr },
 			   doorbell, push, pop };
 
 } // namespace
