@@ -165,10 +165,25 @@ $(VL)/prim_%/Vprim_%__ALL.a: rtl/prim/%.sv Makefile
 		$(VL_FLAGS_prim_$*) --prefix Vprim_$* --top-module $* --Mdir $(@D) $< >$(@D)/build.log || \
 		{ cat $(@D)/build.log; exit 1; }
 	@touch $@
-$(BUILD)/test/block-prim: testbench/blocks/test_prim.cpp $(PRIM_ARCH) $(VL_RUNTIME) Makefile
+# With it, sched's pipeline at pin level (testbench/blocks/test_sched_pins.cpp): sched with 40
+# QPNs and PIPELINE 1 and 3.
+PIPE_ARCH  := $(VL)/sched_p1/Vsched_p1__ALL.a $(VL)/sched_p3/Vsched_p3__ALL.a
+define sched_pipe_model
+$(VL)/sched_p$(1)/Vsched_p$(1)__ALL.a: rtl/sched.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $$(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GNQP=40 -GPIPELINE=$(1) --prefix Vsched_p$(1) --top-module sched --Mdir $$(@D) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/sched.sv >$$(@D)/build.log || \
+		{ cat $$(@D)/build.log; exit 1; }
+	@touch $$@
+endef
+$(foreach p,1 3,$(eval $(call sched_pipe_model,$(p))))
+PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp
+$(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
-	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) -o $@ $< \
-		$(PRIM_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
+	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
+		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -o $@ $(PRIM_SRCS) $(PRIM_ARCH) \
+		$(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
 
 $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile

@@ -890,3 +890,33 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vc
 {
 	bug_report_names_the_wave_file(true);
 }
+
+/* ================================ lint ================================ */
+
+/* Every block of the registry, with the package and rtl/prim/, and the SRAM primitive's
+ * synthesis variant, are clean under verilator --lint-only -Wall (the build Verilates with
+ * -Wall too, but never the SYNTHESIS branch). */
+Test(rtl_lint, every_block_and_the_synthesis_sram_are_lint_clean)
+{
+	char cmd[1024];
+	char *out;
+	int st;
+
+	impl(HM_TWIN_SCHED, true);
+	for (int b = 0; b <= HM_TWIN_COUNT; b++) {
+		if (b < HM_TWIN_COUNT)
+			snprintf(cmd, sizeof(cmd),
+				 "cd %s && verilator --lint-only -Wall rtl/hca_pkg.sv rtl/prim/*.sv "
+				 "rtl/%s.sv --top-module %s 2>&1",
+				 HCASIM_SRC_DIR, hm_twin_name((enum hm_twin)b),
+				 hm_twin_name((enum hm_twin)b));
+		else
+			snprintf(cmd, sizeof(cmd),
+				 "cd %s && verilator --lint-only -Wall -DSYNTHESIS -GDEPTH=300 "
+				 "rtl/prim/sram.sv 2>&1",
+				 HCASIM_SRC_DIR);
+		out = tb_run_cmd(cmd, &st);
+		cr_assert(st == 0 && !*out, "%s:\n%s", cmd, out);
+		free(out);
+	}
+}
