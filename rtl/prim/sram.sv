@@ -58,7 +58,8 @@ module sram #(
         else $error("%m: read of word %0d, beyond DEPTH %0d", raddr, DEPTH);
       assert (!we || 32'(waddr) < DEPTH)
         else $error("%m: write of word %0d, beyond DEPTH %0d", waddr, DEPTH);
-      if (re) rdata <= mem[raddr];
+      // (a read of a word not held would add it as a zero: exists() keeps the array sparse)
+      if (re) rdata <= mem.exists(raddr) != 0 ? mem[raddr] : '0;
       if (we) begin
         if (wdata == '0) mem.delete(waddr);
         else mem[waddr] = wdata;
