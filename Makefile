@@ -75,9 +75,10 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags: every twin, and cqe_bug, cqe with the test-only
-# HCA_RTL_BUG
-VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG
+# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug and
+# sched_bug, cqe and sched with the test-only HCA_RTL_BUG
+VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG \
+              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched)
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -88,7 +89,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MA
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,$(TWINS) cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              $(foreach m,$(TWINS) cqe_bug sched_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
               $(DEVICE_SIDE)
 endif
 
@@ -143,7 +144,7 @@ $(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STA
 		{ cat $(VL)/$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
-$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
+$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
 
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
 $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a

@@ -836,6 +836,49 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 			   "the report says how to get the waves: %s", why);
 }
 
+/* sched's pipeline in the running system: with pipe.doorbell_cycles = 0 a doorbell's verdict
+ * comes in the cycle it is rung while its enqueue is still in the RTL's pipeline, and the
+ * requester's POP comes within PIPELINE cycles of it: it must wait for the enqueue (the hazard
+ * rule), and does; lockstep sees no difference. The injected bug (HCASIM_RTL_BUG=sched, rtl/
+ * sched.sv) drops that rule: the POP finds the FIFO empty, and lockstep halts at the first
+ * doorbell's POP naming block, op, cycle and field. */
+static const char *sched_doorbell_at_once(const char *bug, int n, int *done)
+{
+	impl(HM_TWIN_SCHED, true);
+	setenv("HCASIM_IMPL", "sched=lockstep", 1);
+	setenv("HCASIM_RTL_BUG", bug, 1);
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	cr_assert_eq(hcasim_config_set("pipe.doorbell_cycles", "0"), 0, "%s", hcasim_last_error());
+	*done = write_until_wrap(n);
+	return hcasim_halted();
+}
+
+Test(rtl_lockstep, sched_pipeline_hazards_run_clean_with_doorbells_answered_at_once)
+{
+	int done;
+	const char *why = sched_doorbell_at_once("none", 150, &done);
+
+	cr_assert_null(why, "no mismatch: %s", why);
+	cr_assert_eq(done, 150);
+	hcasim_shutdown();
+}
+
+Test(rtl_lockstep, injected_sched_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+	int done;
+
+	tb_stderr_capture();
+	sched_doorbell_at_once("sched", 150, &done);
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block sched (pop)") && strstr(why, "field valid") &&
+			  strstr(why, "at cycle ") && strstr(why, "expected 0x1 (model) got 0x0 (rtl)"),
+		  "the report names block, op, cycle and field: %s", why);
+	cr_assert_eq(done, 0, "halted at the first WRITE's POP, after %d completions", done);
+}
+
 /* With waves on, the report names the FST of the block that differed, and it holds the run up
  * to the mismatch (finished when the report is made). api: waves started with hcasim_waves()
  * before boot instead of WAVES=1; the FSTs go next to its VCD. */

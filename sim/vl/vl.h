@@ -30,9 +30,22 @@ extern "C" {
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
+
+/* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
+ * is to be created instead of it. The blocks with one: cqe and sched (docs/rtl.md). */
+inline bool vl_rtl_bug(const char *block)
+{
+	const char *bug = getenv("HCASIM_RTL_BUG");
+
+	SIM_ASSERT(!bug || !*bug || !strcmp(bug, "none") || !strcmp(bug, "cqe") ||
+			   !strcmp(bug, "sched"),
+		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe or sched", bug);
+	return bug && !strcmp(bug, block);
+}
 
 /* One Verilated model M (with clk, rst, req_valid, req_ready, resp_valid, resp_ready and
  * quiet_until) of a device. cyc_ is the block's own cycle: the next one to be driven. */
