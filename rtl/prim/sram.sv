@@ -12,7 +12,7 @@
 //   rdata is zero after rst too.
 // - An address at or beyond DEPTH is an assertion failure under --assert.
 //
-// The simulation model holds only the words that are not zero (an associative array), so a
+// The simulation model holds only the words written since reset (an associative array), so a
 // RAM sized for every QPN of the configured maximum (2^24 + 2 words) costs memory only for the
 // QPs in use; under SYNTHESIS it is a plain array for the tool to map onto block RAM.
 `default_nettype none
@@ -47,7 +47,7 @@ module sram #(
   logic [WIDTH-1:0] mem [bit [AW-1:0]];
 
   // The array is this process's alone: it is read before it is written (read-first) with
-  // blocking assignments, which the associative array needs (a delete cannot be deferred).
+  // blocking assignments, which the associative array needs (its delete cannot be deferred).
   // verilator lint_off BLKSEQ
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -60,10 +60,7 @@ module sram #(
         else $error("%m: write of word %0d, beyond DEPTH %0d", waddr, DEPTH);
       // (a read of a word not held would add it as a zero: exists() keeps the array sparse)
       if (re) rdata <= mem.exists(raddr) != 0 ? mem[raddr] : '0;
-      if (we) begin
-        if (wdata == '0) mem.delete(waddr);
-        else mem[waddr] = wdata;
-      end
+      if (we) mem[waddr] = wdata;
     end
   end
   // verilator lint_on BLKSEQ
