@@ -160,12 +160,15 @@ VL_FLAGS_prim_sram := -GWIDTH=24 -GDEPTH=1000
 VL_FLAGS_prim_hs_check := -GW=16
 VL_FLAGS_prim_txn_check := -GMAX_LATENCY=4 -GDEPTH=2
 PRIM_ARCH  := $(foreach t,$(PRIM_TOPS),$(VL)/prim_$(t)/Vprim_$(t)__ALL.a)
-$(VL)/prim_%/Vprim_%__ALL.a: rtl/prim/%.sv Makefile
-	@mkdir -p $(@D)
+define prim_model
+$(VL)/prim_$(1)/Vprim_$(1)__ALL.a: rtl/prim/$(1).sv Makefile
+	@mkdir -p $$(@D)
 	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
-		$(VL_FLAGS_prim_$*) --prefix Vprim_$* --top-module $* --Mdir $(@D) $< >$(@D)/build.log || \
-		{ cat $(@D)/build.log; exit 1; }
-	@touch $@
+		$(VL_FLAGS_prim_$(1)) --prefix Vprim_$(1) --top-module $(1) --Mdir $$(@D) $$< \
+		>$$(@D)/build.log || { cat $$(@D)/build.log; exit 1; }
+	@touch $$@
+endef
+$(foreach t,$(PRIM_TOPS),$(eval $(call prim_model,$(t))))
 # With it, sched's pipeline at pin level (testbench/blocks/test_sched_pins.cpp): sched with 40
 # QPNs and PIPELINE 1 and 3.
 PIPE_ARCH  := $(VL)/sched_p1/Vsched_p1__ALL.a $(VL)/sched_p3/Vsched_p3__ALL.a

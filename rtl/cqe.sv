@@ -4,7 +4,8 @@
 // event by the CQ's arm state (IBA 11.4.2.2: next, or solicited and error completions), and
 // packs the 64-byte CQE image in the little-endian layout of hca_cqe (hca_pkg::hca_cqe_t).
 // A post with req_ci_fresh = 0 is answered req_lat cycles after it is accepted (a programmed
-// pipeline delay, pipe.cqe_cycles); with req_ci_fresh = 1 in the cycle it is accepted. A
+// pipeline delay, pipe.cqe_cycles: the answer is due at a cycle of now, and the block has no
+// work until then: quiet_until); with req_ci_fresh = 1 in the cycle it is accepted. A
 // response not taken (resp_ready low) is held, the block stalled, until it is.
 `default_nettype none
 
@@ -14,6 +15,9 @@ module cqe
   // clock and synchronous active-high reset
   input  wire logic        clk,
   input  wire logic        rst,
+  // the current cycle (the transactor's count; cycles it skips count too): a delayed answer
+  // is due at a cycle of it
+  input  wire logic [63:0] now,
   // request (valid/ready): the CQ's context
   input  wire logic        req_valid,
   output logic             req_ready,
@@ -52,8 +56,8 @@ module cqe
   output logic             resp_event,
   output logic [63:0]      resp_cycle,    // the cycle of the answer (the CQE's timestamp)
   output hca_cqe_t         resp_image,
-  // the first cycle the block has work of its own: 0 (now) while a delayed answer is on its
-  // way, else never (all ones)
+  // the first cycle the block has work of its own: the cycle a delayed answer is due (until
+  // it is taken), else never (all ones)
   output logic [63:0]      quiet_until
 );
 
@@ -75,8 +79,8 @@ module cqe
 
   cqe_req_t    live, held, r;
   logic        busy, accept, now_answer, resp_fire;
-  logic [31:0] cnt;
-  logic [63:0] cyc;
+  logic [63:0] due;   // the cycle (of now) the delayed answer is due
+  logic [63:0] cyc;   // its cycle as the request counts (req_cycle + req_lat)
   logic [31:0] size, used;
   logic        full, owner, event_now;
 
@@ -93,11 +97,11 @@ module cqe
   assign req_ready = !busy && (resp_ready || !now_answer);
   assign accept = req_valid && req_ready;
   assign resp_fire = resp_valid && resp_ready;
-  assign quiet_until = busy ? 64'd0 : '1;
+  assign quiet_until = busy ? due : '1;
   // The answer is formed from the held request at the end of the delay, or from the live one
   // when there is none (ci_fresh, or a zero delay).
   assign r = busy ? held : live;
-  assign resp_valid = busy ? cnt == '0 : req_valid && now_answer;
+  assign resp_valid = busy ? now >= due : req_valid && now_answer;
   assign resp_cycle = busy ? cyc : req_cycle;
 
   // Ring arithmetic: full when pi - ci reaches size - 1; the owner bit is 1 on even passes.
@@ -151,20 +155,15 @@ module cqe
   always_ff @(posedge clk) begin
     if (rst) begin
       busy <= 1'b0;
-      cnt <= '0;
+      due <= '0;
       cyc <= '0;
       held <= '0;
     end else if (busy) begin
-      if (cnt != '0) begin
-        cnt <= cnt - 32'd1;
-        cyc <= cyc + 64'd1;
-      end else if (resp_ready) begin
-        busy <= 1'b0;
-      end
+      if (resp_fire) busy <= 1'b0;
     end else if (accept && !now_answer) begin
       busy <= 1'b1;
-      cnt <= req_lat - 32'd1;
-      cyc <= req_cycle + 64'd1;
+      due <= now + 64'(req_lat);
+      cyc <= req_cycle + 64'(req_lat);
       held <= live;
     end
   end
@@ -177,7 +176,7 @@ module cqe
     .payload({resp_image, resp_cycle, resp_slot, resp_new_pi, resp_new_arm, resp_event,
               resp_action}));
   txn_check #(.MAX_LATENCY(MAX_LATENCY), .DEPTH(1)) chk_txn (
-    .clk, .rst, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
+    .clk, .rst, .now, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
 
 endmodule
 

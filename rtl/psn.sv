@@ -11,6 +11,8 @@ module psn
   // clock and synchronous active-high reset (they clock the statistics counter only)
   input  wire logic                    clk,
   input  wire logic                    rst,
+  // the current cycle (the transactor's count; cycles it skips count too): for the checks
+  input  wire logic [63:0]             now,
   // request (valid/ready): a packet's PSN, the QP's expected PSN and its NAK-outstanding flag
   input  wire logic                    req_valid,
   output logic                         req_ready,
@@ -69,7 +71,7 @@ module psn
     .clk, .rst, .valid(resp_valid), .ready(resp_ready),
     .payload({resp_cls, resp_send_nak, resp_nak_sent}));
   txn_check #(.MAX_LATENCY(0), .DEPTH(1)) chk_txn (
-    .clk, .rst, .req_valid, .req_fire, .resp_valid, .resp_fire(resp_valid && resp_ready));
+    .clk, .rst, .now, .req_valid, .req_fire, .resp_valid, .resp_fire(resp_valid && resp_ready));
 
 endmodule
 

@@ -15,7 +15,8 @@
 //     QPN is in flight, and while a POP is (whose QPN is known only when its read returns);
 //   - POP reads fifo[head] and needs the FIFO's length: it waits while an enqueue is in flight;
 //   - DOORBELL waits for an empty pipeline, so that its answer (after req_lat cycles, a
-//     programmed delay, pipe.doorbell_cycles) never meets another.
+//     programmed delay, pipe.doorbell_cycles, due at a cycle of now: the block has no work
+//     until then, quiet_until) never meets another.
 // PUSH and POP answer PIPELINE cycles after they are taken; the last stage holds while its
 // answer is not taken (resp_ready low), and the whole pipeline with it.
 `default_nettype none
@@ -35,6 +36,9 @@ module sched
   // clock and synchronous active-high reset (the RAMs are empty after it)
   input  wire logic                    clk,
   input  wire logic                    rst,
+  // the current cycle (the transactor's count; cycles it skips count too): a doorbell's
+  // verdict is due at a cycle of it
+  input  wire logic [63:0]             now,
   // configuration, sampled during reset: QPNs 0 .. cfg_nqp-1 are served (cfg_nqp <= NQP)
   input  wire logic [CW-1:0]           cfg_nqp,
   // request (valid/ready): op 0 DOORBELL, 1 PUSH, 2 POP and its fields
@@ -61,7 +65,8 @@ module sched
   // status: QPs pending (committed)
   output logic [CW-1:0]                stat_len,
   // the first cycle the block has work of its own: 0 (now) while an operation is in the
-  // pipeline or a verdict is on its way, else never (all ones)
+  // pipeline, else the cycle a doorbell's verdict is due (until it is taken), else never (all
+  // ones)
   output logic [63:0]                  quiet_until
 );
 
@@ -95,9 +100,9 @@ module sched
   // committed FIFO state, and the issue side of it (POPs taken, not yet committed)
   logic [QW-1:0] head, tail;
   logic [CW-1:0] len, avail, nqp;
-  // doorbell verdict on its way out: delay counter and the held result
+  // doorbell verdict on its way out: the cycle (of now) it is due and the held result
   logic              db_busy;
-  logic [31:0]       db_cnt;
+  logic [63:0]       db_due;
   hm_sched_verdict_e db_verdict;
   logic [31:0]       db_new_pi;
 
@@ -226,7 +231,7 @@ module sched
       resp_pop_valid = last.op == OP_POP && last.ok;
       if (resp_pop_valid) resp_qpn = HCA_QPN_BITS'(last_word);
     end else if (db_busy) begin
-      resp_valid = db_cnt == '0;
+      resp_valid = now >= db_due;
       resp_op = OP_DOORBELL;
       resp_verdict = db_verdict;
       resp_new_pi = db_new_pi;
@@ -239,7 +244,7 @@ module sched
   end
   assign resp_fire = resp_valid && resp_ready;
   assign stat_len = len;
-  assign quiet_until = (!empty || db_busy) ? 64'd0 : '1;
+  assign quiet_until = !empty ? 64'd0 : db_busy ? db_due : '1;
 
   // ---- state ----
   always_ff @(posedge clk) begin
@@ -250,7 +255,7 @@ module sched
       len <= '0;
       avail <= '0;
       db_busy <= 1'b0;
-      db_cnt <= '0;
+      db_due <= '0;
       db_verdict <= HM_SCHED_QUEUED;
       db_new_pi <= '0;
       for (int s = 1; s <= PIPELINE; s++) begin
@@ -276,11 +281,10 @@ module sched
         if (fifo_re) avail <= avail - CW'(1);
       end
       if (db_busy) begin
-        if (db_cnt != '0) db_cnt <= db_cnt - 32'd1;
-        else if (resp_ready) db_busy <= 1'b0;
+        if (resp_fire && !last_answers) db_busy <= 1'b0;
       end else if (accept && req_op == OP_DOORBELL && req_lat != '0) begin
         db_busy <= 1'b1;
-        db_cnt <= req_lat - 32'd1;
+        db_due <= now + 64'(req_lat);
         db_verdict <= verdict;
         db_new_pi <= new_pi;
       end
@@ -296,7 +300,7 @@ module sched
     .clk, .rst, .valid(resp_valid), .ready(resp_ready),
     .payload({resp_op, resp_verdict, resp_new_pi, resp_queued, resp_pop_valid, resp_qpn}));
   txn_check #(.MAX_LATENCY(100000 + PIPELINE + 16), .DEPTH(PIPELINE + 1)) chk_txn (
-    .clk, .rst, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
+    .clk, .rst, .now, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
   always_ff @(posedge clk) begin
     if (!rst) begin
       assert (!(last_answers && (db_busy || (req_valid && db_now && req_ready))))

@@ -25,15 +25,15 @@ namespace {
 sc_rtl_blocks *g_blocks;
 uint64_t g_transactions, g_deltas;
 
-/* The clocking of one Verilated SC model M (with clk, rst, req_valid, req_ready, resp_valid,
- * resp_ready and quiet_until), driven from the calling SC_THREAD as vl_block drives its model
+/* The clocking of one Verilated SC model M (with clk, rst, now, req_valid, req_ready,
+ * resp_valid, resp_ready and quiet_until), driven from the calling SC_THREAD as vl_block drives its model
  * (sim/vl/vl.h); cyc_ is the block's own cycle. */
 template <class M> class clocked : public sc_core::sc_module {
 public:
 	clocked(sc_core::sc_module_name name, const char *block)
 		: sc_module(name), top(block), clk("clk"), rst("rst"), req_valid("req_valid"),
 		  req_ready("req_ready"), resp_valid("resp_valid"), resp_ready("resp_ready"),
-		  quiet_until("quiet_until"), block_(block)
+		  now("now"), quiet_until("quiet_until"), block_(block)
 	{
 		top.clk(clk);
 		top.rst(rst);
@@ -41,13 +41,14 @@ public:
 		top.req_ready(req_ready);
 		top.resp_valid(resp_valid);
 		top.resp_ready(resp_ready);
+		top.now(now);
 		top.quiet_until(quiet_until);
 		resp_ready.write(true); /* every answer is taken at once */
 	}
 
 	M top;
 	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid, resp_ready;
-	sc_signal<uint64_t> quiet_until;
+	sc_signal<uint64_t> now, quiet_until;
 
 	/* The instance for a device: taken by the port's create, given back by destroy. */
 	void take(int devno)
@@ -62,6 +63,7 @@ public:
 	void reset(unsigned n, uint64_t max_cycles)
 	{
 		rst.write(true);
+		now.write(0);
 		for (unsigned i = 0; i < n; i++)
 			edge();
 		rst.write(false);
@@ -76,40 +78,47 @@ public:
 
 	/* One transaction (vl_block::transact): the caller has written the request's input
 	 * signals; the block is brought to cycle (clocked while it has work, skipped while it has
-	 * none), the request held until req_ready, and the block clocked until resp_valid, when
-	 * capture() reads the outputs; then the edge that takes the response. Returns the cycles
-	 * from the acceptance to the response. */
+	 * none), the request held until req_ready, and the block brought to resp_valid (clocked
+	 * while it has work, skipped to quiet_until), when capture() reads the outputs; then the
+	 * edge that takes the response. Returns the cycles from the acceptance to the response. */
 	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
 	{
-		uint64_t k = 0;
+		uint64_t taken;
 
 		advance(cycle);
 		req_valid.write(true);
-		settle();
+		low();
 		for (uint64_t s = 0; !req_ready.read(); s++) {
 			SIM_ASSERT(s < max_cycles,
 				   "sim/systemc/%s: request not taken %llu cycles after cycle %llu",
 				   block_, (unsigned long long)s, (unsigned long long)cycle);
-			edge();
+			rise();
+			low();
+		}
+		taken = cyc_;
+		if (!resp_valid.read()) {
+			rise();
+			req_valid.write(false);
+			low();
 		}
 		while (!resp_valid.read()) {
-			SIM_ASSERT(k < max_cycles,
+			uint64_t q = quiet_until.read();
+
+			SIM_ASSERT(cyc_ - taken < max_cycles,
 				   "sim/systemc/%s: no response %llu cycles after the request at cycle "
 				   "%llu",
-				   block_, (unsigned long long)k, (unsigned long long)cycle);
-			clk.write(true);
-			settle();
-			clk.write(false);
-			req_valid.write(false);
-			settle();
-			cyc_++;
-			k++;
+				   block_, (unsigned long long)(cyc_ - taken), (unsigned long long)cycle);
+			if (q > cyc_)
+				cyc_ = q < taken + max_cycles ? q : taken + max_cycles;
+			else
+				rise();
+			low();
 		}
 		capture();
-		edge(); /* the response is taken */
+		rise(); /* the response is taken */
 		req_valid.write(false);
 		g_transactions++;
-		return k;
+		return cyc_ - 1 - taken;
 	}
 
 private:
@@ -121,13 +130,27 @@ private:
 		sc_core::wait(sc_core::SC_ZERO_TIME);
 		g_deltas += 2;
 	}
+	/* cycle cyc_ begins: the clock low, now = cyc_ (vl_block::low) */
+	void low()
+	{
+		clk.write(false);
+		now.write(cyc_);
+		settle();
+	}
+	/* its rising edge; then the next cycle is the block's */
+	void rise()
+	{
+		clk.write(true);
+		settle();
+		cyc_++;
+	}
+	/* an idle cycle (reset) */
 	void edge()
 	{
 		clk.write(true);
 		settle();
 		clk.write(false);
 		settle();
-		cyc_++;
 	}
 	/* vl_block::advance */
 	void advance(uint64_t c)
@@ -136,10 +159,12 @@ private:
 		while (cyc_ < c) {
 			uint64_t q = quiet_until.read();
 
-			if (q > cyc_)
+			if (q > cyc_) {
 				cyc_ = q < c ? q : c;
-			else
-				edge();
+			} else {
+				low();
+				rise();
+			}
 		}
 	}
 

@@ -1,9 +1,10 @@
 /* Transactors (sim/vl): the shared clocking of one Verilated block behind a transaction port
  * (model/twin.h). A transactor presents a request at the cycle of the transaction, holds it
  * until the block's req_ready takes it, clocks the block until its response is valid, and
- * clocks the edge that takes it (resp_ready is high). Between transactions the block is
- * clocked while it has work of its own and skipped while it says it has none (quiet_until),
- * so simulated time still jumps. Pin protocol (docs/rtl.md):
+ * clocks the edge that takes it (resp_ready is high). Between transactions, and while it
+ * waits for an answer, the block is clocked while it has work of its own and skipped to the
+ * cycle it says it next has some (quiet_until: a delayed answer's due cycle, or never), so
+ * simulated time still jumps and a delay costs no clocking. Pin protocol (docs/rtl.md):
  *   cycle c (time c * period): inputs and req_valid = 1 applied with clk low, evaluated; the
  *   rising edge at c * period + period / 2 takes the request if req_ready is high; resp_valid
  *   is sampled before each rising edge; the response cycle is in.cycle + the rising edges
@@ -47,8 +48,9 @@ inline bool vl_rtl_bug(const char *block)
 	return bug && !strcmp(bug, block);
 }
 
-/* One Verilated model M (with clk, rst, req_valid, req_ready, resp_valid, resp_ready and
- * quiet_until) of a device. cyc_ is the block's own cycle: the next one to be driven. */
+/* One Verilated model M (with clk, rst, now, req_valid, req_ready, resp_valid, resp_ready and
+ * quiet_until) of a device. cyc_ is the block's own cycle, which it sees on now: the next one
+ * to be driven. */
 template <class M> class vl_block {
 public:
 	vl_block(const hm_dev *d, const char *block)
@@ -63,6 +65,7 @@ public:
 		top_.reset(new M{ ctx_.get(), top.c_str() });
 		top_->clk = 0;
 		top_->rst = 0;
+		top_->now = 0;
 		top_->req_valid = 0;
 		top_->resp_ready = 1; /* the transactor takes every answer at once */
 		top_->eval();
@@ -141,12 +144,12 @@ public:
 	/* One transaction: the caller has set the request's input pins. It is presented at
 	 * cycle (or at the block's own cycle, if that is later), held until req_ready takes it
 	 * (the block may be busy with earlier work: at most max_cycles), and the block is
-	 * clocked until resp_valid, at which capture(pins) is called; the rising edge that takes
+	 * brought to resp_valid, at which capture(pins) is called; the rising edge that takes
 	 * the response is clocked too. Returns the cycles from the acceptance to the response
 	 * (at most max_cycles). */
 	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
 	{
-		uint64_t k = 0;
+		uint64_t taken;
 
 		advance(cycle);
 		top_->req_valid = 1;
@@ -158,19 +161,32 @@ public:
 			rise();
 			low();
 		}
-		while (!top_->resp_valid) {
-			SIM_ASSERT(k < max_cycles,
-				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
-				   block_, (unsigned long long)k, (unsigned long long)cycle);
+		taken = cyc_;
+		if (!top_->resp_valid) {
 			rise();
 			top_->req_valid = 0;
 			low();
-			k++;
+		}
+		/* Until the answer: clocked while the block has work, skipped to the cycle it
+		 * says its answer (or other work) is due. */
+		while (!top_->resp_valid) {
+			uint64_t q = top_->quiet_until;
+
+			SIM_ASSERT(cyc_ - taken < max_cycles,
+				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
+				   block_, (unsigned long long)(cyc_ - taken),
+				   (unsigned long long)cycle);
+			if (q > cyc_) {
+				cyc_ = q < taken + max_cycles ? q : taken + max_cycles;
+			} else {
+				rise();
+			}
+			low();
 		}
 		capture(top_.get());
 		rise(); /* the response is taken (resp_ready is high) */
 		top_->req_valid = 0;
-		return k;
+		return cyc_ - 1 - taken;
 	}
 
 private:
@@ -192,6 +208,7 @@ private:
 			fall();
 		fall_ = false;
 		top_->clk = 0;
+		top_->now = cyc_;
 		top_->eval();
 		if (fst_)
 			fst_->dump(t);

@@ -185,7 +185,7 @@ Test(prim, hs_check_valid_dropped_while_stalled, .signal = SIGABRT)
 	d.edge();
 }
 
-/* ---- txn_check (MAX_LATENCY 4, DEPTH 2: VL_FLAGS_prim_txn_check) ---- */
+/* ---- txn_check (MAX_LATENCY 4, DEPTH 2: VL_FLAGS_prim_txn_check; now counts the cycles) ---- */
 
 /* Legal traffic: up to two requests outstanding, answered in order within 4 cycles, some in
  * the cycle they are taken. */
@@ -199,6 +199,7 @@ Test(prim, txn_check_passes_legal_traffic)
 		bool req = outstanding < 2 && rng() % 2;
 		bool resp = (outstanding + req > 0) && (waited >= 3 || rng() % 2);
 
+		p->now = (uint64_t)n;
 		p->req_valid = req;
 		p->req_fire = req;
 		p->resp_valid = resp;
@@ -236,6 +237,8 @@ Test(prim, txn_check_latency_beyond_the_bound, .signal = SIGABRT)
 	d.m->req_valid = d.m->req_fire = 1;
 	d.edge();
 	d.m->req_valid = d.m->req_fire = 0;
-	for (int i = 0; i < 6; i++)
+	for (int i = 1; i < 7; i++) {
+		d.m->now = (uint64_t)i;
 		d.edge();
+	}
 }

@@ -157,6 +157,7 @@ template <class M> void run(unsigned pipeline, bool exact, unsigned n)
 	for (uint64_t c = 0; c < n; c++) {
 		bool fire_req, fire_resp;
 
+		p->now = c;
 		p->req_valid = rnd() % 8 != 0 || p->req_valid;
 		drive(p, cur);
 		p->resp_ready = exact || rnd() % 3 != 0;
