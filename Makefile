@@ -54,37 +54,43 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(OBJ)/%.o)
 PERF_OBJS  := $(PERF_SRCS:%.c=$(OBJ)/%.o) $(BENCH_LIB_SRCS:%.c=$(OBJ)/%.o)
 
-# ---- RTL twins (rtl/*.sv, docs/rtl.md): Verilated into build/vl/<block>/, their transactors
+# ---- RTL twins (rtl/*.sv, docs/rtl.md): Verilated into build/vl/<block>/ with the primitives
+# and checkers of rtl/prim/ (RTL_PRIM), their transactors
 # (sim/vl/*.cpp) linked into libhcasim. Without verilator the library is built without them
 # (impl.<block> = rtl is then refused at boot). Verilator reruns only when rtl/*.sv change.
 VERILATOR ?= $(shell command -v verilator 2>/dev/null)
 SYSTEMC   ?= $(shell pkg-config --exists systemc 2>/dev/null && echo 1)
 # 1 if the SystemC top (sim/systemc/, below) is built
 HAVE_SC   := $(if $(and $(VERILATOR),$(SYSTEMC)),1,0)
-RTL_NQP   ?= 131074
 VL        := $(BUILD)/vl
+RTL_PRIM  := $(sort $(wildcard rtl/prim/*.sv))
 # The blocks with an RTL twin, read from the registry model/twin.def (one TWIN( line each, the
 # name first): rtl/<name>.sv, sim/vl/<name>.cpp. VL_FLAGS_<name>: its Verilator parameters.
 TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
-VL_FLAGS_sched := -GNQP=$(RTL_NQP)
+# sched's PIPELINE is the C twin's HM_SCHED_PIPELINE (model/twin.h): one number, read here.
+SCHED_PIPELINE := $(shell sed -n 's/^\#define HM_SCHED_PIPELINE \([0-9]*\).*/\1/p' model/twin.h)
+VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags: every twin, and cqe_bug, cqe with the test-only
-# HCA_RTL_BUG
-VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG
+# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug and
+# sched_bug, cqe and sched with the test-only HCA_RTL_BUG
+VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG \
+              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched)
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
 VL_LIBS    := -lstdc++ -pthread -latomic
-VLFLAGS    := --cc --build -j 1 -Wall -O3 --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+# --assert: the handshake checkers (rtl/prim/hs_check.sv, txn_check.sv) and the blocks'
+# assertions run in every rtl and lockstep run (docs/rtl.md "Assertions").
+VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,$(TWINS) cqe_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
-              -DHCASIM_RTL_NQP=$(RTL_NQP) $(DEVICE_SIDE)
+              $(foreach m,$(TWINS) cqe_bug sched_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              $(DEVICE_SIDE)
 endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
@@ -124,20 +130,21 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 	-DHCASIM_SAN=$(SAN) -DHCASIM_SYSTEMC=$(HAVE_SC)
 
 ifneq ($(VERILATOR),)
-# Re-Verilate when the build parameters change (make RTL_NQP=...).
+# Re-Verilate when the build parameters change (HM_SCHED_PIPELINE in model/twin.h).
 VL_STAMP := $(VL)/.params
-$(shell mkdir -p $(VL); echo 'NQP=$(RTL_NQP)' | cmp -s - $(VL_STAMP) || \
-	echo 'NQP=$(RTL_NQP)' > $(VL_STAMP))
+$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE)' | cmp -s - $(VL_STAMP) || \
+	echo 'PIPELINE=$(SCHED_PIPELINE)' > $(VL_STAMP))
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
-$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
+$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/$(1)
 	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
-		rtl/hca_pkg.sv rtl/$(4).sv >$(VL)/$(1)/build.log || { cat $(VL)/$(1)/build.log; exit 1; }
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(4).sv >$(VL)/$(1)/build.log || \
+		{ cat $(VL)/$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
-$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
+$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
 
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
 $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
@@ -145,6 +152,43 @@ $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
 	$(MAKE) -s -C $(VL)/psn -f Vpsn.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 verilated.o verilated_fst_c.o verilated_threads.o \
 		>/dev/null
 	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o
+
+# The primitives' block test (testbench/blocks/test_prim.cpp, suite blocks): each of rtl/prim/
+# Verilated alone, with test parameters, linked into build/test/block-prim.
+PRIM_TOPS  := sram hs_check txn_check
+VL_FLAGS_prim_sram := -GWIDTH=24 -GDEPTH=1000
+VL_FLAGS_prim_hs_check := -GW=16
+VL_FLAGS_prim_txn_check := -GMAX_LATENCY=4 -GDEPTH=2
+PRIM_ARCH  := $(foreach t,$(PRIM_TOPS),$(VL)/prim_$(t)/Vprim_$(t)__ALL.a)
+define prim_model
+$(VL)/prim_$(1)/Vprim_$(1)__ALL.a: rtl/prim/$(1).sv Makefile
+	@mkdir -p $$(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		$(VL_FLAGS_prim_$(1)) --prefix Vprim_$(1) --top-module $(1) --Mdir $$(@D) $$< \
+		>$$(@D)/build.log || { cat $$(@D)/build.log; exit 1; }
+	@touch $$@
+endef
+$(foreach t,$(PRIM_TOPS),$(eval $(call prim_model,$(t))))
+# With it, sched's pipeline at pin level (testbench/blocks/test_sched_pins.cpp): sched with 40
+# QPNs and PIPELINE 1 and 3.
+PIPE_ARCH  := $(VL)/sched_p1/Vsched_p1__ALL.a $(VL)/sched_p3/Vsched_p3__ALL.a
+define sched_pipe_model
+$(VL)/sched_p$(1)/Vsched_p$(1)__ALL.a: rtl/sched.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $$(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GNQP=40 -GPIPELINE=$(1) --prefix Vsched_p$(1) --top-module sched --Mdir $$(@D) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/sched.sv >$$(@D)/build.log || \
+		{ cat $$(@D)/build.log; exit 1; }
+	@touch $$@
+endef
+$(foreach p,1 3,$(eval $(call sched_pipe_model,$(p))))
+PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp
+$(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
+	@mkdir -p $(@D)
+	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
+		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -o $@ $(PRIM_SRCS) $(PRIM_ARCH) \
+		$(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
+BLOCK_PRIM := $(BUILD)/test/block-prim
 
 $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile
 	@mkdir -p $(@D)
@@ -218,11 +262,12 @@ SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \
 all: $(SC_BIN)
 
 define sc_model
-$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv Makefile $(VL_STAMP)
+$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/sc_$(1)
-	+$(VERILATOR) --sc --build -j 1 -Wall -O3 -MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
-		$(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
-		rtl/hca_pkg.sv rtl/$(1).sv >$(VL)/sc_$(1)/build.log || { cat $(VL)/sc_$(1)/build.log; exit 1; }
+	+$(VERILATOR) --sc --build -j 1 -Wall -O3 --assert -MAKEFLAGS OPT_FAST=-O2 \
+		-MAKEFLAGS OPT_GLOBAL=-O2 $(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(1).sv >$(VL)/sc_$(1)/build.log || \
+		{ cat $(VL)/sc_$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
 $(foreach m,$(SC_MODELS),$(eval $(call sc_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))))))
@@ -304,7 +349,7 @@ IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 # T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.
 T       ?=
 JUNIT   ?= $(BUILD)/test/junit.xml
-test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS)
+test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS) $(BLOCK_PRIM)
 	@mkdir -p $(dir $(JUNIT))
 	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never --xml=$(JUNIT) \
 		$(if $(T),--filter '$(T)'); rc=$$?; echo "make test: JUnit report in $(JUNIT)"; \

@@ -79,7 +79,7 @@ static void sched_doorbell(void *b, const struct hm_sched_db_in *in, struct hm_s
 
 static void sched_push(void *b, const struct hm_sched_push_in *in, struct hm_sched_push_out *out)
 {
-	out->cycle = in->cycle;
+	out->cycle = in->cycle + HM_SCHED_PIPELINE;
 	out->queued = sched_enqueue(b, in->qpn);
 }
 
@@ -87,7 +87,7 @@ static void sched_pop(void *b, const struct hm_sched_pop_in *in, struct hm_sched
 {
 	struct sched_twin *s = b;
 
-	out->cycle = in->cycle;
+	out->cycle = in->cycle + HM_SCHED_PIPELINE;
 	out->valid = s->len > 0;
 	out->qpn = 0;
 	if (!out->valid)

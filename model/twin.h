@@ -15,7 +15,7 @@
  * hm_twin_call(), which dispatches, compares and feeds the waves.
  *
  * Block state that lives in the block (the arbiter's FIFO and per-QP pending bits) is held by
- * the implementation; context that lives in memory (a CQ's indexes, a QP's PSNs) is passed in
+ * the implementation (the RTL's in RAMs sized for every QPN the configuration allows); context that lives in memory (a CQ's indexes, a QP's PSNs) is passed in
  * and the caller applies what comes out. Latencies that the model takes from the configuration
  * (pipe.doorbell_cycles, pipe.cqe_cycles) are part of the input, so the RTL counts them out. */
 #ifndef MODEL_TWIN_H
@@ -81,7 +81,12 @@ struct hm_sched_db_out {
 };
 
 /* PUSH: make a QP pending (if it is not already) at the tail of the round robin.
- * POP: the QP at the head (no longer pending), or none. Both complete in their cycle. */
+ * POP: the QP at the head (no longer pending), or none. Both answer HM_SCHED_PIPELINE cycles
+ * after they are taken: the RTL keeps the pending bits and the FIFO in RAMs with a registered
+ * read, behind a pipeline of that many stages (rtl/sched.sv PIPELINE, which the Makefile reads
+ * from here). The model uses the answer at once: the arbiter's latency is within
+ * pipe.sched_cycles, so no simulated time depends on this number. */
+#define HM_SCHED_PIPELINE 2
 struct hm_sched_push_in {
 	uint64_t cycle;
 	uint32_t qpn;

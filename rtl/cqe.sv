@@ -4,7 +4,9 @@
 // event by the CQ's arm state (IBA 11.4.2.2: next, or solicited and error completions), and
 // packs the 64-byte CQE image in the little-endian layout of hca_cqe (hca_pkg::hca_cqe_t).
 // A post with req_ci_fresh = 0 is answered req_lat cycles after it is accepted (a programmed
-// pipeline delay, pipe.cqe_cycles); with req_ci_fresh = 1 in the cycle it is accepted.
+// pipeline delay, pipe.cqe_cycles: the answer is due at a cycle of now, and the block has no
+// work until then: quiet_until); with req_ci_fresh = 1 in the cycle it is accepted. A
+// response not taken (resp_ready low) is held, the block stalled, until it is.
 `default_nettype none
 
 module cqe
@@ -13,6 +15,9 @@ module cqe
   // clock and synchronous active-high reset
   input  wire logic        clk,
   input  wire logic        rst,
+  // the current cycle (the transactor's count; cycles it skips count too): a delayed answer
+  // is due at a cycle of it
+  input  wire logic [63:0] now,
   // request (valid/ready): the CQ's context
   input  wire logic        req_valid,
   output logic             req_ready,
@@ -40,17 +45,25 @@ module cqe
   input  wire logic [7:0]  req_is_send,
   input  wire logic [31:0] req_vendor_err,
   input  wire logic [31:0] req_srqn,
-  // response: valid for one cycle; WRITE carries the slot, the new producer index and arm
-  // state, the event flag and the image; the other actions carry zeros
+  // response (valid/ready): WRITE carries the slot, the new producer index and arm state, the
+  // event flag and the image; the other actions carry zeros
   output logic             resp_valid,
+  input  wire logic        resp_ready,
   output hm_cqe_action_e   resp_action,
   output logic [31:0]      resp_slot,
   output logic [31:0]      resp_new_pi,
   output logic [1:0]       resp_new_arm,
   output logic             resp_event,
   output logic [63:0]      resp_cycle,    // the cycle of the answer (the CQE's timestamp)
-  output hca_cqe_t         resp_image
+  output hca_cqe_t         resp_image,
+  // the first cycle the block has work of its own: the cycle a delayed answer is due (until
+  // it is taken), else never (all ones)
+  output logic [63:0]      quiet_until
 );
+
+  // The longest wait for an answer: pipe.cqe_cycles at most (sim/config.def), plus slack for a
+  // stalled response.
+  localparam int unsigned MAX_LATENCY = 100000 + 16;
 
   // The request as it travels down the pipeline.
   typedef struct packed {
@@ -65,9 +78,9 @@ module cqe
   } cqe_req_t;
 
   cqe_req_t    live, held, r;
-  logic        busy, accept;
-  logic [31:0] cnt;
-  logic [63:0] cyc;
+  logic        busy, accept, now_answer, resp_fire;
+  logic [63:0] due;   // the cycle (of now) the delayed answer is due
+  logic [63:0] cyc;   // its cycle as the request counts (req_cycle + req_lat)
   logic [31:0] size, used;
   logic        full, owner, event_now;
 
@@ -79,12 +92,16 @@ module cqe
                   dlid_path_bits: req_dlid_path_bits, is_send: req_is_send,
                   vendor_err: req_vendor_err, srqn: req_srqn};
 
-  assign req_ready = !busy;
+  // A request answered in its own cycle is taken only together with its answer.
+  assign now_answer = req_ci_fresh || req_lat == '0;
+  assign req_ready = !busy && (resp_ready || !now_answer);
   assign accept = req_valid && req_ready;
+  assign resp_fire = resp_valid && resp_ready;
+  assign quiet_until = busy ? due : '1;
   // The answer is formed from the held request at the end of the delay, or from the live one
   // when there is none (ci_fresh, or a zero delay).
   assign r = busy ? held : live;
-  assign resp_valid = busy ? cnt == '0 : accept && (req_ci_fresh || req_lat == '0);
+  assign resp_valid = busy ? now >= due : req_valid && now_answer;
   assign resp_cycle = busy ? cyc : req_cycle;
 
   // Ring arithmetic: full when pi - ci reaches size - 1; the owner bit is 1 on even passes.
@@ -138,20 +155,28 @@ module cqe
   always_ff @(posedge clk) begin
     if (rst) begin
       busy <= 1'b0;
-      cnt <= '0;
+      due <= '0;
       cyc <= '0;
       held <= '0;
     end else if (busy) begin
-      cnt <= cnt - 32'd1;
-      cyc <= cyc + 64'd1;
-      if (cnt == '0) busy <= 1'b0;
-    end else if (accept && !req_ci_fresh && req_lat != '0) begin
+      if (resp_fire) busy <= 1'b0;
+    end else if (accept && !now_answer) begin
       busy <= 1'b1;
-      cnt <= req_lat - 32'd1;
-      cyc <= req_cycle + 64'd1;
+      due <= now + 64'(req_lat);
+      cyc <= req_cycle + 64'(req_lat);
       held <= live;
     end
   end
+
+  // ---- assertions (rtl/prim/hs_check.sv, txn_check.sv) ----
+  hs_check #(.W($bits(cqe_req_t) + 64 + 32)) chk_req (
+    .clk, .rst, .valid(req_valid), .ready(req_ready), .payload({live, req_cycle, req_lat}));
+  hs_check #(.W($bits(hca_cqe_t) + 64 + 32 * 2 + 2 + 1 + 2)) chk_resp (
+    .clk, .rst, .valid(resp_valid), .ready(resp_ready),
+    .payload({resp_image, resp_cycle, resp_slot, resp_new_pi, resp_new_arm, resp_event,
+              resp_action}));
+  txn_check #(.MAX_LATENCY(MAX_LATENCY), .DEPTH(1)) chk_txn (
+    .clk, .rst, .now, .req_valid, .req_fire(accept), .resp_valid, .resp_fire);
 
 endmodule
 

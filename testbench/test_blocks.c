@@ -1,8 +1,10 @@
 /* Block tests (docs/architecture.md#block-tests): each model block driven alone through its
  * header with recording stub neighbours, built as its own Criterion program
  * build/test/block-<block> from testbench/blocks/. This suite runs each one and fails with its
- * output when it fails, or when it ran no test. */
+ * output when it fails, or when it ran no test; block-prim (testbench/blocks/test_prim.cpp) is
+ * the RTL primitives' and checkers' block test. */
 #include "testbench/tb.h"
+#include "model/twin.h"
 
 #include <criterion/criterion.h>
 
@@ -37,3 +39,11 @@ Test(blocks, resp) { run_block("resp"); }
 Test(blocks, comp) { run_block("comp"); }
 Test(blocks, qpc) { run_block("qpc"); }
 Test(blocks, wqe_fetch) { run_block("wqe_fetch"); }
+
+/* The RTL primitives and checkers (rtl/prim/), Verilated alone: built only with Verilator. */
+Test(blocks, prim)
+{
+	if (!hm_twin_rtl(0))
+		cr_skip_test("this build has no RTL (no Verilator)");
+	run_block("prim");
+}

@@ -248,6 +248,42 @@ static void db_check(const char *who, uint64_t n, const struct hm_sched_db_out *
 		     (unsigned long long)n, g->new_pi, w->new_pi);
 }
 
+/* Transactions in one cycle that meet in the RTL's pipeline (rtl/sched.sv, hazard tracking):
+ * a doorbell with no delay leaves its enqueue in flight when it answers; a PUSH of the same QP
+ * in the same cycle must see it pending (it waits for the write), a POP must find it (it waits
+ * for the enqueue). The answers and their cycles are the C twin's. */
+static void sched_hazards(const struct hm_sched_ops *ops, void *b, const char *who)
+{
+	struct hm_sched_db_in db = { 6000, 0, 7, 1, HCA_QPS_RTS, 0, 0, 8 };
+	struct hm_sched_db_out o;
+	struct hm_sched_push_in pi = { 6000, 7 };
+	struct hm_sched_push_out po;
+	struct hm_sched_pop_in qi = { 6000 };
+	struct hm_sched_pop_out qo;
+
+	ops->pop(b, &qi, &qo); /* QP 3 from before */
+	cr_assert(qo.valid && qo.qpn == 3, "%s: QP 3 first", who);
+	ops->doorbell(b, &db, &o);
+	cr_assert(o.verdict == HM_SCHED_QUEUED && o.cycle == 6000, "%s: doorbell at once", who);
+	ops->push(b, &pi, &po);
+	cr_assert(!po.queued && po.cycle == 6000 + HM_SCHED_PIPELINE,
+		  "%s: the doorbell's enqueue of QP 7 is seen by a PUSH in its cycle", who);
+	db.qpn = 9;
+	ops->doorbell(b, &db, &o);
+	ops->pop(b, &qi, &qo);
+	cr_assert(qo.valid && qo.qpn == 7 && qo.cycle == 6000 + HM_SCHED_PIPELINE,
+		  "%s: POP in the same cycle gives QP 7 (got %u valid %d)", who, qo.qpn, qo.valid);
+	ops->pop(b, &qi, &qo);
+	cr_assert(qo.valid && qo.qpn == 9, "%s: then the doorbell's QP 9 (got %u)", who, qo.qpn);
+	pi.qpn = 9;
+	ops->push(b, &pi, &po);
+	cr_assert(po.queued, "%s: QP 9 pushed again in the cycle it was served", who);
+	ops->pop(b, &qi, &qo);
+	cr_assert(qo.valid && qo.qpn == 9, "%s: QP 9 back", who);
+	ops->pop(b, &qi, &qo);
+	cr_assert(!qo.valid, "%s: nothing else pending", who);
+}
+
 static void sched_directed(bool rtl)
 {
 	const struct hm_sched_ops *ops = impl(HM_TWIN_SCHED, rtl);
@@ -291,7 +327,8 @@ static void sched_directed(bool rtl)
 	/* QP 5 was queued once (dedup across doorbells); round robin in arrival order */
 	qi.cycle = 2000;
 	ops->pop(b, &qi, &qo);
-	cr_assert(qo.valid && qo.qpn == 5 && qo.cycle == 2000, "%s: pop gives QP 5", who);
+	cr_assert(qo.valid && qo.qpn == 5 && qo.cycle == 2000 + HM_SCHED_PIPELINE, "%s: pop gives QP 5",
+		  who);
 	ops->pop(b, &qi, &qo);
 	cr_assert(!qo.valid && qo.qpn == 0, "%s: nothing else pending", who);
 	{
@@ -300,7 +337,8 @@ static void sched_directed(bool rtl)
 		for (size_t i = 0; i < 4; i++) {
 			pi = (struct hm_sched_push_in){ 3000 + i, order[i] };
 			ops->push(b, &pi, &po);
-			cr_assert(po.queued && po.cycle == 3000 + i, "%s: push %u", who, order[i]);
+			cr_assert(po.queued && po.cycle == 3000 + i + HM_SCHED_PIPELINE, "%s: push %u", who,
+				  order[i]);
 		}
 		pi = (struct hm_sched_push_in){ 3010, 3 };
 		ops->push(b, &pi, &po);
@@ -314,7 +352,7 @@ static void sched_directed(bool rtl)
 		for (size_t i = 0; i < 4; i++) {
 			qi.cycle = 4000 + i;
 			ops->pop(b, &qi, &qo);
-			cr_assert(qo.valid && qo.qpn == order[i] && qo.cycle == qi.cycle,
+			cr_assert(qo.valid && qo.qpn == order[i] && qo.cycle == qi.cycle + HM_SCHED_PIPELINE,
 				  "%s: pop %zu gives %u (got %u valid %d)", who, i, order[i], qo.qpn,
 				  qo.valid);
 		}
@@ -323,6 +361,7 @@ static void sched_directed(bool rtl)
 		ops->push(b, &pi, &po);
 		cr_assert(po.queued, "%s: QP 3 requeued after it was served", who);
 	}
+	sched_hazards(ops, b, who);
 	ops->base.destroy(b);
 }
 
@@ -355,7 +394,7 @@ static void sched_random(bool rtl)
 	for (uint64_t n = 0; n < 20000; n++) {
 		uint32_t op = rng() % 3;
 
-		cycle += 1 + rng() % 20;
+		cycle += rng() % 4 == 0 ? 0 : 1 + rng() % 20; /* same cycle: the pipeline's hazards */
 		if (op == 0) {
 			struct hm_sched_db_in in;
 			struct hm_sched_db_out w, g;
@@ -370,7 +409,8 @@ static void sched_random(bool rtl)
 			bool w = ref_enq(&ref, in.qpn);
 
 			ops->push(b, &in, &g);
-			cr_assert(g.cycle == cycle && g.queued == w, "%s #%llu: push %u queued %d",
+			cr_assert(g.cycle == cycle + HM_SCHED_PIPELINE && g.queued == w,
+				  "%s #%llu: push %u queued %d",
 				  who, (unsigned long long)n, in.qpn, g.queued);
 		} else {
 			struct hm_sched_pop_in in = { cycle };
@@ -385,7 +425,7 @@ static void sched_random(bool rtl)
 				pops++;
 			}
 			ops->pop(b, &in, &g);
-			cr_assert(g.cycle == cycle && g.valid == valid && g.qpn == qpn,
+			cr_assert(g.cycle == cycle + HM_SCHED_PIPELINE && g.valid == valid && g.qpn == qpn,
 				  "%s #%llu: pop gives %u valid %d, expected %u valid %d", who,
 				  (unsigned long long)n, g.qpn, g.valid, qpn, valid);
 		}
@@ -443,43 +483,39 @@ Test(rtl_sched, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	r->base.destroy(br);
 }
 
-/* The RTL's arbiter is sized when it is built (make RTL_NQP): a configuration with more QPs
- * than that is a boot error naming the key, the QPNs it needs and the limit, before any device
- * is made; the same configuration boots with the C twin. The port states its capacity. */
-Test(rtl_sched, boot_refuses_more_qps_than_the_rtl_was_built_for)
+/* The RTL's arbiter keeps its state in RAMs sized for every QPN (rtl/sched.sv NQP): any
+ * hca.max_qp the configuration allows boots in every mode (no cap of the RTL's own), and the
+ * largest QPN goes through it. The old flip-flop arbiter was built for 131,074 QPNs. */
+Test(rtl_sched, every_qp_count_the_configuration_allows_boots_on_the_rtl)
 {
 	const struct hm_sched_ops *r = impl(HM_TWIN_SCHED, true);
-	static const char *const modes[] = { "sched=rtl", "all=lockstep" };
-	char want[160], max[32];
-	uint32_t over = r->base.max_nqps - HCA_FIRST_QPN + 1; /* one QP too many */
+	const uint32_t cfg_max = 16777215; /* hca.max_qp's maximum, sim/config.def */
+	unsigned mode[HM_TWIN_COUNT];
+	struct hm_sched_push_in pi = { 10, 0xffffff };
+	struct hm_sched_push_out po;
+	struct hm_sched_pop_in qi = { 20 };
+	struct hm_sched_pop_out qo;
+	void *b;
 
-	cr_assert_gt(r->base.max_nqps, HCA_FIRST_QPN, "the RTL arbiter states no capacity");
-	snprintf(max, sizeof(max), "%u", over);
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		setenv("HCASIM_IMPL", modes[i], 1);
-		cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0, "%s", hcasim_last_error());
-		cr_assert_eq(hcasim_boot(), -EINVAL, "%s: hca.max_qp = %s booted", modes[i], max);
-		cr_assert_eq(hcasim_booted(), 0);
-		snprintf(want, sizeof(want), "hca.max_qp = %u needs %u QPNs, but the RTL arbiter was "
-			 "built for NQP = %u (hca.max_qp <= %u); rebuild rtl/sched.sv with make "
-			 "RTL_NQP=%u", over, over + HCA_FIRST_QPN, r->base.max_nqps,
-			 r->base.max_nqps - HCA_FIRST_QPN, over + HCA_FIRST_QPN);
-		cr_assert_not_null(strstr(hcasim_last_error(), want), "%s: the error is: %s",
-				   modes[i], hcasim_last_error());
-		cr_assert_not_null(strstr(hcasim_last_error(), "impl.sched = "), "%s",
-				   hcasim_last_error());
-	}
-	/* the limit itself boots; so does more with the C twin */
-	snprintf(max, sizeof(max), "%u", over - 1);
+	cr_assert_geq(r->base.max_nqps, HCA_FIRST_QPN + cfg_max, "the RTL holds %u QPNs",
+		      r->base.max_nqps);
+	for (int i = 0; i < HM_TWIN_COUNT; i++)
+		mode[i] = HM_IMPL_RTL;
+	cr_assert_eq(hm_twin_check(mode, cfg_max), 0, "%s", hcasim_last_error());
+	cr_assert_neq(hcasim_config_set("hca.max_qp", "16777216"), 0, "the configuration's limit");
+	/* twice the old RTL's limit boots and runs in rtl mode */
 	setenv("HCASIM_IMPL", "sched=rtl", 1);
-	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
+	cr_assert_eq(hcasim_config_set("hca.max_qp", "262144"), 0);
 	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
 	hcasim_shutdown();
-	snprintf(max, sizeof(max), "%u", over);
-	setenv("HCASIM_IMPL", "all=model", 1);
-	cr_assert_eq(hcasim_config_set("hca.max_qp", max), 0);
-	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
-	hcasim_shutdown();
+	unsetenv("HCASIM_IMPL");
+	/* the largest QPN, through the port of an arbiter of every QPN */
+	b = r->base.create(NULL, HCA_FIRST_QPN + cfg_max);
+	r->push(b, &pi, &po);
+	cr_assert(po.queued, "QPN 0xffffff queued");
+	r->pop(b, &qi, &qo);
+	cr_assert(qo.valid && qo.qpn == 0xffffff, "pop gives 0x%x", qo.qpn);
+	r->base.destroy(b);
 }
 
 /* ================================ cqe ================================ */
@@ -800,6 +836,49 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 			   "the report says how to get the waves: %s", why);
 }
 
+/* sched's pipeline in the running system: with pipe.doorbell_cycles = 0 a doorbell's verdict
+ * comes in the cycle it is rung while its enqueue is still in the RTL's pipeline, and the
+ * requester's POP comes within PIPELINE cycles of it: it must wait for the enqueue (the hazard
+ * rule), and does; lockstep sees no difference. The injected bug (HCASIM_RTL_BUG=sched, rtl/
+ * sched.sv) drops that rule: the POP finds the FIFO empty, and lockstep halts at the first
+ * doorbell's POP naming block, op, cycle and field. */
+static const char *sched_doorbell_at_once(const char *bug, int n, int *done)
+{
+	impl(HM_TWIN_SCHED, true);
+	setenv("HCASIM_IMPL", "sched=lockstep", 1);
+	setenv("HCASIM_RTL_BUG", bug, 1);
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	cr_assert_eq(hcasim_config_set("pipe.doorbell_cycles", "0"), 0, "%s", hcasim_last_error());
+	*done = write_until_wrap(n);
+	return hcasim_halted();
+}
+
+Test(rtl_lockstep, sched_pipeline_hazards_run_clean_with_doorbells_answered_at_once)
+{
+	int done;
+	const char *why = sched_doorbell_at_once("none", 150, &done);
+
+	cr_assert_null(why, "no mismatch: %s", why);
+	cr_assert_eq(done, 150);
+	hcasim_shutdown();
+}
+
+Test(rtl_lockstep, injected_sched_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+	int done;
+
+	tb_stderr_capture();
+	sched_doorbell_at_once("sched", 150, &done);
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block sched (pop)") && strstr(why, "field valid") &&
+			  strstr(why, "at cycle ") && strstr(why, "expected 0x1 (model) got 0x0 (rtl)"),
+		  "the report names block, op, cycle and field: %s", why);
+	cr_assert_eq(done, 0, "halted at the first WRITE's POP, after %d completions", done);
+}
+
 /* With waves on, the report names the FST of the block that differed, and it holds the run up
  * to the mismatch (finished when the report is made). api: waves started with hcasim_waves()
  * before boot instead of WAVES=1; the FSTs go next to its VCD. */
@@ -853,4 +932,34 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
 Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vcd)
 {
 	bug_report_names_the_wave_file(true);
+}
+
+/* ================================ lint ================================ */
+
+/* Every block of the registry, with the package and rtl/prim/, and the SRAM primitive's
+ * synthesis variant, are clean under verilator --lint-only -Wall (the build Verilates with
+ * -Wall too, but never the SYNTHESIS branch). */
+Test(rtl_lint, every_block_and_the_synthesis_sram_are_lint_clean)
+{
+	char cmd[1024];
+	char *out;
+	int st;
+
+	impl(HM_TWIN_SCHED, true);
+	for (int b = 0; b <= HM_TWIN_COUNT; b++) {
+		if (b < HM_TWIN_COUNT)
+			snprintf(cmd, sizeof(cmd),
+				 "cd %s && verilator --lint-only -Wall rtl/hca_pkg.sv rtl/prim/*.sv "
+				 "rtl/%s.sv --top-module %s 2>&1",
+				 HCASIM_SRC_DIR, hm_twin_name((enum hm_twin)b),
+				 hm_twin_name((enum hm_twin)b));
+		else
+			snprintf(cmd, sizeof(cmd),
+				 "cd %s && verilator --lint-only -Wall -DSYNTHESIS -GDEPTH=300 "
+				 "rtl/prim/sram.sv 2>&1",
+				 HCASIM_SRC_DIR);
+		out = tb_run_cmd(cmd, &st);
+		cr_assert(st == 0 && !*out, "%s:\n%s", cmd, out);
+		free(out);
+	}
 }

@@ -13,9 +13,8 @@
 #include <cstring>
 #include <string>
 
-#ifndef HCASIM_RTL_NQP
-#error "HCASIM_RTL_NQP: the NQP rtl/sched.sv was Verilated with (Makefile RTL_NQP)"
-#endif
+/* The sched RTL's RAM depth (rtl/sched.sv NQP, its default; sim/vl/sched.cpp). */
+constexpr uint32_t SCHED_RTL_NQP = (1u << 24) + 2;
 
 using sc_core::sc_signal;
 
@@ -26,23 +25,30 @@ namespace {
 sc_rtl_blocks *g_blocks;
 uint64_t g_transactions, g_deltas;
 
-/* The clocking of one Verilated SC model M (with clk, rst, req_valid, req_ready, resp_valid),
- * driven from the calling SC_THREAD. */
+/* The clocking of one Verilated SC model M (with clk, rst, now, req_valid, req_ready,
+ * resp_valid, resp_ready and quiet_until), driven from the calling SC_THREAD as vl_block drives its model
+ * (sim/vl/vl.h); cyc_ is the block's own cycle. */
 template <class M> class clocked : public sc_core::sc_module {
 public:
 	clocked(sc_core::sc_module_name name, const char *block)
 		: sc_module(name), top(block), clk("clk"), rst("rst"), req_valid("req_valid"),
-		  req_ready("req_ready"), resp_valid("resp_valid"), block_(block)
+		  req_ready("req_ready"), resp_valid("resp_valid"), resp_ready("resp_ready"),
+		  now("now"), quiet_until("quiet_until"), block_(block)
 	{
 		top.clk(clk);
 		top.rst(rst);
 		top.req_valid(req_valid);
 		top.req_ready(req_ready);
 		top.resp_valid(resp_valid);
+		top.resp_ready(resp_ready);
+		top.now(now);
+		top.quiet_until(quiet_until);
+		resp_ready.write(true); /* every answer is taken at once */
 	}
 
 	M top;
-	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid;
+	sc_signal<bool> clk, rst, req_valid, req_ready, resp_valid, resp_ready;
+	sc_signal<uint64_t> now, quiet_until;
 
 	/* The instance for a device: taken by the port's create, given back by destroy. */
 	void take(int devno)
@@ -53,52 +59,66 @@ public:
 	}
 	void give_back() { in_use_ = false; }
 
-	/* Synchronous reset for n cycles, then idle clocking while busy() (vl_block::reset). */
-	template <class B> void reset(unsigned n, B busy, uint64_t max_cycles)
+	/* Synchronous reset for n cycles, then the block's own work after it (vl_block::reset). */
+	void reset(unsigned n, uint64_t max_cycles)
 	{
 		rst.write(true);
+		now.write(0);
 		for (unsigned i = 0; i < n; i++)
 			edge();
 		rst.write(false);
-		for (uint64_t i = 0; busy(); i++) {
+		settle();
+		for (uint64_t i = 0; quiet_until.read() == 0; i++) {
 			SIM_ASSERT(i < max_cycles, "sim/systemc/%s: still busy %llu cycles after reset",
 				   block_, (unsigned long long)max_cycles);
 			edge();
 		}
+		cyc_ = 0;
 	}
 
 	/* One transaction (vl_block::transact): the caller has written the request's input
-	 * signals; returns the rising edges before resp_valid, when capture() reads the outputs;
-	 * then the committing edge is clocked. */
+	 * signals; the block is brought to cycle (clocked while it has work, skipped while it has
+	 * none), the request held until req_ready, and the block brought to resp_valid (clocked
+	 * while it has work, skipped to quiet_until), when capture() reads the outputs; then the
+	 * edge that takes the response. Returns the cycles from the acceptance to the response. */
 	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
 	{
-		uint64_t k = 0;
+		uint64_t taken;
 
-		clk.write(false);
+		advance(cycle);
 		req_valid.write(true);
-		settle();
-		SIM_ASSERT(req_ready.read(), "sim/systemc/%s: not ready for a request at cycle %llu",
-			   block_, (unsigned long long)cycle);
+		low();
+		for (uint64_t s = 0; !req_ready.read(); s++) {
+			SIM_ASSERT(s < max_cycles,
+				   "sim/systemc/%s: request not taken %llu cycles after cycle %llu",
+				   block_, (unsigned long long)s, (unsigned long long)cycle);
+			rise();
+			low();
+		}
+		taken = cyc_;
+		if (!resp_valid.read()) {
+			rise();
+			req_valid.write(false);
+			low();
+		}
 		while (!resp_valid.read()) {
-			SIM_ASSERT(k < max_cycles,
+			uint64_t q = quiet_until.read();
+
+			SIM_ASSERT(cyc_ - taken < max_cycles,
 				   "sim/systemc/%s: no response %llu cycles after the request at cycle "
 				   "%llu",
-				   block_, (unsigned long long)k, (unsigned long long)cycle);
-			clk.write(true);
-			settle();
-			clk.write(false);
-			req_valid.write(false);
-			settle();
-			k++;
+				   block_, (unsigned long long)(cyc_ - taken), (unsigned long long)cycle);
+			if (q > cyc_)
+				cyc_ = q < taken + max_cycles ? q : taken + max_cycles;
+			else
+				rise();
+			low();
 		}
 		capture();
-		clk.write(true); /* commits the transaction */
-		settle();
-		clk.write(false);
+		rise(); /* the response is taken */
 		req_valid.write(false);
-		settle();
 		g_transactions++;
-		return k;
+		return cyc_ - 1 - taken;
 	}
 
 private:
@@ -110,6 +130,21 @@ private:
 		sc_core::wait(sc_core::SC_ZERO_TIME);
 		g_deltas += 2;
 	}
+	/* cycle cyc_ begins: the clock low, now = cyc_ (vl_block::low) */
+	void low()
+	{
+		clk.write(false);
+		now.write(cyc_);
+		settle();
+	}
+	/* its rising edge; then the next cycle is the block's */
+	void rise()
+	{
+		clk.write(true);
+		settle();
+		cyc_++;
+	}
+	/* an idle cycle (reset) */
 	void edge()
 	{
 		clk.write(true);
@@ -117,7 +152,23 @@ private:
 		clk.write(false);
 		settle();
 	}
+	/* vl_block::advance */
+	void advance(uint64_t c)
+	{
+		req_valid.write(false);
+		while (cyc_ < c) {
+			uint64_t q = quiet_until.read();
 
+			if (q > cyc_) {
+				cyc_ = q < c ? q : c;
+			} else {
+				low();
+				rise();
+			}
+		}
+	}
+
+	uint64_t cyc_ = 0;
 	const char *block_;
 	bool in_use_ = false;
 };
@@ -131,7 +182,7 @@ private:
 	X(uint32_t, req_pi16) X(uint32_t, req_state) X(uint32_t, req_sq_pi)                   \
 	X(uint32_t, req_sq_done) X(uint32_t, req_sq_entries) X(uint32_t, resp_op)             \
 	X(uint32_t, resp_verdict) X(uint32_t, resp_new_pi) X(bool, resp_queued)               \
-	X(bool, resp_pop_valid) X(uint32_t, resp_qpn) X(uint32_t, stat_len) X(bool, stat_init)
+	X(bool, resp_pop_valid) X(uint32_t, resp_qpn) X(uint32_t, stat_len)
 #define PIN_DECL(t, n) sc_signal<t> n{ #n };
 #define PIN_BIND(t, n) top.n(n);
 
@@ -214,14 +265,13 @@ enum { OP_DOORBELL = 0, OP_PUSH = 1, OP_POP = 2 };
 
 void *sched_create(hm_dev *d, uint32_t nqps)
 {
-	/* sized when the RTL is built; the boot refuses more (hm_twin_check) */
-	SIM_ASSERT(nqps <= HCASIM_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
-		   nqps, (unsigned)HCASIM_RTL_NQP);
+	/* every QPN the configuration allows; the boot refuses more (hm_twin_check) */
+	SIM_ASSERT(nqps <= SCHED_RTL_NQP, "%u QPNs for an arbiter of %u: hm_twin_check refuses this",
+		   nqps, (unsigned)SCHED_RTL_NQP);
 	sched_block *s = instance(g_blocks->sched, d);
 
 	s->cfg_nqp.write(nqps);
-	/* Reset, then the sweep that clears the pending bits, one QPN per cycle. */
-	s->reset(2, [s] { return s->stat_init.read(); }, (uint64_t)nqps + 2);
+	s->reset(2, 0);
 	return s;
 }
 
@@ -257,7 +307,7 @@ void sched_doorbell(void *b, const hm_sched_db_in *in, hm_sched_db_out *out)
 	s->req_sq_done.write(in->sq_done);
 	s->req_sq_entries.write(in->sq_entries);
 	*out = hm_sched_db_out{};
-	k = s->transact(in->cycle, (uint64_t)in->lat + 1, [&] {
+	k = s->transact(in->cycle, (uint64_t)in->lat + HM_SCHED_PIPELINE + 1, [&] {
 		out->verdict = (uint8_t)s->resp_verdict.read();
 		out->new_pi = s->resp_new_pi.read();
 	});
@@ -271,7 +321,8 @@ void sched_push(void *b, const hm_sched_push_in *in, hm_sched_push_out *out)
 
 	sched_inputs(s, OP_PUSH, in->qpn);
 	*out = hm_sched_push_out{};
-	k = s->transact(in->cycle, 1, [&] { out->queued = s->resp_queued.read(); });
+	k = s->transact(in->cycle, HM_SCHED_PIPELINE + 1,
+			[&] { out->queued = s->resp_queued.read(); });
 	out->cycle = in->cycle + k;
 }
 
@@ -282,15 +333,15 @@ void sched_pop(void *b, const hm_sched_pop_in *in, hm_sched_pop_out *out)
 
 	sched_inputs(s, OP_POP, 0);
 	*out = hm_sched_pop_out{};
-	k = s->transact(in->cycle, 1, [&] {
+	k = s->transact(in->cycle, HM_SCHED_PIPELINE + 1, [&] {
 		out->valid = s->resp_pop_valid.read();
 		out->qpn = s->resp_qpn.read();
 	});
 	out->cycle = in->cycle + k;
 }
 
-const hm_sched_ops sched_ops = { { sched_create, sched_destroy, nullptr, nullptr, HCASIM_RTL_NQP,
-				   "RTL arbiter", "rebuild rtl/sched.sv with make RTL_NQP=" },
+const hm_sched_ops sched_ops = { { sched_create, sched_destroy, nullptr, nullptr, SCHED_RTL_NQP,
+				   "RTL arbiter", nullptr },
 				 sched_doorbell, sched_push, sched_pop };
 
 /* cqe (sim/vl/cqe.cpp) */
@@ -303,7 +354,7 @@ void *cqe_create(hm_dev *d, uint32_t nqps)
 		   "HCASIM_RTL_BUG = '%s': hcasim-sc has no RTL built with a test bug", bug);
 	cqe_block *c = instance(g_blocks->cqe, d);
 
-	c->reset(2, [] { return false; }, 0);
+	c->reset(2, 0);
 	return c;
 }
 
@@ -372,7 +423,7 @@ void *psn_create(hm_dev *d, uint32_t nqps)
 	(void)nqps;
 	psn_block *p = instance(g_blocks->psn, d);
 
-	p->reset(2, [] { return false; }, 0);
+	p->reset(2, 0);
 	return p;
 }
 

@@ -23,7 +23,7 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 	vl_block<M> vl;
 	explicit cqe_rtl(hm_dev *d) : vl(d, "cqe")
 	{
-		vl.reset(2, [](M *) { return false; }, 0);
+		vl.reset(2, 0);
 	}
 
 	const char *waves() override { return vl.waves_path(); }
@@ -79,12 +79,8 @@ template <class M> struct cqe_rtl : cqe_rtl_base {
 void *create(hm_dev *d, uint32_t nqps)
 {
 	(void)nqps;
-	const char *bug = getenv("HCASIM_RTL_BUG");
-
-	if (bug && !std::strcmp(bug, "cqe"))
+	if (vl_rtl_bug("cqe"))
 		return static_cast<cqe_rtl_base *>(new cqe_rtl<Vcqe_bug>(d));
-	SIM_ASSERT(!bug || !*bug || !std::strcmp(bug, "none"),
-		   "HCASIM_RTL_BUG = '%s': the only RTL built with a test bug is cqe", bug);
 	return static_cast<cqe_rtl_base *>(new cqe_rtl<Vcqe>(d));
 }
 

@@ -11,7 +11,7 @@ void *create(hm_dev *d, uint32_t nqps)
 	(void)nqps;
 	vl_block<Vpsn> *v = new vl_block<Vpsn>(d, "psn");
 
-	v->reset(2, [](Vpsn *) { return false; }, 0);
+	v->reset(2, 0);
 	return v;
 }
 

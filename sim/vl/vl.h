@@ -1,10 +1,14 @@
 /* Transactors (sim/vl): the shared clocking of one Verilated block behind a transaction port
- * (model/twin.h). A transactor drives a request at the cycle of the transaction, clocks the
- * block only until its response is valid, then clocks the edge that commits it; while idle
- * the block is not clocked, so simulated time still jumps. Pin protocol (docs/rtl.md):
+ * (model/twin.h). A transactor presents a request at the cycle of the transaction, holds it
+ * until the block's req_ready takes it, clocks the block until its response is valid, and
+ * clocks the edge that takes it (resp_ready is high). Between transactions, and while it
+ * waits for an answer, the block is clocked while it has work of its own and skipped to the
+ * cycle it says it next has some (quiet_until: a delayed answer's due cycle, or never), so
+ * simulated time still jumps and a delay costs no clocking. Pin protocol (docs/rtl.md):
  *   cycle c (time c * period): inputs and req_valid = 1 applied with clk low, evaluated; the
- *   rising edge at c * period + period / 2 accepts the request; resp_valid is sampled before
- *   each rising edge; the response cycle is in.cycle + the rising edges before it.
+ *   rising edge at c * period + period / 2 takes the request if req_ready is high; resp_valid
+ *   is sampled before each rising edge; the response cycle is in.cycle + the rising edges
+ *   from the acceptance to the response.
  * Waves: with WAVES=1 each block writes <HCASIM_WAVES_DIR or build/waves>/hca<dev>.<block>.fst,
  * its top scope named hca<dev> so that the block is hca<dev>.<block>; times are picoseconds of
  * simulated time. */
@@ -27,11 +31,26 @@ extern "C" {
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
 
-/* One Verilated model M (with clk, rst, req_valid, req_ready, resp_valid) of a device. */
+/* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
+ * is to be created instead of it. The blocks with one: cqe and sched (docs/rtl.md). */
+inline bool vl_rtl_bug(const char *block)
+{
+	const char *bug = getenv("HCASIM_RTL_BUG");
+
+	SIM_ASSERT(!bug || !*bug || !strcmp(bug, "none") || !strcmp(bug, "cqe") ||
+			   !strcmp(bug, "sched"),
+		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe or sched", bug);
+	return bug && !strcmp(bug, block);
+}
+
+/* One Verilated model M (with clk, rst, now, req_valid, req_ready, resp_valid, resp_ready and
+ * quiet_until) of a device. cyc_ is the block's own cycle, which it sees on now: the next one
+ * to be driven. */
 template <class M> class vl_block {
 public:
 	vl_block(const hm_dev *d, const char *block)
@@ -42,17 +61,19 @@ public:
 		ctx_.reset(new VerilatedContext);
 		ctx_->traceEverOn(true);
 		ctx_->fatalOnError(true);
+		ctx_->assertOn(true);
 		top_.reset(new M{ ctx_.get(), top.c_str() });
 		top_->clk = 0;
 		top_->rst = 0;
+		top_->now = 0;
 		top_->req_valid = 0;
+		top_->resp_ready = 1; /* the transactor takes every answer at once */
 		top_->eval();
 	}
 	~vl_block()
 	{
 		if (fst_) {
-			if (next_ps_)
-				fst_->dump(next_ps_);
+			fall();
 			fst_->close();
 		}
 		top_->final();
@@ -64,27 +85,29 @@ public:
 	const char *waves_path()
 	{
 		if (fst_) {
-			if (next_ps_)
-				fst_->dump(next_ps_);
+			fall();
 			fst_->close();
 			fst_.reset();
 		}
 		return path_.empty() ? nullptr : path_.c_str();
 	}
 
-	/* Synchronous reset for n cycles (not dumped), then idle clocking while busy() is true
-	 * (e.g. a reset sweep), at most max_cycles. */
-	template <class B> void reset(unsigned n, B busy, uint64_t max_cycles)
+	/* Synchronous reset for n cycles (not dumped), then the block's own work after it (a
+	 * reset sweep: clocked while quiet_until says it has work), at most max_cycles. The
+	 * block's time starts at cycle 0 after it. */
+	void reset(unsigned n, uint64_t max_cycles)
 	{
 		top_->rst = 1;
 		for (unsigned i = 0; i < n; i++)
 			edge();
 		top_->rst = 0;
-		for (uint64_t i = 0; busy(top_.get()); i++) {
+		top_->eval();
+		for (uint64_t i = 0; top_->quiet_until == 0; i++) {
 			SIM_ASSERT(i < max_cycles, "sim/vl/%s: still busy %llu cycles after reset",
 				   block_, (unsigned long long)max_cycles);
 			edge();
 		}
+		cyc_ = 0;
 	}
 
 	/* Open dir/hca<dev>.<block>.fst, from the next transaction on, unless the block dumps
@@ -100,46 +123,70 @@ public:
 		SIM_ASSERT(fst_->isOpen(), "sim/vl/%s: cannot open %s", block_, path_.c_str());
 	}
 
-	/* One transaction: the caller has set the request's input pins; returns the cycles from
-	 * the request to the response (resp_valid high), at which capture(pins) is called; then
-	 * the committing edge is clocked. max_cycles bounds a block that never answers. */
+	/* Bring the block to cycle c: clocked (with no request) while it has work of its own,
+	 * skipped while quiet_until says it has none, so idle time costs nothing. A block clocked
+	 * past c already stays where it is: its time never goes back. */
+	void advance(uint64_t c)
+	{
+		top_->req_valid = 0;
+		while (cyc_ < c) {
+			uint64_t q = top_->quiet_until;
+
+			if (q > cyc_) {
+				cyc_ = q < c ? q : c;
+				continue;
+			}
+			low();
+			rise();
+		}
+	}
+
+	/* One transaction: the caller has set the request's input pins. It is presented at
+	 * cycle (or at the block's own cycle, if that is later), held until req_ready takes it
+	 * (the block may be busy with earlier work: at most max_cycles), and the block is
+	 * brought to resp_valid, at which capture(pins) is called; the rising edge that takes
+	 * the response is clocked too. Returns the cycles from the acceptance to the response
+	 * (at most max_cycles). */
 	template <class C> uint64_t transact(uint64_t cycle, uint64_t max_cycles, C capture)
 	{
-		uint64_t k = 0;
+		uint64_t taken;
 
-		t_ps_ = cycle * period_ps_;
-		if (t_ps_ < next_ps_)
-			t_ps_ = next_ps_; /* the FST's time never goes back (docs/rtl.md) */
-		if (fst_ && t_ps_ > next_ps_)
-			fst_->dump(next_ps_); /* the falling edge after the last transaction */
-		top_->clk = 0;
+		advance(cycle);
 		top_->req_valid = 1;
-		top_->eval();
-		dump();
-		SIM_ASSERT(top_->req_ready, "sim/vl/%s: not ready for a request at cycle %llu",
-			   block_, (unsigned long long)cycle);
-		while (!top_->resp_valid) {
-			SIM_ASSERT(k < max_cycles,
-				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
-				   block_, (unsigned long long)k, (unsigned long long)cycle);
+		low();
+		for (uint64_t s = 0; !top_->req_ready; s++) {
+			SIM_ASSERT(s < max_cycles,
+				   "sim/vl/%s: request not taken %llu cycles after cycle %llu", block_,
+				   (unsigned long long)s, (unsigned long long)cycle);
 			rise();
-			top_->clk = 0;
+			low();
+		}
+		taken = cyc_;
+		if (!top_->resp_valid) {
+			rise();
 			top_->req_valid = 0;
-			top_->eval();
-			dump();
-			k++;
+			low();
+		}
+		/* Until the answer: clocked while the block has work, skipped to the cycle it
+		 * says its answer (or other work) is due. */
+		while (!top_->resp_valid) {
+			uint64_t q = top_->quiet_until;
+
+			SIM_ASSERT(cyc_ - taken < max_cycles,
+				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
+				   block_, (unsigned long long)(cyc_ - taken),
+				   (unsigned long long)cycle);
+			if (q > cyc_) {
+				cyc_ = q < taken + max_cycles ? q : taken + max_cycles;
+			} else {
+				rise();
+			}
+			low();
 		}
 		capture(top_.get());
-		rise(); /* commits the transaction */
-		top_->clk = 0;
+		rise(); /* the response is taken (resp_ready is high) */
 		top_->req_valid = 0;
-		/* The falling edge needs no evaluation of its own (the block acts on rising edges
-		 * only): the next transaction's first one applies it, unless the waves show it
-		 * (dumped when the next transaction starts later than it, or at the end). */
-		if (fst_)
-			top_->eval();
-		next_ps_ = t_ps_;
-		return k;
+		return cyc_ - 1 - taken;
 	}
 
 private:
@@ -148,29 +195,56 @@ private:
 	{
 		top_->clk = 1;
 		top_->eval();
-		t_ps_ += period_ps_;
 		top_->clk = 0;
 		top_->eval();
 	}
-	/* The rising edge half a period into the current cycle; the clock stays high. */
-	void rise()
+	/* Cycle cyc_ begins: the clock low, the inputs as set, evaluated (and dumped at
+	 * cyc_ * period, after the falling edge of the last clocked cycle if that was earlier). */
+	void low()
 	{
-		top_->clk = 1;
+		uint64_t t = cyc_ * period_ps_;
+
+		if (fst_ && fall_ && fall_ps_ < t)
+			fall();
+		fall_ = false;
+		top_->clk = 0;
+		top_->now = cyc_;
 		top_->eval();
 		if (fst_)
-			fst_->dump(t_ps_ + period_ps_ / 2);
-		t_ps_ += period_ps_;
+			fst_->dump(t);
 	}
-	void dump()
+	/* The rising edge half a period into cycle cyc_; then the next cycle is the block's. The
+	 * falling edge needs no evaluation of its own (the block acts on rising edges only): the
+	 * next low() applies it, and dumps it first when the block skipped cycles. */
+	void rise()
 	{
+		uint64_t t = cyc_ * period_ps_ + period_ps_ / 2;
+
+		top_->clk = 1;
+		ctx_->time(t); /* an assertion's report names the time in ps */
+		top_->eval();
 		if (fst_)
-			fst_->dump(t_ps_);
+			fst_->dump(t);
+		cyc_++;
+		fall_ = true;
+		fall_ps_ = cyc_ * period_ps_;
+	}
+	/* The falling edge after the last clocked cycle, into the waves. */
+	void fall()
+	{
+		if (!fall_)
+			return;
+		top_->clk = 0;
+		top_->eval();
+		fst_->dump(fall_ps_);
+		fall_ = false;
 	}
 
 	const char *block_;
 	uint64_t period_ps_;
 	int devno_;
-	uint64_t t_ps_ = 0, next_ps_ = 0;
+	uint64_t cyc_ = 0, fall_ps_ = 0;
+	bool fall_ = false;
 	std::unique_ptr<VerilatedContext> ctx_;
 	std::unique_ptr<M> top_;
 	std::unique_ptr<VerilatedFstC> fst_;
