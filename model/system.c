@@ -928,6 +928,8 @@ void hcasim_shutdown(void)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;
 	memset(sys.elsewhere, 0, sizeof(sys.elsewhere));
+	sim_fabric_leave(&sys.fab, (unsigned)sys.cfg.hosts); /* its channels are closed by now */
+	sys.fab.dir[0] = 0;
 	sim_switch_destroy(sys.sw);
 	sys.sw = NULL;
 	for (int i = 0; i < sys.ndevs; i++)

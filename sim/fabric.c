@@ -5,6 +5,7 @@
 #include "sim/link.h"
 #include "sim/shmchan.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,6 +80,125 @@ static bool shaping(const char *key)
 	       !strncmp(key, "fault.", 6);
 }
 
+static bool gone(uint32_t pid)
+{
+	return !pid || (kill((pid_t)pid, 0) && errno == ESRCH);
+}
+
+#define INI_MARK "; the fabric's configuration, written by the process that created it\n"
+
+/* The directory's lock (DIR/.lock, flock): joins, claims, leaving and stale channels are
+ * decided under it. The fd, or -errno. */
+static int fabric_lock(const char *dir)
+{
+	char lock[4200];
+	int fd;
+
+	snprintf(lock, sizeof(lock), "%s/.lock", dir);
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(fd, LOCK_EX)) {
+		int rc = sim_error(-errno, "HCASIM_FABRIC: cannot lock %s: %s", lock,
+				   strerror(errno));
+
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* The pid in DIR/host<h> (0: no claim, or unreadable). */
+static uint32_t claim_pid(const char *dir, unsigned h)
+{
+	char path[4200], buf[32] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/host%u", dir, h);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (read(fd, buf, sizeof(buf) - 1) < 0)
+		buf[0] = 0;
+	close(fd);
+	return (uint32_t)strtoul(buf, NULL, 10);
+}
+
+/* Whether any host of the fabric is claimed by a live process (the claims of processes that
+ * are gone are removed on the way, with a word). */
+static bool live_claims(const char *dir, unsigned nhosts)
+{
+	bool live = false;
+
+	for (unsigned h = 0; h < nhosts && h < 32; h++) {
+		char path[4200];
+		uint32_t pid = claim_pid(dir, h);
+
+		snprintf(path, sizeof(path), "%s/host%u", dir, h);
+		if (pid && !gone(pid)) {
+			live = true;
+		} else if (access(path, F_OK) == 0) {
+			fprintf(stderr, "hcasim: fabric: %s was claimed by pid %u, which is gone: "
+				"replaced\n", path, pid);
+			unlink(path);
+		}
+	}
+	return live;
+}
+
+/* Claim the hosts this process holds: DIR/host<N> with our pid. A host a live process holds
+ * is refused, naming it. */
+static int claim_hosts(const struct sim_fabric *f, unsigned nhosts)
+{
+	for (unsigned h = 0; h < nhosts && h < 32; h++) {
+		char path[4200], pid[32];
+		uint32_t holder = claim_pid(f->dir, h);
+		int fd;
+
+		if (!(f->hosts & (1u << h)))
+			continue;
+		snprintf(path, sizeof(path), "%s/host%u", f->dir, h);
+		if (holder && !gone(holder))
+			return sim_error(-EBUSY, "HCASIM_HOST: host %u is held by pid %u (%s)", h,
+					 holder, path);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+		if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid)) {
+			int rc = sim_error(-errno, "HCASIM_FABRIC: cannot write %s: %s", path,
+					   strerror(errno));
+
+			if (fd >= 0)
+				close(fd);
+			return rc;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* Remove the claims this process made. */
+static void drop_claims(const struct sim_fabric *f, unsigned nhosts)
+{
+	char path[4200];
+
+	for (unsigned h = 0; h < nhosts && h < 32; h++)
+		if ((f->hosts & (1u << h)) && claim_pid(f->dir, h) == (uint32_t)getpid()) {
+			snprintf(path, sizeof(path), "%s/host%u", f->dir, h);
+			unlink(path);
+		}
+}
+
+/* Whether the fabric.ini at path was written by a process (not put there by the user). */
+static bool ini_written(const char *path)
+{
+	char line[128] = "";
+	FILE *fp = fopen(path, "r");
+
+	if (!fp)
+		return false;
+	if (!fgets(line, sizeof(line), fp))
+		line[0] = 0;
+	fclose(fp);
+	return !strcmp(line, INI_MARK);
+}
+
 /* Write the shaping keys of c as an INI file at path (a new file). */
 static int write_ini(const char *path, const struct sim_config *c)
 {
@@ -89,7 +209,7 @@ static int write_ini(const char *path, const struct sim_config *c)
 	if (!fp)
 		return sim_error(-errno, "HCASIM_FABRIC: cannot create %s: %s", path,
 				 strerror(errno));
-	fprintf(fp, "; the fabric's configuration, written by the process that created it\n");
+	fputs(INI_MARK, fp);
 	for (size_t i = 0; (key = sim_config_key_at(i)); i++) {
 		const char *dot = strchr(key, '.');
 
@@ -131,15 +251,19 @@ static int compare_ini(const char *path, const struct sim_config *c)
 	return 0;
 }
 
-int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
+/* Under the lock: a fabric.ini that processes wrote, in a directory no live process claims a
+ * host of, is a crashed run's (or a finished one's that could not clean up): replaced. */
+static int ini_under_lock(const struct sim_fabric *f, const struct sim_config *c)
 {
 	char path[4200], tmp[4300];
 	int rc;
 
-	if (mkdir(f->dir, 0700) && errno != EEXIST)
-		return sim_error(-errno, "HCASIM_FABRIC '%s': cannot create the directory: %s",
-				 f->dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/fabric.ini", f->dir);
+	if (!live_claims(f->dir, (unsigned)c->hosts) && ini_written(path)) {
+		fprintf(stderr, "hcasim: fabric: %s is left from a run whose processes are gone: "
+			"replaced\n", path);
+		unlink(path);
+	}
 	if (access(path, F_OK) == 0)
 		return compare_ini(path, c);
 	/* Written under a temporary name and linked: a process arriving meanwhile sees all of
@@ -154,9 +278,51 @@ int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
 	return rc ? sim_error(rc, "HCASIM_FABRIC: cannot create %s: %s", path, strerror(-rc)) : 0;
 }
 
-static bool gone(uint32_t pid)
+int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
 {
-	return !pid || (kill((pid_t)pid, 0) && errno == ESRCH);
+	int rc, lfd;
+
+	for (int tries = 0;; tries++) {
+		struct stat a, b;
+		char lock[4200];
+
+		if (mkdir(f->dir, 0700) && errno != EEXIST)
+			return sim_error(-errno, "HCASIM_FABRIC '%s': cannot create the directory: "
+					 "%s", f->dir, strerror(errno));
+		if ((lfd = fabric_lock(f->dir)) < 0)
+			return lfd;
+		/* A process leaving removes the lock file with the directory: a lock taken on a
+		 * file that is gone by now locks nothing. */
+		snprintf(lock, sizeof(lock), "%s/.lock", f->dir);
+		if ((!fstat(lfd, &a) && !stat(lock, &b) && a.st_ino == b.st_ino) || tries > 100)
+			break;
+		close(lfd);
+	}
+	rc = ini_under_lock(f, c);
+	if (!rc && (rc = claim_hosts(f, (unsigned)c->hosts)))
+		drop_claims(f, (unsigned)c->hosts);
+	close(lfd);
+	return rc;
+}
+
+void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts)
+{
+	char path[4200];
+	int lfd;
+
+	if (!f->dir[0] || (lfd = fabric_lock(f->dir)) < 0)
+		return;
+	drop_claims(f, nhosts);
+	snprintf(path, sizeof(path), "%s/fabric.ini", f->dir);
+	if (!live_claims(f->dir, nhosts) && ini_written(path)) {
+		/* The last one out: the directory goes, if nothing but the fabric's files is
+		 * left in it (a user's file keeps it). */
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/.lock", f->dir);
+		unlink(path);
+		rmdir(f->dir);
+	}
+	close(lfd);
 }
 
 /* A channel file whose two sides are unclaimed or claimed by processes that no longer exist
@@ -182,7 +348,7 @@ int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, 
 {
 	struct sim_chan_params cp;
 	struct sim_chan *c;
-	char path[4200], lock[4200];
+	char path[4200];
 	int rc, lfd;
 
 	if (!latency_ps)
@@ -192,13 +358,8 @@ int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, 
 	sim_chan_default_params(&cp, latency_ps);
 	/* Under the directory's lock: two processes never both find a file stale and replace
 	 * each other's. */
-	snprintf(lock, sizeof(lock), "%s/.lock", f->dir);
-	if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lfd, LOCK_EX)) {
-		rc = sim_error(-errno, "HCASIM_FABRIC: cannot lock %s: %s", lock, strerror(errno));
-		if (lfd >= 0)
-			close(lfd);
-		return rc;
-	}
+	if ((lfd = fabric_lock(f->dir)) < 0)
+		return lfd;
 	replace_stale(path);
 	rc = sim_chan_join(&c, path, side, &cp);
 	close(lfd); /* unlocks */

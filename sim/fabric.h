@@ -25,6 +25,11 @@ int sim_fabric_from_env(struct sim_fabric *f, unsigned nhosts);
 /* Create DIR if needed and DIR/fabric.ini from c, or compare c with the one there: -EINVAL
  * naming the first key that shapes the fabric and differs, with both values. */
 int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c);
+/* ... and claim the hosts this process holds (DIR/host<N>: its pid; -EBUSY naming the live
+ * process that holds one). A fabric.ini written by processes that are all gone is replaced,
+ * with a message; so is a claim of a pid that is gone. sim_fabric_leave drops the claims and,
+ * the last one out, removes fabric.ini, the lock and the directory (if nothing else is in it). */
+void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts);
 /* Whether this process holds host h (every host without a fabric). */
 bool sim_fabric_holds(const struct sim_fabric *f, unsigned h);
 /* Put link l (link n, port p, latency_ps), whose side `side` is held here, on its channel in

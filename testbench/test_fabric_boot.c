@@ -62,14 +62,57 @@ Test(fabric, bad_fabric_variables_refuse_the_boot_naming_the_bad_part, .init = f
 	unsetenv("HCASIM_HOST");
 }
 
+static void fv_wait_pid(pid_t pid, const char *who)
+{
+	int st;
+
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed (status 0x%x)", who, st);
+}
+
+/* A child that holds host 0 of the fabric until fdir/go exists. */
+static pid_t hold_host0(void)
+{
+	struct timespec ms = { 0, 1000000 };
+	char ready[300], go[300];
+	pid_t pid = fork();
+
+	snprintf(ready, sizeof(ready), "%s/ready", fdir);
+	snprintf(go, sizeof(go), "%s/../%s.go", fdir, strrchr(fdir, '/') + 1);
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setenv("HCASIM_FABRIC", fdir, 1);
+		setenv("HCASIM_HOST", "0", 1);
+		if (hcasim_boot())
+			_exit(1);
+		close(open(ready, O_CREAT | O_WRONLY, 0600));
+		for (int i = 0; access(go, F_OK) && i < 30000; i++)
+			nanosleep(&ms, NULL);
+		hcasim_shutdown();
+		_exit(0);
+	}
+	for (int i = 0; access(ready, F_OK) && i < 30000; i++)
+		nanosleep(&ms, NULL);
+	cr_assert_eq(access(ready, F_OK), 0, "host 0's process did not boot");
+	unlink(ready);
+	return pid;
+}
+
+static void release_host0(pid_t pid)
+{
+	char go[300];
+
+	snprintf(go, sizeof(go), "%s/../%s.go", fdir, strrchr(fdir, '/') + 1);
+	close(open(go, O_CREAT | O_WRONLY, 0600));
+	fv_wait_pid(pid, "host 0's process");
+	unlink(go);
+}
+
 Test(fabric, a_process_whose_configuration_differs_is_refused_naming_the_key, .init = fb_setup, .fini = fb_teardown)
 {
 	char ini[300], *text;
+	pid_t pid = hold_host0();
 
-	setenv("HCASIM_FABRIC", fdir, 1);
-	setenv("HCASIM_HOST", "0", 1);
-	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
-	hcasim_shutdown();
 	snprintf(ini, sizeof(ini), "%s/fabric.ini", fdir);
 	text = tb_slurp(ini, NULL);
 	cr_assert_not_null(text, "the first process wrote %s", ini);
@@ -78,6 +121,7 @@ Test(fabric, a_process_whose_configuration_differs_is_refused_naming_the_key, .i
 	cr_expect(!strstr(text, "pcap"), "link.pcap does not shape the fabric: %s", text);
 	free(text);
 	/* The same configuration joins; another latency does not. */
+	setenv("HCASIM_FABRIC", fdir, 1);
 	setenv("HCASIM_HOST", "1", 1);
 	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
 	hcasim_shutdown();
@@ -85,8 +129,52 @@ Test(fabric, a_process_whose_configuration_differs_is_refused_naming_the_key, .i
 	cr_expect_eq(hcasim_boot(), -EINVAL);
 	cr_expect(strstr(hcasim_last_error(), "config key 'link.latency_ns' is 200 here but 100 in "),
 		  "%s", hcasim_last_error());
+	tb_config("link.latency_ns", "100");
+	/* A host a live process holds is refused, naming it. */
+	setenv("HCASIM_HOST", "0", 1);
+	cr_expect_eq(hcasim_boot(), -EBUSY);
+	cr_expect(strstr(hcasim_last_error(), "HCASIM_HOST: host 0 is held by pid "), "%s",
+		  hcasim_last_error());
+	release_host0(pid);
+	/* The last process out removed the fabric's directory. */
+	cr_expect_neq(access(fdir, F_OK), 0, "%s is still there", fdir);
 	unsetenv("HCASIM_FABRIC");
 	unsetenv("HCASIM_HOST");
+}
+
+/* A fabric left by a crashed run: fabric.ini written by its processes, host claims of pids
+ * that are gone. The next process replaces them with a word and runs, whatever that run's
+ * configuration was. */
+Test(fabric, a_fabric_left_by_a_crashed_run_is_replaced_with_a_message, .init = fb_setup,
+     .fini = fb_teardown)
+{
+	char path[300];
+	char *out;
+	FILE *fp;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/fabric.ini", fdir);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("; the fabric's configuration, written by the process that created it\n[link]\n"
+	      "latency_ns = 300\n", fp);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/host1", fdir);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("999999999\n", fp); /* beyond pid_max: no such process */
+	fclose(fp);
+	snprintf(path, sizeof(path), "cd %s && env HCASIM_FABRIC=%s HCASIM_HOST=1 %s "
+		 "LD_LIBRARY_PATH=%s/lib ibv_devices 2>&1; echo exit=$?", fdir, fdir, tb_san_env(),
+		 HCASIM_BUILD_DIR);
+	out = tb_run_cmd(path, &st);
+	cr_expect(strstr(out, "host1 was claimed by pid 999999999, which is gone: replaced"),
+		  "%s", out);
+	cr_expect(strstr(out, "fabric.ini is left from a run whose processes are gone: "
+			      "replaced"), "%s", out);
+	cr_expect(strstr(out, "hcasim1") && strstr(out, "exit=0"), "%s", out);
+	free(out);
+	cr_expect_neq(access(fdir, F_OK), 0, "the run, the last one out, removed %s", fdir);
 }
 
 /* ---- Two processes: what each host sees and does. */
@@ -358,14 +446,6 @@ static int fv_one_process(struct fv_host o[2])
 	return 0;
 }
 
-static void fv_wait(pid_t pid, const char *who)
-{
-	int st;
-
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed (status 0x%x)", who, st);
-}
-
 /* The one-process reference, in a child (this process must not boot). */
 static void fv_reference(struct fv_host one[2])
 {
@@ -381,7 +461,7 @@ static void fv_reference(struct fv_host one[2])
 		hcasim_shutdown(); /* the capture complete */
 		_exit(r ? 1 : 0);
 	}
-	fv_wait(pid, "the one-process run");
+	fv_wait_pid(pid, "the one-process run");
 	fv_load(0, &one[0]);
 	fv_load(1, &one[1]);
 }
@@ -608,8 +688,8 @@ Test(fabric, a_host_booting_late_starts_at_the_time_the_running_host_has_reached
 		if (pid[h] == 0)
 			_exit(late_host(h, start) ? 1 : 0);
 	}
-	fv_wait(pid[0], "host 0");
-	fv_wait(pid[1], "host 1");
+	fv_wait_pid(pid[0], "host 0");
+	fv_wait_pid(pid[1], "host 1");
 	fprintf(stderr, "fabric: host 1 booted late, at %llu ps\n", (unsigned long long)*start);
 	cr_expect_geq(*start, 1000000000ull, "host 1 started at %llu ps, host 0 had run 1 ms",
 		      (unsigned long long)*start);
