@@ -1,5 +1,6 @@
 /* The fabric's directory and the environment that names it (docs/fabric.md#starting-a-fabric). */
 #include "sim/fabric.h"
+#include "sim/hcasim.h"
 #include "sim/env.h"
 #include "sim/error.h"
 #include "sim/link.h"
@@ -152,6 +153,23 @@ int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
 	if (rc == -EEXIST)
 		return compare_ini(path, c);
 	return rc ? sim_error(rc, "HCASIM_FABRIC: cannot create %s: %s", path, strerror(-rc)) : 0;
+}
+
+int hcasim_fabric_check(void)
+{
+	const char *cfg = sim_env("HCASIM_CONFIG");
+	struct sim_config c;
+	struct sim_fabric f;
+	char ini[4200];
+	int rc;
+
+	sim_config_defaults(&c);
+	if (cfg && (rc = sim_config_load(&c, cfg)))
+		return sim_error_prefix(rc, "HCASIM_CONFIG");
+	if ((rc = sim_fabric_from_env(&f, (unsigned)c.hosts)) || !f.dir[0])
+		return rc;
+	snprintf(ini, sizeof(ini), "%s/fabric.ini", f.dir);
+	return access(ini, F_OK) ? 0 : compare_ini(ini, &c);
 }
 
 static bool gone(uint32_t pid)
