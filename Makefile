@@ -341,8 +341,8 @@ golden: all $(TESTBIN)
 
 # The generated pages, then every marked region of README.md and docs/ from its run
 # (hcasim-docrun and its recipes sim/apps/docruns.sh; docs/writing-docs.md). The runs need
-# the whole build, the test binary (hcasim-tests --list) and hcasim-perf.
-docs: all $(TESTBIN) $(PERFBIN)
+# the whole build, the test binary (hcasim-tests --list), hcasim-perf and exec-probe.
+docs: all $(TESTBIN) $(PERFBIN) $(EXEC_PROBE)
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv
