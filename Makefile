@@ -288,7 +288,7 @@ $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK
 
 $(EXEC_PROBE): $(OBJ)/testbench/exec/probe.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -pthread -Wl,-rpath,'$$ORIGIN/../lib'
 
 # The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
 $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)

@@ -199,6 +199,22 @@ Test(exec, the_programs_own_sigsegv_handler_gets_every_other_fault, .init = ex_s
 	free(b);
 }
 
+Test(exec, threads_read_the_same_served_clock_and_the_c_librarys_own_clock_stays_real,
+     .init = ex_setup, .fini = ex_teardown)
+{
+	char *a = run_ok(NULL, "--host 0 " PROBE " machine");
+	long long m1, m2, libc, kernel;
+	unsigned long long tsc;
+
+	cr_assert_eq(sscanf(a, "thread %lld %llu %lld\nlibc %lld kernel %lld", &m1, &tsc, &m2, &libc,
+			    &kernel), 5, "%s", a);
+	/* Reads 1 and 3 in the main thread, read 2 (the TSC, 40 ns x 2000 MHz) in another. */
+	cr_expect(m1 == 20 && tsc == 80 && m2 == 60, "%s", a);
+	/* ftime reads the time through the vDSO, whose rdtsc is trapped too: the real counter. */
+	cr_expect(libc >= kernel - 2 && libc <= kernel, "%s", a);
+	free(a);
+}
+
 Test(exec, an_unmodified_debian_program_sees_the_hca_of_its_host, .init = ex_setup,
      .fini = ex_teardown)
 {

@@ -9,11 +9,15 @@
  *   exec-probe calibrate  the TSC's rate measured against gettimeofday (least squares over
  *                         intervals of 100 us and more, as perftest calibrates) and /proc/cpuinfo's
  *   exec-probe segv       its own SIGSEGV handler catches a fault; the TSC still reads after
- *   exec-probe die        a fault without a handler */
+ *   exec-probe die        a fault without a handler
+ *   exec-probe machine    a thread's TSC read between two of the main thread's clock reads;
+ *                         the C library's own clock (ftime reads it through the vDSO) against
+ *                         the kernel's (a system call), in seconds */
 #include "sim/hcasim.h"
 
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +25,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
+#include <sys/timeb.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,6 +163,33 @@ static int segv(void)
 	return 0;
 }
 
+static void *thread_tsc(void *out)
+{
+	*(unsigned long long *)out = __rdtsc();
+	return NULL;
+}
+
+static int machine(void)
+{
+	unsigned long long tsc = 0;
+	struct timespec k;
+	struct timeb tb;
+	pthread_t t;
+	long long a = ns(CLOCK_MONOTONIC), b;
+
+	pthread_create(&t, NULL, thread_tsc, &tsc);
+	pthread_join(t, NULL);
+	b = ns(CLOCK_MONOTONIC);
+	printf("thread %lld %llu %lld\n", a, tsc, b);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	ftime(&tb);
+#pragma GCC diagnostic pop
+	syscall(SYS_clock_gettime, CLOCK_REALTIME, &k);
+	printf("libc %lld kernel %lld\n", (long long)tb.time, (long long)k.tv_sec);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -170,11 +203,13 @@ int main(int argc, char **argv)
 		return calibrate();
 	if (!strcmp(m, "segv"))
 		return segv();
+	if (!strcmp(m, "machine"))
+		return machine();
 	if (!strcmp(m, "die")) {
 		volatile int *null = NULL;
 
 		return *null;
 	}
-	fprintf(stderr, "usage: exec-probe clocks|boot|calibrate|segv|die\n");
+	fprintf(stderr, "usage: exec-probe clocks|boot|calibrate|segv|die|machine\n");
 	return 2;
 }
