@@ -225,6 +225,33 @@ Test(exec, an_unmodified_debian_program_sees_the_hca_of_its_host, .init = ex_set
 	free(a);
 }
 
+Test(exec, debian_rc_pingpong_draws_the_same_psn_from_its_pid_and_time_in_every_run,
+     .init = ex_setup, .fini = ex_teardown)
+{
+	char cmd[2048], *out, *l1, *l2;
+	unsigned psn, got;
+	int st, port = 28000 + getpid() % 1000;
+
+	/* ibv_rc_pingpong seeds srand48 with getpid() * time(NULL) and draws its PSN, prints its
+	 * address, then waits for a client (not there: it is stopped after 2 s). Two servers, each
+	 * a host 0 of a fabric of its own; stdbuf (a program it executes) flushes each line. */
+	snprintf(cmd, sizeof(cmd), "unset HCASIM_CONFIG HCASIM_TRACE HCASIM_PCAP; for i in 1 2; do "
+		 "%s timeout 2 %s --fabric %s/pp$i --host 0 stdbuf -oL ibv_rc_pingpong -d hcasim0 "
+		 "-p $((%d + i)) 2>/dev/null & done; wait", tb_san_env(), EXEC, dir, port);
+	out = tb_run_cmd(cmd, &st);
+	l1 = strstr(out, "local address:");
+	cr_assert_not_null(l1, "%s", out);
+	l2 = strstr(l1 + 1, "local address:");
+	cr_assert_not_null(l2, "%s", out);
+	cr_expect(!strncmp(l1, l2, strcspn(l1, "\n")), "two runs differ:\n%s", out);
+	/* The PSN of pid 1000 at the epoch's first second. */
+	srand48(1000L * 1767225600L);
+	psn = (unsigned)lrand48() & 0xffffff;
+	cr_assert_eq(sscanf(strstr(l1, "PSN "), "PSN %x", &got), 1);
+	cr_expect_eq(got, psn, "%s", out);
+	free(out);
+}
+
 /* hcasim-exec ARGS (after --fabric DIR/fab when fabric is set) exits with status, saying words. */
 static void expect_refused(const char *cfg, bool fabric, const char *args, int status,
 			   const char *words)

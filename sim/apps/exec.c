@@ -112,7 +112,7 @@ static int find_libs(char *lib, size_t len, char *preload, size_t plen)
 }
 
 /* VAR=first:old (or old:last when last), old being the variable's present value. */
-static void prepend(const char *var, const char *first, const char *last)
+static void add_path(const char *var, const char *first, const char *last)
 {
 	const char *old = getenv(var);
 	size_t n = strlen(first ? first : last) + (old ? strlen(old) : 0) + 2;
@@ -159,8 +159,8 @@ int main(int argc, char **argv)
 	if ((rc = find_libs(lib, sizeof(lib), preload, sizeof(preload))) ||
 	    (rc = set_fabric(fabric, host)) || (rc = find_program(argv[cmd], path, sizeof(path))))
 		return rc;
-	prepend("LD_LIBRARY_PATH", lib, NULL);
-	prepend("LD_PRELOAD", NULL, preload);
+	add_path("LD_LIBRARY_PATH", lib, NULL);
+	add_path("LD_PRELOAD", NULL, preload);
 	if (personality((unsigned long)personality(0xffffffff) | ADDR_NO_RANDOMIZE) < 0)
 		return fail(2, "cannot turn address-space randomisation off (personality): %s%s",
 			    strerror(errno), "");
