@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 struct exec_cfg exec_cfg;
 
@@ -27,8 +28,8 @@ struct exec_cfg exec_cfg;
 struct range {
 	uintptr_t lo, hi;
 };
-static struct range own[MAX_OWN], vdso;
-static int nown;
+static struct range own[MAX_OWN], san[2], vdso;
+static int nown, nsan;
 
 /* The served clock. Before the first boot (and between boots) only the reads move it, by
  * exec.clock_read_ns each; while the system is booted it is off_ps + the simulated time, off_ps
@@ -84,6 +85,38 @@ bool exec_own_code(const void *pc)
 	return false;
 }
 
+bool exec_sanitizer_code(const void *pc)
+{
+	for (int i = 0; i < nsan; i++)
+		if (in_range(&san[i], pc))
+			return true;
+	return false;
+}
+
+struct walk {
+	int n;
+	const void *pc[4];
+};
+
+static _Unwind_Reason_Code walk_step(struct _Unwind_Context *c, void *arg)
+{
+	struct walk *w = arg;
+
+	w->pc[w->n++] = (const void *)_Unwind_GetIP(c);
+	return w->n == 4 ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+/* Frames: this function, the interposed one, the runtime's function, its caller. */
+__attribute__((noinline)) const void *exec_sanitizer_caller(void)
+{
+	struct walk w = { 0 };
+
+	_Unwind_Backtrace(walk_step, &w);
+	if (w.n < 4 || exec_sanitizer_code(w.pc[3]))
+		return (const void *)exec_own_code;
+	return w.pc[3];
+}
+
 bool exec_vdso_code(const void *pc)
 {
 	return in_range(&vdso, pc);
@@ -127,7 +160,7 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	int kind = clock_kind(id);
 
-	if (kind < 0 || exec_own_code(__builtin_return_address(0)))
+	if (kind < 0 || exec_own_code(EXEC_CALLER()))
 		return exec_real_clock(id, ts);
 	served(kind, ts);
 	return 0;
@@ -149,7 +182,7 @@ static int timeofday(struct timeval *tv, struct timezone *tz)
 
 int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-	if (exec_own_code(__builtin_return_address(0)))
+	if (exec_own_code(EXEC_CALLER()))
 		return (int)syscall(SYS_gettimeofday, tv, tz);
 	return timeofday(tv, tz);
 }
@@ -158,7 +191,7 @@ time_t time(time_t *t)
 {
 	struct timespec ts;
 
-	if (exec_own_code(__builtin_return_address(0)))
+	if (exec_own_code(EXEC_CALLER()))
 		exec_real_clock(CLOCK_REALTIME, &ts);
 	else
 		served(1, &ts);
@@ -171,7 +204,7 @@ int timespec_get(struct timespec *ts, int base)
 {
 	if (base != TIME_UTC)
 		return 0;
-	if (exec_own_code(__builtin_return_address(0)))
+	if (exec_own_code(EXEC_CALLER()))
 		exec_real_clock(CLOCK_REALTIME, ts);
 	else
 		served(1, ts);
@@ -180,7 +213,8 @@ int timespec_get(struct timespec *ts, int base)
 
 pid_t getpid(void)
 {
-	if (exec_own_code(__builtin_return_address(0)))
+	/* (Before the library's constructor, as in a sanitizer's start-up, the real one.) */
+	if (!exec_cfg.pid || exec_own_code(EXEC_CALLER()))
 		return (pid_t)syscall(SYS_getpid);
 	return exec_cfg.pid;
 }
@@ -211,6 +245,8 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
 				    !strcmp(name, "libibverbs.so.1") ||
 				    !strcmp(name, "libhcasim-exec.so")))
 		own[nown++] = r;
+	else if (nsan < 2 && (!strncmp(name, "libasan.so", 10) || !strncmp(name, "libubsan.so", 11)))
+		san[nsan++] = r;
 	return 0;
 }
 

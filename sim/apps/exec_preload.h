@@ -24,6 +24,26 @@ uint64_t exec_now_ps(void);
 /* Whether code at address pc belongs to hcasim (libhcasim, its libibverbs, this library):
  * its reads of the clock, the TSC and the pid are the machine's own. */
 bool exec_own_code(const void *pc);
+/* Whether pc lies in a sanitizer's runtime (libasan, libubsan), preloaded ahead of this library
+ * in a sanitized build: its interceptors stand between a caller and these functions. */
+bool exec_sanitizer_code(const void *pc);
+/* The caller of the sanitizer's function that called the interposed function which calls
+ * this: found by unwinding (the runtime does not always keep frame pointers); the address of
+ * exec_own_code when that is in the runtime too. */
+const void *exec_sanitizer_caller(void);
+/* The code that called the interposed function: the return address; in a sanitized build,
+ * when that is in the sanitizer's runtime, the caller of the runtime's function: the program
+ * or hcasim behind an interceptor, or, when the runtime reads the clock for itself (its
+ * allocator does), the runtime, which counts as hcasim's own code. */
+#ifdef __SANITIZE_ADDRESS__
+#define EXEC_CALLER()                                                                     \
+	({                                                                                \
+		const void *ra_ = __builtin_return_address(0);                            \
+		exec_sanitizer_code(ra_) ? exec_sanitizer_caller() : ra_;                 \
+	})
+#else
+#define EXEC_CALLER() __builtin_return_address(0)
+#endif
 /* Whether pc lies in the vDSO, whose clock functions read the real TSC. */
 bool exec_vdso_code(const void *pc);
 /* Start trapping rdtsc (exec_trap.c); a message and -1 on failure. */

@@ -19,11 +19,28 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static sighandler_t (*real_signal)(int, sighandler_t);
-static FILE *(*real_fopen)(const char *, const char *);
-/* What the program asked for SIGSEGV (what it had when the library loaded, at first). */
+/* What the program asked for SIGSEGV once the trap is set (what it had then, at first). */
 static struct sigaction app_segv;
+static bool trapping;
+
+/* The C library's functions, found at their first use: a sanitizer's runtime, preloaded
+ * ahead of this library, calls sigaction before this library's constructor has run. */
+static void *libc(void **f, const char *name)
+{
+	if (!*f && !(*f = dlsym(RTLD_NEXT, name))) {
+		fprintf(stderr, "libhcasim-exec: the C library's %s is not found\n", name);
+		abort();
+	}
+	return *f;
+}
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	static void *f;
+
+	return ((int (*)(int, const struct sigaction *, struct sigaction *))libc(&f, "sigaction"))(
+		sig, act, old);
+}
 
 /* The real TSC, for the vDSO's clocks and hcasim's own code: untrapped for one read. */
 static uint64_t real_tsc(bool rdtscp, uint32_t *aux)
@@ -113,7 +130,7 @@ static void app_disposition(const struct sigaction *act, struct sigaction *old)
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig != SIGSEGV || exec_own_code(__builtin_return_address(0)))
+	if (sig != SIGSEGV || !trapping || exec_own_code(EXEC_CALLER()))
 		return real_sigaction(sig, act, old);
 	app_disposition(act, old);
 	return 0;
@@ -122,9 +139,10 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 sighandler_t signal(int sig, sighandler_t handler)
 {
 	struct sigaction a = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
+	static void *f;
 
-	if (sig != SIGSEGV)
-		return real_signal(sig, handler);
+	if (sig != SIGSEGV || !trapping)
+		return ((sighandler_t(*)(int, sighandler_t))libc(&f, "signal"))(sig, handler);
 	if (handler == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
@@ -138,15 +156,6 @@ int exec_trap_start(void)
 	struct sigaction a = { .sa_sigaction = on_segv,
 			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
 
-	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
-		dlsym(RTLD_NEXT, "sigaction");
-	real_signal = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-	real_fopen = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
-	if (!real_sigaction || !real_signal || !real_fopen) {
-		fprintf(stderr, "libhcasim-exec: the C library's sigaction, signal or fopen "
-			"is not found (dlsym RTLD_NEXT)\n");
-		return -1;
-	}
 	sigemptyset(&a.sa_mask);
 	if (real_sigaction(SIGSEGV, &a, &app_segv) ||
 	    prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0)) {
@@ -154,6 +163,7 @@ int exec_trap_start(void)
 			"PR_TSC_SIGSEGV): %s\n", strerror(errno));
 		return -1;
 	}
+	trapping = true;
 	return 0;
 }
 
@@ -252,11 +262,12 @@ int __openat64_2(int dir, const char *path, int flags) __attribute__((alias("__o
 
 FILE *fopen(const char *path, const char *mode)
 {
+	static void *real;
 	int fd;
 	FILE *f;
 
 	if (!is_cpuinfo(path) || !mode || mode[0] != 'r' || strchr(mode, '+'))
-		return real_fopen(path, mode);
+		return ((FILE * (*)(const char *, const char *)) libc(&real, "fopen"))(path, mode);
 	fd = cpuinfo_fd(strchr(mode, 'e') ? O_CLOEXEC : 0);
 	if (fd < 0)
 		return NULL;

@@ -150,7 +150,8 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 static int segv(void)
 {
 	struct sigaction a = { .sa_sigaction = on_segv, .sa_flags = SA_SIGINFO }, old;
-	volatile int *null = NULL;
+	/* A page nothing may touch (a sanitizer would stop a store through NULL first). */
+	volatile int *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned long long t0 = __rdtsc();
 
 	sigemptyset(&a.sa_mask);
@@ -158,7 +159,7 @@ static int segv(void)
 	printf("old %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
 	for (int i = 0; i < 2; i++)
 		if (!sigsetjmp(back, 1))
-			*null = i;
+			*none = i;
 	printf("caught %d tsc %s\n", caught, __rdtsc() > t0 ? "advancing" : "stuck");
 	return 0;
 }
@@ -206,9 +207,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "machine"))
 		return machine();
 	if (!strcmp(m, "die")) {
-		volatile int *null = NULL;
+		volatile int *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		return *null;
+		return *none;
 	}
 	fprintf(stderr, "usage: exec-probe clocks|boot|calibrate|segv|die|machine\n");
 	return 2;
