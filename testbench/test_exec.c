@@ -309,6 +309,8 @@ Test(exec, bad_arguments_are_refused_naming_the_argument, .init = ex_setup, .fin
 	expect_refused(NULL, true, "--host 0 true", 2, "config key 'link.latency_ns' is 100 here "
 		       "but 200");
 	unlink(ini);
-	/* The program's own status passes through; -- ends the options. */
+	/* The program's own status passes through; -- ends the options; --opt=value works. */
 	expect_refused(NULL, true, "--host 0 -- sh -c 'exit 3'", 3, "");
+	snprintf(fab, sizeof(fab), "--fabric=%s/fab2 --host=1 sh -c 'exit 4'", dir);
+	expect_refused(NULL, false, fab, 4, "");
 }

@@ -78,13 +78,16 @@ static int find_program(const char *cmd, char *path, size_t len)
 		return access(path, X_OK) ? fail(126, "program '%s' is not executable%s", cmd, "")
 					  : 0;
 	}
-	for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d; d += *d == ':') {
+	/* Each PATH entry in turn, an empty one being the current directory. */
+	for (const char *d = dirs ? dirs : "/usr/bin:/bin";; d++) {
 		size_t n = strcspn(d, ":");
 
-		snprintf(path, len, "%.*s/%s", (int)n, n ? d : ".", cmd);
+		snprintf(path, len, "%.*s/%s", n ? (int)n : 1, n ? d : ".", cmd);
 		if (!access(path, X_OK))
 			return 0;
 		d += n;
+		if (!*d)
+			break;
 	}
 	return fail(127, "program '%s' not found in PATH%s", cmd, "");
 }
