@@ -212,7 +212,8 @@ static int cpuinfo_fd(int flags)
 
 static int open_at(int dir, const char *path, int flags, va_list ap)
 {
-	mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, unsigned) : 0;
+	bool has_mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+	mode_t mode = has_mode ? (mode_t)va_arg(ap, unsigned) : 0;
 
 	if (is_cpuinfo(path) && (flags & O_ACCMODE) == O_RDONLY)
 		return cpuinfo_fd(flags);
