@@ -261,10 +261,22 @@ static int cmd_exec(struct drv_dev *d, uint16_t uid, uint16_t opcode, const void
 	return 0;
 }
 
+/* A command holds the simulation from its doorbell to its event (the EQ is read on the way). */
+static int cmd_held(struct drv_dev *d, uint16_t uid, uint16_t opcode, const void *in,
+		    size_t in_len, void *out, size_t out_len)
+{
+	int rc;
+
+	hcasim_bus_hold();
+	rc = cmd_exec(d, uid, opcode, in, in_len, out, out_len);
+	hcasim_bus_release();
+	return rc;
+}
+
 int drv_cmd(struct drv_dev *d, uint16_t opcode, const void *in, size_t in_len, void *out,
 	    size_t out_len)
 {
-	return cmd_exec(d, 0, opcode, in, in_len, out, out_len);
+	return cmd_held(d, 0, opcode, in, in_len, out, out_len);
 }
 
 int drv_uctx_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_t in_len,
@@ -274,7 +286,7 @@ int drv_uctx_cmd(struct ibv_context *ctx, uint16_t opcode, const void *in, size_
 
 	if (!c)
 		return EINVAL;
-	return cmd_exec(c->dev, c->uid, opcode, in, in_len, out, out_len);
+	return cmd_held(c->dev, c->uid, opcode, in, in_len, out, out_len);
 }
 
 int drv_uctx_open(struct drv_ctx *c)

@@ -37,13 +37,16 @@ static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 								       : "is NULL");
 	d = drv_dev_of(cqx->context);
 	cq->batch = 0;
+	hcasim_bus_hold(); /* the CQEs the device writes */
 	if (!drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle) &&
 	    !(drv_poll_skip(d, cq) && drv_cq_take(d, cq, &cq->cur, &cq->cur_cycle))) {
 		/* ibv_start_poll(3): ENOENT, and no ibv_end_poll follows. Costs, and skips, as
 		 * an empty ibv_poll_cq does. */
 		drv_poll_idle(d, cq);
+		hcasim_bus_release();
 		return ENOENT;
 	}
+	hcasim_bus_release();
 	return took(cq);
 }
 
@@ -53,8 +56,12 @@ static int next_poll(struct ibv_cq_ex *cqx)
 
 	if (!cq)
 		return drv_fail(EINVAL, "ibv_next_poll: not a live CQ");
-	if (!drv_cq_take(drv_dev_of(cqx->context), cq, &cq->cur, &cq->cur_cycle))
+	hcasim_bus_hold();
+	if (!drv_cq_take(drv_dev_of(cqx->context), cq, &cq->cur, &cq->cur_cycle)) {
+		hcasim_bus_release();
 		return ENOENT;
+	}
+	hcasim_bus_release();
 	return took(cq);
 }
 

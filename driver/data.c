@@ -639,6 +639,7 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	}
 	d = drv_dev_of(ibcq->context);
+	hcasim_bus_hold(); /* the CQEs the device writes */
 	while (got < n && drv_cq_take(d, cq, &wc[got], &cycle))
 		got++;
 	if (!got && drv_poll_skip(d, cq))
@@ -650,6 +651,7 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	} else {
 		drv_poll_idle(d, cq);
 	}
+	hcasim_bus_release();
 	return got;
 }
 
@@ -786,7 +788,7 @@ static bool chan_ready(void *p)
 	return w->ch->ev_count > 0;
 }
 
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+static int get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct drv_chan *ch = DRV_OBJ(struct drv_chan, channel, DRV_KIND_CHAN);
 	struct chan_wait w;
@@ -824,6 +826,16 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	*cq = &c->cq;
 	*cq_context = c->cq.cq_context;
 	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	int rc;
+
+	hcasim_bus_hold(); /* the EQ the device writes, and the channel's events */
+	rc = get_cq_event(channel, cq, cq_context);
+	hcasim_bus_release();
+	return rc;
 }
 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)

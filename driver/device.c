@@ -86,10 +86,12 @@ static int probe_all(void)
 			return rc;
 	}
 	/* Boot settles when nothing is pending: ports trained and swept by the SM. */
+	hcasim_bus_hold();
 	hcasim_host_settle();
 	for (int i = 0; i < ndevs; i++)
 		if (devs[i]->irq_pending)
 			drv_eq_process(devs[i]);
+	hcasim_bus_release();
 	return 0;
 }
 
@@ -675,7 +677,7 @@ static bool async_ready(void *p)
 	return c->async_count > 0;
 }
 
-int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+static int get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 {
 	struct drv_ctx *c = drv_ctx_of(ctx);
 	uint64_t v;
@@ -711,6 +713,16 @@ int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 			perror("hcasim: async_fd");
 	}
 	return 0;
+}
+
+int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+{
+	int rc;
+
+	hcasim_bus_hold(); /* the EQ the device writes, and the context's events */
+	rc = get_async_event(ctx, event);
+	hcasim_bus_release();
+	return rc;
 }
 
 enum drv_event_elem drv_event_element(enum ibv_event_type t)

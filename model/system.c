@@ -2,6 +2,7 @@
  * the libhcasim control API of sim/hcasim.h. */
 #include "model/port.h"
 #include "model/waves.h"
+#include "sim/devthread.h"
 #include "sim/env.h"
 #include "sim/error.h"
 #include "sim/fabric.h"
@@ -677,6 +678,30 @@ static int boot_outputs(void)
 	return waves_at_boot();
 }
 
+/* A fabric process leaves the fabric when it exits: its peers see the links go quiet with a
+ * TERMINATE, as a cable to a machine that is switched off, instead of waiting for it. */
+static void fabric_exit(void)
+{
+	hcasim_shutdown();
+}
+
+/* In a fabric, the HCAs held here run on while the program is outside the library. */
+static int fabric_start(void)
+{
+	static bool hooked;
+	int rc;
+
+	if (!sys.fab.dir[0] || !sys.cfg.device_thread_us)
+		return 0;
+	if ((rc = sim_devthread_start(sys.k, sys.cfg.device_thread_us))) {
+		hcasim_shutdown();
+		return rc;
+	}
+	if (!hooked && !atexit(fabric_exit))
+		hooked = true;
+	return 0;
+}
+
 int hcasim_boot(void)
 {
 	int rc;
@@ -729,7 +754,7 @@ int hcasim_boot(void)
 	}
 	trace_kernel_boot(-1, sys.cfg.hosts, sys.cfg.ports,
 			  sys.cfg.link_layer == SIM_LL_ROCE ? "roce" : "ib", sys.cfg.seed);
-	return 0;
+	return fabric_start();
 }
 
 int hcasim_booted(void)
@@ -741,6 +766,7 @@ void hcasim_shutdown(void)
 {
 	if (!sys.booted)
 		return;
+	sim_devthread_stop(); /* the simulation is the caller's alone from here */
 	trace_kernel_shutdown(-1, sim_events_executed(sys.k));
 	{
 		const char *dir = sim_env("HCASIM_COUNTERS_DIR");
@@ -779,15 +805,22 @@ const char *hcasim_last_error(void)
 
 uint64_t hcasim_now_ps(void)
 {
+	uint64_t t;
+
+	sim_enter();
 	sim_host_actions++;
-	return sys.k ? sim_now(sys.k) : 0;
+	t = sys.k ? sim_now(sys.k) : 0;
+	sim_leave();
+	return t;
 }
 
 void hcasim_run_for_ps(uint64_t ps)
 {
+	sim_enter();
 	sim_host_actions++;
 	if (sys.k)
 		sim_run_until(sys.k, sim_now(sys.k) + ps);
+	sim_leave();
 }
 
 uint64_t hcasim_events_executed(void)

@@ -1,6 +1,7 @@
 /* The public host bus (sim/hcasim_bus.h): every argument checked, then the host half of the
  * PCIe model (sim/pcie_host.h). A refused call sends nothing and lets no time pass. */
 #include "sim/hcasim_bus.h"
+#include "sim/devthread.h"
 #include "sim/error.h"
 #include "sim/kernel.h"
 #include "sim/pcie_host.h"
@@ -117,7 +118,7 @@ static bool width_ok(unsigned width)
 	return width == 1 || width == 2 || width == 4 || width == 8;
 }
 
-int hcasim_mmio_write(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t val)
+static int bus_mmio_write(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t val)
 {
 	struct sim_pcie_fn *fn;
 	int rc;
@@ -133,7 +134,17 @@ int hcasim_mmio_write(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned 
 	return 0;
 }
 
-int hcasim_mmio_read(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t *val)
+int hcasim_mmio_write(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t val)
+{
+	int r;
+
+	sim_enter();
+	r = bus_mmio_write(h, bar, off, width, val);
+	sim_leave();
+	return r;
+}
+
+static int bus_mmio_read(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t *val)
 {
 	struct sim_pcie_fn *fn;
 	int rc;
@@ -151,7 +162,17 @@ int hcasim_mmio_read(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned w
 	return 0;
 }
 
-int hcasim_mmio_write_block(struct hcasim_fn *h, unsigned bar, uint64_t off, const void *data,
+int hcasim_mmio_read(struct hcasim_fn *h, unsigned bar, uint64_t off, unsigned width, uint64_t *val)
+{
+	int r;
+
+	sim_enter();
+	r = bus_mmio_read(h, bar, off, width, val);
+	sim_leave();
+	return r;
+}
+
+static int bus_mmio_write_block(struct hcasim_fn *h, unsigned bar, uint64_t off, const void *data,
 			    size_t len)
 {
 	struct sim_pcie_fn *fn;
@@ -171,7 +192,18 @@ int hcasim_mmio_write_block(struct hcasim_fn *h, unsigned bar, uint64_t off, con
 	return 0;
 }
 
-int64_t hcasim_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsigned perm,
+int hcasim_mmio_write_block(struct hcasim_fn *h, unsigned bar, uint64_t off, const void *data,
+			    size_t len)
+{
+	int r;
+
+	sim_enter();
+	r = bus_mmio_write_block(h, bar, off, data, len);
+	sim_leave();
+	return r;
+}
+
+static int64_t bus_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsigned perm,
 		       uint64_t *iova)
 {
 	struct sim_pcie_fn *fn;
@@ -181,7 +213,18 @@ int64_t hcasim_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsign
 	return sim_pcie_map(fn, addr, len, perm, iova);
 }
 
-int64_t hcasim_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *addr, size_t len,
+int64_t hcasim_dma_map(struct hcasim_fn *h, const void *addr, size_t len, unsigned perm,
+		       uint64_t *iova)
+{
+	int64_t r;
+
+	sim_enter();
+	r = bus_dma_map(h, addr, len, perm, iova);
+	sim_leave();
+	return r;
+}
+
+static int64_t bus_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *addr, size_t len,
 			     unsigned perm, uint64_t *iova)
 {
 	struct sim_pcie_fn *fn;
@@ -190,7 +233,18 @@ int64_t hcasim_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *ad
 	return sim_pcie_map_pasid(fn, pasid, addr, len, perm, iova);
 }
 
-int hcasim_dma_unmap(struct hcasim_fn *h, int64_t id)
+int64_t hcasim_dma_map_pasid(struct hcasim_fn *h, uint32_t pasid, const void *addr, size_t len,
+			     unsigned perm, uint64_t *iova)
+{
+	int64_t r;
+
+	sim_enter();
+	r = bus_dma_map_pasid(h, pasid, addr, len, perm, iova);
+	sim_leave();
+	return r;
+}
+
+static int bus_dma_unmap(struct hcasim_fn *h, int64_t id)
 {
 	struct sim_pcie_fn *fn;
 
@@ -198,7 +252,17 @@ int hcasim_dma_unmap(struct hcasim_fn *h, int64_t id)
 	return sim_pcie_unmap(fn, id);
 }
 
-int hcasim_irq_set(struct hcasim_fn *h, unsigned vector, hcasim_irq_handler handler, void *arg)
+int hcasim_dma_unmap(struct hcasim_fn *h, int64_t id)
+{
+	int r;
+
+	sim_enter();
+	r = bus_dma_unmap(h, id);
+	sim_leave();
+	return r;
+}
+
+static int bus_irq_set(struct hcasim_fn *h, unsigned vector, hcasim_irq_handler handler, void *arg)
 {
 	struct sim_pcie_fn *fn;
 
@@ -210,13 +274,23 @@ int hcasim_irq_set(struct hcasim_fn *h, unsigned vector, hcasim_irq_handler hand
 	return 0;
 }
 
+int hcasim_irq_set(struct hcasim_fn *h, unsigned vector, hcasim_irq_handler handler, void *arg)
+{
+	int r;
+
+	sim_enter();
+	r = bus_irq_set(h, vector, handler, arg);
+	sim_leave();
+	return r;
+}
+
 #define BOOTED(who)                                                                                \
 	do {                                                                                       \
 		if (!sim_kernel())                                                                 \
 			return sim_error(-ENODEV, who ": the system is not booted");               \
 	} while (0)
 
-int hcasim_host_advance(uint64_t ps)
+static int bus_host_advance(uint64_t ps)
 {
 	BOOTED("hcasim_host_advance");
 	sim_host_actions++;
@@ -224,7 +298,17 @@ int hcasim_host_advance(uint64_t ps)
 	return 0;
 }
 
-int hcasim_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
+int hcasim_host_advance(uint64_t ps)
+{
+	int r;
+
+	sim_enter();
+	r = bus_host_advance(ps);
+	sim_leave();
+	return r;
+}
+
+static int bus_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
 {
 	uint64_t now;
 
@@ -238,7 +322,17 @@ int hcasim_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
 	return sim_host_wait(pred, arg, timeout_ps);
 }
 
-int hcasim_host_settle(void)
+int hcasim_host_wait(bool (*pred)(void *arg), void *arg, uint64_t timeout_ps)
+{
+	int r;
+
+	sim_enter();
+	r = bus_host_wait(pred, arg, timeout_ps);
+	sim_leave();
+	return r;
+}
+
+static int bus_host_settle(void)
 {
 	BOOTED("hcasim_host_settle");
 	sim_host_actions++;
@@ -246,7 +340,17 @@ int hcasim_host_settle(void)
 	return 0;
 }
 
-int64_t hcasim_host_skip(uint64_t step_ps)
+int hcasim_host_settle(void)
+{
+	int r;
+
+	sim_enter();
+	r = bus_host_settle();
+	sim_leave();
+	return r;
+}
+
+static int64_t bus_host_skip(uint64_t step_ps)
 {
 	BOOTED("hcasim_host_skip");
 	if (!step_ps)
@@ -254,15 +358,45 @@ int64_t hcasim_host_skip(uint64_t step_ps)
 	return (int64_t)sim_host_skip(step_ps);
 }
 
+int64_t hcasim_host_skip(uint64_t step_ps)
+{
+	int64_t r;
+
+	sim_enter();
+	r = bus_host_skip(step_ps);
+	sim_leave();
+	return r;
+}
+
+void hcasim_bus_hold(void)
+{
+	sim_enter();
+}
+
+void hcasim_bus_release(void)
+{
+	sim_leave();
+}
+
 uint64_t hcasim_host_actions(void)
 {
 	return sim_host_actions;
 }
 
-int hcasim_host_idle(void)
+static int bus_host_idle(void)
 {
 	BOOTED("hcasim_host_idle");
 	return sim_host_idle();
+}
+
+int hcasim_host_idle(void)
+{
+	int r;
+
+	sim_enter();
+	r = bus_host_idle();
+	sim_leave();
+	return r;
 }
 
 int hcasim_error(int err, const char *fmt, ...)
@@ -281,6 +415,8 @@ int hcasim_trace_verb(int dev, const char *verb)
 {
 	if (!verb)
 		return sim_error(-EINVAL, "hcasim_trace_verb: verb is NULL");
+	sim_enter();
 	trace_drv_verb(dev, verb);
+	sim_leave();
 	return 0;
 }

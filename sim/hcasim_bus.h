@@ -139,6 +139,13 @@ int64_t hcasim_host_skip(uint64_t step_ps);
  * poll at its own time: skipping stops there. */
 uint64_t hcasim_host_actions(void);
 
+/* A driver section that reads what the device writes into host memory (completion and event
+ * queues) holds the simulation across it: in a fabric process, the device thread runs the HCA
+ * while the program is outside the library (docs/fabric.md#the-device-thread), and not in
+ * such a section. Nested holds nest; every bus call holds the simulation by itself. */
+void hcasim_bus_hold(void);
+void hcasim_bus_release(void);
+
 /* ---- driver services ---- */
 /* Record a driver's error message for hcasim_last_error() (printf format) and return err, for
  * `return hcasim_error(-EINVAL, "...")`. Printed on stderr when HCASIM_VERBOSE is set. */

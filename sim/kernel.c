@@ -247,7 +247,9 @@ const char *sim_halted(const struct sim_kernel *k)
 }
 
 /* K1: with a horizon, let it make sure nothing from another process comes at or before the
- * next event (or limit, if earlier), taking in what does. false when the simulation is halted. */
+ * next event (or limit, if earlier), taking in what does. false when the simulation is halted,
+ * or when the horizon's wait was interrupted (-EINTR: the device thread gives the simulation
+ * back to the program, docs/fabric.md#the-device-thread), which halts nothing. */
 static bool settle(struct sim_kernel *k, sim_time_t limit)
 {
 	int r = 1;
@@ -256,6 +258,8 @@ static bool settle(struct sim_kernel *k, sim_time_t limit)
 		skip_dead(k);
 		r = k->horizon(k->horizon_arg,
 			       k->len && k->heap[0].t < limit ? k->heap[0].t : limit);
+		if (r == -EINTR)
+			return false;
 		if (r < 0)
 			sim_halt(k, sim_last_error());
 	}

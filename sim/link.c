@@ -138,6 +138,7 @@ struct remote {
 	uint64_t stall_ms;	/* wall time a wait may go without progress */
 	sim_time_t promise;	/* the peer's, as last seen */
 	bool joined;		/* the peer's process has attached (it may have left since) */
+	bool gone;		/* it died without a TERMINATE: as if it had left */
 	int dead_pid;		/* a stale claim of the peer's side, seen while waiting for it */
 	char why[160];		/* why the last write failed (sim_error's message) */
 };
@@ -145,6 +146,14 @@ struct remote {
 static struct sim_link *live_links;
 static uint64_t next_link_id = 1;
 static unsigned remote_links; /* live links with a remote side */
+
+/* While the device thread runs the simulation for a program outside the library
+ * (docs/fabric.md#the-device-thread): what ends its run, and the highest base it promised from,
+ * the earliest time at which the program may act again when it comes back. */
+static struct {
+	bool (*interrupted)(void); /* non-NULL: the program is away */
+	sim_time_t floor;
+} away;
 
 static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t);
 static void remote_send(struct sim_link *l, sim_time_t base);
@@ -739,7 +748,7 @@ static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
 {
 	struct outq *q, **pp;
 
-	if (!l->remote->joined) {
+	if (!l->remote->joined || l->remote->gone) {
 		remote_lost(l, d);
 		return;
 	}
@@ -820,7 +829,7 @@ static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
 
 	if (!rm->joined)
 		return 0; /* nobody to promise anything to (its frames were lost at the send) */
-	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER) {
+	if (sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER || rm->gone) {
 		remote_drop(l); /* the peer has left: a cable to a machine that is off */
 		return 0;
 	}
@@ -892,7 +901,7 @@ static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
 	}
 	if (r < 0)
 		return r;
-	*promise = r == 1 ? m.ts : sim_chan_in_ts(c);
+	*promise = r == 1 ? m.ts : l->remote->gone ? SIM_TIME_NEVER : sim_chan_in_ts(c);
 	return got;
 }
 
@@ -909,13 +918,13 @@ static sim_time_t add_sat(sim_time_t a, sim_time_t b)
  * min(T, U, M_own, A + latency) + latency, or M_peer; and as A >= min(t, that), A itself is at
  * least min(t, T + lat, U + lat, M_own + lat, M_peer, what is in the ring from it)
  * (docs/fabric.md#idle-time). */
-static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p)
+static sim_time_t inbound_bound(struct sim_link *l, sim_time_t p, bool *waits)
 {
 	struct remote *rm = l->remote;
 	struct sim_chan_msg m;
 	sim_time_t pt, pm, un, b;
 
-	if (!sim_chan_peer_wait(rm->chan, &pt, &pm, &un))
+	if (!(*waits = sim_chan_peer_wait(rm->chan, &pt, &pm, &un) == 1))
 		return p;
 	b = add_sat(pt, l->latency_ps);
 	/* A message the peer wrote before publishing, which the look before the record missed, is
@@ -959,7 +968,7 @@ static bool remote_joined(struct sim_link *l, struct sim_kernel *k)
 static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 {
 	sim_time_t base = t, in;
-	bool ok;
+	bool ok, waits;
 	int got = 0;
 
 	*pmin = SIM_TIME_NEVER;
@@ -982,13 +991,21 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		return 1;
 	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
 	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
-		if (!l->remote || !l->remote->joined)
+		if (!l->remote || !l->remote->joined || l->remote->gone)
 			continue;
-		if (remote_links == 1)
+		if (remote_links == 1 && !away.interrupted)
 			sim_chan_wait_publish(l->remote->chan, t,
 					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
-		in = inbound_bound(l, l->remote->promise);
+		in = inbound_bound(l, l->remote->promise, &waits);
+		/* Away, the program may come back at any time: only a peer's wait lets this side
+		 * promise past its present (the program comes back at the base at the earliest). */
+		if (away.interrupted && !waits)
+			in = sim_now(k);
 		base = in < base ? in : base;
+	}
+	if (away.interrupted) {
+		base = base == SIM_TIME_NEVER ? sim_now(k) : base;
+		away.floor = base > away.floor ? base : away.floor;
 	}
 	for (struct sim_link *l = live_links; l; l = l->next)
 		if (l->remote && l->remote->joined && remote_promise(l, base, !ok))
@@ -996,29 +1013,125 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 	return ok ? 0 : 2;
 }
 
-/* The kernel's horizon (K1) over every remote link of this process. */
+/* A peer whose process died (its claim released or held by a pid that no longer exists) without
+ * a TERMINATE: its link goes dark as when it leaves — what it had written still arrives, then
+ * it promises the end of time and frames to it are lost. Looked for when a wait stalls. */
+static bool peers_died(void)
+{
+	bool any = false;
+
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		struct remote *rm = l->remote;
+		int pid;
+
+		if (!rm || !rm->joined || rm->gone || sim_chan_in_ts(rm->chan) == SIM_TIME_NEVER)
+			continue;
+		pid = sim_chan_peer_pid(rm->chan);
+		if (pid && !(kill((pid_t)pid, 0) && errno == ESRCH))
+			continue;
+		rm->gone = any = true;
+		fprintf(stderr, "hcasim: link %s: the process holding side %d (pid %d) is gone "
+			"without leaving: the link goes dark\n", l->name, !rm->side, pid);
+	}
+	return any;
+}
+
+/* Whether a peer's program is outside the library: its device thread answers, in its time. */
+static bool peer_away(void)
+{
+	for (struct sim_link *l = live_links; l; l = l->next)
+		if (l->remote && l->remote->joined && !l->remote->gone &&
+		    sim_chan_peer_away(l->remote->chan))
+			return true;
+	return false;
+}
+
+/* A wall-time pause in a wait that saw nothing new: yields at first, then sleeps, so that a
+ * wait on a program that stays away for seconds costs no processor. */
+void sim_link_nap(unsigned *n)
+{
+	struct timespec ts = { 0, *n < 400 ? 20000 : 500000 };
+
+	if ((*n)++ < 200)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL);
+}
+
+/* The kernel's horizon (K1) over every remote link of this process. A wait is stalled when the
+ * peers promise nothing new for the stall time and none of them is away; away, this side's own
+ * wait (the device thread's) ends when the program comes back, never by a stall. */
 static int horizon(void *arg, sim_time_t t)
 {
 	struct sim_kernel *k = arg;
 	sim_time_t seen = 0, pmin;
-	uint64_t t0 = wall_ms(), limit = 0;
+	uint64_t t0 = wall_ms(), looked = t0, limit = 0;
+	unsigned idle = 0;
 	int r;
 
 	for (struct sim_link *l = live_links; l; l = l->next)
 		if (l->remote && l->remote->stall_ms > limit)
 			limit = l->remote->stall_ms;
 	while ((r = horizon_pass(k, t, &pmin)) == 2) {
-		if (pmin != seen) {
-			seen = pmin; /* the peers move: not stalled */
+		if (away.interrupted && away.interrupted())
+			return -EINTR;
+		if (wall_ms() - looked > 20) {
+			looked = wall_ms();
+			if (peers_died())
+				continue; /* the next pass takes what they left, and their end */
+		}
+		if (pmin != seen || away.interrupted || peer_away()) {
+			idle = pmin != seen ? 0 : idle;
+			seen = pmin; /* the peers move, or answer in their time: not stalled */
 			t0 = wall_ms();
 		} else if (wall_ms() - t0 > limit) {
 			return sim_error(-ETIMEDOUT, "fabric: waited %" PRIu64 " ms of wall time for a "
 					 "peer to promise past %" PRIu64 " ps; its last promise is "
 					 "%" PRIu64 " ps", limit, (uint64_t)t, (uint64_t)pmin);
 		}
-		sched_yield();
+		sim_link_nap(&idle);
 	}
 	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
+}
+
+void sim_link_away(bool (*interrupted)(void))
+{
+	away.interrupted = interrupted;
+}
+
+void sim_link_flag_away(bool on)
+{
+	for (struct sim_link *l = live_links; l; l = l->next)
+		if (l->remote)
+			sim_chan_set_away(l->remote->chan, on);
+}
+
+sim_time_t sim_link_away_floor(void)
+{
+	return away.floor;
+}
+
+/* How far the peers whose programs are in the library need this side's time to go: for a peer
+ * that waits (its record), the earliest its next frame can come; for one that runs, its
+ * promise. 0: no peer needs anything (every one away, or none there). A peer that has just
+ * joined is given its start here. */
+sim_time_t sim_link_demand(struct sim_kernel *k)
+{
+	sim_time_t d = 0, p;
+	struct sim_chan_msg m;
+	bool waits;
+
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		if (!l->remote || !remote_joined(l, k) || l->remote->gone ||
+		    sim_chan_peer_away(l->remote->chan))
+			continue;
+		p = l->remote->promise;
+		if (sim_chan_peek(l->remote->chan, &m) == 1 && m.ts > p)
+			p = m.ts;
+		p = inbound_bound(l, p, &waits);
+		d = p > d ? p : d;
+	}
+	return d;
 }
 
 /* A late joiner: the peer's first message, a SYNC stamped its time + latency, says when the
@@ -1080,7 +1193,8 @@ int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t s
 static void remote_close(struct sim_link *l)
 {
 	struct remote *rm = l->remote;
-	bool peer = rm && sim_chan_peer_pid(rm->chan) && sim_chan_in_ts(rm->chan) != SIM_TIME_NEVER;
+	bool peer = rm && !rm->gone && sim_chan_peer_pid(rm->chan) &&
+		    sim_chan_in_ts(rm->chan) != SIM_TIME_NEVER;
 
 	if (!rm)
 		return;

@@ -38,7 +38,8 @@ struct chan_hdr {
 	struct chan_wait {
 		_Atomic uint64_t seq;
 		_Atomic uint64_t t, m; /* the time it waits for; its earliest queued frame */
-		uint8_t pad[40];
+		_Atomic uint64_t away; /* 1: its program is outside the library (device thread) */
+		uint8_t pad[32];
 	} wait[2];
 };
 _Static_assert(offsetof(struct chan_hdr, latency_ps) == 32, "latency_ps at 32");
@@ -486,6 +487,16 @@ void sim_chan_wait_clear(struct sim_chan *c)
 
 	if (seq & 1)
 		atomic_store_explicit(&w->seq, seq + 1, memory_order_release);
+}
+
+void sim_chan_set_away(struct sim_chan *c, bool away)
+{
+	atomic_store_explicit(&c->hdr->wait[c->side].away, away, memory_order_release);
+}
+
+bool sim_chan_peer_away(const struct sim_chan *c)
+{
+	return atomic_load_explicit(&c->hdr->wait[!c->side].away, memory_order_acquire) != 0;
 }
 
 /* The oldest message this side wrote that the peer has not taken. Consumption is in order, so

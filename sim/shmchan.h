@@ -101,5 +101,9 @@ sim_time_t sim_chan_in_ts(const struct sim_chan *c);
 void sim_chan_wait_publish(struct sim_chan *c, sim_time_t t, sim_time_t m);
 void sim_chan_wait_clear(struct sim_chan *c);
 int sim_chan_peer_wait(struct sim_chan *c, sim_time_t *t, sim_time_t *m, sim_time_t *unread);
+/* A side whose program is outside the library says so (docs/fabric.md#the-device-thread): its
+ * device thread answers its peer's waits, so a peer waiting on it is not stalled. */
+void sim_chan_set_away(struct sim_chan *c, bool away);
+bool sim_chan_peer_away(const struct sim_chan *c);
 
 #endif

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,12 @@ static uint32_t chan_u32(size_t off)
 	return fd >= 0 ? v : 0;
 }
 
+/* What the hosts of fv_fabric_host do: the exchange (fv_host0, fv_host1), or the death of a
+ * peer (kill_host0, kill_host1). */
+static int (*fv_role[2])(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o) = {
+	fv_host0, fv_host1
+};
+
 /* One host in this (child) process of the fabric; peer: what the other host has (from the
  * one-process run). Host 1 boots once host 0's channel exists; host 0 runs once host 1 has
  * attached, so that both start at 0. */
@@ -284,6 +291,11 @@ static int fv_fabric_host(int h, const struct fv_host *peer)
 
 	setenv("HCASIM_FABRIC", fdir, 1);
 	setenv("HCASIM_HOST", h ? "1" : "0", 1);
+	/* Repeatable to the picosecond without hcasim-exec: no device thread, so that a host's
+	 * time moves only while its program is in the library (docs/fabric.md#the-device-thread);
+	 * both programs stay in it from their first verb to their last. */
+	if (fv_role[h] == fv_host0 || fv_role[h] == fv_host1)
+		hcasim_config_set("fabric.device_thread_us", "0");
 	for (int i = 0; h == 1 && !chan_u32(72) && i < 20000; i++)
 		nanosleep(&ms, NULL);
 	if (hcasim_boot()) {
@@ -295,7 +307,7 @@ static int fv_fabric_host(int h, const struct fv_host *peer)
 	list = ibv_get_device_list(&o.ndev);
 	if (!list || o.ndev != 1 || fv_open(list[0], h, &d, &o))
 		goto out;
-	r = h ? fv_host1(&d, peer, &o) : fv_host0(&d, peer, &o);
+	r = fv_role[h](&d, peer, &o);
 out:
 	fv_save(h, &o);
 	hcasim_shutdown(); /* its links say TERMINATE, the last one out removes the channel */
@@ -526,4 +538,113 @@ Test(fabric, a_host_booting_late_starts_at_the_time_the_running_host_has_reached
 	cr_expect_geq(*start, 1000000000ull, "host 1 started at %llu ps, host 0 had run 1 ms",
 		      (unsigned long long)*start);
 	munmap(start, 4096);
+}
+
+/* ---- A peer that dies: killed mid-transfer, it says no TERMINATE; the survivor notices its
+ * pid gone, the link goes dark, and its QP ends as on a cable to a machine switched off. */
+
+static uint64_t *kill_shared; /* [0] last success, [1] error, [2] its status, [3] successes */
+static pid_t kill_pid[2];
+
+/* Whatever happened, no host is left behind. */
+static void kill_teardown(void)
+{
+	for (int h = 0; h < 2; h++)
+		if (kill_pid[h] > 0 && !kill(kill_pid[h], SIGKILL))
+			waitpid(kill_pid[h], NULL, 0);
+	fv_role[0] = fv_host0;
+	fv_role[1] = fv_host1;
+	fb_teardown();
+}
+
+/* Host 1: connected, it says so and sits outside the library (its device thread answers)
+ * until it is killed. */
+static int kill_host1(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o)
+{
+	char ready[300];
+
+	if (fv_connect(d, peer->lid, peer->qpn, o))
+		return -1;
+	snprintf(ready, sizeof(ready), "%s/ready", fdir);
+	close(open(ready, O_CREAT | O_WRONLY, 0600));
+	for (;;)
+		pause();
+}
+
+/* Host 0: once host 1 is ready, 4 KiB RDMA WRITEs one at a time until one fails. */
+static int kill_host0(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o)
+{
+	struct timespec ms = { 0, 1000000 };
+	char ready[300];
+	struct ibv_wc wc;
+	int r;
+
+	if (fv_connect(d, peer->lid, peer->qpn, o))
+		return -1;
+	snprintf(ready, sizeof(ready), "%s/ready", fdir);
+	for (int i = 0; access(ready, F_OK) && i < 20000; i++)
+		nanosleep(&ms, NULL);
+	for (;;) {
+		if (fv_post(d, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)FV_BUF(1), peer->rkey, o))
+			return -1;
+		while ((r = ibv_poll_cq(d->cq, 1, &wc)) == 0)
+			if (hcasim_halted())
+				return fv_fail(o, "halted");
+		if (r < 0)
+			return fv_fail(o, "poll");
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+		kill_shared[0] = hcasim_now_ps();
+		__atomic_add_fetch(&kill_shared[3], 1, __ATOMIC_SEQ_CST);
+	}
+	kill_shared[1] = hcasim_now_ps();
+	kill_shared[2] = wc.status;
+	return 0;
+}
+
+Test(fabric, a_peer_killed_mid_transfer_ends_the_survivors_qp_in_retry_exceeded,
+     .init = fb_setup, .fini = kill_teardown, .timeout = 120)
+{
+	struct timespec ms = { 0, 1000000 };
+	/* fv_connect: timeout 14 (4.096 us x 2^14 = 67.108864 ms), retry_cnt 7 */
+	const uint64_t ack_ps = 4096000ull << 14, bound = 8 * ack_ps;
+	struct fv_host one[2], got;
+	pid_t *pid = kill_pid;
+	int st, i;
+
+	kill_shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(kill_shared, MAP_FAILED);
+	fv_reference(one);
+	fv_role[0] = kill_host0;
+	fv_role[1] = kill_host1;
+	for (int h = 0; h < 2; h++) {
+		pid[h] = fork();
+		cr_assert_geq(pid[h], 0);
+		if (pid[h] == 0)
+			_exit(fv_fabric_host(h, &one[!h]) ? 1 : 0);
+	}
+	for (i = 0; __atomic_load_n(&kill_shared[3], __ATOMIC_SEQ_CST) < 20 && i < 20000; i++)
+		nanosleep(&ms, NULL);
+	cr_assert_geq(kill_shared[3], 20, "host 0 completed %llu WRITEs",
+		      (unsigned long long)kill_shared[3]);
+	cr_assert_eq(kill(pid[1], SIGKILL), 0);
+	cr_assert_eq(waitpid(pid[1], &st, 0), pid[1]);
+	cr_assert_eq(waitpid(pid[0], &st, 0), pid[0]);
+	pid[0] = pid[1] = 0;
+	fv_load(0, &got);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host 0 failed: %s", got.err);
+	fprintf(stderr, "fabric: peer killed after %llu WRITEs: last at %llu ps, %s at %llu ps\n",
+		(unsigned long long)kill_shared[3], (unsigned long long)kill_shared[0],
+		ibv_wc_status_str((enum ibv_wc_status)kill_shared[2]),
+		(unsigned long long)kill_shared[1]);
+	cr_expect_eq(kill_shared[2], IBV_WC_RETRY_EXC_ERR, "%s",
+		     ibv_wc_status_str((enum ibv_wc_status)kill_shared[2]));
+	/* The WRITE in flight at the kill is sent and retried retry_cnt times, each after the
+	 * ACK timeout: the error comes (retry_cnt + 1) timeouts after it was posted. */
+	cr_expect_geq(kill_shared[1] - kill_shared[0], bound, "error %llu ps after the last "
+		      "success", (unsigned long long)(kill_shared[1] - kill_shared[0]));
+	cr_expect_leq(kill_shared[1] - kill_shared[0], bound + 100000000, "error %llu ps after "
+		      "the last success (the next post, its frame and the timer's tick: < 100 us)",
+		      (unsigned long long)(kill_shared[1] - kill_shared[0]));
+	munmap(kill_shared, 4096);
 }
