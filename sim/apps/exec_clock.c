@@ -55,16 +55,20 @@ uint64_t exec_now_ps(void)
 		;
 	t = clk.last_ps + exec_cfg.read_ps;
 	if (hcasim_booted()) {
-		uint64_t gen = hcasim_bus_generation();
+		uint64_t gen = hcasim_bus_generation(), now;
 
 		if (gen != clk.gen) {
 			clk.gen = gen;
 			clk.off_ps = clk.last_ps;
 		}
+		/* One turn of the simulation (the device thread runs none between). */
+		hcasim_bus_hold();
 		hcasim_host_advance(exec_cfg.read_ps);
+		now = hcasim_now_ps();
+		hcasim_bus_release();
 		/* A halted simulation does not move: the reads still do. */
-		if (clk.off_ps + hcasim_now_ps() > t)
-			t = clk.off_ps + hcasim_now_ps();
+		if (clk.off_ps + now > t)
+			t = clk.off_ps + now;
 	}
 	clk.last_ps = t;
 	atomic_flag_clear_explicit(&clk.lock, memory_order_release);
