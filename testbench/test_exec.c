@@ -261,6 +261,94 @@ Test(exec, debian_rc_pingpong_draws_the_same_psn_from_its_pid_and_time_in_every_
 	free(out);
 }
 
+/* A server and its client as two hcasim-exec processes on the fabric DIR/<fabric>, hosts 0 and
+ * 1, the client started 0.3 s after the server (port: a free one); each one's output (stdout
+ * and stderr, the client's after the server's, each line prefixed S or C) and status in a
+ * line "status S C". */
+static char *pair(const char *cfg, const char *fabric, const char *server, const char *client,
+		  int port)
+{
+	char cmd[4096];
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "unset HCASIM_CONFIG HCASIM_FABRIC HCASIM_HOST HCASIM_TRACE HCASIM_PCAP; %s%s%s "
+		 "cd %s; %s timeout 300 %s --fabric %s --host 0 %s -p %d >s.out 2>&1 & sp=$!; "
+		 "sleep 0.3; %s timeout 300 %s --fabric %s --host 1 %s -p %d localhost >c.out 2>&1; "
+		 "c=$?; wait $sp; s=$?; sed 's/^/S /' s.out; sed 's/^/C /' c.out; "
+		 "echo status $s $c", cfg ? "export HCASIM_CONFIG=" : "", cfg ? cfg : "",
+		 cfg ? ";" : "", dir,
+		 tb_san_env(), EXEC, fabric, server, port, tb_san_env(), EXEC, fabric, client, port);
+	return tb_run_cmd(cmd, &st);
+}
+
+Test(exec, debian_rc_pingpong_between_two_hcasim_exec_processes_prints_the_same_in_every_run,
+     .init = ex_setup, .fini = ex_teardown)
+{
+	int port = 29000 + getpid() % 1000;
+	char *a = pair(NULL, "pp1", "ibv_rc_pingpong -d hcasim0 -n 1000",
+		       "ibv_rc_pingpong -d hcasim1 -n 1000", port);
+	char *b = pair(NULL, "pp2", "ibv_rc_pingpong -d hcasim0 -n 1000",
+		       "ibv_rc_pingpong -d hcasim1 -n 1000", port + 1);
+
+	cr_expect(strstr(a, "\nstatus 0 0\n"), "%s", a);
+	/* Its figures come from gettimeofday: the simulated time of 1000 round trips. */
+	cr_expect(strstr(a, "S 1000 iters in 0.00 seconds = ") &&
+		  strstr(a, "C 1000 iters in 0.00 seconds = "), "%s", a);
+	cr_expect_str_eq(a, b, "two runs differ");
+	free(a);
+	free(b);
+}
+
+/* The BW average of perftest's report row in out after prefix ("S " or "C "). */
+static double bw_average(const char *out, const char *prefix)
+{
+	char key[32];
+	const char *r;
+	double peak, avg;
+	unsigned long bytes, iters;
+
+	snprintf(key, sizeof(key), "%s  65536", prefix);
+	r = strstr(out, key);
+	if (!r || sscanf(r + strlen(prefix), "%lu %lu %lf %lf", &bytes, &iters, &peak, &avg) != 4)
+		return -1;
+	return avg;
+}
+
+Test(exec, perftest_ib_write_bw_calibrates_its_tsc_and_reports_simulated_bandwidth,
+     .init = ex_setup, .fini = ex_teardown, .timeout = 600)
+{
+	char cfg[600], cmd[1024], *a, *perf;
+	double s, c, ref;
+	FILE *f;
+	int st;
+
+	/* perftest calibrates its TSC at the report, spinning through 219 ms of gettimeofday;
+	 * with the server away in read(), each latency of that is a round of the two processes'
+	 * promises: a latency of 1 us instead of 100 ns makes ten times fewer. */
+	snprintf(cfg, sizeof(cfg), "%s/lat.ini", dir);
+	cr_assert_not_null(f = fopen(cfg, "w"));
+	fprintf(f, "[link]\nlatency_ns = 1000\n");
+	fclose(f);
+	a = pair(cfg, "bw", "ib_write_bw -d hcasim0 -n 100", "ib_write_bw -d hcasim1 -n 100",
+		 30000 + getpid() % 1000);
+	cr_expect(strstr(a, "\nstatus 0 0\n"), "%s", a);
+	cr_expect(!strstr(a, "Conflicting CPU frequency") && !strstr(a, "Correlation coefficient") &&
+		  !strstr(a, "Can't produce a report"), "the calibration failed:\n%s", a);
+	s = bw_average(a, "S");
+	c = bw_average(a, "C");
+	/* The same test in one process (hcasim-perf: perftest's benchmarks, both hosts). */
+	snprintf(cmd, sizeof(cmd), "HCASIM_CONFIG=%s %s %s/bin/hcasim-perf write_bw -n 100 | "
+		 "sed 's/^/P /'", cfg, tb_san_env(), HCASIM_BUILD_DIR);
+	perf = tb_run_cmd(cmd, &st);
+	ref = bw_average(perf, "P");
+	cr_expect(ref > 0 && s == c && c > ref * 0.98 && c < ref * 1.02,
+		  "BW average %.2f (server) %.2f (client), hcasim-perf %.2f:\n%s%s", s, c, ref, a,
+		  perf);
+	free(a);
+	free(perf);
+}
+
 /* hcasim-exec ARGS (after --fabric DIR/fab when fabric is set) exits with status, saying words. */
 static void expect_refused(const char *cfg, bool fabric, const char *args, int status,
 			   const char *words)
