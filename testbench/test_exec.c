@@ -356,7 +356,7 @@ static void expect_refused(const char *cfg, bool fabric, const char *args, int s
 	char cmd[2048], *out;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "unset HCASIM_CONFIG; %s %s 2>&1", EXEC, args);
+	snprintf(cmd, sizeof(cmd), "unset HCASIM_CONFIG; %s %s %s 2>&1", tb_san_env(), EXEC, args);
 	out = fabric ? run(cfg, "fab", args, &st) : tb_run_cmd(cmd, &st);
 	cr_expect_eq(st, status, "%s: status %d\n%s", args, st, out);
 	cr_expect(strstr(out, words), "%s: '%s' does not say '%s'", args, out, words);
