@@ -95,11 +95,14 @@ endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
+LIBEXEC    := $(LIB)/libhcasim-exec.so
 APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
-              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun
+              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun $(BIN)/hcasim-exec $(LIBEXEC)
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
+# What a program run by hcasim-exec sees (testbench/exec/probe.c, suite exec).
+EXEC_PROBE := $(BUILD)/test/exec-probe
 BENCHBIN   := $(BIN)/hcasim-bench
 PERFBIN    := $(BIN)/hcasim-perf
 # model/hw/ (the register map and formats, included by hcasimdv.h and by a driver written
@@ -238,6 +241,14 @@ $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCA
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
 		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
+# hcasim-exec (docs/fabric.md#hcasim-exec) runs a program with libhcasim-exec.so preloaded.
+EXEC_LIB_OBJS := $(OBJ)/sim/apps/exec_clock.o $(OBJ)/sim/apps/exec_trap.o $(OBJ)/sim/apps/exec_spawn.o
+$(LIBEXEC): $(EXEC_LIB_OBJS) $(LIBHCASIM)
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -o $@ $(EXEC_LIB_OBJS) -L$(LIB) -lhcasim -ldl -Wl,-rpath,'$$ORIGIN'
+$(BIN)/hcasim-exec: $(OBJ)/sim/apps/exec.o $(LIBHCASIM) $(LIBEXEC)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/exec.o -L$(LIB) -lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
 $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $<
@@ -320,6 +331,10 @@ $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $$(pkg-config --libs criterion) -linih -lz
 
+$(EXEC_PROBE): $(OBJ)/testbench/exec/probe.o $(LIBHCASIM) $(LIBIBVERBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -libverbs -lhcasim -pthread -Wl,-rpath,'$$ORIGIN/../lib'
+
 # The benchmarks (testbench/bench/, docs/bench/README.md): not part of `all` or `test`.
 $(BENCHBIN): $(BENCH_OBJS) $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)
@@ -349,7 +364,7 @@ IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 # T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.
 T       ?=
 JUNIT   ?= $(BUILD)/test/junit.xml
-test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS) $(BLOCK_PRIM)
+test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS) $(BLOCK_PRIM) $(EXEC_PROBE)
 	@mkdir -p $(dir $(JUNIT))
 	$(ASAN_ENV) $(IMPL_ENV) $(TESTBIN) --jobs $(JOBS) --color=never --xml=$(JUNIT) \
 		$(if $(T),--filter '$(T)'); rc=$$?; echo "make test: JUnit report in $(JUNIT)"; \
@@ -371,8 +386,8 @@ golden: all $(TESTBIN)
 
 # The generated pages, then every marked region of README.md and docs/ from its run
 # (hcasim-docrun and its recipes sim/apps/docruns.sh; docs/writing-docs.md). The runs need
-# the whole build, the test binary (hcasim-tests --list) and hcasim-perf.
-docs: all $(TESTBIN) $(PERFBIN)
+# the whole build, the test binary (hcasim-tests --list), hcasim-perf and exec-probe.
+docs: all $(TESTBIN) $(PERFBIN) $(EXEC_PROBE)
 	$(BIN)/hcasim-gendoc regmap > docs/regmap.md
 	$(BIN)/hcasim-gendoc config > docs/config-keys.md
 	$(BIN)/hcasim-gendoc sv > rtl/hca_pkg.sv

@@ -1,5 +1,6 @@
 /* The fabric's directory and the environment that names it (docs/fabric.md#starting-a-fabric). */
 #include "sim/fabric.h"
+#include "sim/hcasim.h"
 #include "sim/env.h"
 #include "sim/error.h"
 #include "sim/link.h"
@@ -121,9 +122,9 @@ static uint32_t claim_pid(const char *dir, unsigned h)
 	return (uint32_t)strtoul(buf, NULL, 10);
 }
 
-/* Whether any host of the fabric is claimed by a live process (the claims of processes that
- * are gone are removed on the way, with a word). */
-static bool live_claims(const char *dir, unsigned nhosts)
+/* Whether any host of the fabric is claimed by a live process (clean: the claims of processes
+ * that are gone are removed on the way, with a word). */
+static bool live_claims(const char *dir, unsigned nhosts, bool clean)
 {
 	bool live = false;
 
@@ -134,7 +135,7 @@ static bool live_claims(const char *dir, unsigned nhosts)
 		snprintf(path, sizeof(path), "%s/host%u", dir, h);
 		if (pid && !gone(pid)) {
 			live = true;
-		} else if (access(path, F_OK) == 0) {
+		} else if (clean && access(path, F_OK) == 0) {
 			fprintf(stderr, "hcasim: fabric: %s was claimed by pid %u, which is gone: "
 				"replaced\n", path, pid);
 			unlink(path);
@@ -259,7 +260,7 @@ static int ini_under_lock(const struct sim_fabric *f, const struct sim_config *c
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/fabric.ini", f->dir);
-	if (!live_claims(f->dir, (unsigned)c->hosts) && ini_written(path)) {
+	if (!live_claims(f->dir, (unsigned)c->hosts, true) && ini_written(path)) {
 		fprintf(stderr, "hcasim: fabric: %s is left from a run whose processes are gone: "
 			"replaced\n", path);
 		unlink(path);
@@ -276,6 +277,26 @@ static int ini_under_lock(const struct sim_fabric *f, const struct sim_config *c
 	if (rc == -EEXIST)
 		return compare_ini(path, c);
 	return rc ? sim_error(rc, "HCASIM_FABRIC: cannot create %s: %s", path, strerror(-rc)) : 0;
+}
+
+int hcasim_fabric_check(void)
+{
+	const char *cfg = sim_env("HCASIM_CONFIG");
+	struct sim_config c;
+	struct sim_fabric f;
+	char ini[4200];
+	int rc;
+
+	sim_config_defaults(&c);
+	if (cfg && (rc = sim_config_load(&c, cfg)))
+		return sim_error_prefix(rc, "HCASIM_CONFIG");
+	if ((rc = sim_fabric_from_env(&f, (unsigned)c.hosts)) || !f.dir[0])
+		return rc;
+	snprintf(ini, sizeof(ini), "%s/fabric.ini", f.dir);
+	/* one a crashed run left is replaced at boot, not compared */
+	if (access(ini, F_OK) || (ini_written(ini) && !live_claims(f.dir, (unsigned)c.hosts, false)))
+		return 0;
+	return compare_ini(ini, &c);
 }
 
 int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c)
@@ -314,7 +335,7 @@ void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts)
 		return;
 	drop_claims(f, nhosts);
 	snprintf(path, sizeof(path), "%s/fabric.ini", f->dir);
-	if (!live_claims(f->dir, nhosts) && ini_written(path)) {
+	if (!live_claims(f->dir, nhosts, true) && ini_written(path)) {
 		/* The last one out: the directory goes, if nothing but the fabric's files is
 		 * left in it (a user's file keeps it). */
 		unlink(path);

@@ -175,6 +175,11 @@ int hcasim_dma_read_error(int dev, enum hcasim_dma_client client, uint32_t num, 
 /* Whether this process holds host `host` (HCASIM_FABRIC/HCASIM_HOST, docs/fabric.md); every
  * host of the system is held without a fabric. */
 int hcasim_fabric_holds(int host);
+/* Check, without booting, what a boot would check of the fabric: HCASIM_CONFIG, HCASIM_FABRIC
+ * and HCASIM_HOST (the hosts in the configured system) and, when DIR/fabric.ini exists, the
+ * keys that shape the fabric against it. 0, or the boot's error (-EINVAL naming the variable
+ * or key); creates nothing. hcasim-exec checks its --fabric and --host so. */
+int hcasim_fabric_check(void);
 int hcasim_num_devices(void);
 
 /* What the links to other processes of the fabric have cost this process since it started

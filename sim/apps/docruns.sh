@@ -649,6 +649,22 @@ r_debian_elves() {
 	fi
 }
 
+# ---- hcasim-exec (fabric.md): build/test/exec-probe, a program that prints what it sees of the
+# clocks, the TSC, its pid and /proc/cpuinfo, run as host 1 of a fabric of its own
+exec_probe() {
+	mkdir -p "$W/exec"
+	clean $SANENV "$B/bin/hcasim-exec" --fabric "$W/exec/fab-$1" --host 1 "$B/test/exec-probe" "$1"
+}
+# (the addresses are left out: the stack's depends on the length of the scratch directory's name)
+r_exec_probe() { once "exec_$1" exec_probe "$1" | grep -v '^aslr' && ok "exec_$1"; }
+# exec_refused ARG...: what hcasim-exec says to ARG... and its exit status
+r_exec_refused() {
+	_er=0
+	clean "$B/bin/hcasim-exec" "$@" 2>&1 | sed "s|$W/||g" || true
+	clean "$B/bin/hcasim-exec" "$@" >/dev/null 2>&1 || _er=$?
+	echo "exit status $_er"
+}
+
 name=${1:?usage: docruns.sh NAME [ARG...]}
 shift
 command -v "r_$name" >/dev/null 2>&1 || die "no recipe '$name'"
