@@ -1341,16 +1341,19 @@ static int horizon(void *arg, sim_time_t t)
 {
 	struct sim_kernel *k = arg;
 	sim_time_t seen = 0, pmin;
-	uint64_t t0 = wall_ms(), looked = t0, limit = 0, w0 = 0, stalled = 0;
+	uint64_t t0 = 0, looked = 0, limit = 0, w0 = 0, stalled = 0;
 	unsigned idle = 0;
 	int r;
 
 	for (struct sim_link *l = live_links; l; l = l->next)
 		if (l->remote && l->remote->stall_ms > limit)
 			limit = l->remote->stall_ms;
+	/* The wall clock is read only once a pass has to wait: most passes do not. */
 	while ((r = horizon_pass(k, t, &pmin)) == 2) {
-		if (!stalled++)
+		if (!stalled++) {
 			w0 = wall_ns();
+			t0 = looked = w0 / 1000000u;
+		}
 		if (away.interrupted && away.interrupted()) {
 			sync_cost.wait_ns += wall_ns() - w0;
 			return -EINTR;
