@@ -808,7 +808,7 @@ static int get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, vo
 			return -1;
 		}
 		/* Blocking: run the simulation until an event arrives, or report the deadlock. */
-		rc = hcasim_host_wait(chan_ready, &w, UINT64_MAX / 2);
+		rc = hcasim_host_wait(chan_ready, &w, UINT64_MAX);
 		if (rc) {
 			drv_fail(EDEADLK, "ibv_get_cq_event: no completion event can arrive: the "
 				 "simulation is idle");

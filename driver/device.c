@@ -695,7 +695,7 @@ static int get_async_event(struct ibv_context *ctx, struct ibv_async_event *even
 			return -1;
 		}
 		/* Blocking: run the simulation until an event arrives, or report the deadlock. */
-		rc = hcasim_host_wait(async_ready, c, UINT64_MAX / 2);
+		rc = hcasim_host_wait(async_ready, c, UINT64_MAX);
 		if (rc) {
 			drv_fail(EDEADLK, "ibv_get_async_event: no event can arrive: the simulation "
 				 "is idle");

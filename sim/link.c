@@ -1283,6 +1283,12 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		base = base == SIM_TIME_NEVER ? sim_now(k) : base;
 		away.floor = base > away.floor ? base : away.floor;
 	}
+	/* This side waits without end and without an event, and so does its peer (its record),
+	 * with nothing in flight either way: nothing can ever happen. As in one process, the wait
+	 * ends with EDEADLK (the kernel finds itself dry); the peer decides the same from ours
+	 * (docs/fabric.md#a-wait-that-can-never-end). */
+	if (!ok && t == SIM_TIME_NEVER && base == SIM_TIME_NEVER && !away.interrupted)
+		return 0;
 	for (struct sim_link *l = live_links; l; l = l->next)
 		if (l->remote && l->remote->joined && remote_promise(l, base, !ok))
 			return -EIO;

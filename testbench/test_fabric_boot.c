@@ -932,3 +932,46 @@ Test(fabric, faults_across_the_cut_deliver_every_message_exactly_once_in_order,
 	fv_role[0] = fv_host0;
 	fv_role[1] = fv_host1;
 }
+
+/* ---- A wait that can never end, decided for the whole fabric: both hosts wait in
+ * ibv_get_cq_event for a completion nothing will produce, with nothing in flight. Each gets
+ * EDEADLK, as one process does, at once (not after fabric.join_timeout_ms). */
+static int deadlock_host(struct fv_dev *d, const struct fv_host *peer, struct fv_host *o)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(d->ctx);
+	struct ibv_cq *cq = ch ? ibv_create_cq(d->ctx, 4, NULL, ch, 0) : NULL, *got;
+	struct timespec a, b;
+	void *ctx;
+	int r;
+
+	if (!cq || fv_connect(d, peer->lid, peer->qpn, o) || ibv_req_notify_cq(cq, 0))
+		return fv_fail(o, "set-up");
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	r = ibv_get_cq_event(ch, &got, &ctx);
+	o->t[0] = r ? (uint64_t)errno : 0;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	o->t[1] = (uint64_t)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000);
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
+	return 0;
+}
+
+Test(fabric, a_wait_no_host_can_end_returns_edeadlk_on_both_sides, .init = fb_setup,
+     .fini = fb_teardown, .timeout = 100)
+{
+	struct fv_host one[2], got[2];
+
+	fv_reference(one);
+	fv_role[0] = fv_role[1] = deadlock_host;
+	fv_fabric(one, got);
+	fv_role[0] = fv_host0;
+	fv_role[1] = fv_host1;
+	for (int h = 0; h < 2; h++) {
+		cr_expect_eq(got[h].t[0], EDEADLK, "host %d: ibv_get_cq_event ended with errno %llu",
+			     h, (unsigned long long)got[h].t[0]);
+		cr_expect_lt(got[h].t[1], 5000, "host %d waited %llu ms", h,
+			     (unsigned long long)got[h].t[1]);
+	}
+	fprintf(stderr, "fabric: both hosts' waits ended with EDEADLK after %llu and %llu ms\n",
+		(unsigned long long)got[0].t[1], (unsigned long long)got[1].t[1]);
+}
