@@ -1332,9 +1332,13 @@ static bool peer_away(void)
  * wait on a program that stays away for seconds costs no processor. */
 void sim_link_nap(unsigned *n)
 {
-	struct timespec ts = { 0, *n < 400 ? 20000 : 500000 };
+	/* 200 yields, then 20 us sleeps for about 40 ms, then 200 us, and 1 ms after about
+	 * 1.5 s: a peer that answers soon is seen soon, one that is away for long costs little. */
+	struct timespec ts = { 0, *n < 2200 ? 20000 : *n < 9700 ? 200000 : 1000000 };
 
-	if ((*n)++ < 200)
+	if (*n < UINT32_MAX)
+		(*n)++;
+	if (*n <= 200)
 		sched_yield();
 	else
 		nanosleep(&ts, NULL);
