@@ -97,7 +97,7 @@ LIBHCASIM  := $(LIB)/libhcasim.so.0
 LIBIBVERBS := $(LIB)/libibverbs.so.1
 LIBEXEC    := $(LIB)/libhcasim-exec.so
 APPS       := $(BIN)/hcasim-run $(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-scenario \
-              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun $(BIN)/hcasim-exec $(LIBEXEC)
+              $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun $(BIN)/hcasim-exec $(BIN)/hcasim-fabric $(LIBEXEC)
 # hcasim-scenario is built from sim/apps/scenario.c and the files of sim/apps/scenario/.
 SCN_OBJS   := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/apps/scenario/*.c))
 TESTBIN    := $(BUILD)/test/hcasim-tests
@@ -252,7 +252,7 @@ $(BIN)/hcasim-exec: $(OBJ)/sim/apps/exec.o $(LIBHCASIM) $(LIBEXEC)
 $(BIN)/hcasim-vcdcheck $(BIN)/hcasim-docrun: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $<
-$(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBINTERNAL)
+$(BIN)/hcasim-gendoc $(BIN)/hcasim-pcapcheck $(BIN)/hcasim-fabric: $(BIN)/hcasim-%: $(OBJ)/sim/apps/%.o $(LIBINTERNAL)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(INTERNAL_LINK)
 $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBINTERNAL)

@@ -201,7 +201,7 @@ static bool ini_written(const char *path)
 }
 
 /* Write the shaping keys of c as an INI file at path (a new file). */
-static int write_ini(const char *path, const struct sim_config *c)
+static int write_ini(const char *path, const struct sim_config *c, bool mark)
 {
 	FILE *fp = fopen(path, "wx");
 	char sect[64] = "", val[256];
@@ -210,7 +210,7 @@ static int write_ini(const char *path, const struct sim_config *c)
 	if (!fp)
 		return sim_error(-errno, "HCASIM_FABRIC: cannot create %s: %s", path,
 				 strerror(errno));
-	fputs(INI_MARK, fp);
+	fputs(mark ? INI_MARK : "; the fabric's configuration, written by hcasim-fabric\n", fp);
 	for (size_t i = 0; (key = sim_config_key_at(i)); i++) {
 		const char *dot = strchr(key, '.');
 
@@ -270,7 +270,7 @@ static int ini_under_lock(const struct sim_fabric *f, const struct sim_config *c
 	/* Written under a temporary name and linked: a process arriving meanwhile sees all of
 	 * it or none, and of two creators one wins and the other compares. */
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	if ((rc = write_ini(tmp, c)))
+	if ((rc = write_ini(tmp, c, true)))
 		return rc;
 	rc = link(tmp, path) ? -errno : 0;
 	unlink(tmp);
@@ -389,4 +389,20 @@ int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, 
 	if ((rc = sim_link_remote(l, side, c, timeout_ms)))
 		sim_chan_close(c);
 	return rc;
+}
+
+int sim_fabric_create(const char *dir, const struct sim_config *c)
+{
+	char path[4200];
+	int rc;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return sim_error(-errno, "hcasim-fabric '%s': cannot create the directory: %s", dir,
+				 strerror(errno));
+	snprintf(path, sizeof(path), "%s/fabric.ini", dir);
+	if (access(path, F_OK) == 0)
+		return compare_ini(path, c) ? -EINVAL : 1;
+	/* Without the processes' mark: the fabric's own, kept when its last process leaves. */
+	rc = write_ini(path, c, false);
+	return rc ? rc : 0;
 }

@@ -30,6 +30,10 @@ int sim_fabric_ini(const struct sim_fabric *f, const struct sim_config *c);
  * with a message; so is a claim of a pid that is gone. sim_fabric_leave drops the claims and,
  * the last one out, removes fabric.ini, the lock and the directory (if nothing else is in it). */
 void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts);
+/* hcasim-fabric DIR: create DIR and its fabric.ini from c without holding a host (0), or find
+ * one there that agrees (1); -EINVAL naming the first key that differs. A fabric.ini made so
+ * stays when the fabric's last process leaves, as one the user wrote does. */
+int sim_fabric_create(const char *dir, const struct sim_config *c);
 /* Whether this process holds host h (every host without a fabric). */
 bool sim_fabric_holds(const struct sim_fabric *f, unsigned h);
 /* Put link l (link n, port p, latency_ps), whose side `side` is held here, on its channel in

@@ -975,3 +975,46 @@ Test(fabric, a_wait_no_host_can_end_returns_edeadlk_on_both_sides, .init = fb_se
 	fprintf(stderr, "fabric: both hosts' waits ended with EDEADLK after %llu and %llu ms\n",
 		(unsigned long long)got[0].t[1], (unsigned long long)got[1].t[1]);
 }
+
+/* hcasim-fabric DIR starts a fabric without holding a host: its fabric.ini decides, a process
+ * whose configuration differs is refused, one that agrees runs, and the file stays when the
+ * last process leaves (it is the fabric's, as a user's would be). */
+Test(fabric, hcasim_fabric_starts_a_fabric_that_processes_must_agree_with, .init = fb_setup,
+     .fini = fb_teardown)
+{
+	char cmd[1200], dir[300], ini[400], *out;
+	int st;
+
+	snprintf(dir, sizeof(dir), "%s/f", fdir);
+	snprintf(ini, sizeof(ini), "%s/l.ini", fdir);
+	{
+		FILE *fp = fopen(ini, "w");
+
+		cr_assert_not_null(fp);
+		fputs("[link]\nlatency_ns = 200\n", fp);
+		fclose(fp);
+	}
+	snprintf(cmd, sizeof(cmd), "HCASIM_CONFIG=%s %s/bin/hcasim-fabric %s; echo exit=$?; "
+		 "%s/bin/hcasim-fabric %s 2>&1; echo exit=$?; %s/bin/hcasim-fabric 2>&1; "
+		 "echo exit=$?", ini, HCASIM_BUILD_DIR, dir, HCASIM_BUILD_DIR, dir,
+		 HCASIM_BUILD_DIR);
+	out = tb_run_cmd(cmd, &st);
+	cr_expect(strstr(out, "fabric.ini written (2 hosts, link latency 200 ns)\nexit=0\n"), "%s",
+		  out);
+	cr_expect(strstr(out, "config key 'link.latency_ns' is 100 here but 200 in ") &&
+		  strstr(out, "exit=1\n") && strstr(out, "usage: hcasim-fabric DIR") &&
+		  strstr(out, "exit=2\n"), "%s", out);
+	free(out);
+	setenv("HCASIM_FABRIC", dir, 1);
+	setenv("HCASIM_HOST", "0", 1);
+	cr_expect_eq(hcasim_boot(), -EINVAL);
+	cr_expect(strstr(hcasim_last_error(), "'link.latency_ns' is 100 here but 200"), "%s",
+		  hcasim_last_error());
+	tb_config("link.latency_ns", "200");
+	cr_assert_eq(hcasim_boot(), 0, "%s", hcasim_last_error());
+	hcasim_shutdown();
+	snprintf(ini, sizeof(ini), "%s/fabric.ini", dir);
+	cr_expect_eq(access(ini, F_OK), 0, "hcasim-fabric's %s was removed", ini);
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+}
