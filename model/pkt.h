@@ -147,6 +147,7 @@ struct hm_pkt {
 	/* payload */
 	const uint8_t *payload;    /* into the frame for parsed packets */
 	uint32_t paylen;           /* bytes, without pad */
+	const uint8_t *frame;      /* received: the link buffer parsed (a DMA write may hold it) */
 };
 
 /* An all-zero packet: `*p = hm_pkt_zero` clears one in vector stores, where memset of its

@@ -243,13 +243,15 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	return true;
 }
 
-/* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE.
+/* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE; data
+ * lies in frame (the received link buffer, held by the writes) or, frame NULL, is copied.
  * Returns a HCA_WC_* status. */
 static uint32_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
-		       sim_time_t t)
+			const uint8_t *frame, sim_time_t t)
 {
 	uint32_t verr;
-	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)),
+			    .frame = frame };
 	uint32_t n = hm_sge_copy(d, qp->resp.rwqe_pdn, qp->resp.rsge, qp->resp.rsge_n, qp->resp.recv_off, (void *)data,
 				 len, true, &t, &verr, &ct);
 
@@ -347,9 +349,9 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		memcpy(grh + 8, p->sgid, 16);
 		memcpy(grh + 24, p->dgid, 16);
 	}
-	verr = scatter(d, qp, grh, sizeof(grh), t);
+	verr = scatter(d, qp, grh, sizeof(grh), NULL, t);
 	if (!verr)
-		verr = scatter(d, qp, p->payload, p->paylen, t);
+		verr = scatter(d, qp, p->payload, p->paylen, p->frame, t);
 	if (verr) {
 		recv_fail(d, qp, verr, t);
 		return t;
@@ -708,7 +710,7 @@ static enum resp_step send_req(struct resp_pkt *c)
 		qp->resp.in_msg = true;
 		qp->resp.msg_kind = 0;
 	}
-	verr = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
+	verr = scatter(c->d, qp, c->p->payload, c->p->paylen, c->p->frame, c->t);
 	if (verr == HCA_VERR_RECV_LEN) {
 		/* Message longer than the receive buffer: class C on RC (NAK invalid request,
 		 * REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
@@ -773,9 +775,9 @@ static enum resp_step write_req(struct resp_pkt *c)
 		}
 	}
 	if (p->paylen) /* cut-through: written as it comes through the pipeline */
-		sim_dma_write_ct(c->d->fn, iova, p->payload, p->paylen, c->t,
-				 sim_config_link_mbps(&c->d->cfg),
-				 hm_port_tail_bytes(c->d, hm_qp_port(qp)));
+		hm_dma_write_rx(c->d, iova, p->payload, p->paylen,
+				&(struct hm_ct){ .ready = c->t, .frame = p->frame },
+				hm_port_tail_bytes(c->d, hm_qp_port(qp)));
 	qp->resp.wr_va += p->paylen;
 	qp->resp.wr_left -= p->paylen;
 	return RESP_COMPLETE;

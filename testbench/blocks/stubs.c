@@ -114,6 +114,15 @@ BLK_WEAK void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void
 		memcpy(blk_mem + addr, src, len);
 }
 
+/* The receive path's payload writes go out as sim_dma_write_ct does (the frame they may hold
+ * is the caller's: a stub neighbour copies). */
+BLK_WEAK void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+			      const struct hm_ct *ct, uint64_t tail)
+{
+	(void)d;
+	sim_dma_write_ct(NULL, iova, src, len, ct->ready, 1, tail);
+}
+
 /* ---- dma: WQE reads ---- */
 
 BLK_WEAK bool hm_wqe_read(struct hm_dev *d, enum hm_dma_client client, uint32_t num, uint64_t addr,
