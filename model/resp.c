@@ -381,8 +381,6 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
 	uint64_t iova = 0;
-	uint8_t buf[4096];
-
 	uint32_t verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_READ, p->reth_rkey, p->reth_va, len,
 				  &iova);
 
@@ -393,6 +391,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	qp->resp.msn++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_pkt r;
+		uint8_t *buf;
 		uint32_t chunk = len - off < mtu ? len - off : mtu;
 		sim_time_t tr = t, need = 0; /* all responses' reads are issued together */
 
@@ -404,11 +403,11 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = HM_AETH_ACK;
 		r.aeth_msn = qp->resp.msn & 0xffffff;
+		r.paylen = chunk;
+		buf = hm_port_frame_new(d, hm_qp_port(qp), &r); /* read straight into the frame */
 		if (chunk && sim_dma_read_ct(d->fn, iova + off, buf, chunk, &tr,
 					     sim_config_link_mbps(&d->cfg), 0, &need))
 			memset(buf, 0, chunk);
-		r.payload = buf;
-		r.paylen = chunk;
 		hm_port_send(d, hm_qp_port(qp), &r, t, need); /* cut-through behind its read */
 		qp->stats.tx_pkts++;
 		qp->stats.tx_bytes += chunk;

@@ -223,7 +223,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, si
 		trace_pkt_drop_dmac(d->devno, p->num, len);
 		return;
 	}
-	pkt.frame = frame;
+	pkt.frame = *own;
 	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 	mcast = hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt.dlid);
 	if (!loopback) /* the port counters count the link's frames only */

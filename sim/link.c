@@ -137,6 +137,11 @@ void sim_link_frame_free(uint8_t *frame)
 		free(d);
 }
 
+size_t sim_link_frame_len(const uint8_t *frame)
+{
+	return delivery_of(frame)->len;
+}
+
 uint8_t *sim_link_frame_hold(const uint8_t *frame)
 {
 	struct delivery *d = delivery_of(frame);

@@ -154,9 +154,28 @@ BLK_WEAK sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt 
 		if (p->payload && p->paylen <= sizeof(b->payload))
 			memcpy(b->payload, p->payload, p->paylen);
 		b->p.payload = b->payload;
+		b->p.frame = NULL;
 	}
 	blk.npkts++;
+	free(p->frame); /* the port takes the frame over */
+	p->frame = NULL;
 	return (need > t ? need : t) + blk_do.wire_ps;
+}
+
+/* A frame buffer the sender gathers into: the payload's place only, from malloc. */
+BLK_WEAK uint8_t *hm_port_frame_new(struct hm_dev *d, unsigned port, struct hm_pkt *p)
+{
+	(void)d, (void)port;
+	p->frame = malloc(p->paylen ? p->paylen : 1);
+	cr_assert(p->frame != NULL);
+	p->payload = p->frame;
+	return p->frame;
+}
+
+BLK_WEAK void hm_port_frame_free(struct hm_pkt *p)
+{
+	free(p->frame);
+	p->frame = NULL;
 }
 
 BLK_WEAK uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port)
