@@ -163,16 +163,11 @@ static void frame_release(void *frame)
 	sim_link_frame_free(frame);
 }
 
-void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
-		     const struct hm_ct *ct, uint64_t tail)
+void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+		       const struct hm_ct *ct, uint64_t tail)
 {
-	uint32_t mbps = sim_config_link_mbps(&d->cfg);
-
-	if (ct->frame && len > HM_DMA_COPY_MAX)
-		sim_dma_write_ct_held(d->fn, iova, src, len, ct->ready, mbps, tail, frame_release,
-				      sim_link_frame_hold(ct->frame));
-	else
-		sim_dma_write_ct(d->fn, iova, src, len, ct->ready, mbps, tail);
+	sim_dma_write_ct_held(d->fn, iova, src, len, ct->ready, sim_config_link_mbps(&d->cfg),
+			      tail, frame_release, sim_link_frame_hold(ct->frame));
 }
 
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,

@@ -64,7 +64,16 @@ uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote);
  * for up to HM_DMA_COPY_MAX bytes (a copy that short costs less than the reference), src is
  * copied. */
 enum { HM_DMA_COPY_MAX = 64 };
-void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
-		     const struct hm_ct *ct, uint64_t tail);
+void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+		       const struct hm_ct *ct, uint64_t tail);
+static inline void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+				   const struct hm_ct *ct, uint64_t tail)
+{
+	if (ct->frame && len > HM_DMA_COPY_MAX)
+		hm_dma_write_held(d, iova, src, len, ct, tail);
+	else
+		sim_dma_write_ct(d->fn, iova, src, len, ct->ready, sim_config_link_mbps(&d->cfg),
+				 tail);
+}
 
 #endif

@@ -480,7 +480,7 @@ static size_t l2_bytes(enum hm_link_layer ll, const struct hm_pkt *p)
 }
 
 /* The frame length of p (opcode oi) on ll, and in *payload_off where its payload goes. */
-static size_t layout(enum hm_link_layer ll, const struct hm_pkt *p,
+static inline size_t layout(enum hm_link_layer ll, const struct hm_pkt *p,
 		     const struct hm_opcode_info *oi, size_t *payload_off)
 {
 	size_t off = l2_bytes(ll, p) + HM_BTH_BYTES + ext_bytes(oi->hdrs);

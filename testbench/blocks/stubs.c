@@ -114,10 +114,10 @@ BLK_WEAK void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void
 		memcpy(blk_mem + addr, src, len);
 }
 
-/* The receive path's payload writes go out as sim_dma_write_ct does (the frame they may hold
- * is the caller's: a stub neighbour copies). */
-BLK_WEAK void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
-			      const struct hm_ct *ct, uint64_t tail)
+/* The receive path's payload writes that hold their frame go out as sim_dma_write_ct does
+ * (the frame is the caller's: a stub neighbour copies). */
+BLK_WEAK void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+				const struct hm_ct *ct, uint64_t tail)
 {
 	(void)d;
 	sim_dma_write_ct(NULL, iova, src, len, ct->ready, 1, tail);
