@@ -152,11 +152,13 @@ static void implied_acks(struct hm_dev *d, struct hm_qp *qp, uint32_t psn, sim_t
 /* Scatter response data into the local list of the READ (or atomic) WQE f: HCA_VERR_NONE, or
  * the check that failed. */
 static uint32_t scatter_local(struct hm_dev *d, struct hm_qp *qp, struct hm_flight *f,
-			      const uint8_t *data, uint32_t off, uint32_t len, sim_time_t t)
+			      const uint8_t *data, const uint8_t *frame, uint32_t off, uint32_t len,
+			      sim_time_t t)
 {
 	const uint8_t *w = wqe_at(qp, f->wqe);
 	const struct hca_wqe_ctrl *c = (const void *)w;
-	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)),
+			    .frame = frame };
 	uint32_t verr;
 
 	/* hm_sge_copy only reads buf when writing to memory; the data is written as it comes
@@ -397,9 +399,10 @@ static enum comp_step err_nak(struct comp_pkt *c)
 
 /* Data for the oldest WQE's local list (a READ response, an atomic's original value) that
  * cannot be scattered ends it with LOC_PROT_ERR. */
-static bool scatter_or_fail(struct comp_pkt *c, const uint8_t *data, uint32_t off, uint32_t len)
+static bool scatter_or_fail(struct comp_pkt *c, const uint8_t *data, const uint8_t *frame,
+			    uint32_t off, uint32_t len)
 {
-	uint32_t verr = scatter_local(c->d, c->qp, oldest(c->qp), data, off, len, c->t);
+	uint32_t verr = scatter_local(c->d, c->qp, oldest(c->qp), data, frame, off, len, c->t);
 
 	if (!verr)
 		return true;
@@ -424,7 +427,7 @@ static enum comp_step read_rsp(struct comp_pkt *c)
 	if (hm_psn_cmp(psn, qp->comp.acked_psn) > 0)
 		qp->comp.acked_psn = psn;
 	progress(c->d, qp, c->t);
-	if (!scatter_or_fail(c, c->p->payload, ((psn - f->first_psn) & HCA_PSN_MASK) *
+	if (!scatter_or_fail(c, c->p->payload, c->p->frame, ((psn - f->first_psn) & HCA_PSN_MASK) *
 							hm_qp_mtu(c->d, qp),
 			     c->p->paylen))
 		return COMP_DONE;
@@ -442,7 +445,7 @@ static enum comp_step atomic_ack(struct comp_pkt *c)
 	if (!oldest_sent(qp) || !hca_wqe_atomic(oldest(qp)->op) ||
 	    c->p->psn != oldest(qp)->last_psn)
 		return COMP_DONE;
-	if (scatter_or_fail(c, (const uint8_t *)&orig, 0, 8))
+	if (scatter_or_fail(c, (const uint8_t *)&orig, NULL, 0, 8))
 		retire(c->d, qp, HCA_VERR_NONE, c->t);
 	return COMP_DONE;
 }

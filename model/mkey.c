@@ -5,6 +5,7 @@
  * the window's range and rights are checked instead of its region's. Binds and invalidations
  * run here, when the requester (or, for a SEND with Invalidate, the responder) reaches them. */
 #include "model/mkey.h"
+#include "sim/link.h"
 #include "sim/trace.h"
 
 static struct hm_mkey *mkey_at(struct hm_dev *d, uint32_t key)
@@ -157,6 +158,18 @@ uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote)
 	return remote ? rem[r] : local[r];
 }
 
+static void frame_release(void *frame)
+{
+	sim_link_frame_free(frame);
+}
+
+void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+		       const struct hm_ct *ct, uint64_t tail)
+{
+	sim_dma_write_ct_held(d->fn, iova, src, len, ct->ready, sim_config_link_mbps(&d->cfg),
+			      tail, frame_release, sim_link_frame_hold(ct->frame));
+}
+
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
 		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, uint32_t *verr,
 		     struct hm_ct *ct)
@@ -183,8 +196,8 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 			return moved;
 		}
 		if (write && ct) {
-			sim_dma_write_ct(d->fn, iova, b + moved, n, ct->ready, mbps,
-					 (uint64_t)(len - moved - n) + ct->tail);
+			hm_dma_write_rx(d, iova, b + moved, n, ct,
+					(uint64_t)(len - moved - n) + ct->tail);
 		} else if (write) {
 			hm_dma_write_at(d, iova, b + moved, n, *t);
 		} else if (ct ? sim_dma_read_ct(d->fn, iova, b + moved, n, t, mbps, moved, &ct->need)

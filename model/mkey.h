@@ -44,11 +44,12 @@ uint32_t hm_mw_invalidate(struct hm_dev *d, const struct hm_qp *qp, uint32_t rke
  * With ct (cut-through, docs/timing.md#cut-through), buf is one packet's payload: reads raise
  * ct->need (the earliest time the payload's first byte may go on the wire), and writes go
  * out as the payload comes through the receive pipeline, which is done with it at ct->ready
- * (*t is then not used for writes). */
+ * (*t is then not used for writes; ct->frame as hm_dma_write_rx says). */
 struct hm_ct {
 	sim_time_t need;  /* read: raised to the earliest start of the payload on the wire */
 	sim_time_t ready; /* write: the receive pipeline is done with the packet */
 	uint32_t tail;    /* write: wire bytes after the payload (hm_port_tail_bytes) */
+	const uint8_t *frame; /* write: the received frame (a link buffer) buf lies in, or NULL */
 };
 uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *sg, unsigned nsge,
 		     uint32_t off, void *buf, uint32_t len, bool write, sim_time_t *t, uint32_t *verr,
@@ -56,5 +57,23 @@ uint32_t hm_sge_copy(struct hm_dev *d, uint32_t pdn, const struct hca_wqe_data *
 /* The vendor error syndrome (HCA_VERR_*) of a failed key check: of an lkey, or (remote) of an
  * rkey. */
 uint32_t hm_mkey_verr(enum hm_mkey_result r, bool remote);
+/* A posted write of len bytes at src, received from a link, to device address iova as it comes
+ * through the receive pipeline (sim_dma_write_ct: done at ct->ready, tail wire bytes after
+ * these). With ct->frame, src lies in that received frame, which the write holds until it
+ * lands instead of copying the bytes (frames by reference down to the DMA write); without, or
+ * for up to HM_DMA_COPY_MAX bytes (a copy that short costs less than the reference), src is
+ * copied. */
+enum { HM_DMA_COPY_MAX = 64 };
+void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+		       const struct hm_ct *ct, uint64_t tail);
+static inline void hm_dma_write_rx(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+				   const struct hm_ct *ct, uint64_t tail)
+{
+	if (ct->frame && len > HM_DMA_COPY_MAX)
+		hm_dma_write_held(d, iova, src, len, ct, tail);
+	else
+		sim_dma_write_ct(d->fn, iova, src, len, ct->ready, sim_config_link_mbps(&d->cfg),
+				 tail);
+}
 
 #endif

@@ -118,13 +118,20 @@ static const struct {
 };
 /* clang-format on */
 
+/* The bytes of the extension headers in hdrs, by the headers' bits (this runs for every frame
+ * built and parsed: a packet has none to three, so the loop is over the bits set, not over
+ * ext_order). */
 static size_t ext_bytes(uint32_t hdrs)
 {
+	static const uint8_t bytes_of_bit[] = {
+		[0] = HM_RETH_BYTES,	     [1] = HM_AETH_BYTES,  [2] = HM_ATOMICETH_BYTES,
+		[3] = HM_ATOMICACKETH_BYTES, [4] = HM_IMMDT_BYTES, [5] = HM_DETH_BYTES,
+		[6] = HM_IETH_BYTES,	     [7] = 0 /* payload */, [8] = HM_XRCETH_BYTES,
+	};
 	size_t n = 0;
 
-	for (size_t i = 0; i < sizeof(ext_order) / sizeof(ext_order[0]); i++)
-		if (hdrs & ext_order[i].bit)
-			n += ext_order[i].bytes;
+	for (; hdrs; hdrs &= hdrs - 1)
+		n += bytes_of_bit[__builtin_ctz(hdrs)];
 	return n;
 }
 
@@ -466,6 +473,34 @@ static void put_ib_l2(uint8_t *buf, const struct hm_pkt *p, size_t len, size_t l
 	}
 }
 
+/* The layer 2 (and 3) header bytes of p's frame on ll. */
+static size_t l2_bytes(enum hm_link_layer ll, const struct hm_pkt *p)
+{
+	return ll == HM_LL_ROCE ? ROCE_L2_BYTES : HM_LRH_BYTES + (p->has_grh ? HM_GRH_BYTES : 0);
+}
+
+/* The frame length of p (opcode oi) on ll, and in *payload_off where its payload goes. */
+static inline size_t layout(enum hm_link_layer ll, const struct hm_pkt *p,
+		     const struct hm_opcode_info *oi, size_t *payload_off)
+{
+	size_t off = l2_bytes(ll, p) + HM_BTH_BYTES + ext_bytes(oi->hdrs);
+
+	*payload_off = off;
+	/* IBA 9.2: payload padded to 4 bytes */
+	return off + p->paylen + ((4 - (p->paylen & 3)) & 3) + HM_ICRC_BYTES +
+	       (ll == HM_LL_IB ? HM_VCRC_BYTES : 0);
+}
+
+size_t hm_pkt_frame_len(enum hm_link_layer ll, const struct hm_pkt *p, size_t *payload_off)
+{
+	const struct hm_opcode_info *oi = hm_opcode_info(p->opcode);
+	size_t off;
+
+	if (!oi)
+		return 0;
+	return layout(ll, p, oi, payload_off ? payload_off : &off);
+}
+
 size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf,
 			     size_t cap)
 {
@@ -476,14 +511,9 @@ size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint
 	if (!oi)
 		return 0;
 	check_fields(p, oi);
-	pad = (uint8_t)((4 - (p->paylen & 3)) & 3); /* IBA 9.2: payload padded to 4 bytes */
-	if (ll == HM_LL_ROCE)
-		l2 = ROCE_L2_BYTES;
-	else
-		l2 = HM_LRH_BYTES + (p->has_grh ? HM_GRH_BYTES : 0);
-	len = l2 + HM_BTH_BYTES + ext_bytes(oi->hdrs) + p->paylen + pad + HM_ICRC_BYTES;
-	if (ll == HM_LL_IB)
-		len += HM_VCRC_BYTES;
+	pad = (uint8_t)((4 - (p->paylen & 3)) & 3);
+	l2 = l2_bytes(ll, p);
+	len = layout(ll, p, oi, &off);
 	if (len > cap)
 		return 0;
 	/* The length fields must hold the packet: PktLen 11 bits of words, IP length 16 bits. */
@@ -504,7 +534,7 @@ size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint
 			off += ext_order[i].bytes;
 		}
 	}
-	if (p->paylen)
+	if (p->paylen && p->payload != buf + off) /* not gathered in place already */
 		memcpy(buf + off, p->payload, p->paylen);
 	off += p->paylen;
 	memset(buf + off, 0, pad + (ll == HM_LL_IB ? IB_TRAILER : HM_ICRC_BYTES));

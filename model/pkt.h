@@ -147,6 +147,10 @@ struct hm_pkt {
 	/* payload */
 	const uint8_t *payload;    /* into the frame for parsed packets */
 	uint32_t paylen;           /* bytes, without pad */
+	/* The link buffer the payload lies in, or NULL. Received: the frame parsed, which a DMA
+	 * write may hold (sim_link_frame_hold). To send: the buffer of hm_port_frame_new, which
+	 * the payload was gathered into and hm_port_send builds the frame in and takes over. */
+	uint8_t *frame;
 };
 
 /* An all-zero packet: `*p = hm_pkt_zero` clears one in vector stores, where memset of its
@@ -155,8 +159,12 @@ extern const struct hm_pkt hm_pkt_zero;
 
 /* Build a frame for link layer ll into buf (cap bytes): headers from p, payload
  * p->payload[0..paylen), pad to 4 bytes, ICRC, and on IB the VCRC. Returns the frame length,
- * or 0 if cap is too small or the opcode is unknown. */
+ * or 0 if cap is too small or the opcode is unknown. A payload that lies where it goes in buf
+ * already (gathered into the frame) is not copied. */
 size_t hm_pkt_build(enum hm_link_layer ll, const struct hm_pkt *p, uint8_t *buf, size_t cap);
+/* The length of the frame hm_pkt_build makes of p on ll (0 for an unknown opcode), and in
+ * *payload_off (unless NULL) the offset its payload goes at. */
+size_t hm_pkt_frame_len(enum hm_link_layer ll, const struct hm_pkt *p, size_t *payload_off);
 /* The same with the CRC fields left zero: an unsealed frame, which the port hands on marked
  * crc_pending, and hm_pkt_seal fills in wherever its bytes are seen (a capture, a corruption)
  * (docs/blocks/pkt.md#crc-only-when-seen). hm_pkt_build is the two together. */

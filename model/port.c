@@ -287,6 +287,19 @@ static sim_time_t cut_through(struct hm_dev *d, const struct hm_port *p,
 	return need > ahead && need - ahead > t ? sim_clock_edge(&d->core, need - ahead) : t;
 }
 
+/* The frame buf of len bytes in a link buffer: own (buf itself, built there) taken over, or a
+ * copy (a multicast frame goes to several places). */
+static uint8_t *link_buffer(const uint8_t *buf, size_t len, uint8_t *own)
+{
+	uint8_t *f = own;
+
+	if (!f) {
+		f = sim_link_frame_new(len);
+		memcpy(f, buf, len);
+	}
+	return f;
+}
+
 struct lb_frame {
 	struct hm_port *to; /* the receiving port */
 	bool pending;       /* CRC fields not filled in (nobody saw it) */
@@ -319,7 +332,7 @@ int hm_port_loopback_pcap(struct hm_dev *d, const char *path)
  * touches a link, so no port counter counts it. Returns the end of its slot. */
 static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_port *to,
 				const struct hm_pkt *pkt, const uint8_t *buf, size_t len,
-				sim_time_t t, sim_time_t need)
+				sim_time_t t, sim_time_t need, uint8_t *own)
 {
 	uint64_t mbps = d->cfg.loopback_gbps * 1000;
 	struct lb_frame *f;
@@ -333,8 +346,7 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 	SIM_ASSERT(f != NULL, "out of memory");
 	f->to = to;
 	f->len = len;
-	f->buf = sim_link_frame_new(len);
-	memcpy(f->buf, buf, len);
+	f->buf = link_buffer(buf, len, own);
 	f->pending = true;
 	if (d->lb_pcap_path && !d->lb_pcap &&
 	    sim_pcap_open(&d->lb_pcap, d->lb_pcap_path,
@@ -355,7 +367,8 @@ static sim_time_t port_loopback(struct hm_dev *d, struct hm_port *p, struct hm_p
 }
 
 static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
-			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast);
+			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast,
+			  uint8_t *own);
 
 /* A multicast datagram (docs/multicast.md). It goes on the link, whether or not a port at the
  * other end joined (without a switch, that port filters); and, unless the sending QP blocks
@@ -371,43 +384,67 @@ static sim_time_t mcast_send(struct hm_dev *d, struct hm_port *p, const struct h
 
 	for (unsigned i = 0; g && !(src && src->mcast_lb_block) && i < d->nports; i++)
 		if (d->ports[i].state == PORT_ACTIVE && hm_mcg_qps_on(d, g, d->ports[i].num, qpns))
-			end = port_loopback(d, p, &d->ports[i], pkt, buf, len, t, need);
+			end = port_loopback(d, p, &d->ports[i], pkt, buf, len, t, need, NULL);
 	if (!d->links[p->num - 1])
 		return end; /* no cable: only this HCA's members get it */
-	w = to_wire(d, p, pkt, buf, len, t, need, true);
+	w = to_wire(d, p, pkt, buf, len, t, need, true, NULL);
 	return w > end ? w : end;
+}
+
+uint8_t *hm_port_frame_new(struct hm_dev *d, unsigned port, struct hm_pkt *pkt)
+{
+	size_t off, len = hm_pkt_frame_len(hm_port_ll(&d->ports[port - 1]), pkt, &off);
+
+	SIM_ASSERT(len > 0, "packet opcode 0x%x has no frame", pkt->opcode);
+	pkt->frame = sim_link_frame_new(len);
+	pkt->payload = pkt->frame + off;
+	return pkt->frame + off;
+}
+
+void hm_port_frame_free(struct hm_pkt *pkt)
+{
+	sim_link_frame_free(pkt->frame);
+	pkt->frame = NULL;
 }
 
 sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim_time_t t,
 			sim_time_t need)
 {
 	struct hm_port *p = &d->ports[port - 1], *to;
-	uint8_t buf[HM_PKT_MAX_BYTES];
+	uint8_t stack[HM_PKT_MAX_BYTES], *own = pkt->frame, *buf = own ? own : stack;
 	size_t len;
+	sim_time_t end;
 
 	SIM_ASSERT(port >= 1 && port <= d->nports, "send on port %u", port);
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
-	len = hm_pkt_build_unsealed(hm_port_ll(p), pkt, buf, sizeof(buf));
+	len = hm_pkt_build_unsealed(hm_port_ll(p), pkt, buf,
+				    own ? sim_link_frame_len(own) : sizeof(stack));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
-	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
-		return mcast_send(d, p, pkt, buf, len, t, need);
+	pkt->frame = NULL; /* ours from here on */
+	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE) {
+		end = mcast_send(d, p, pkt, buf, len, t, need);
+		sim_link_frame_free(own); /* each place it went got a copy */
+		return end;
+	}
 	/* A frame for one of our own ports never reaches the wire (docs/loopback.md). */
 	to = p->state == PORT_ACTIVE ? own_port_for(d, pkt) : NULL;
 	if (to && to->state == PORT_ACTIVE)
-		return port_loopback(d, p, to, pkt, buf, len, t, need);
+		return port_loopback(d, p, to, pkt, buf, len, t, need, own);
 	if (to || !d->links[port - 1] || p->state != PORT_ACTIVE) {
 		trace_pkt_drop_down(d->devno, port, pkt->opcode, pkt->psn);
 		hm_ctr_inc(d, port, HM_CTR_XMIT_DISCARDS);
+		sim_link_frame_free(own);
 		return t;
 	}
-	return to_wire(d, p, pkt, buf, len, t, need, false);
+	return to_wire(d, p, pkt, buf, len, t, need, false, own);
 }
 
 /* The port hands frames to the link in the order they were sent to it; the link serializes
  * them (the same arithmetic gives the slot here, for pacing). Returns the time the frame's
  * last bit leaves. */
 static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_pkt *pkt,
-			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast)
+			  const uint8_t *buf, size_t len, sim_time_t t, sim_time_t need, bool mcast,
+			  uint8_t *own)
 {
 	unsigned port = p->num;
 	struct tx_frame *f;
@@ -421,8 +458,7 @@ static sim_time_t to_wire(struct hm_dev *d, struct hm_port *p, const struct hm_p
 	f->link = d->links[port - 1];
 	f->side = d->link_side[port - 1];
 	f->len = len;
-	f->buf = sim_link_frame_new(len);
-	memcpy(f->buf, buf, len);
+	f->buf = link_buffer(buf, len, own);
 	sim_schedule_owned_at(d->k, start, tx_start, f);
 	hm_ctr_xmit(d, port, len, mcast);
 	trace_pkt_tx(d->devno, port, pkt->opcode, pkt->dqpn, pkt->psn, len, start);

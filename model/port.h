@@ -29,6 +29,14 @@ int hm_port_loopback_pcap(struct hm_dev *d, const char *path);
  * the time its last bit leaves. */
 sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *p, sim_time_t t,
 			sim_time_t need);
+/* Frames by reference from the gather on: a link buffer for the frame of p (its headers and
+ * payload length set) on port, into which the sender gathers the payload — at the address
+ * returned, which p->payload is set to — so that hm_port_send builds the headers around it and
+ * hands the buffer on instead of copying the payload twice (p->frame: the buffer, which
+ * hm_port_send takes over). The headers must not change in between, but for their values; a
+ * packet not sent after all gives its buffer back with hm_port_frame_free. */
+uint8_t *hm_port_frame_new(struct hm_dev *d, unsigned port, struct hm_pkt *p);
+void hm_port_frame_free(struct hm_pkt *p);
 /* Wire bytes that follow a packet's payload on port: ICRC and VCRC (IB), ICRC, FCS and the
  * inter-frame gap (RoCE). */
 uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port);

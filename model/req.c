@@ -196,7 +196,6 @@ struct req_pkt {
 	uint32_t paylen;      /* payload bytes */
 	bool last;            /* the message's last packet */
 	struct hm_ct ct;      /* cut-through: when the payload keeps ahead of the wire */
-	uint8_t payload[4096];
 };
 
 static enum req_step chk_queue(struct req_pkt *r)
@@ -328,6 +327,15 @@ static enum req_step build_atomic(struct req_pkt *r)
 	return REQ_XMIT;
 }
 
+/* An XRC_SEND QP's packets: the XRC class, and the XRCETH from the WQE. */
+static void xrc_class(struct req_pkt *r)
+{
+	if (r->qp->type == HCA_QPT_XRC_SEND) {
+		r->p.opcode |= HM_OP_XRC;
+		r->p.xrc_srqn = ((const struct hca_wqe_rdma *)(r->c + 1))->xrc_srqn & HCA_QPN_MASK;
+	}
+}
+
 /* SEND, WRITE (+IMM): one MTU of the message from cur_off. */
 static enum req_step build_send(struct req_pkt *r)
 {
@@ -361,14 +369,16 @@ static enum req_step build_send(struct req_pkt *r)
 	r->p.ieth_rkey = r->p.imm;       /* SEND_INV: the R_Key to invalidate, in the same field */
 	r->p.se = r->last && (c->flags & HCA_WQE_F_SOLICITED);
 	r->p.ackreq = r->last && hca_qpt_reliable(qp->type);
-	verr = gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off, r->payload, r->paylen, &r->t,
-		      &r->ct);
+	r->p.paylen = r->paylen;
+	xrc_class(r);
+	/* gathered straight into the frame (its headers are known now) */
+	verr = gather(r->d, qp, (const uint8_t *)c, qp->req.cur_off,
+		      hm_port_frame_new(r->d, hm_qp_port(qp), &r->p), r->paylen, &r->t, &r->ct);
 	if (verr) {
+		hm_port_frame_free(&r->p);
 		req_fail(r->d, qp, verr, c->opcode, r->t);
 		return REQ_FAILED;
 	}
-	r->p.payload = r->payload;
-	r->p.paylen = r->paylen;
 	qp->req.sq_psn = (qp->req.sq_psn + 1) & HCA_PSN_MASK;
 	qp->req.cur_off += r->paylen;
 	return REQ_XMIT;
@@ -380,10 +390,7 @@ static enum req_step xmit(struct req_pkt *r)
 
 	if (hm_psn_cmp(qp->req.sq_psn, qp->req.sent_psn) > 0)
 		qp->req.sent_psn = qp->req.sq_psn;
-	if (qp->type == HCA_QPT_XRC_SEND) { /* the XRC class, and the XRCETH from the WQE */
-		r->p.opcode |= HM_OP_XRC;
-		r->p.xrc_srqn = ((const struct hca_wqe_rdma *)(r->c + 1))->xrc_srqn & HCA_QPN_MASK;
-	}
+	xrc_class(r);
 	r->end = hm_port_send(r->d, hm_qp_port(qp), &r->p, r->issue, r->ct.need);
 	qp->stats.tx_pkts++;
 	qp->stats.tx_bytes += r->paylen;
@@ -434,7 +441,7 @@ bool hm_req_run(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	struct req_pkt r;
 	enum req_step step = REQ_CHK_QUEUE;
 
-	memset(&r, 0, offsetof(struct req_pkt, payload));
+	memset(&r, 0, sizeof(r));
 	r.d = d;
 	r.qp = qp;
 	r.t = *t;

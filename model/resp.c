@@ -243,13 +243,15 @@ static bool take_rwqe(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	return true;
 }
 
-/* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE.
+/* Scatter len bytes of data at message offset qp->resp.recv_off into the receive WQE; data
+ * lies in frame (the received link buffer, held by the writes) or, frame NULL, is copied.
  * Returns a HCA_WC_* status. */
 static uint32_t scatter(struct hm_dev *d, struct hm_qp *qp, const uint8_t *data, uint32_t len,
-		       sim_time_t t)
+			const uint8_t *frame, sim_time_t t)
 {
 	uint32_t verr;
-	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)) };
+	struct hm_ct ct = { .ready = t, .tail = hm_port_tail_bytes(d, hm_qp_port(qp)),
+			    .frame = frame };
 	uint32_t n = hm_sge_copy(d, qp->resp.rwqe_pdn, qp->resp.rsge, qp->resp.rsge_n, qp->resp.recv_off, (void *)data,
 				 len, true, &t, &verr, &ct);
 
@@ -347,9 +349,9 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 		memcpy(grh + 8, p->sgid, 16);
 		memcpy(grh + 24, p->dgid, 16);
 	}
-	verr = scatter(d, qp, grh, sizeof(grh), t);
+	verr = scatter(d, qp, grh, sizeof(grh), NULL, t);
 	if (!verr)
-		verr = scatter(d, qp, p->payload, p->paylen, t);
+		verr = scatter(d, qp, p->payload, p->paylen, p->frame, t);
 	if (verr) {
 		recv_fail(d, qp, verr, t);
 		return t;
@@ -379,8 +381,6 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
 	uint64_t iova = 0;
-	uint8_t buf[4096];
-
 	uint32_t verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_READ, p->reth_rkey, p->reth_va, len,
 				  &iova);
 
@@ -391,6 +391,7 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	qp->resp.msn++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hm_pkt r;
+		uint8_t *buf;
 		uint32_t chunk = len - off < mtu ? len - off : mtu;
 		sim_time_t tr = t, need = 0; /* all responses' reads are issued together */
 
@@ -402,11 +403,11 @@ static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 		r.psn = (p->psn + i) & HCA_PSN_MASK;
 		r.aeth_syndrome = HM_AETH_ACK;
 		r.aeth_msn = qp->resp.msn & 0xffffff;
+		r.paylen = chunk;
+		buf = hm_port_frame_new(d, hm_qp_port(qp), &r); /* read straight into the frame */
 		if (chunk && sim_dma_read_ct(d->fn, iova + off, buf, chunk, &tr,
 					     sim_config_link_mbps(&d->cfg), 0, &need))
 			memset(buf, 0, chunk);
-		r.payload = buf;
-		r.paylen = chunk;
 		hm_port_send(d, hm_qp_port(qp), &r, t, need); /* cut-through behind its read */
 		qp->stats.tx_pkts++;
 		qp->stats.tx_bytes += chunk;
@@ -708,7 +709,7 @@ static enum resp_step send_req(struct resp_pkt *c)
 		qp->resp.in_msg = true;
 		qp->resp.msg_kind = 0;
 	}
-	verr = scatter(c->d, qp, c->p->payload, c->p->paylen, c->t);
+	verr = scatter(c->d, qp, c->p->payload, c->p->paylen, c->p->frame, c->t);
 	if (verr == HCA_VERR_RECV_LEN) {
 		/* Message longer than the receive buffer: class C on RC (NAK invalid request,
 		 * REM_INV_REQ_ERR), class D on UC (LOC_LEN_ERR). */
@@ -773,9 +774,9 @@ static enum resp_step write_req(struct resp_pkt *c)
 		}
 	}
 	if (p->paylen) /* cut-through: written as it comes through the pipeline */
-		sim_dma_write_ct(c->d->fn, iova, p->payload, p->paylen, c->t,
-				 sim_config_link_mbps(&c->d->cfg),
-				 hm_port_tail_bytes(c->d, hm_qp_port(qp)));
+		hm_dma_write_rx(c->d, iova, p->payload, p->paylen,
+				&(struct hm_ct){ .ready = c->t, .frame = p->frame },
+				hm_port_tail_bytes(c->d, hm_qp_port(qp)));
 	qp->resp.wr_va += p->paylen;
 	qp->resp.wr_left -= p->paylen;
 	return RESP_COMPLETE;

@@ -157,8 +157,10 @@ static void rx_drain(void *arg)
 			/* checked when it arrived: its CRCs are known good */
 			if (!hm_pkt_parse_crc(hm_port_ll(&d->ports[f->port - 1]), f->buf, f->len,
 					      false, &pkt) &&
-			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR)
+			    qp->state != HCA_QPS_RESET && qp->state != HCA_QPS_ERR) {
+				pkt.frame = f->buf;
 				qp_rx(d, qp, &pkt, t);
+			}
 			sim_link_frame_free(f->buf);
 			free(f);
 		}
@@ -221,6 +223,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, si
 		trace_pkt_drop_dmac(d->devno, p->num, len);
 		return;
 	}
+	pkt.frame = *own;
 	trace_pkt_rx(d->devno, p->num, pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 	mcast = hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt.dlid);
 	if (!loopback) /* the port counters count the link's frames only */

@@ -106,6 +106,7 @@ struct delivery {
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
 	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
+	uint32_t holds;	  /* references besides its owner's (sim_link_frame_hold) */
 	uint8_t frame[];  /* the frame (handed over, or copied at send time) */
 };
 
@@ -126,13 +127,31 @@ uint8_t *sim_link_frame_new(size_t len)
 
 	SIM_ASSERT(d != NULL, "out of memory");
 	d->len = len;
+	d->holds = 0;
 	return d->frame;
 }
 
 void sim_link_frame_free(uint8_t *frame)
 {
-	if (frame)
-		free(delivery_of(frame));
+	struct delivery *d = frame ? delivery_of(frame) : NULL;
+
+	if (d && d->holds)
+		d->holds--;
+	else
+		free(d);
+}
+
+size_t sim_link_frame_len(const uint8_t *frame)
+{
+	return delivery_of(frame)->len;
+}
+
+uint8_t *sim_link_frame_hold(const uint8_t *frame)
+{
+	struct delivery *d = delivery_of(frame);
+
+	d->holds++;
+	return d->frame;
 }
 
 uint8_t *sim_link_frame_keep(const uint8_t *frame)

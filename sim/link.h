@@ -58,6 +58,12 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 			       bool crc_pending);
 uint8_t *sim_link_frame_keep(const uint8_t *frame);
 void sim_link_frame_free(uint8_t *frame);
+/* One more reference to a frame its receiver kept: the bytes stay (and must not change) until
+ * every reference is given back with sim_link_frame_free. So a DMA write takes the payload
+ * where it lies in the frame, until it lands, instead of a copy. */
+uint8_t *sim_link_frame_hold(const uint8_t *frame);
+/* The bytes of a buffer of sim_link_frame_new. */
+size_t sim_link_frame_len(const uint8_t *frame);
 /* When the transmitter of side is next free. */
 sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side);
 /* Start (path) or stop (NULL) writing a pcap file; nanosecond timestamps. 0 or -errno. */

@@ -96,6 +96,8 @@ struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, i
 	return fn;
 }
 
+static void wr_release_all(struct sim_pcie_fn *fn);
+
 void sim_pcie_fn_destroy(struct sim_pcie_fn *fn)
 {
 	int i;
@@ -110,6 +112,7 @@ void sim_pcie_fn_destroy(struct sim_pcie_fn *fn)
 		nfns--;
 	}
 	bus_generation++;
+	wr_release_all(fn);
 	free(fn->tag_free_ps);
 	free(fn->maps);
 	free(fn);
@@ -593,6 +596,9 @@ struct dma_op {
 	int status;             /* 0 or -EFAULT */
 	sim_dma_done_fn done;   /* completion */
 	void *arg;              /* its argument */
+	const uint8_t *data;    /* write data: buf, or where they lie (a held buffer) */
+	void (*release)(void *owner); /* gives the held buffer back, or NULL (data is buf) */
+	void *owner;            /* its argument */
 	unsigned char buf[];    /* write data (a posted write owns its data) */
 };
 
@@ -602,19 +608,33 @@ struct dma_op {
 static struct sim_objcache wr_small = SIM_OBJCACHE(sizeof(struct dma_op) + 64);
 static struct sim_objcache wr_page = SIM_OBJCACHE(sizeof(struct dma_op) + 4096);
 
-static struct sim_objcache *wr_cache(size_t len)
+/* By the bytes of data the write carries in its block: none when it holds them elsewhere. */
+static struct sim_objcache *wr_cache(size_t bytes)
 {
-	return len <= 64 ? &wr_small : len <= 4096 ? &wr_page : NULL;
+	return bytes <= 64 ? &wr_small : bytes <= 4096 ? &wr_page : NULL;
 }
 
 static void wr_free(struct dma_op *op)
 {
-	struct sim_objcache *c = wr_cache(op->len);
+	struct sim_objcache *c = wr_cache(op->data == op->buf ? op->len : 0);
 
+	if (op->release)
+		op->release(op->owner);
 	if (c)
 		sim_obj_put(c, op);
 	else
 		free(op);
+}
+
+/* A function destroyed with writes in flight: the kernel frees them (owned arguments), and
+ * the buffers they hold are given back now. */
+static void wr_release_all(struct sim_pcie_fn *fn)
+{
+	for (struct dma_op *w = fn->wr_head; w; w = w->next)
+		if (w->release) {
+			w->release(w->owner);
+			w->release = NULL;
+		}
 }
 
 static void dma_read_complete(void *p)
@@ -644,7 +664,7 @@ static void forward_writes(struct sim_pcie_fn *fn, uint64_t addr, size_t len)
 		if (w->applied || w->status || w->addr >= addr + len || w->addr + w->len <= addr)
 			continue;
 		if (!iommu_check(fn, w->addr, w->len, SIM_DMA_WRITE))
-			memcpy(iommu_host(fn, w->addr, w->len, SIM_DMA_WRITE), w->buf, w->len);
+			memcpy(iommu_host(fn, w->addr, w->len, SIM_DMA_WRITE), w->data, w->len);
 		w->applied = true;
 	}
 }
@@ -676,7 +696,7 @@ static void dma_write_complete(void *p)
 	if (!op->status) {
 		op->status = iommu_check(op->fn, op->addr, op->len, SIM_DMA_WRITE);
 		if (!op->status)
-			memcpy(iommu_host(op->fn, op->addr, op->len, SIM_DMA_WRITE), op->buf,
+			memcpy(iommu_host(op->fn, op->addr, op->len, SIM_DMA_WRITE), op->data,
 			       op->len);
 	}
 	trace_pcie_dma_wr_cpl(op->fn->devno, op->addr, op->len, op->status, 0);
@@ -692,7 +712,7 @@ void sim_dma_read(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len,
 	struct dma_op *op = calloc(1, sizeof(*op));
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ NULL, false, fn, addr, dst, len, 0, done, arg };
+	*op = (struct dma_op){ .fn = fn, .addr = addr, .dst = dst, .len = len, .done = done, .arg = arg };
 	op->status = iommu_check(fn, addr, len, SIM_DMA_READ);
 	sim_schedule_owned_at(k, op->status ? sim_now(k) : read_timing(fn, sim_now(k), len),
 			      dma_read_complete, op);
@@ -704,7 +724,14 @@ void sim_dma_write(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_
 	sim_dma_write_at(fn, addr, src, len, sim_now(sim_kernel()), done, arg);
 }
 
-static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+/* A posted write's data: copied into the write, or (release set) held where they lie. */
+struct wr_src {
+	const void *data;
+	void (*release)(void *owner);
+	void *owner;
+};
+
+static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const struct wr_src *src, size_t len,
 		     sim_time_t t, const struct ct *ct, sim_dma_done_fn done, void *arg);
 
 void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
@@ -713,26 +740,42 @@ void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void *src, si
 	struct ct ct = { mbps, tail, ready };
 
 	SIM_ASSERT(mbps > 0, "cut-through write without a link rate");
-	write_op(fn, addr, src, len, ready, &ct, NULL, NULL);
+	write_op(fn, addr, &(struct wr_src){ src, NULL, NULL }, len, ready, &ct, NULL, NULL);
+}
+
+void sim_dma_write_ct_held(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+			   sim_time_t ready, uint32_t mbps, uint64_t tail,
+			   void (*release)(void *owner), void *owner)
+{
+	struct ct ct = { mbps, tail, ready };
+
+	SIM_ASSERT(mbps > 0, "cut-through write without a link rate");
+	SIM_ASSERT(release != NULL, "a held write without a release");
+	write_op(fn, addr, &(struct wr_src){ src, release, owner }, len, ready, &ct, NULL, NULL);
 }
 
 void sim_dma_write_at(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		      sim_time_t t, sim_dma_done_fn done, void *arg)
 {
-	write_op(fn, addr, src, len, t, NULL, done, arg);
+	write_op(fn, addr, &(struct wr_src){ src, NULL, NULL }, len, t, NULL, done, arg);
 }
 
-static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+static void write_op(struct sim_pcie_fn *fn, uint64_t addr, const struct wr_src *src, size_t len,
 		     sim_time_t t, const struct ct *ct, sim_dma_done_fn done, void *arg)
 {
 	sim_time_t vis;
 	struct sim_kernel *k = sim_kernel();
-	struct sim_objcache *c = wr_cache(len);
-	struct dma_op *op = c ? sim_obj_get(c) : malloc(sizeof(*op) + len);
+	size_t carried = src->release ? 0 : len; /* bytes copied into the write */
+	struct sim_objcache *c = wr_cache(carried);
+	struct dma_op *op = c ? sim_obj_get(c) : malloc(sizeof(*op) + carried);
 
 	SIM_ASSERT(op != NULL, "out of memory");
-	*op = (struct dma_op){ NULL, false, fn, addr, NULL, len, 0, done, arg };
-	memcpy(op->buf, src, len);
+	*op = (struct dma_op){ .fn = fn, .addr = addr, .len = len, .done = done, .arg = arg,
+			       .data = src->data, .release = src->release, .owner = src->owner };
+	if (!src->release) {
+		memcpy(op->buf, src->data, len);
+		op->data = op->buf;
+	}
 	op->status = iommu_check(fn, addr, len, SIM_DMA_WRITE);
 	if (fn->wr_tail)
 		fn->wr_tail->next = op;

@@ -88,6 +88,13 @@ int sim_dma_read_ct(struct sim_pcie_fn *fn, uint64_t addr, void *dst, size_t len
  * link to memory was free then. */
 void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
 		      sim_time_t ready, uint32_t mbps, uint64_t tail);
+/* The same with the data held where they lie instead of copied (a received frame's payload,
+ * by reference): the caller holds a reference to the buffer for the write, which gives it back
+ * with release(owner) once it has landed or faulted (or its function is destroyed first). The
+ * bytes at src must not change until then. */
+void sim_dma_write_ct_held(struct sim_pcie_fn *fn, uint64_t addr, const void *src, size_t len,
+			   sim_time_t ready, uint32_t mbps, uint64_t tail,
+			   void (*release)(void *owner), void *owner);
 /* Send MSI-X message for vector (ordered after earlier DMA writes). */
 void sim_pcie_msix(struct sim_pcie_fn *fn, unsigned vector);
 /* Faults seen so far on this function (count) and the most recent one. */

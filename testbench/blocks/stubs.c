@@ -114,6 +114,15 @@ BLK_WEAK void sim_dma_write_ct(struct sim_pcie_fn *fn, uint64_t addr, const void
 		memcpy(blk_mem + addr, src, len);
 }
 
+/* The receive path's payload writes that hold their frame go out as sim_dma_write_ct does
+ * (the frame is the caller's: a stub neighbour copies). */
+BLK_WEAK void hm_dma_write_held(struct hm_dev *d, uint64_t iova, const void *src, uint32_t len,
+				const struct hm_ct *ct, uint64_t tail)
+{
+	(void)d;
+	sim_dma_write_ct(NULL, iova, src, len, ct->ready, 1, tail);
+}
+
 /* ---- dma: WQE reads ---- */
 
 BLK_WEAK bool hm_wqe_read(struct hm_dev *d, enum hm_dma_client client, uint32_t num, uint64_t addr,
@@ -145,9 +154,28 @@ BLK_WEAK sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt 
 		if (p->payload && p->paylen <= sizeof(b->payload))
 			memcpy(b->payload, p->payload, p->paylen);
 		b->p.payload = b->payload;
+		b->p.frame = NULL;
 	}
 	blk.npkts++;
+	free(p->frame); /* the port takes the frame over */
+	p->frame = NULL;
 	return (need > t ? need : t) + blk_do.wire_ps;
+}
+
+/* A frame buffer the sender gathers into: the payload's place only, from malloc. */
+BLK_WEAK uint8_t *hm_port_frame_new(struct hm_dev *d, unsigned port, struct hm_pkt *p)
+{
+	(void)d, (void)port;
+	p->frame = malloc(p->paylen ? p->paylen : 1);
+	cr_assert(p->frame != NULL);
+	p->payload = p->frame;
+	return p->frame;
+}
+
+BLK_WEAK void hm_port_frame_free(struct hm_pkt *p)
+{
+	free(p->frame);
+	p->frame = NULL;
 }
 
 BLK_WEAK uint32_t hm_port_tail_bytes(const struct hm_dev *d, unsigned port)
