@@ -75,10 +75,11 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug and
-# sched_bug, cqe and sched with the test-only HCA_RTL_BUG
-VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG \
-              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched)
+# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
+# sched_bug and mkey_bug, cqe, sched and mkey with the test-only HCA_RTL_BUG
+VL_BUGS    := cqe sched mkey
+VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
+              $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -89,7 +90,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MA
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,$(TWINS) cqe_bug sched_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              $(foreach m,$(TWINS) $(VL_BUGS:%=%_bug),-isystem $(VL)/$(m)) -DVM_TRACE=1 \
               $(DEVICE_SIDE)
 endif
 
