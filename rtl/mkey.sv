@@ -16,7 +16,10 @@ module mkey
   import hca_pkg::*;
 #(
   parameter int unsigned VA_BITS = 64,  // virtual and device addresses, lengths
-  parameter int unsigned PDN_BITS = 32  // protection domain numbers
+  parameter int unsigned PDN_BITS = 32, // protection domain numbers
+  // the most cycles a consumer holds an answer (resp_ready low) before taking it: bounds the
+  // latency txn_check allows; the transactor takes every answer at once
+  parameter int unsigned MAX_HOLD = 0
 ) (
   input  wire logic                    clk,
   input  wire logic                    rst,
@@ -61,6 +64,8 @@ module mkey
     $error("mkey: VA_BITS = %0d, must be 32 .. 64", VA_BITS);
   if (PDN_BITS < 1 || PDN_BITS > 32)
     $error("mkey: PDN_BITS = %0d, must be 1 .. 32", PDN_BITS);
+  if (MAX_HOLD > 1000000)
+    $error("mkey: MAX_HOLD = %0d, at most 1000000", MAX_HOLD);
 
   logic                 req_fire, resp_fire;
   logic                 key_bad, pd_bad, qp_bad, access_bad, range_bad;
@@ -129,7 +134,7 @@ module mkey
   hs_check #(.W($bits(hm_mkey_result_e) + VA_BITS)) chk_resp (
     .clk, .rst, .valid(resp_valid), .ready(resp_ready), .payload({resp_result, resp_iova}));
   // an answer may be taken in the cycle the next request is: two in flight at that edge
-  txn_check #(.MAX_LATENCY(1), .DEPTH(2)) chk_txn (
+  txn_check #(.MAX_LATENCY(1 + MAX_HOLD), .DEPTH(2)) chk_txn (
     .clk, .rst, .now, .req_valid, .req_fire, .resp_valid, .resp_fire);
 
   // What an OK grants, restated from the rules rather than from the decision above: a valid
