@@ -75,10 +75,11 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug and
-# sched_bug, cqe and sched with the test-only HCA_RTL_BUG
-VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG \
-              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched)
+# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
+# sched_bug and mkey_bug, cqe, sched and mkey with the test-only HCA_RTL_BUG
+VL_BUGS    := cqe sched mkey
+VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
+              $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -89,7 +90,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MA
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,$(TWINS) cqe_bug sched_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              $(foreach m,$(TWINS) $(VL_BUGS:%=%_bug),-isystem $(VL)/$(m)) -DVM_TRACE=1 \
               $(DEVICE_SIDE)
 endif
 
@@ -185,12 +186,24 @@ $(VL)/sched_p$(1)/Vsched_p$(1)__ALL.a: rtl/sched.sv rtl/hca_pkg.sv $(RTL_PRIM) M
 	@touch $$@
 endef
 $(foreach p,1 3,$(eval $(call sched_pipe_model,$(p))))
-PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp
+# And mkey at pin level (testbench/blocks/test_mkey_pins.cpp): 48-bit addresses, 24-bit PDNs,
+# answers held up to 16 cycles.
+PIPE_ARCH  += $(VL)/mkey_pins/Vmkey_pins__ALL.a
+$(VL)/mkey_pins/Vmkey_pins__ALL.a: rtl/mkey.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GVA_BITS=48 -GPDN_BITS=24 -GMAX_HOLD=16 --prefix Vmkey_pins --top-module mkey \
+		--Mdir $(@D) rtl/hca_pkg.sv $(RTL_PRIM) rtl/mkey.sv >$(@D)/build.log || \
+		{ cat $(@D)/build.log; exit 1; }
+	@touch $@
+PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
+              testbench/blocks/test_mkey_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
-		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -o $@ $(PRIM_SRCS) $(PRIM_ARCH) \
-		$(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
+		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins -o $@ \
+		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
+		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
 
 $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile

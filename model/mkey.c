@@ -5,8 +5,11 @@
  * the window's range and rights are checked instead of its region's. Binds and invalidations
  * run here, when the requester (or, for a SEND with Invalidate, the responder) reaches them. */
 #include "model/mkey.h"
+#include "model/waves.h"
 #include "sim/link.h"
 #include "sim/trace.h"
+
+#include <string.h>
 
 static struct hm_mkey *mkey_at(struct hm_dev *d, uint32_t key)
 {
@@ -15,43 +18,92 @@ static struct hm_mkey *mkey_at(struct hm_dev *d, uint32_t key)
 	return idx < d->dp->nmkeys && d->dp->mkeys[idx].valid ? &d->dp->mkeys[idx] : NULL;
 }
 
-/* The rights and the range of key mk (a region, or a bound window). */
-static enum hm_mkey_result mkey_span(const struct hm_mkey *mk, uint64_t va, uint64_t len,
-				     uint32_t access, uint64_t *iova)
+/* ---- the key check: the C twin of rtl/mkey.sv (docs/blocks/mkey.md), no state of its own ---- */
+
+/* The rights and the range of the key's context (a region, or a bound window). */
+static uint8_t mkey_span(const struct hm_mkey_ctx *k, uint64_t va, uint64_t len,
+			 uint32_t access, uint64_t *iova)
 {
-	if ((mk->access & access) != access)
+	if ((k->access & access) != access)
 		return HM_MKEY_BAD_ACCESS;
-	if (va < mk->va || va + len < va || va + len > mk->va + mk->len)
+	if (va < k->va || va + len < va || va + len > k->va + k->len)
 		return HM_MKEY_BAD_RANGE;
-	*iova = mk->iova + (va - mk->va);
+	*iova = k->iova + (va - k->va);
 	return HM_MKEY_OK;
+}
+
+static void mkey_twin_check(void *b, const struct hm_mkey_in *in, struct hm_mkey_out *out)
+{
+	const struct hm_mkey_ctx *k = &in->ctx;
+
+	(void)b;
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + HM_MKEY_LATENCY;
+	/* an lkey never names a window; an rkey names one while it is bound (an invalidated
+	 * window's key is no key) */
+	if (in->key >> 8 >= in->nkeys || !k->valid || k->variant != (uint8_t)in->key ||
+	    (k->mw_type && (!in->remote || !k->bound)))
+		out->result = HM_MKEY_BAD_KEY;
+	else if (k->pdn != in->pdn)
+		out->result = HM_MKEY_BAD_PD;
+	else if (in->remote && k->mw_type == HCA_MW_TYPE_2 &&
+		 ((k->qpn ^ in->qpn) & HCA_QPN_MASK))
+		out->result = HM_MKEY_BAD_QP;
+	else
+		out->result = mkey_span(k, in->va, in->len, in->access, &out->iova);
+}
+
+const struct hm_mkey_ops hm_mkey_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL },
+	mkey_twin_check
+};
+
+HM_TWIN_OP(mkey, check, hm_mkey_in, hm_mkey_out, hm_waves_mkey, NULL,
+	   HM_TWIN_FIELD(struct hm_mkey_out, cycle), HM_TWIN_FIELD(struct hm_mkey_out, result),
+	   HM_TWIN_FIELD(struct hm_mkey_out, iova));
+
+void hm_mkey_twin_check(struct hm_dev *d, const struct hm_mkey_in *in, struct hm_mkey_out *out)
+{
+	struct hm_mkey_out rtl;
+
+	hm_twin_call(d, &mkey_check_op, in->cycle, in, out, &rtl);
+}
+
+/* A check through the port: the entry the key's index names is read from the table and handed
+ * in (the block has no DMA port yet). */
+static enum hm_mkey_result mkey_port(struct hm_dev *d, bool remote, uint32_t key, uint32_t qpn,
+				     uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
+				     uint64_t *iova)
+{
+	struct hm_mkey_in in = { .cycle = hm_dev_cycle(d), .remote = remote, .key = key,
+				 .pdn = pdn, .qpn = qpn, .va = va, .len = len, .access = access,
+				 .nkeys = d->dp->nmkeys };
+	struct hm_mkey_out out;
+
+	if (key >> 8 < d->dp->nmkeys) {
+		const struct hm_mkey *mk = &d->dp->mkeys[key >> 8];
+
+		in.ctx = (struct hm_mkey_ctx){ mk->valid, mk->variant, mk->mw_type, mk->bound,
+					       mk->pdn, mk->access, mk->qpn, mk->va, mk->len,
+					       mk->iova };
+	}
+	hm_mkey_twin_check(d, &in, &out);
+	if (out.result == HM_MKEY_OK)
+		*iova = out.iova;
+	return (enum hm_mkey_result)out.result;
 }
 
 enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				  uint64_t len, uint32_t access, uint64_t *iova)
 {
-	const struct hm_mkey *mk = mkey_at(d, key);
-
-	if (!mk || mk->mw_type || mk->variant != (uint8_t)key)
-		return HM_MKEY_BAD_KEY;
-	if (mk->pdn != pdn)
-		return HM_MKEY_BAD_PD;
-	return mkey_span(mk, va, len, access, iova);
+	return mkey_port(d, false, key, 0, pdn, va, len, access, iova);
 }
 
 enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
 				  uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
 				  uint64_t *iova)
 {
-	const struct hm_mkey *mk = mkey_at(d, key);
-
-	if (!mk || mk->variant != (uint8_t)key || (mk->mw_type && !mk->bound))
-		return HM_MKEY_BAD_KEY; /* an invalidated window's key is no key */
-	if (mk->pdn != pdn)
-		return HM_MKEY_BAD_PD;
-	if (mk->mw_type == HCA_MW_TYPE_2 && mk->qpn != qp->qpn)
-		return HM_MKEY_BAD_QP;
-	return mkey_span(mk, va, len, access, iova);
+	return mkey_port(d, true, key, qp->qpn, pdn, va, len, access, iova);
 }
 
 /* The region a bind names, for window w: HCA_VERR_NONE or the MW_* check it fails. */

@@ -4,15 +4,9 @@
 #define HM_MKEY_H
 
 #include "model/ctx.h"
+#include "model/twin.h"
 
-enum hm_mkey_result {
-	HM_MKEY_OK = 0,
-	HM_MKEY_BAD_KEY,    /* no such key / wrong variant */
-	HM_MKEY_BAD_PD,     /* key of another PD */
-	HM_MKEY_BAD_ACCESS, /* access right missing */
-	HM_MKEY_BAD_RANGE,  /* outside the region */
-	HM_MKEY_BAD_QP,     /* a type 2 window bound to another QP */
-};
+/* enum hm_mkey_result: model/twin.h (the key check is a block with an RTL twin). */
 /* Check a local access of len bytes at va with key (an lkey: memory regions only, never a
  * window), for pdn, needing access (HCA_ACCESS_* bits; 0 for a local read); on success *iova
  * is the device address. */

@@ -164,6 +164,53 @@ struct hm_psn_out {
 
 #define HM_TWIN_OPS_psn(X) X(psn, classify, hm_psn_in, hm_psn_out)
 
+/* ---- mkey: the memory-key check (IBA 10.6) ---------------------------------------------- */
+
+/* CHECK: an access of len bytes at va through key, by a QP of PD pdn, needing the rights
+ * access (HCA_ACCESS_*): an lkey (remote 0: memory regions only) or an rkey (remote 1: a
+ * region, or a bound window; a type 2 window must be bound to qpn). The key table is the
+ * device's (model/ctx.h struct hm_mkey, index key >> 8); until the block has a DMA port the
+ * caller reads the entry at that index and hands it in as ctx (all zero when the index is
+ * beyond the table), with the table's size, so the block checks the index, the entry and the
+ * access. Answered HM_MKEY_LATENCY cycles after it is taken (a registered answer). */
+#define HM_MKEY_LATENCY 1
+struct hm_mkey_ctx {
+	bool valid;      /* registered (a window: allocated) */
+	uint8_t variant; /* low 8 bits of the key */
+	uint8_t mw_type; /* 0: a region; HCA_MW_TYPE_1 or _2: a window */
+	bool bound;      /* a window: bound */
+	uint32_t pdn;
+	uint32_t access; /* HCA_ACCESS_* it grants */
+	uint32_t qpn;    /* a bound type 2 window: its QP (24 bits) */
+	uint64_t va, len, iova;
+};
+struct hm_mkey_in {
+	uint64_t cycle;
+	bool remote;          /* an rkey (else an lkey) */
+	uint32_t key;
+	uint32_t pdn;         /* the PD of the access */
+	uint32_t qpn;         /* the accessing QP (24 bits) */
+	uint64_t va, len;
+	uint32_t access;      /* HCA_ACCESS_* needed (0: a local read) */
+	uint32_t nkeys;       /* entries in the key table */
+	struct hm_mkey_ctx ctx; /* the entry at key >> 8 */
+};
+enum hm_mkey_result {
+	HM_MKEY_OK = 0,
+	HM_MKEY_BAD_KEY = 1,    /* no such key / wrong variant */
+	HM_MKEY_BAD_PD = 2,     /* key of another PD */
+	HM_MKEY_BAD_ACCESS = 3, /* access right missing */
+	HM_MKEY_BAD_RANGE = 4,  /* outside the region */
+	HM_MKEY_BAD_QP = 5,     /* a type 2 window bound to another QP */
+};
+struct hm_mkey_out {
+	uint64_t cycle;       /* in.cycle + HM_MKEY_LATENCY */
+	uint8_t result;       /* enum hm_mkey_result */
+	uint64_t iova;        /* OK: the device address of va; else 0 */
+};
+
+#define HM_TWIN_OPS_mkey(X) X(mkey, check, hm_mkey_in, hm_mkey_out)
+
 /* ---- plugging in -------------------------------------------------------------------------- */
 
 /* The blocks, HM_TWIN_<NAME>, in registry order. */
@@ -280,5 +327,6 @@ bool hm_sched_push(struct hm_dev *d, uint32_t qpn, uint64_t cycle);
 bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn);
 void hm_cqe_twin_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cqe_out *out);
 void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn_out *out);
+void hm_mkey_twin_check(struct hm_dev *d, const struct hm_mkey_in *in, struct hm_mkey_out *out);
 
 #endif

@@ -468,3 +468,25 @@ void hm_waves_psn(struct hm_dev *d, const struct hm_psn_in *in, const struct hm_
 	txn(d, "psn", "resp_nak_sent", 1, to, out->nak_sent);
 	txn_strobe(d, "psn", "resp_valid", to);
 }
+
+void hm_waves_mkey(struct hm_dev *d, const struct hm_mkey_in *in, const struct hm_mkey_out *out)
+{
+	sim_time_t ti = in->cycle * cycle_ps(d), to = out->cycle * cycle_ps(d);
+
+	if (!devw_of(d))
+		return;
+	txn(d, "mkey", "req_cycle", 64, ti, in->cycle);
+	txn(d, "mkey", "resp_cycle", 64, to, out->cycle);
+	txn(d, "mkey", "req_remote", 1, ti, in->remote);
+	txn(d, "mkey", "req_key", 32, ti, in->key);
+	txn(d, "mkey", "req_pdn", 32, ti, in->pdn);
+	txn(d, "mkey", "req_va", 64, ti, in->va);
+	txn(d, "mkey", "req_len", 64, ti, in->len);
+	txn(d, "mkey", "req_access", 32, ti, in->access);
+	txn(d, "mkey", "req_ctx_mw_type", 2, ti, in->ctx.mw_type);
+	txn_strobe(d, "mkey", "req_valid", ti);
+	txn(d, "mkey", "resp_result", 3, to, out->result);
+	if (out->result == HM_MKEY_OK)
+		txn(d, "mkey", "resp_iova", 64, to, out->iova);
+	txn_strobe(d, "mkey", "resp_valid", to);
+}

@@ -10,6 +10,8 @@ package hca_pkg;
   localparam int unsigned HCA_PSN_BITS = 24;
   localparam int unsigned HCA_FIRST_QPN = 2;
   localparam int unsigned HCA_CQE_BYTES = 64;
+  localparam int unsigned HCA_MW_TYPE_1 = 1;
+  localparam int unsigned HCA_MW_TYPE_2 = 2;
 
   // QP states (hca_hw.h enum hca_qp_state)
   typedef enum logic [2:0] {
@@ -79,6 +81,16 @@ package hca_pkg;
     HM_PSN_DUPLICATE = 2'd1,
     HM_PSN_AHEAD = 2'd2
   } hm_psn_class_e;
+
+  // mkey check results (model/twin.h)
+  typedef enum logic [2:0] {
+    HM_MKEY_OK = 3'd0,
+    HM_MKEY_BAD_KEY = 3'd1,
+    HM_MKEY_BAD_PD = 3'd2,
+    HM_MKEY_BAD_ACCESS = 3'd3,
+    HM_MKEY_BAD_RANGE = 3'd4,
+    HM_MKEY_BAD_QP = 3'd5
+  } hm_mkey_result_e;
 
   // hca_cqe (64 bytes, formats.def): completion queue entry (64 bytes).
   // Bits [8*off +: 8*bytes] hold the field at byte offset off.

@@ -2,7 +2,8 @@
  * header with recording stub neighbours, built as its own Criterion program
  * build/test/block-<block> from testbench/blocks/. This suite runs each one and fails with its
  * output when it fails, or when it ran no test; block-prim (testbench/blocks/test_prim.cpp) is
- * the RTL primitives' and checkers' block test. */
+ * the RTL primitives' and checkers' block test, with sched's and mkey's pin-level tests
+ * (test_sched_pins.cpp, test_mkey_pins.cpp). */
 #include "testbench/tb.h"
 #include "model/twin.h"
 

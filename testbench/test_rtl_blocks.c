@@ -196,6 +196,253 @@ Test(rtl_psn, waves_write_an_fst_per_block_instance)
 	rmdir(dir);
 }
 
+/* ================================ mkey ================================ */
+
+/* The region of the directed cases: key index 3 of 16, variant 0x5a, PD 7, every right. */
+#define MK_KEY ((3u << 8) | 0x5au)
+#define MK_VA 0x10000ull
+#define MK_LEN 0x1000ull
+#define MK_IOVA 0x80000000ull
+
+static struct hm_mkey_in mkey_base(bool remote, uint32_t access, uint64_t va, uint64_t len)
+{
+	return (struct hm_mkey_in){ .remote = remote, .key = MK_KEY, .pdn = 7, .qpn = 0x42,
+				    .va = va, .len = len, .access = access, .nkeys = 16,
+				    .ctx = { true, 0x5a, 0, false, 7, HCA_ACCESS_MR_ALL, 0, MK_VA,
+					     MK_LEN, MK_IOVA } };
+}
+
+/* Make in's key a window of type t (bound or not, to qpn) over [MK_VA + 0x100, +0x200). */
+static void mkey_window(struct hm_mkey_in *in, uint8_t t, bool bound, uint32_t qpn)
+{
+	in->ctx.mw_type = t;
+	in->ctx.bound = bound;
+	in->ctx.qpn = qpn;
+	in->ctx.va = MK_VA + 0x100;
+	in->ctx.len = 0x200;
+	in->ctx.iova = MK_IOVA + 0x100;
+	in->ctx.access = HCA_ACCESS_ALL & ~(uint32_t)HCA_ACCESS_LOCAL_WRITE;
+}
+
+/* The directed cases: each rule of the check, in the model's order (IBA 10.6.3, 10.6.7.3). */
+static size_t mkey_cases(struct hm_mkey_in *in, uint8_t *res, uint64_t *iova)
+{
+	static const uint32_t bits[] = { HCA_ACCESS_LOCAL_WRITE, HCA_ACCESS_REMOTE_WRITE,
+					 HCA_ACCESS_REMOTE_READ, HCA_ACCESS_REMOTE_ATOMIC };
+	size_t n = 0;
+
+#define MK_CASE(expr, r, addr) (in[n] = (expr), res[n] = (r), iova[n++] = (addr))
+	/* a valid lkey: the whole region, a piece in it, an empty access at its end */
+	MK_CASE(mkey_base(false, 0, MK_VA, MK_LEN), HM_MKEY_OK, MK_IOVA);
+	MK_CASE(mkey_base(false, HCA_ACCESS_LOCAL_WRITE, MK_VA + 0x800, 0x100), HM_MKEY_OK,
+		MK_IOVA + 0x800);
+	MK_CASE(mkey_base(false, 0, MK_VA + MK_LEN, 0), HM_MKEY_OK, MK_IOVA + MK_LEN);
+	/* the key: index beyond the table, wrong variant (tag), entry not valid */
+	MK_CASE(mkey_base(false, 0, MK_VA, 8), HM_MKEY_BAD_KEY, 0);
+	in[n - 1].key = (16u << 8) | 0x5a;
+	MK_CASE(mkey_base(false, 0, MK_VA, 8), HM_MKEY_BAD_KEY, 0);
+	in[n - 1].key = MK_KEY ^ 1;
+	MK_CASE(mkey_base(true, 0, MK_VA, 8), HM_MKEY_BAD_KEY, 0);
+	in[n - 1].ctx.valid = false;
+	/* another PD; and PD before rights and range */
+	MK_CASE(mkey_base(false, 0, MK_VA, 8), HM_MKEY_BAD_PD, 0);
+	in[n - 1].pdn = 8;
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA - 1, 8), HM_MKEY_BAD_PD, 0);
+	in[n - 1].ctx.pdn = 6;
+	in[n - 1].ctx.access = 0;
+	/* each right: missing (refused), then present alone (granted) */
+	for (size_t b = 0; b < sizeof(bits) / sizeof(bits[0]); b++) {
+		MK_CASE(mkey_base(b > 0, bits[b], MK_VA, 8), HM_MKEY_BAD_ACCESS, 0);
+		in[n - 1].ctx.access = HCA_ACCESS_MR_ALL & ~bits[b];
+		MK_CASE(mkey_base(b > 0, bits[b], MK_VA, 8), HM_MKEY_OK, MK_IOVA);
+		in[n - 1].ctx.access = bits[b];
+	}
+	/* rights before range */
+	MK_CASE(mkey_base(false, HCA_ACCESS_LOCAL_WRITE, MK_VA - 1, 8), HM_MKEY_BAD_ACCESS, 0);
+	in[n - 1].ctx.access = 0;
+	/* bounds: a byte before, a byte past the end, past the top of the address space */
+	MK_CASE(mkey_base(false, 0, MK_VA - 1, 8), HM_MKEY_BAD_RANGE, 0);
+	MK_CASE(mkey_base(false, 0, MK_VA + 1, MK_LEN), HM_MKEY_BAD_RANGE, 0);
+	MK_CASE(mkey_base(false, 0, MK_VA + 8, UINT64_MAX - 4), HM_MKEY_BAD_RANGE, 0);
+	/* an rkey on a region */
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_WRITE, MK_VA + 0x10, 0x20), HM_MKEY_OK,
+		MK_IOVA + 0x10);
+	/* type 1 window: not through an lkey; bound: its own range and rights; unbound: no key */
+	MK_CASE(mkey_base(false, 0, MK_VA + 0x100, 8), HM_MKEY_BAD_KEY, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, true, 0);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA + 0x180, 0x10), HM_MKEY_OK,
+		MK_IOVA + 0x180);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, true, 0);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA + 0x80, 0x10), HM_MKEY_BAD_RANGE, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, true, 0);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA + 0x2f8, 0x10), HM_MKEY_BAD_RANGE, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, true, 0);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA + 0x180, 0x10), HM_MKEY_BAD_KEY, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, false, 0);
+	/* type 1 windows are not bound to a QP */
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_READ, MK_VA + 0x180, 0x10), HM_MKEY_OK,
+		MK_IOVA + 0x180);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_1, true, 0x43);
+	/* type 2: bound to the QP, another QP, unbound; PD before QP, QP before rights */
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_WRITE, MK_VA + 0x100, 0x200), HM_MKEY_OK,
+		MK_IOVA + 0x100);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, true, 0x42);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_WRITE, MK_VA + 0x100, 8), HM_MKEY_BAD_QP, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, true, 0x43);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_WRITE, MK_VA + 0x100, 8), HM_MKEY_BAD_KEY, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, false, 0x42);
+	MK_CASE(mkey_base(true, HCA_ACCESS_REMOTE_WRITE, MK_VA + 0x100, 8), HM_MKEY_BAD_PD, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, true, 0x43);
+	in[n - 1].ctx.pdn = 9;
+	MK_CASE(mkey_base(true, HCA_ACCESS_LOCAL_WRITE, MK_VA - 8, 8), HM_MKEY_BAD_QP, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, true, 0x43);
+	/* a window's rights never include local write */
+	MK_CASE(mkey_base(true, HCA_ACCESS_LOCAL_WRITE, MK_VA + 0x100, 8), HM_MKEY_BAD_ACCESS, 0);
+	mkey_window(&in[n - 1], HCA_MW_TYPE_2, true, 0x42);
+#undef MK_CASE
+	return n;
+}
+
+static void mkey_check_out(const char *who, uint64_t n, const struct hm_mkey_out *want,
+			   const struct hm_mkey_out *got)
+{
+	cr_assert_eq(got->cycle, want->cycle, "%s #%llu: cycle %llu, expected %llu", who,
+		     (unsigned long long)n, (unsigned long long)got->cycle,
+		     (unsigned long long)want->cycle);
+	cr_assert_eq(got->result, want->result, "%s #%llu: result %u, expected %u", who,
+		     (unsigned long long)n, got->result, want->result);
+	cr_assert_eq(got->iova, want->iova, "%s #%llu: iova 0x%llx, expected 0x%llx", who,
+		     (unsigned long long)n, (unsigned long long)got->iova,
+		     (unsigned long long)want->iova);
+}
+
+static void mkey_directed(bool rtl)
+{
+	const struct hm_mkey_ops *ops = impl(HM_TWIN_MKEY, rtl);
+	void *b = ops->base.create(NULL, 0);
+	struct hm_mkey_in in[64];
+	uint8_t res[64];
+	uint64_t iova[64];
+	size_t n = mkey_cases(in, res, iova);
+	unsigned seen = 0;
+
+	cr_assert_leq(n, 64);
+	for (size_t i = 0; i < n; i++) {
+		struct hm_mkey_out want = { 2000 + i * 5 + HM_MKEY_LATENCY, res[i], iova[i] }, got;
+
+		in[i].cycle = 2000 + i * 5;
+		ops->check(b, &in[i], &got);
+		mkey_check_out(rtl ? "rtl" : "model", i, &want, &got);
+		seen |= 1u << res[i];
+	}
+	cr_assert_eq(seen, 0x3fu, "every result among the cases (0x%x)", seen);
+	ops->base.destroy(b);
+}
+
+/* The rule written independently of both twins, in 128-bit arithmetic (the random regions
+ * never wrap; an access may). */
+static void mkey_expect(const struct hm_mkey_in *in, struct hm_mkey_out *e)
+{
+	const struct hm_mkey_ctx *k = &in->ctx;
+	unsigned __int128 end = (unsigned __int128)in->va + in->len;
+	bool window = k->mw_type != 0;
+
+	memset(e, 0, sizeof(*e));
+	e->cycle = in->cycle + HM_MKEY_LATENCY;
+	if (in->key >> 8 >= in->nkeys || !k->valid || (in->key & 0xff) != k->variant ||
+	    (window && !in->remote) || (window && !k->bound))
+		e->result = HM_MKEY_BAD_KEY;
+	else if (k->pdn != in->pdn)
+		e->result = HM_MKEY_BAD_PD;
+	else if (in->remote && k->mw_type == HCA_MW_TYPE_2 && k->qpn != in->qpn)
+		e->result = HM_MKEY_BAD_QP;
+	else if (in->access & ~k->access)
+		e->result = HM_MKEY_BAD_ACCESS;
+	else if (in->va < k->va || end > (unsigned __int128)k->va + k->len)
+		e->result = HM_MKEY_BAD_RANGE;
+	else
+		e->iova = k->iova + (in->va - k->va);
+}
+
+/* A random access near a random entry's edges: each check passes most of the time, so that
+ * the later ones are reached. wrap: the entry may wrap past 2^64 (lockstep only). */
+static void mkey_random_in(struct hm_mkey_in *in, uint64_t cycle, bool wrap)
+{
+	struct hm_mkey_ctx *k = &in->ctx;
+	uint32_t r = rng();
+
+	memset(in, 0, sizeof(*in));
+	in->cycle = cycle;
+	in->nkeys = 1 + rng() % 64;
+	in->key = ((rng() % (in->nkeys + 4)) << 8) | (rng() & 0xff);
+	in->remote = r & 1;
+	in->pdn = rng() % 4;
+	in->qpn = rng() & 0xffffffu;
+	k->valid = rng() % 10 != 0;
+	k->variant = rng() % 5 ? (uint8_t)in->key : (uint8_t)rng();
+	k->mw_type = (r >> 1) % 3;
+	k->bound = rng() % 4 != 0;
+	k->pdn = rng() % 5 ? in->pdn : rng() % 4;
+	k->qpn = rng() % 4 ? in->qpn : rng() & 0xffffffu;
+	k->access = rng() % 3 ? HCA_ACCESS_MR_ALL : rng() & HCA_ACCESS_MR_ALL;
+	k->len = rng() % 8 ? rng() % 0x10000 : ((uint64_t)rng() << 32 | rng());
+	k->va = ((uint64_t)rng() << 32 | rng());
+	if (!wrap && k->va + k->len < k->va)
+		k->va %= UINT64_MAX - k->len + 1; /* now va + len <= UINT64_MAX */
+	k->iova = ((uint64_t)rng() << 32 | rng()) & ~0xfffull;
+	in->access = rng() & HCA_ACCESS_ALL & (rng() % 4 ? k->access : ~0u);
+	in->va = k->va + (rng() % 3 ? rng() % (k->len + 1) : (uint64_t)((int64_t)(rng() % 16) - 8));
+	in->len = rng() % 8 ? rng() % (k->len + 2) : ((uint64_t)rng() << 32 | rng());
+}
+
+static void mkey_random(bool rtl)
+{
+	const struct hm_mkey_ops *ops = impl(HM_TWIN_MKEY, rtl);
+	void *b = ops->base.create(NULL, 0);
+	uint64_t cycle = 5, counts[6] = { 0 };
+
+	rng_seed(3);
+	for (uint64_t n = 0; n < 20000; n++) {
+		struct hm_mkey_in in;
+		struct hm_mkey_out want, got;
+
+		cycle += rng() % 4; /* a quarter in the cycle of the one before */
+		mkey_random_in(&in, cycle, false);
+		mkey_expect(&in, &want);
+		ops->check(b, &in, &got);
+		mkey_check_out(rtl ? "rtl" : "model", n, &want, &got);
+		counts[want.result]++;
+	}
+	for (int r = 0; r < 6; r++)
+		cr_assert_gt(counts[r], 200, "result %d only %llu times in 20000", r,
+			     (unsigned long long)counts[r]);
+	ops->base.destroy(b);
+}
+
+Test(rtl_mkey, model_directed_key_pd_qp_rights_bounds_and_windows) { mkey_directed(false); }
+Test(rtl_mkey, rtl_directed_key_pd_qp_rights_bounds_and_windows) { mkey_directed(true); }
+Test(rtl_mkey, model_random_against_the_rule) { mkey_random(false); }
+Test(rtl_mkey, rtl_random_against_the_rule) { mkey_random(true); }
+
+Test(rtl_mkey, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	const struct hm_mkey_ops *m = impl(HM_TWIN_MKEY, false), *r = impl(HM_TWIN_MKEY, true);
+	void *bm = m->base.create(NULL, 0), *br = r->base.create(NULL, 0);
+
+	rng_seed(4);
+	for (uint64_t n = 0; n < 20000; n++) {
+		struct hm_mkey_in in;
+		struct hm_mkey_out a, b;
+
+		mkey_random_in(&in, n * 2, true);
+		m->check(bm, &in, &a);
+		r->check(br, &in, &b);
+		mkey_check_out("lockstep", n, &a, &b);
+	}
+	m->base.destroy(bm);
+	r->base.destroy(br);
+}
+
 /* ================================ sched ================================ */
 
 /* The arbiter as the contract states it: a FIFO of QPNs, each at most once. */
@@ -877,6 +1124,47 @@ Test(rtl_lockstep, injected_sched_bug_halts_with_block_cycle_and_field)
 			  strstr(why, "at cycle ") && strstr(why, "expected 0x1 (model) got 0x0 (rtl)"),
 		  "the report names block, op, cycle and field: %s", why);
 	cr_assert_eq(done, 0, "halted at the first WRITE's POP, after %d completions", done);
+}
+
+/* mkey in the running system: every lkey and rkey check of the WRITEs (the requester's read of
+ * its SGE, the responder's write through the rkey) in mkey=lockstep; no mismatch. The
+ * injected bug (HCASIM_RTL_BUG=mkey, rtl/mkey.sv) refuses an access that ends at its region's
+ * last byte: the first WRITE's 64-byte SGE covers its whole 64-byte region, so lockstep halts
+ * at its lkey check naming block, op, cycle and field. */
+static const char *mkey_lockstep(const char *bug, int n, int *done)
+{
+	impl(HM_TWIN_MKEY, true);
+	setenv("HCASIM_IMPL", "mkey=lockstep", 1);
+	setenv("HCASIM_RTL_BUG", bug, 1);
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	*done = write_until_wrap(n);
+	return hcasim_halted();
+}
+
+Test(rtl_lockstep, mkey_checks_of_the_writes_run_clean_in_lockstep)
+{
+	int done;
+	const char *why = mkey_lockstep("none", 150, &done);
+
+	cr_assert_null(why, "no mismatch: %s", why);
+	cr_assert_eq(done, 150);
+	hcasim_shutdown();
+}
+
+Test(rtl_lockstep, injected_mkey_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+	int done;
+
+	tb_stderr_capture();
+	mkey_lockstep("mkey", 150, &done);
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block mkey (check)") && strstr(why, "field result") &&
+			  strstr(why, "at cycle ") && strstr(why, "expected 0x0 (model) got 0x4 (rtl)"),
+		  "the report names block, op, cycle and field: %s", why);
+	cr_assert_eq(done, 0, "halted at the first WRITE's key check, after %d completions", done);
 }
 
 /* With waves on, the report names the FST of the block that differed, and it holds the run up

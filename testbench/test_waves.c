@@ -475,13 +475,13 @@ Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump)
 
 Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 {
-	static const char *const blocks[] = { "sched", "cqe", "psn" };
+	static const char *const blocks[] = { "sched", "cqe", "psn", "mkey" };
 	char vcd[256], png[256], layout[256], want[64];
 
 	struct wave w1, w2;
-	struct query q[3][3];
-	const char *shows[3][3];
-	size_t nq[3] = { 0 };
+	struct query q[4][3];
+	const char *shows[4][3];
+	size_t nq[4] = { 0 };
 
 	run_scenario("lost_ack.ini", vcd, sizeof(vcd));
 	/* sched: the first doorbell of hca0, DOORBELL on an RTS QP, QUEUED */
@@ -527,7 +527,17 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 			nq[2] = 1;
 		}
 	cr_assert_eq(nq[2], 1, "no DUPLICATE in hca1's psn transactions");
-	for (int b = 0; b < 3; b++) {
+	/* mkey: a key check of hca0 that was granted */
+	read_wave(vcd, "hca0.mkey.txn.resp_valid", &w1);
+	read_wave(vcd, "hca0.mkey.txn.resp_result", &w2);
+	for (size_t i = 0; i < w1.n && !nq[3]; i++)
+		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_MKEY_OK) {
+			q[3][0] = (struct query){ w1.t[i], "hca0.mkey.txn.resp_result[2:0]" };
+			shows[3][0] = "OK";
+			nq[3] = 1;
+		}
+	cr_assert_eq(nq[3], 1, "no granted check in hca0's mkey transactions");
+	for (int b = 0; b < 4; b++) {
 		char *shown, *values;
 		uint32_t w, h;
 		size_t bytes;
@@ -626,7 +636,7 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 	}
 	closedir(d);
 	free(names);
-	cr_assert_eq(nfilters, 9, "%d filters", nfilters);
+	cr_assert_eq(nfilters, 10, "%d filters", nfilters);
 	/* the values are those of the tables, read here from the headers themselves */
 	{
 		static const struct coded qps[] = {
@@ -673,6 +683,14 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 			{ HM_PSN_DUPLICATE, "DUPLICATE" },
 			{ HM_PSN_AHEAD, "AHEAD" },
 		};
+		static const struct coded mkey_res[] = {
+			{ HM_MKEY_OK, "OK" },
+			{ HM_MKEY_BAD_KEY, "BAD_KEY" },
+			{ HM_MKEY_BAD_PD, "BAD_PD" },
+			{ HM_MKEY_BAD_ACCESS, "BAD_ACCESS" },
+			{ HM_MKEY_BAD_RANGE, "BAD_RANGE" },
+			{ HM_MKEY_BAD_QP, "BAD_QP" },
+		};
 		static const struct coded sched_op[] = {
 			{ HM_WAVES_SCHED_DOORBELL, "DOORBELL" },
 			{ HM_WAVES_SCHED_PUSH, "PUSH" },
@@ -691,6 +709,7 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 		EXPECT_FILTER("sched_verdict", verdict);
 		EXPECT_FILTER("cqe_action", action);
 		EXPECT_FILTER("psn_class", cls);
+		EXPECT_FILTER("mkey_result", mkey_res);
 		EXPECT_FILTER("sched_op", sched_op);
 		EXPECT_FILTER("db_kind", db_kind);
 #undef EXPECT_FILTER
@@ -713,11 +732,12 @@ Test(waves, every_layout_shows_its_coded_signals_through_the_filters)
 		{ ".req_arm[1:0]", "cq_arm" },	      { ".resp_new_arm[1:0]", "cq_arm" },
 		{ ".req_opcode[7:0]", "cqe_opcode" }, { ".req_status[7:0]", "wc_status" },
 		{ ".resp_action[1:0]", "cqe_action" }, { ".resp_cls[1:0]", "psn_class" },
+		{ ".resp_result[2:0]", "mkey_result" },
 	};
-	static const char *const layouts[] = { "qp_lifecycle", "sched", "cqe", "psn" };
+	static const char *const layouts[] = { "qp_lifecycle", "sched", "cqe", "psn", "mkey" };
 	int translated = 0;
 
-	for (size_t l = 0; l < 4; l++) {
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
 		char path[512], *text, *save = NULL, *ln, filter[256] = "";
 		unsigned long flags = 0;
 
@@ -762,6 +782,6 @@ Test(waves, every_layout_shows_its_coded_signals_through_the_filters)
 		}
 		free(text);
 	}
-	/* qp_lifecycle 4, sched 2 x 2 x 4, cqe 2 x 2 x 5, psn 2 x 2 x 1 */
-	cr_expect_eq(translated, 4 + 16 + 20 + 4, "%d coded signals in the layouts", translated);
+	/* qp_lifecycle 4, sched 2 x 2 x 4, cqe 2 x 2 x 5, psn and mkey 2 x 2 x 1 */
+	cr_expect_eq(translated, 4 + 16 + 20 + 4 + 4, "%d coded signals in the layouts", translated);
 }

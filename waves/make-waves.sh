@@ -81,8 +81,10 @@ for d in $dirs; do
 	echo "QP lifecycle (QP 0x2 and CQ 1 of each host):"
 	echo "  cd $ROOT && gtkwave $v waves/qp_lifecycle.gtkw"
 	echo "The model's transactions of the blocks with an RTL twin:"
-	for b in sched cqe psn; do
-		echo "  cd $ROOT && gtkwave $v waves/$b.gtkw"
+	# every block's layout (waves/<block>.gtkw, one per block of model/twin.def)
+	for l in "$ROOT"/waves/*.gtkw; do
+		b=$(basename "$l" .gtkw)
+		[ "$b" = qp_lifecycle ] || echo "  cd $ROOT && gtkwave $v waves/$b.gtkw"
 	done
 	echo "The RTL blocks' pins:"
 	rtl=0

@@ -208,6 +208,14 @@ static const struct sv_const cls[] = {
 	{ "HM_PSN_DUPLICATE", HM_PSN_DUPLICATE },
 	{ "HM_PSN_AHEAD", HM_PSN_AHEAD },
 };
+static const struct sv_const mkey_res[] = {
+	{ "HM_MKEY_OK", HM_MKEY_OK },
+	{ "HM_MKEY_BAD_KEY", HM_MKEY_BAD_KEY },
+	{ "HM_MKEY_BAD_PD", HM_MKEY_BAD_PD },
+	{ "HM_MKEY_BAD_ACCESS", HM_MKEY_BAD_ACCESS },
+	{ "HM_MKEY_BAD_RANGE", HM_MKEY_BAD_RANGE },
+	{ "HM_MKEY_BAD_QP", HM_MKEY_BAD_QP },
+};
 static const struct sv_const sched_op[] = {
 	{ "HM_WAVES_SCHED_DOORBELL", HM_WAVES_SCHED_DOORBELL },
 	{ "HM_WAVES_SCHED_PUSH", HM_WAVES_SCHED_PUSH },
@@ -231,6 +239,8 @@ static void sv_pkg(void)
 	printf("  localparam int unsigned HCA_PSN_BITS = %u;\n", bits_for(HCA_PSN_MASK));
 	printf("  localparam int unsigned HCA_FIRST_QPN = %u;\n", HCA_FIRST_QPN);
 	printf("  localparam int unsigned HCA_CQE_BYTES = %u;\n", HCA_CQE_BYTES);
+	printf("  localparam int unsigned HCA_MW_TYPE_1 = %u;\n", HCA_MW_TYPE_1);
+	printf("  localparam int unsigned HCA_MW_TYPE_2 = %u;\n", HCA_MW_TYPE_2);
 	sv_enum("hca_qps", "QP states (hca_hw.h enum hca_qp_state)", qps, N(qps), 0);
 	sv_enum("hca_cq_db", "CQ doorbell commands = CQ arm state (hca_hw.h enum hca_cq_db_cmd)",
 		arm, N(arm), 0);
@@ -240,6 +250,7 @@ static void sv_pkg(void)
 		0);
 	sv_enum("hm_cqe_action", "cqe post action (model/twin.h)", action, N(action), 0);
 	sv_enum("hm_psn_class", "psn classes (model/twin.h)", cls, N(cls), 0);
+	sv_enum("hm_mkey_result", "mkey check results (model/twin.h)", mkey_res, N(mkey_res), 0);
 	sv_struct("hca_cqe");
 	sv_struct("hca_qpc");
 	printf("\n  /* verilator lint_on UNUSEDPARAM */\nendpackage\n\n`default_nettype wire\n");
@@ -266,6 +277,7 @@ static const struct filter {
 	  N(verdict) },
 	{ "cqe_action", "HM_CQE_", "model/twin.h enum hm_cqe_action", action, N(action) },
 	{ "psn_class", "HM_PSN_", "model/twin.h enum hm_psn_class", cls, N(cls) },
+	{ "mkey_result", "HM_MKEY_", "model/twin.h enum hm_mkey_result", mkey_res, N(mkey_res) },
 	{ "db_kind", "HM_WAVES_DB_", "model/waves.h enum hm_waves_db_kind", db_kind, N(db_kind) },
 };
 

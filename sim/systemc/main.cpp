@@ -2,7 +2,7 @@
  * (docs/systemc.md). The C model of the HCAs runs behind an sc_module (hcasim_sc::model): its
  * SC_THREAD runs the default workload (sim/apps/run_workload.c) and keeps SystemC time equal
  * to hcasim time through hcasim_time_hook, each forward step of the hcasim kernel being a
- * wait() of the same length in that thread. The RTL blocks (sched, cqe, psn) are Verilated
+ * wait() of the same length in that thread. The RTL blocks (sched, cqe, psn, mkey) are Verilated
  * SystemC modules (sc_blocks.h) and run with HCASIM_IMPL=all=rtl unless HCASIM_IMPL is set
  * (all=lockstep compares them with the C twins). The workload's report is on stdout, exactly
  * as hcasim-run prints it; the top's own lines are on stderr. N: the devices to elaborate RTL

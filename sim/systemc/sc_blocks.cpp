@@ -5,6 +5,7 @@
 
 /* The Verilated SystemC models first: verilated.h wants sc_time_stamp() unqualified. */
 #include "Vsc_cqe.h"
+#include "Vsc_mkey.h"
 #include "Vsc_psn.h"
 #include "Vsc_sched.h"
 
@@ -221,6 +222,22 @@ struct psn_block : clocked<Vsc_psn> {
 	psn_block(sc_core::sc_module_name name) : clocked(name, "psn") { PSN_PINS(PIN_BIND) }
 };
 
+/* ---- mkey ------------------------------------------------------------------------------- */
+
+#define MKEY_PINS(X)                                                                          \
+	X(bool, req_remote) X(uint32_t, req_key) X(uint32_t, req_pdn) X(uint32_t, req_qpn)    \
+	X(uint64_t, req_va) X(uint64_t, req_len) X(uint32_t, req_access)                      \
+	X(uint32_t, req_nkeys) X(bool, req_ctx_valid) X(uint32_t, req_ctx_variant)            \
+	X(uint32_t, req_ctx_mw_type) X(bool, req_ctx_bound) X(uint32_t, req_ctx_pdn)          \
+	X(uint32_t, req_ctx_access) X(uint32_t, req_ctx_qpn) X(uint64_t, req_ctx_va)          \
+	X(uint64_t, req_ctx_len) X(uint64_t, req_ctx_iova) X(uint32_t, resp_result)           \
+	X(uint64_t, resp_iova) X(uint32_t, stat_checks) X(uint32_t, stat_denied)
+
+struct mkey_block : clocked<Vsc_mkey> {
+	MKEY_PINS(PIN_DECL)
+	mkey_block(sc_core::sc_module_name name) : clocked(name, "mkey") { MKEY_PINS(PIN_BIND) }
+};
+
 /* ---- the instances ---------------------------------------------------------------------- */
 
 sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_module(name)
@@ -231,6 +248,7 @@ sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_modul
 		sched.emplace_back(new sched_block((hca + "_sched").c_str()));
 		cqe.emplace_back(new cqe_block((hca + "_cqe").c_str()));
 		psn.emplace_back(new psn_block((hca + "_psn").c_str()));
+		mkey.emplace_back(new mkey_block((hca + "_mkey").c_str()));
 	}
 }
 
@@ -452,10 +470,61 @@ void psn_classify(void *b, const hm_psn_in *in, hm_psn_out *out)
 const hm_psn_ops psn_ops = { { psn_create, psn_destroy, nullptr, nullptr, 0, nullptr, nullptr },
 			     psn_classify };
 
+/* mkey (sim/vl/mkey.cpp) */
+void *mkey_create(hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	mkey_block *p = instance(g_blocks->mkey, d);
+
+	p->reset(2, 0);
+	return p;
+}
+
+void mkey_destroy(void *b)
+{
+	static_cast<mkey_block *>(b)->give_back();
+}
+
+void mkey_check(void *b, const hm_mkey_in *in, hm_mkey_out *out)
+{
+	mkey_block *p = static_cast<mkey_block *>(b);
+	const hm_mkey_ctx *k = &in->ctx;
+	uint64_t lat;
+
+	p->req_remote.write(in->remote);
+	p->req_key.write(in->key);
+	p->req_pdn.write(in->pdn);
+	p->req_qpn.write(in->qpn & HCA_QPN_MASK);
+	p->req_va.write(in->va);
+	p->req_len.write(in->len);
+	p->req_access.write(in->access);
+	p->req_nkeys.write(in->nkeys);
+	p->req_ctx_valid.write(k->valid);
+	p->req_ctx_variant.write(k->variant);
+	p->req_ctx_mw_type.write(k->mw_type & 3u);
+	p->req_ctx_bound.write(k->bound);
+	p->req_ctx_pdn.write(k->pdn);
+	p->req_ctx_access.write(k->access);
+	p->req_ctx_qpn.write(k->qpn & HCA_QPN_MASK);
+	p->req_ctx_va.write(k->va);
+	p->req_ctx_len.write(k->len);
+	p->req_ctx_iova.write(k->iova);
+	*out = hm_mkey_out{};
+	lat = p->transact(in->cycle, HM_MKEY_LATENCY, [&] {
+		out->result = (uint8_t)p->resp_result.read();
+		out->iova = p->resp_iova.read();
+	});
+	out->cycle = in->cycle + lat;
+}
+
+const hm_mkey_ops mkey_ops = { { mkey_create, mkey_destroy, nullptr, nullptr, 0, nullptr,
+				 nullptr },
+			       mkey_check };
+
 } // namespace
 
 /* A block added to model/twin.def needs its SystemC wrapper here (and in sc_rtl_blocks). */
-static_assert(HM_TWIN_COUNT == 3, "sim/systemc: model/twin.def has a block without a SystemC "
+static_assert(HM_TWIN_COUNT == 4, "sim/systemc: model/twin.def has a block without a SystemC "
 				  "wrapper in sc_blocks.cpp");
 
 void sc_rtl_register(sc_rtl_blocks *blocks)
@@ -464,6 +533,7 @@ void sc_rtl_register(sc_rtl_blocks *blocks)
 	hm_twin_register(HM_TWIN_SCHED, &sched_ops);
 	hm_twin_register(HM_TWIN_CQE, &cqe_ops);
 	hm_twin_register(HM_TWIN_PSN, &psn_ops);
+	hm_twin_register(HM_TWIN_MKEY, &mkey_ops);
 }
 
 } // namespace hcasim_sc
