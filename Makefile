@@ -325,7 +325,7 @@ $(TESTBIN): $(TEST_OBJS) $(LIBINTERNAL) $(LIBHCASIM) $(LIBIBVERBS) $(HEADER)
 BLOCK_TESTS := req resp comp qpc wqe_fetch
 BLOCK_BINS  := $(BLOCK_TESTS:%=$(BUILD)/test/block-%)
 BLOCK_INFRA := $(addprefix $(OBJ)/,sim/kernel.o sim/trace.o sim/error.o sim/config.o sim/textfile.o \
-               model/pkt.o model/crc.o model/hw/hw_tables.o testbench/blocks/stubs.o)
+               model/pkt.o model/crc.o model/fcov.o model/hw/hw_tables.o testbench/blocks/stubs.o)
 $(BLOCK_TESTS:%=$(OBJ)/testbench/blocks/test_%.o) $(OBJ)/testbench/blocks/stubs.o: Makefile
 $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK_INFRA)
 	@mkdir -p $(@D)

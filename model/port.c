@@ -4,6 +4,7 @@
 #include "model/port.h"
 #include "model/mcast.h"
 #include "model/eq.h"
+#include "model/fcov.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
 #include "sim/sm.h"
@@ -389,6 +390,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 	t = sim_clock_after(&d->core, t, d->cfg.port_cycles);
 	len = hm_pkt_build_unsealed(hm_port_ll(p), pkt, buf, sizeof(buf));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
+	hm_fcov_hit(HM_FCOV_opcode_sent, pkt->opcode);
 	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE)
 		return mcast_send(d, p, pkt, buf, len, t, need);
 	/* A frame for one of our own ports never reaches the wire (docs/loopback.md). */
