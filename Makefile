@@ -8,6 +8,8 @@
 #                   the hcasim-perf plots docs/bench/*.png
 #   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
 #   make test IMPL=rtl|lockstep   every suite on the RTL twins (docs/rtl.md)
+#   make coverage   line and toggle coverage of rtl/ and the functional points over the whole
+#                   suite in rtl mode, built in build-cov (docs/rtl.md#coverage)
 # See README.md.
 
 BUILD   := build
@@ -73,6 +75,14 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
+# COV=1 (make coverage builds so, in build-cov): every Verilated model counts its line, toggle
+# and cover-statement coverage, written by the transactors (sim/vl/vl.h) under
+# HCASIM_COVERAGE_DIR; the runtime gets verilated_cov.o.
+COV     ?= 0
+ifeq ($(COV),1)
+VL_COV     := --coverage-line --coverage-toggle --coverage-user
+VL_COV_OBJ := verilated_cov.o
+endif
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
@@ -87,11 +97,11 @@ VL_LIBS    := -lstdc++ -pthread -latomic
 # --assert: the handshake checkers (rtl/prim/hs_check.sv, txn_check.sv) and the blocks'
 # assertions run in every rtl and lockstep run (docs/rtl.md "Assertions").
 VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
-              -MAKEFLAGS OPT_GLOBAL=-O2
+              -MAKEFLAGS OPT_GLOBAL=-O2 $(VL_COV)
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
               $(foreach m,$(TWINS) $(VL_BUGS:%=%_bug),-isystem $(VL)/$(m)) -DVM_TRACE=1 \
-              $(DEVICE_SIDE)
+              -DVM_COVERAGE=$(COV) $(DEVICE_SIDE)
 endif
 
 LIBHCASIM  := $(LIB)/libhcasim.so.0
@@ -112,7 +122,7 @@ HW_HEADERS := $(patsubst %,$(BUILD)/include/%,$(wildcard model/hw/*.h model/hw/*
 HEADER     := $(BUILD)/include/hcasim.h $(BUILD)/include/hcasim_bus.h $(BUILD)/include/hcasimdv.h \
               $(HW_HEADERS)
 
-.PHONY: all run test bench deps docs clean waves golden fuzz fuzz-bins
+.PHONY: all run test bench deps docs clean waves golden fuzz fuzz-bins coverage
 all: $(LIBHCASIM) $(LIBIBVERBS) $(APPS) $(HEADER)
 
 # Rebuild everything when the flags change (SAN=0 <-> SAN=1).
@@ -136,8 +146,8 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 ifneq ($(VERILATOR),)
 # Re-Verilate when the build parameters change (HM_SCHED_PIPELINE in model/twin.h).
 VL_STAMP := $(VL)/.params
-$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE)' | cmp -s - $(VL_STAMP) || \
-	echo 'PIPELINE=$(SCHED_PIPELINE)' > $(VL_STAMP))
+$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' | cmp -s - $(VL_STAMP) || \
+	echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' > $(VL_STAMP))
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
@@ -151,11 +161,12 @@ endef
 $(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
 
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
-$(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a
+$(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a $(VL_STAMP)
 	@mkdir -p $(@D)
 	$(MAKE) -s -C $(VL)/psn -f Vpsn.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 verilated.o verilated_fst_c.o verilated_threads.o \
-		>/dev/null
-	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o
+		$(VL_COV_OBJ) >/dev/null
+	rm -f $@
+	cd $(VL)/psn && ar rcs $(abspath $@) verilated.o verilated_fst_c.o verilated_threads.o $(VL_COV_OBJ)
 
 # The primitives' block test (testbench/blocks/test_prim.cpp, suite blocks): each of rtl/prim/
 # Verilated alone, with test parameters, linked into build/test/block-prim.
@@ -338,7 +349,7 @@ $(TESTBIN): $(TEST_OBJS) $(LIBINTERNAL) $(LIBHCASIM) $(LIBIBVERBS) $(HEADER)
 BLOCK_TESTS := req resp comp qpc wqe_fetch
 BLOCK_BINS  := $(BLOCK_TESTS:%=$(BUILD)/test/block-%)
 BLOCK_INFRA := $(addprefix $(OBJ)/,sim/kernel.o sim/trace.o sim/error.o sim/config.o sim/textfile.o \
-               model/pkt.o model/crc.o model/hw/hw_tables.o testbench/blocks/stubs.o)
+               model/pkt.o model/crc.o model/fcov.o model/hw/hw_tables.o testbench/blocks/stubs.o)
 $(BLOCK_TESTS:%=$(OBJ)/testbench/blocks/test_%.o) $(OBJ)/testbench/blocks/stubs.o: Makefile
 $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK_INFRA)
 	@mkdir -p $(@D)
@@ -385,6 +396,25 @@ test: deps all $(PERFBIN) $(TESTBIN) $(BLOCK_BINS) $(BLOCK_PRIM) $(EXEC_PROBE)
 
 run: deps all
 	$(BIN)/hcasim-run $(BUILD)/run
+
+# make coverage (docs/rtl.md#coverage): every suite with HCASIM_IMPL=all=rtl, built with COV=1
+# in build-cov (the normal build is untouched), each process writing its Verilator counts and
+# functional points under build-cov/coverage/raw (HCASIM_COVERAGE_DIR); then merged by
+# testbench/coverage.sh, printed, and written into docs/rtl.md between its coverage markers
+# with the suite's result. The report is written even when a test fails (the status says so).
+COV_BUILD ?= build-cov
+COV_DIR   := $(COV_BUILD)/coverage
+coverage: deps
+	rm -rf $(COV_DIR)
+	@mkdir -p $(COV_DIR)/raw
+	$(MAKE) BUILD=$(COV_BUILD) COV=1 all $(COV_BUILD)/test/hcasim-tests
+	rc=0; HCASIM_COVERAGE_DIR=$(abspath $(COV_DIR)/raw) $(MAKE) BUILD=$(COV_BUILD) COV=1 \
+		IMPL=rtl JUNIT=$(COV_DIR)/junit.xml test || rc=$$?; \
+	sh testbench/coverage.sh $(COV_DIR)/raw $(COV_DIR) && \
+	sh testbench/coverage.sh --splice docs/rtl.md $(COV_DIR)/report.md \
+		"$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . || echo ' + changes')" \
+		"$$(grep -o 'tests="[0-9]*" failures="[0-9]*" errors="[0-9]*"' $(COV_DIR)/junit.xml | head -1)" && \
+	exit $$rc
 
 # Run T (default: hcasim-run; a scenario .ini; or a Criterion filter) with WAVES=1 into
 # build/waves/, check the dumps and print the gtkwave commands that open them.

@@ -3,6 +3,7 @@
  * commands and their costs). */
 #include "firmware/fw.h"
 #include "model/eq.h"
+#include "model/fcov.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>
@@ -196,6 +197,7 @@ struct fw_state *fw_create(struct hm_dev *d)
 	SIM_ASSERT(fw != NULL, "out of memory");
 	fw->dev = d;
 	fw_reset_objects(fw);
+	hm_fcov_qp_modify_table(fw_qp_transition_valid); /* the points of qp_modify */
 	return fw;
 }
 

@@ -3,6 +3,7 @@
  * checked completely before anything changes (IBA 11.2.5.2: a failed modify leaves the QP
  * as it was). */
 #include "firmware/fw.h"
+#include "model/fcov.h"
 #include "model/mcast.h"
 #include "model/qp_cmd.h"
 #include "sim/trace.h"
@@ -408,6 +409,7 @@ struct fw_result fw_cmd_MODIFY_QP(struct fw_state *fw, const void *in_, void *ou
 		apply_attrs(&qp->attr, &in->attr, m);
 	}
 	trace_qp_modify(DEV(fw), in->qpn, hca_qps_name(qp->state), hca_qps_name(next), m);
+	hm_fcov_hit(HM_FCOV_qp_modify, qp->state * HCA_QPS_COUNT + next);
 	qp->state = (uint8_t)next;
 	hm_qp_modify(fw->dev, in->qpn, &qp->attr, m, next, *t);
 	o->state = next;

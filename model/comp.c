@@ -9,6 +9,7 @@
  * messages, and the completer's part of a flush. */
 #include "model/comp.h"
 #include "model/cqe.h"
+#include "model/fcov.h"
 #include "model/mkey.h"
 #include "model/port.h"
 #include "model/qp.h"
@@ -119,6 +120,7 @@ static void rnr_resume(void *arg)
 
 	if (qp && qp->comp.rnr_wait) {
 		trace_comp_rnr_resume(r->d->devno, qp->qpn);
+		hm_fcov_hit(HM_FCOV_timer, HM_FCOV_RNR_EXPIRY);
 		qp->comp.rnr_wait = false;
 		r->d->wire.sq_wake(r->d, qp, sim_now(r->d->k));
 	}
@@ -479,6 +481,8 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 		 HCA_PSN_MASK;
 	trace_comp_ack(d->devno, qp->qpn, p->psn, c.op, c.syn);
 	hm_ctr_ack_rcvd(d, qp, c.op, c.syn);
+	if (c.op == HM_OP_ACKNOWLEDGE && hm_aeth_is_nak(c.syn))
+		hm_fcov_hit(HM_FCOV_nak_rcvd, hm_fcov_nak_kind(c.syn));
 	while (step != COMP_DONE) {
 		trace_step_comp(d->devno, qp->qpn, p->psn, comp_step_names[step]);
 		step = comp_steps[step](&c);
@@ -534,10 +538,13 @@ static void comp_timeout(void *arg)
 			/* The path is presumed broken: carry on over the alternate one with the
 			 * retries reloaded. */
 			qp->comp.retry_left = qp->attr.retry_cnt;
+			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_MIGRATE);
 			d->wire.sq_retry(d, qp, psn, t);
 		} else if (!qp->comp.retry_left) {
+			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_FAIL);
 			hm_comp_fail_oldest(d, qp, HCA_VERR_RETRY_TIMEOUT, t);
 		} else {
+			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_RETRY);
 			qp->comp.retry_left--;
 			d->wire.sq_retry(d, qp, psn, t);
 		}

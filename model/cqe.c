@@ -6,6 +6,7 @@
  * or error CQE when armed for solicited only. */
 #include "model/cqe.h"
 #include "model/eq.h"
+#include "model/fcov.h"
 #include "model/qp.h"
 #include "model/waves.h"
 #include "sim/trace.h"
@@ -87,6 +88,7 @@ bool hm_cqe_post(struct hm_dev *d, uint32_t cqn, struct hca_cqe *cqe, bool solic
 			sizeof(out.image), t);
 	trace_cqe_write(d->devno, cqn, cq->pi, cqe->qpn, cqe->opcode, cqe->status, cqe->byte_len,
 			cqe->wqe_index);
+	hm_fcov_hit(HM_FCOV_cqe_status, cqe->status);
 	if (cqe->status != HCA_WC_SUCCESS) {
 		/* Every error CQE names the check that failed, one of verr.def for its status. */
 		SIM_ASSERT(hca_verr_status(cqe->vendor_err) == cqe->status,

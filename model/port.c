@@ -4,6 +4,7 @@
 #include "model/port.h"
 #include "model/mcast.h"
 #include "model/eq.h"
+#include "model/fcov.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
 #include "sim/sm.h"
@@ -421,6 +422,7 @@ sim_time_t hm_port_send(struct hm_dev *d, unsigned port, struct hm_pkt *pkt, sim
 				    own ? sim_link_frame_len(own) : sizeof(stack));
 	SIM_ASSERT(len > 0, "packet opcode 0x%x could not be built", pkt->opcode);
 	pkt->frame = NULL; /* ours from here on */
+	hm_fcov_hit(HM_FCOV_opcode_sent, pkt->opcode);
 	if (hm_port_ll(p) == HM_LL_IB && hca_is_mcast_lid(pkt->dlid) && p->state == PORT_ACTIVE) {
 		end = mcast_send(d, p, pkt, buf, len, t, need);
 		sim_link_frame_free(own); /* each place it went got a copy */

@@ -3,6 +3,7 @@
  * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
  * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. */
 #include "model/qpc.h"
+#include "model/fcov.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -224,6 +225,7 @@ static void qpc_evict(struct hm_dev *d, sim_time_t *t)
 
 	SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
 	lru_unlink(dp, victim);
+	hm_fcov_hit(HM_FCOV_qpc, victim->cache.dirty ? HM_FCOV_QPC_WRITE_BACK : HM_FCOV_QPC_EVICT_CLEAN);
 	if (victim->cache.dirty) {
 		dp->qpc_writebacks++;
 		qpc_write_slot(d, victim, t);
@@ -261,9 +263,11 @@ struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 		lru_unlink(dp, qp);
 		lru_append(dp, qp);
 		dp->qpc_hits++;
+		hm_fcov_hit(HM_FCOV_qpc, HM_FCOV_QPC_HIT);
 		*t = sim_clock_after(&d->core, *t, d->cfg.qpc_hit_cycles);
 	} else {
 		dp->qpc_misses++;
+		hm_fcov_hit(HM_FCOV_qpc, HM_FCOV_QPC_MISS);
 		if (dp->qpc_used >= dp->qpc_entries)
 			qpc_evict(d, t);
 		qpc_read_slot(d, qp, t);

@@ -10,6 +10,7 @@
 #include "model/cqe.h"
 #include "model/dma.h"
 #include "model/eq.h"
+#include "model/fcov.h"
 #include "model/mkey.h"
 #include "model/port.h"
 #include "model/qp.h"
@@ -62,6 +63,7 @@ static void send_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *re
 	a.aeth_msn = qp->resp.msn & 0xffffff;
 	if (syn != HM_AETH_ACK) {
 		qp->stats.naks_sent++;
+		hm_fcov_hit(HM_FCOV_nak_sent, hm_fcov_nak_kind(syn));
 		hm_ctr_ack_sent(d, qp, syn);
 		trace_resp_nak(d->devno, qp->qpn, psn, syn);
 	}

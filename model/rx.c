@@ -4,6 +4,7 @@
  * in its FIFO while an earlier one is being handled, and go to its responder or completer. */
 #include "model/rx.h"
 #include "model/comp.h"
+#include "model/fcov.h"
 #include "model/mcast.h"
 #include "model/port.h"
 #include "model/qp.h"
@@ -216,6 +217,7 @@ static void port_rx_frame(struct hm_dev *d, struct hm_port *p, uint8_t **own, si
 		trace_pkt_drop_bad(d->devno, p->num, len, rc == -EBADMSG ? "crc" : "malformed");
 		return;
 	}
+	hm_fcov_hit(HM_FCOV_opcode_rcvd, pkt.opcode);
 	if (hm_port_ll(p) == HM_LL_ROCE && !(pkt.dmac[0] & 1) && memcmp(pkt.dmac, p->mac, 6)) {
 		/* The MAC's address filter: a unicast frame for another station (a switch floods
 		 * what it has not learnt yet) goes no further. */

@@ -1,5 +1,6 @@
 /* The simulated system: configuration, boot (kernel, subnet manager, one HCA per host) and
  * the libhcasim control API of sim/hcasim.h. */
+#include "model/fcov.h"
 #include "model/port.h"
 #include "model/waves.h"
 #include "sim/devthread.h"
@@ -688,21 +689,21 @@ static int waves_end(void)
 	return sim_waves_close();
 }
 
-/* mkdir -p dir; -errno naming the directory. */
-static int make_dirs(const char *dir)
+/* mkdir -p dir; -errno naming what (the variable) and the directory. */
+static int make_dirs(const char *what, const char *dir)
 {
 	char buf[4096];
 	size_t n = strlen(dir);
 
 	if (n >= sizeof(buf))
-		return sim_error(-ENAMETOOLONG, "waves: directory '%s' too long", dir);
+		return sim_error(-ENAMETOOLONG, "%s: directory '%s' too long", what, dir);
 	memcpy(buf, dir, n + 1);
 	for (size_t i = 1; i <= n; i++) {
 		if (buf[i] != '/' && buf[i] != 0)
 			continue;
 		buf[i] = 0;
 		if (mkdir(buf, 0777) && errno != EEXIST)
-			return sim_error(-errno, "waves: cannot create directory '%s': %s", buf,
+			return sim_error(-errno, "%s: cannot create directory '%s': %s", what, buf,
 					 strerror(errno));
 		buf[i] = i < n ? '/' : 0;
 	}
@@ -746,7 +747,7 @@ static int waves_at_boot(void)
 	} else if (!strcmp(env, "1")) {
 		const char *dir = sim_waves_env_dir();
 
-		rc = make_dirs(dir);
+		rc = make_dirs("waves", dir);
 		if (rc)
 			return sim_error_prefix(rc, var ? var : "WAVES");
 		if (waves_boots++)
@@ -801,6 +802,8 @@ static int boot_env(void)
 		rc = sim_env_path_len("HCASIM_PCAP", pcap, SIM_ENV_PATH_MAX - 32);
 	if (!rc)
 		rc = waves_env_check();
+	if (!rc && sim_env("HCASIM_COVERAGE_DIR"))
+		rc = sim_env_dir_writable("HCASIM_COVERAGE_DIR", sim_env("HCASIM_COVERAGE_DIR"));
 	if (!rc && ctrs)
 		rc = sim_env_dir_writable("HCASIM_COUNTERS_DIR", ctrs);
 	else if (!rc && *sys.cfg.counters_dir)
@@ -808,11 +811,17 @@ static int boot_env(void)
 	return rc;
 }
 
-/* The files a boot starts writing: captures (HCASIM_PCAP, else link.pcap) and waves. */
+/* The files a boot starts writing: captures (HCASIM_PCAP, else link.pcap), waves, and the
+ * coverage directory (HCASIM_COVERAGE_DIR: functional points counted from here on). */
 static int boot_outputs(void)
 {
-	const char *pcap = sim_env("HCASIM_PCAP");
+	const char *pcap = sim_env("HCASIM_PCAP"), *cov = sim_env("HCASIM_COVERAGE_DIR");
 	int rc;
+
+	if (cov && (rc = make_dirs("HCASIM_COVERAGE_DIR", cov)))
+		return rc;
+	if (cov)
+		hm_fcov_start(cov);
 
 	if (pcap && (rc = hcasim_pcap(pcap)))
 		return sim_error_prefix(rc, "HCASIM_PCAP");
@@ -922,7 +931,9 @@ void hcasim_shutdown(void)
 		if (*dir && hcasim_counters_dump(dir))
 			fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	}
-	/* Shutdown cannot fail: waves that cannot be written say so on stderr. */
+	/* Shutdown cannot fail: waves or coverage that cannot be written say so on stderr. */
+	if (hm_fcov_dump())
+		fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	if (waves_end())
 		fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	for (int i = 0; i < sys.nlinks; i++)

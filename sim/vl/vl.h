@@ -11,7 +11,11 @@
  *   from the acceptance to the response.
  * Waves: with WAVES=1 each block writes <HCASIM_WAVES_DIR or build/waves>/hca<dev>.<block>.fst,
  * its top scope named hca<dev> so that the block is hca<dev>.<block>; times are picoseconds of
- * simulated time. */
+ * simulated time.
+ * Coverage: built with COV=1 (make coverage, docs/rtl.md#coverage), each block's context counts
+ * its line, toggle and cover-statement coverage, written to
+ * $HCASIM_COVERAGE_DIR/vl-<pid>-<n>.dat when the block is destroyed (or at exit, if it is still
+ * alive then); verilator_coverage merges them. */
 #ifndef SIM_VL_VL_H
 #define SIM_VL_VL_H
 
@@ -35,6 +39,12 @@ extern "C" {
 #include <memory>
 #include <string>
 #include <sys/stat.h>
+#if VM_COVERAGE
+#include <verilated_cov.h>
+#include <mutex>
+#include <set>
+#include <unistd.h>
+#endif
 
 /* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
  * is to be created instead of it. The blocks with one: cqe, sched and mkey (docs/rtl.md). */
@@ -48,6 +58,57 @@ inline bool vl_rtl_bug(const char *block)
 		   bug);
 	return bug && !strcmp(bug, block);
 }
+
+#if VM_COVERAGE
+/* The contexts alive, whose counts are written at exit; never freed (exit handlers may run
+ * after static destructors). */
+struct vl_cov {
+	std::mutex mu;
+	std::set<VerilatedContext *> live;
+	unsigned seq = 0;
+
+	static vl_cov &get()
+	{
+		static vl_cov *c = new vl_cov;
+		static bool hooked = !atexit(at_exit);
+
+		(void)hooked;
+		return *c;
+	}
+	static void at_exit()
+	{
+		vl_cov &c = get();
+		std::lock_guard<std::mutex> g(c.mu);
+
+		for (VerilatedContext *x : c.live)
+			c.write(x);
+		c.live.clear();
+	}
+	/* Write x's counts to their own file (mu held); nothing without HCASIM_COVERAGE_DIR. */
+	void write(VerilatedContext *x)
+	{
+		const char *dir = getenv("HCASIM_COVERAGE_DIR");
+
+		if (!dir || !*dir)
+			return;
+		mkdir(dir, 0777); /* checked at boot (docs/config.md); may exist */
+		std::string f = std::string(dir) + "/vl-" + std::to_string(getpid()) + "-" +
+				std::to_string(seq++) + ".dat";
+		x->coveragep()->write(f.c_str());
+	}
+	void add(VerilatedContext *x)
+	{
+		std::lock_guard<std::mutex> g(mu);
+		live.insert(x);
+	}
+	void done(VerilatedContext *x)
+	{
+		std::lock_guard<std::mutex> g(mu);
+		if (live.erase(x))
+			write(x);
+	}
+};
+#endif
 
 /* One Verilated model M (with clk, rst, now, req_valid, req_ready, resp_valid, resp_ready and
  * quiet_until) of a device. cyc_ is the block's own cycle, which it sees on now: the next one
@@ -64,6 +125,9 @@ public:
 		ctx_->fatalOnError(true);
 		ctx_->assertOn(true);
 		top_.reset(new M{ ctx_.get(), top.c_str() });
+#if VM_COVERAGE
+		vl_cov::get().add(ctx_.get());
+#endif
 		top_->clk = 0;
 		top_->rst = 0;
 		top_->now = 0;
@@ -78,6 +142,9 @@ public:
 			fst_->close();
 		}
 		top_->final();
+#if VM_COVERAGE
+		vl_cov::get().done(ctx_.get());
+#endif
 	}
 	M *pins() { return top_.get(); }
 	/* Finish the FST (its last transaction included, the file closed so that it can be
