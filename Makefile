@@ -75,10 +75,11 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug and
-# sched_bug, cqe and sched with the test-only HCA_RTL_BUG
+# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
+# sched_bug and timers_bug, cqe, sched and timers with the test-only HCA_RTL_BUG
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) cqe_bug:Vcqe_bug:-DHCA_RTL_BUG \
-              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched)
+              sched_bug:Vsched_bug:-DHCA_RTL_BUG:$(VL_FLAGS_sched) \
+              timers_bug:Vtimers_bug:-DHCA_RTL_BUG
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -89,7 +90,7 @@ VLFLAGS    := --cc --build -j 1 -Wall -O3 --assert --trace-fst -CFLAGS -fPIC -MA
               -MAKEFLAGS OPT_GLOBAL=-O2
 CXXFLAGS   := -std=gnu++17 -O2 -g -Wall -Wextra -Werror -fPIC -I. -MMD -MP \
               -isystem $(VL_ROOT)/include -isystem $(VL_ROOT)/include/vltstd \
-              $(foreach m,$(TWINS) cqe_bug sched_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
+              $(foreach m,$(TWINS) cqe_bug sched_bug timers_bug,-isystem $(VL)/$(m)) -DVM_TRACE=1 \
               $(DEVICE_SIDE)
 endif
 
@@ -330,6 +331,8 @@ $(BLOCK_TESTS:%=$(OBJ)/testbench/blocks/test_%.o) $(OBJ)/testbench/blocks/stubs.
 $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK_INFRA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $$(pkg-config --libs criterion) -linih -lz
+# the completer's timers are a block of their own (model/timers.c) that it drives
+$(BUILD)/test/block-comp: $(OBJ)/model/timers.o
 
 $(EXEC_PROBE): $(OBJ)/testbench/exec/probe.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)

@@ -26,8 +26,9 @@ namespace hcasim_sc {
 struct sched_block;
 struct cqe_block;
 struct psn_block;
+struct timers_block;
 
-/* One sched, cqe and psn instance per device, named <name>.hca<dev>.<block>. */
+/* One sched, cqe, psn and timers instance per device, named <name>.hca<dev>.<block>. */
 class sc_rtl_blocks : public sc_core::sc_module {
 public:
 	sc_rtl_blocks(sc_core::sc_module_name name, int ndevs);
@@ -36,6 +37,7 @@ public:
 	std::vector<std::unique_ptr<sched_block>> sched;
 	std::vector<std::unique_ptr<cqe_block>> cqe;
 	std::vector<std::unique_ptr<psn_block>> psn;
+	std::vector<std::unique_ptr<timers_block>> timers;
 };
 
 /* Registers the transactors of these instances as the RTL of the three ports. */
