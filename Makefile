@@ -186,12 +186,24 @@ $(VL)/sched_p$(1)/Vsched_p$(1)__ALL.a: rtl/sched.sv rtl/hca_pkg.sv $(RTL_PRIM) M
 	@touch $$@
 endef
 $(foreach p,1 3,$(eval $(call sched_pipe_model,$(p))))
-PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp
+# And timers' next-expiry tracking at pin level (testbench/blocks/test_timers_pins.cpp):
+# timers with 40 QPNs.
+$(VL)/timers_p/Vtimers_p__ALL.a: rtl/timers.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GNQP=40 --prefix Vtimers_p --top-module timers --Mdir $(@D) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/timers.sv >$(@D)/build.log || \
+		{ cat $(@D)/build.log; exit 1; }
+	@touch $@
+PIPE_ARCH  += $(VL)/timers_p/Vtimers_p__ALL.a
+PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
+              testbench/blocks/test_timers_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
-		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -o $@ $(PRIM_SRCS) $(PRIM_ARCH) \
-		$(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) $(VL_LIBS)
+		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/timers_p -o $@ \
+		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
+		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
 
 $(OBJ)/sim/vl/%.o: sim/vl/%.cpp $(VL_ARCH) Makefile
