@@ -86,8 +86,8 @@ endif
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
-# sched_bug and mkey_bug, cqe, sched and mkey with the test-only HCA_RTL_BUG
-VL_BUGS    := cqe sched mkey
+# sched_bug, mkey_bug and timers_bug, cqe, sched, mkey and timers with the test-only HCA_RTL_BUG
+VL_BUGS    := cqe sched mkey timers
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
               $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
@@ -207,12 +207,23 @@ $(VL)/mkey_pins/Vmkey_pins__ALL.a: rtl/mkey.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefi
 		--Mdir $(@D) rtl/hca_pkg.sv $(RTL_PRIM) rtl/mkey.sv >$(@D)/build.log || \
 		{ cat $(@D)/build.log; exit 1; }
 	@touch $@
+# And timers' next-expiry tracking at pin level (testbench/blocks/test_timers_pins.cpp):
+# timers with 40 QPNs.
+$(VL)/timers_p/Vtimers_p__ALL.a: rtl/timers.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GNQP=40 --prefix Vtimers_p --top-module timers --Mdir $(@D) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/timers.sv >$(@D)/build.log || \
+		{ cat $(@D)/build.log; exit 1; }
+	@touch $@
+PIPE_ARCH  += $(VL)/timers_p/Vtimers_p__ALL.a
 PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
-              testbench/blocks/test_mkey_pins.cpp
+              testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
-		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins -o $@ \
+		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins \
+		-isystem $(VL)/timers_p -o $@ \
 		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
 		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
@@ -354,6 +365,8 @@ $(BLOCK_TESTS:%=$(OBJ)/testbench/blocks/test_%.o) $(OBJ)/testbench/blocks/stubs.
 $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK_INFRA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $$(pkg-config --libs criterion) -linih -lz
+# the completer's timers are a block of their own (model/timers.c) that it drives
+$(BUILD)/test/block-comp: $(OBJ)/model/timers.o
 
 $(EXEC_PROBE): $(OBJ)/testbench/exec/probe.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)

@@ -5,8 +5,9 @@
  * A sequence NAK or a local ACK timeout goes back to the PSN to resend (retry_cnt bounds them);
  * an RNR NAK waits the responder's timer first (rnr_retry bounds them, 7 = for ever). The
  * requester goes back through the sq_retry wire and lets go of each retired WQE through
- * sq_retired (model/hca.h). Also here: the local ACK timer, the local completions of UC and UD
- * messages, and the completer's part of a flush. */
+ * sq_retired (model/hca.h). Also here: arming the local ACK timer and the RNR wait and
+ * handling their expiries (model/timers.c keeps the timers), the local completions of UC and
+ * UD messages, and the completer's part of a flush. */
 #include "model/comp.h"
 #include "model/cqe.h"
 #include "model/fcov.h"
@@ -14,6 +15,7 @@
 #include "model/port.h"
 #include "model/qp.h"
 #include "model/qpc.h"
+#include "model/timers.h"
 #include "sim/trace.h"
 
 #include <stdlib.h>
@@ -108,23 +110,15 @@ static const uint64_t rnr_delay_ps[32] = {
 	327680000000ull, 491520000000ull,
 };
 
-struct rnr_resume {
-	struct hm_dev *d; /* device */
-	uint32_t qpn;     /* QP waiting */
-};
-
-static void rnr_resume(void *arg)
+/* The RNR wait is over: the requester resumes from the PSN it went back to. */
+static void rnr_resume(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	struct rnr_resume *r = arg;
-	struct hm_qp *qp = hm_qp_lookup(r->d, r->qpn);
-
-	if (qp && qp->comp.rnr_wait) {
-		trace_comp_rnr_resume(r->d->devno, qp->qpn);
+	if (qp->comp.rnr_wait && hm_timers_expire(d, qp, HM_TIMER_RNR, t)) {
+		trace_comp_rnr_resume(d->devno, qp->qpn);
 		hm_fcov_hit(HM_FCOV_timer, HM_FCOV_RNR_EXPIRY);
 		qp->comp.rnr_wait = false;
-		r->d->wire.sq_wake(r->d, qp, sim_now(r->d->k));
+		d->wire.sq_wake(d, qp, t);
 	}
-	free(r);
 }
 
 /* Is the oldest WQE one whose every packet has gone out, so that a response can finish it?
@@ -363,7 +357,6 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 	struct hm_dev *d = c->d;
 	struct hm_qp *qp = c->qp;
 	uint64_t wait_ps = rnr_delay_ps[c->syn & 0x1f];
-	struct rnr_resume *r;
 
 	trace_comp_rnr_wait(d->devno, qp->qpn, c->p->psn, c->t, wait_ps, qp->comp.rnr_left,
 			    qp->attr.rnr_retry == 7, qp->attr.rnr_retry != 7 && !qp->comp.rnr_left);
@@ -377,10 +370,7 @@ static enum comp_step rnr_nak(struct comp_pkt *c)
 	d->wire.sq_retry(d, qp, c->p->psn, c->t);
 	qp->comp.rnr_wait = true;
 	hm_comp_timer(d, qp, c->t + wait_ps); /* no timeout while waiting */
-	r = malloc(sizeof(*r));
-	SIM_ASSERT(r != NULL, "out of memory");
-	*r = (struct rnr_resume){ d, qp->qpn };
-	sim_schedule_owned_at(d->k, c->t + wait_ps, rnr_resume, r);
+	hm_timers_rnr_arm(d, qp, c->t, c->t + wait_ps, rnr_resume);
 	return COMP_DONE;
 }
 
@@ -490,88 +480,50 @@ sim_time_t hm_comp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 	return t;
 }
 
-/* The ACK timer keeps at most one kernel event per QP (qp->comp.timer_ev): a restart to a later
- * expiry leaves the event where it is, and when it fires early it moves on to the expiry, in
- * the place among that instant's events that the restart reserved (sim_reserve_id). Timeouts
- * therefore run exactly where one fresh event per restart would run them. */
-struct comp_timer {
-	struct hm_dev *d; /* device */
-	uint32_t qpn;     /* QP */
-	sim_event_id id;  /* this event: the QP's own while qp->comp.timer_ev holds it */
-};
-
-static void comp_timeout(void *arg)
+/* The local ACK timer expired (model/timers.c calls this only while it is armed): go back to
+ * the oldest packet unanswered at the cost of a retry, or over the alternate path, or end the
+ * oldest WQE with RETRY_EXC_ERR. */
+static void ack_timeout(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	struct comp_timer *rt = arg;
-	struct hm_dev *d = rt->d;
-	struct sim_kernel *k = d->k;
-	sim_time_t t = sim_now(k);
-	struct hm_qp *qp = hm_qp_lookup(d, rt->qpn);
+	uint32_t qpn = qp->qpn;
 
-	if (!qp || qp->comp.timer_ev != rt->id) {
-		free(rt); /* the QP was destroyed, or was given an earlier event */
+	if (qp->state == HCA_QPS_ERR || qp->state == HCA_QPS_RESET || nothing_outstanding(qp) ||
+	    !hm_timers_expire(d, qp, HM_TIMER_ACK, t))
 		return;
-	}
-	qp->comp.timer_ev = 0;
-	if (qp->comp.timer_on && qp->comp.timer_id != rt->id) {
-		/* restarted since this event was scheduled: on to the expiry */
-		SIM_ASSERT(qp->comp.timer_at >= t, "qpn 0x%x: ACK timer event after its expiry",
-			   qp->qpn);
-		rt->id = qp->comp.timer_id;
-		qp->comp.timer_ev = rt->id;
-		qp->comp.timer_ev_at = qp->comp.timer_at;
-		sim_schedule_owned_as(k, qp->comp.timer_at, rt->id, comp_timeout, rt);
-		return;
-	}
-	if (qp->comp.timer_on && qp->state != HCA_QPS_ERR && qp->state != HCA_QPS_RESET &&
-	    (qp->comp.sq_done != qp->req.sq_next || qp->req.cur_started)) {
-		qp = hm_qpc_get(d, rt->qpn, &t);
-		qp->comp.timer_on = false;
-		const struct hm_flight *f = &qp->req.flight[qp->comp.sq_done % qp->sq_entries];
-		/* From the oldest packet unanswered: a READ's first missing response. */
-		uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? *next_rsp(qp) : f->first_psn;
+	qp = hm_qpc_get(d, qpn, &t);
+	hm_timers_ack_off(qp);
+	const struct hm_flight *f = &qp->req.flight[qp->comp.sq_done % qp->sq_entries];
+	/* From the oldest packet unanswered: a READ's first missing response. */
+	uint32_t psn = f->op == HCA_WQE_OP_RDMA_READ ? *next_rsp(qp) : f->first_psn;
 
-		hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
-		trace_req_timeout(d->devno, qp->qpn, psn, qp->comp.retry_left, !qp->comp.retry_left);
-		if (!qp->comp.retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
-		    hm_qp_migrate(d, qp, "retries_exhausted")) {
-			/* The path is presumed broken: carry on over the alternate one with the
-			 * retries reloaded. */
-			qp->comp.retry_left = qp->attr.retry_cnt;
-			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_MIGRATE);
-			d->wire.sq_retry(d, qp, psn, t);
-		} else if (!qp->comp.retry_left) {
-			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_FAIL);
-			hm_comp_fail_oldest(d, qp, HCA_VERR_RETRY_TIMEOUT, t);
-		} else {
-			hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_RETRY);
-			qp->comp.retry_left--;
-			d->wire.sq_retry(d, qp, psn, t);
-		}
+	hm_ctr_qp(d, qp, HM_CTR_SQ_TO);
+	trace_req_timeout(d->devno, qp->qpn, psn, qp->comp.retry_left, !qp->comp.retry_left);
+	if (!qp->comp.retry_left && qp->attr.path_mig_state == HCA_MIG_ARMED &&
+	    hm_qp_migrate(d, qp, "retries_exhausted")) {
+		/* The path is presumed broken: carry on over the alternate one with the retries
+		 * reloaded. */
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_MIGRATE);
+		d->wire.sq_retry(d, qp, psn, t);
+	} else if (!qp->comp.retry_left) {
+		hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_FAIL);
+		hm_comp_fail_oldest(d, qp, HCA_VERR_RETRY_TIMEOUT, t);
+	} else {
+		hm_fcov_hit(HM_FCOV_timer, HM_FCOV_ACK_TIMEOUT_RETRY);
+		qp->comp.retry_left--;
+		d->wire.sq_retry(d, qp, psn, t);
 	}
-	free(rt);
 }
 
 void hm_comp_timer(struct hm_dev *d, struct hm_qp *qp, sim_time_t t)
 {
-	struct sim_kernel *k = d->k;
-	struct comp_timer *rt;
-
-	qp->comp.timer_on = false; /* a pending event finds it off and does nothing */
-	if (!qp->attr.timeout || (qp->comp.sq_done == qp->req.sq_next && !qp->req.cur_started))
-		return; /* timeout 0: no transport timer (IBA 9.7.6.1.3) */
-	qp->comp.timer_on = true;
+	if (!qp->attr.timeout || nothing_outstanding(qp)) {
+		/* timeout 0: no transport timer (IBA 9.7.6.1.3) */
+		hm_timers_ack_stop(d, qp, t);
+		return;
+	}
 	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 4.096 us is 4096000 ps exactly. */
-	qp->comp.timer_at = t + (4096000ull << qp->attr.timeout);
-	qp->comp.timer_id = sim_reserve_id(k);
-	if (qp->comp.timer_ev && qp->comp.timer_ev_at <= qp->comp.timer_at)
-		return; /* the pending event moves on to the expiry when it fires */
-	rt = malloc(sizeof(*rt));
-	SIM_ASSERT(rt != NULL, "out of memory");
-	*rt = (struct comp_timer){ d, qp->qpn, qp->comp.timer_id };
-	qp->comp.timer_ev = rt->id;
-	qp->comp.timer_ev_at = qp->comp.timer_at;
-	sim_schedule_owned_as(k, qp->comp.timer_at, rt->id, comp_timeout, rt);
+	hm_timers_ack_arm(d, qp, t, t + (4096000ull << qp->attr.timeout), ack_timeout);
 }
 
 void hm_comp_track(struct hm_qp *qp, uint32_t wqe, uint32_t first_psn)
@@ -597,7 +549,7 @@ void hm_comp_reset(struct hm_qp *qp)
 {
 	qp->comp.sq_done = 0;
 	qp->comp.rnr_wait = false;
-	qp->comp.timer_on = false; /* a pending timer event finds it off */
+	hm_timers_ack_off(qp); /* a pending timer event finds it off */
 	qp->comp.nak_seen = false;
 	qp->comp.rd_gap = false;
 }

@@ -114,7 +114,7 @@ struct hm_fetch_qp {
 	sim_time_t sq_wake_at;     /* a wake-up is scheduled for then (0: none) */
 };
 
-/* The completer's part (model/comp.c), with the local ACK timer. */
+/* The completer's part (model/comp.c). */
 struct hm_comp_qp {
 	uint32_t sq_done;          /* WQEs completed */
 	uint32_t *next_rsp;        /* per WQE (as flight): first PSN not yet answered — READ, the
@@ -128,13 +128,17 @@ struct hm_comp_qp {
 	uint32_t acked_psn;        /* highest PSN the responder has acknowledged (observed only:
 				    * forward progress is the oldest WQE's, next_rsp) */
 	uint32_t nak_psn;
-	/* the local ACK timer: armed, its expiry and the place among that instant's events it
-	 * reserved, and the QP's one pending timer event (0: none) with its time */
-	bool timer_on;
-	sim_time_t timer_at;
-	sim_event_id timer_id;
-	sim_event_id timer_ev;
-	sim_time_t timer_ev_at;
+};
+
+/* The timer block's part (model/timers.c): the local ACK timer — armed, its expiry and the
+ * place among that instant's events it reserved, and the QP's one pending timer event (0:
+ * none) with its time. */
+struct hm_timers_qp {
+	bool on;
+	sim_time_t at;
+	sim_event_id id;
+	sim_event_id ev;
+	sim_time_t ev_at;
 };
 
 /* The responder's part (model/resp.c). */
@@ -223,6 +227,7 @@ struct hm_qp {
 	struct hm_req_qp req;
 	struct hm_fetch_qp fetch;
 	struct hm_comp_qp comp;
+	struct hm_timers_qp tmr;
 	struct hm_resp_qp resp;
 	struct hm_rx_qp rx;
 	struct hm_qpc_line cache;

@@ -24,7 +24,7 @@ _Static_assert(sizeof(((struct hca_qpc *)0)->atomic_psn) / sizeof(uint32_t) == H
 #define QPC_FLAGS(X)                                                                               \
 	X(valid, valid) X(sq_sig_all, sq_sig_all) X(has_srq, has_srq)                              \
 	X(cur_started, req.cur_started) X(rnr_wait, comp.rnr_wait) X(nak_seen, comp.nak_seen)      \
-	X(rd_gap, comp.rd_gap) X(timer_on, comp.timer_on) X(nak_sent, resp.nak_sent)               \
+	X(rd_gap, comp.rd_gap) X(timer_on, tmr.on) X(nak_sent, resp.nak_sent)                      \
 	X(comm_est, resp.comm_est) X(drained_sent, drained_sent)                                   \
 	X(last_wqe_sent, resp.last_wqe_sent) X(in_msg, resp.in_msg) X(uc_drop, resp.uc_drop)       \
 	X(rwqe_srq, resp.rwqe_srq)

@@ -417,7 +417,7 @@ static enum req_step arm_timer(struct req_pkt *r)
 	struct hm_qp *qp = r->qp;
 	sim_time_t window = r->d->cfg.tx_window_ns * SIM_PS_PER_NS;
 
-	if (hca_qpt_reliable(qp->type) && !qp->comp.timer_on && !qp->comp.rnr_wait)
+	if (hca_qpt_reliable(qp->type) && !qp->tmr.on && !qp->comp.rnr_wait)
 		hm_comp_timer(r->d, qp, r->end);
 	r->t = r->end > r->issue + window ? r->end - window : r->issue;
 	return REQ_SENT;

@@ -210,6 +210,43 @@ struct hm_mkey_out {
 };
 
 #define HM_TWIN_OPS_mkey(X) X(mkey, check, hm_mkey_in, hm_mkey_out)
+/* ---- timers: the per-QP ACK-timeout and RNR timers --------------------------------------- */
+
+/* SET: arm (or restart) a QP's timer of a kind (model/timers.h enum hm_timer_kind: 0 the ACK
+ * timer, 1 the RNR wait) to expire at core cycle at, or stop it; answers whether it was armed
+ * and its expiry then. EXPIRE: take the timer at cycle, its expiry's: fired when it is armed
+ * with an expiry at or before cycle (the RNR wait: when it is armed, docs/blocks/timers.md),
+ * which is then dropped. Both answer HM_TIMERS_LATENCY
+ * cycles after they are taken (rtl/timers.sv reads the timer's word from an SRAM; the model
+ * uses the answer at once: the kernel event at the expiry is the model's, so no simulated time
+ * depends on this number). */
+#define HM_TIMERS_LATENCY 1
+struct hm_timers_set_in {
+	uint64_t cycle;
+	uint32_t qpn;
+	uint8_t kind;         /* enum hm_timer_kind */
+	bool arm;             /* arm or restart (true) or stop */
+	uint64_t at;          /* arm: the expiry, a core cycle */
+};
+struct hm_timers_set_out {
+	uint64_t cycle;       /* in.cycle + HM_TIMERS_LATENCY */
+	bool was_armed;
+	uint64_t was_at;      /* the expiry it had (0 if it was not armed) */
+};
+struct hm_timers_expire_in {
+	uint64_t cycle;       /* the expiry's cycle: due by it */
+	uint32_t qpn;
+	uint8_t kind;
+};
+struct hm_timers_expire_out {
+	uint64_t cycle;       /* in.cycle + HM_TIMERS_LATENCY */
+	bool fired;           /* armed and due: now stopped */
+	uint64_t at;          /* its expiry (0 if it was not armed) */
+};
+
+#define HM_TWIN_OPS_timers(X)                                                                      \
+	X(timers, set, hm_timers_set_in, hm_timers_set_out)                                        \
+	X(timers, expire, hm_timers_expire_in, hm_timers_expire_out)
 
 /* ---- plugging in -------------------------------------------------------------------------- */
 
@@ -328,5 +365,9 @@ bool hm_sched_pop(struct hm_dev *d, uint64_t cycle, uint32_t *qpn);
 void hm_cqe_twin_post(struct hm_dev *d, const struct hm_cqe_in *in, struct hm_cqe_out *out);
 void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn_out *out);
 void hm_mkey_twin_check(struct hm_dev *d, const struct hm_mkey_in *in, struct hm_mkey_out *out);
+void hm_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
+		   struct hm_timers_set_out *out);
+void hm_timers_twin_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,
+			   struct hm_timers_expire_out *out);
 
 #endif

@@ -185,7 +185,7 @@ static void sample_dev(struct devw *v, sim_time_t t)
 		put(&q->rq_ci, t, qp->resp.rq_ci);
 		put(&q->retry_left, t, qp->comp.retry_left);
 		put(&q->rnr_left, t, qp->comp.rnr_left);
-		put(&q->timer_on, t, qp->comp.timer_on);
+		put(&q->timer_on, t, qp->tmr.on);
 		put(&q->rnr_wait, t, qp->comp.rnr_wait);
 	}
 	for (uint32_t n = 0; n < dp->ncqs; n++) {
@@ -489,4 +489,39 @@ void hm_waves_mkey(struct hm_dev *d, const struct hm_mkey_in *in, const struct h
 	if (out->result == HM_MKEY_OK)
 		txn(d, "mkey", "resp_iova", 64, to, out->iova);
 	txn_strobe(d, "mkey", "resp_valid", to);
+}
+
+/* A timers transaction: SET (op 0) or EXPIRE (op 1), the pins of rtl/timers.sv. */
+static void waves_timers(struct hm_dev *d, uint64_t cyc_in, uint64_t cyc_out, bool op,
+			 uint32_t qpn, uint8_t kind, bool arm, uint64_t at, bool hit,
+			 uint64_t resp_at)
+{
+	sim_time_t ti = cyc_in * cycle_ps(d), to = cyc_out * cycle_ps(d);
+
+	if (!devw_of(d))
+		return;
+	txn(d, "timers", "req_cycle", 64, ti, cyc_in);
+	txn(d, "timers", "resp_cycle", 64, to, cyc_out);
+	txn(d, "timers", "req_op", 1, ti, op);
+	txn(d, "timers", "req_qpn", 24, ti, qpn);
+	txn(d, "timers", "req_kind", 1, ti, kind);
+	txn(d, "timers", "req_arm", 1, ti, arm);
+	txn(d, "timers", "req_at", 64, ti, at);
+	txn_strobe(d, "timers", "req_valid", ti);
+	txn(d, "timers", "resp_hit", 1, to, hit);
+	txn(d, "timers", "resp_at", 64, to, resp_at);
+	txn_strobe(d, "timers", "resp_valid", to);
+}
+
+void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
+			 const struct hm_timers_set_out *out)
+{
+	waves_timers(d, in->cycle, out->cycle, 0, in->qpn, in->kind, in->arm, in->at,
+		     out->was_armed, out->was_at);
+}
+
+void hm_waves_timers_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,
+			    const struct hm_timers_expire_out *out)
+{
+	waves_timers(d, in->cycle, out->cycle, 1, in->qpn, in->kind, 0, 0, out->fired, out->at);
 }

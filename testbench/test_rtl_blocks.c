@@ -1,7 +1,7 @@
 /* Block tests of the blocks with an RTL twin (model/twin.h): each suite drives the transaction
  * port only, with directed cases and seeded random stimulus, on the C twin and on the RTL
  * (rtl/<block>.sv behind sim/vl), each against expected values, and on both compared transaction by
- * transaction. The last test injects the test-only RTL bug and shows that lockstep in the
+ * transaction. The lockstep tests inject the test-only RTL bugs and shows that lockstep in the
  * running system halts with a report naming block, cycle and field. */
 #include "testbench/tb.h"
 #include "model/twin.h"
@@ -1165,6 +1165,267 @@ Test(rtl_lockstep, injected_mkey_bug_halts_with_block_cycle_and_field)
 			  strstr(why, "at cycle ") && strstr(why, "expected 0x0 (model) got 0x4 (rtl)"),
 		  "the report names block, op, cycle and field: %s", why);
 	cr_assert_eq(done, 0, "halted at the first WRITE's key check, after %d completions", done);
+}
+
+/* ================================ timers ================================ */
+
+/* The timers' contract, kept by the test: {armed, at} per QPN and kind, for QPNs below
+ * TIMERS_REF_QPNS (and one word for the highest QPN, for the wrap case). */
+#define TIMERS_REF_QPNS 64u
+struct timers_ref {
+	bool armed[TIMERS_REF_QPNS + 1][2];
+	uint64_t at[TIMERS_REF_QPNS + 1][2];
+};
+
+static unsigned ref_slot(uint32_t qpn)
+{
+	return qpn < TIMERS_REF_QPNS ? qpn : TIMERS_REF_QPNS;
+}
+
+static void timers_set_expect(struct timers_ref *r, const struct hm_timers_set_in *in,
+			      struct hm_timers_set_out *e)
+{
+	unsigned q = ref_slot(in->qpn);
+
+	*e = (struct hm_timers_set_out){ in->cycle + HM_TIMERS_LATENCY, r->armed[q][in->kind],
+					 r->armed[q][in->kind] ? r->at[q][in->kind] : 0 };
+	r->armed[q][in->kind] = in->arm;
+	r->at[q][in->kind] = in->arm ? in->at : 0;
+}
+
+static void timers_expire_expect(struct timers_ref *r, const struct hm_timers_expire_in *in,
+				 struct hm_timers_expire_out *e)
+{
+	unsigned q = ref_slot(in->qpn);
+	bool armed = r->armed[q][in->kind];
+
+	*e = (struct hm_timers_expire_out){ in->cycle + HM_TIMERS_LATENCY,
+					    armed && (in->kind || r->at[q][in->kind] <= in->cycle),
+					    armed ? r->at[q][in->kind] : 0 };
+	if (e->fired)
+		r->armed[q][in->kind] = false;
+}
+
+/* One transaction of op (0 SET, 1 EXPIRE) on ops/b and, when ref, checked against it. */
+static void timers_txn(const struct hm_timers_ops *ops, void *b, struct timers_ref *ref,
+		       const char *who, uint64_t n, bool op, uint64_t cycle, uint32_t qpn,
+		       uint8_t kind, bool arm, uint64_t at)
+{
+	if (!op) {
+		struct hm_timers_set_in in = { cycle, qpn, kind, arm, at };
+		struct hm_timers_set_out want, got;
+
+		timers_set_expect(ref, &in, &want);
+		ops->set(b, &in, &got);
+		cr_assert(got.cycle == want.cycle && got.was_armed == want.was_armed &&
+				  got.was_at == want.was_at,
+			  "%s #%llu: SET qpn %u kind %u at cycle %llu: (%llu, %u, %llu), expected "
+			  "(%llu, %u, %llu)", who, (unsigned long long)n, qpn, kind,
+			  (unsigned long long)cycle, (unsigned long long)got.cycle, got.was_armed,
+			  (unsigned long long)got.was_at, (unsigned long long)want.cycle,
+			  want.was_armed, (unsigned long long)want.was_at);
+	} else {
+		struct hm_timers_expire_in in = { cycle, qpn, kind };
+		struct hm_timers_expire_out want, got;
+
+		timers_expire_expect(ref, &in, &want);
+		ops->expire(b, &in, &got);
+		cr_assert(got.cycle == want.cycle && got.fired == want.fired && got.at == want.at,
+			  "%s #%llu: EXPIRE qpn %u kind %u at cycle %llu: (%llu, %u, %llu), "
+			  "expected (%llu, %u, %llu)", who, (unsigned long long)n, qpn, kind,
+			  (unsigned long long)cycle, (unsigned long long)got.cycle, got.fired,
+			  (unsigned long long)got.at, (unsigned long long)want.cycle, want.fired,
+			  (unsigned long long)want.at);
+	}
+}
+
+/* The QPNs the instances hold: every one (the RTL's default NQP). */
+#define TIMERS_NQPS ((1u << 24) + 2)
+#define SET(c, q, k, a, at) timers_txn(ops, b, &ref, who, n++, 0, c, q, k, a, at)
+#define EXPIRE(c, q, k) timers_txn(ops, b, &ref, who, n++, 1, c, q, k, 0, 0)
+
+/* Arm, restart later and earlier, stop, both kinds of one QP, an expiry already behind, 64 QPs
+ * expiring in the same cycle, an expiry 2^40 cycles ahead (the RTL's transactor skips to it:
+ * quiet_until), the highest QPN and an expiry next to the top of the 64-bit cycle count. The
+ * expected answers are the contract's (timers_ref), the same for both twins. */
+static void timers_directed(bool rtl)
+{
+	const struct hm_timers_ops *ops = impl(HM_TWIN_TIMERS, rtl);
+	void *b = ops->base.create(NULL, TIMERS_NQPS);
+	const char *who = rtl ? "rtl" : "model";
+	struct timers_ref ref = { 0 };
+	uint64_t n = 0, far = 1ull << 40;
+
+	SET(10, 5, 0, 1, 1000);   /* arm */
+	SET(20, 5, 0, 1, 2000);   /* restart later: was armed at 1000 */
+	EXPIRE(1000, 5, 0);       /* not due: the restart moved it */
+	SET(1100, 5, 0, 1, 1500); /* restart earlier */
+	EXPIRE(1500, 5, 0);       /* fired, at 1500 */
+	EXPIRE(1600, 5, 0);       /* gone with its expiry */
+	SET(1600, 7, 1, 1, 5000); /* an RNR wait */
+	SET(1700, 7, 1, 0, 0);    /* stopped: was armed at 5000 */
+	EXPIRE(5000, 7, 1);       /* not fired: stopped */
+	SET(5100, 9, 0, 1, 8000); /* both kinds of one QP, apart */
+	SET(5200, 9, 1, 1, 9000);
+	EXPIRE(9000, 9, 1);
+	EXPIRE(9001, 9, 0);       /* a late look still fires it, with its expiry */
+	SET(9100, 11, 0, 1, 9000); /* an expiry already behind */
+	EXPIRE(9102, 11, 0);
+	for (uint32_t q = 0; q < TIMERS_REF_QPNS; q++) /* 64 QPs due in one cycle */
+		SET(10000 + q * 3, q, 0, 1, 20000);
+	for (uint32_t q = 0; q < TIMERS_REF_QPNS; q++)
+		EXPIRE(20000, q, 0);
+	SET(20500, 3, 0, 1, far); /* a long idle wait, then its expiry */
+	EXPIRE(far - 1, 3, 0);
+	EXPIRE(far, 3, 0);
+	SET(far + 1, 3, 1, 1, far + 900); /* an RNR wait ends at any expiry while armed */
+	EXPIRE(far + 2, 3, 1);
+	EXPIRE(far + 900, 3, 1);
+	SET(far + 10, (1u << 24) - 1, 0, 1, UINT64_MAX - 5); /* the top QPN, the top cycles */
+	EXPIRE(far + 20, (1u << 24) - 1, 0);
+	SET(far + 30, (1u << 24) - 1, 0, 0, 0);
+	ops->base.destroy(b);
+}
+
+/* Random SET and EXPIRE over 24 QPs in rising cycles, expiries up to 4,000 cycles ahead and
+ * looks at them at, before and after their expiry; against the contract (rtl: the RTL, or
+ * with both: the two side by side). */
+static void timers_random(const struct hm_timers_ops *ops, const struct hm_timers_ops *twin,
+			  const char *who, uint64_t seed)
+{
+	void *b = ops->base.create(NULL, TIMERS_NQPS);
+	void *bt = twin ? twin->base.create(NULL, TIMERS_NQPS) : NULL;
+	struct timers_ref ref = { 0 }, ref2 = { 0 };
+	uint64_t cycle = 3, n = 0;
+
+	rng_seed(seed);
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint32_t q = rng() % 24, r = rng() % 8;
+		uint8_t k = rng() % 2;
+		bool op = r >= 4, arm = r != 3;
+		uint64_t at = cycle + rng() % 4000;
+
+		cycle += rng() % 16;
+		if (op && ref.armed[q][k] && rng() % 2) /* at its expiry, or just before or after */
+			cycle = ref.at[q][k] + (rng() % 3) - 1 > cycle ? ref.at[q][k] + (rng() % 3) - 1 :
+									cycle;
+		timers_txn(ops, b, &ref, who, n, op, cycle, q, k, arm, at);
+		if (twin)
+			timers_txn(twin, bt, &ref2, "model (side by side)", n, op, cycle, q, k, arm,
+				   at);
+		n++;
+	}
+	ops->base.destroy(b);
+	if (twin)
+		twin->base.destroy(bt);
+}
+
+#undef SET
+#undef EXPIRE
+
+Test(rtl_timers, model_directed_arm_restart_stop_same_cycle_and_wrap) { timers_directed(false); }
+Test(rtl_timers, rtl_directed_arm_restart_stop_same_cycle_and_wrap) { timers_directed(true); }
+Test(rtl_timers, model_random_against_the_contract)
+{
+	timers_random(impl(HM_TWIN_TIMERS, false), NULL, "model", 3);
+}
+Test(rtl_timers, rtl_random_against_the_contract)
+{
+	timers_random(impl(HM_TWIN_TIMERS, true), NULL, "rtl", 3);
+}
+Test(rtl_timers, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	timers_random(impl(HM_TWIN_TIMERS, true), impl(HM_TWIN_TIMERS, false), "rtl", 4);
+}
+
+/* The timers in the running system: n RDMA WRITEs posted at once on one RC QP (at most 4, the
+ * send queue tb makes), so that each ACK restarts the armed ACK timer to a later expiry.
+ * Returns the completions. */
+static int writes_in_flight(int n)
+{
+	struct tb_dev a, c;
+	struct ibv_qp *qa, *qc;
+	struct ibv_mr *src, *dst;
+	int done = 0;
+
+	tb_open(&a, 0);
+	tb_open(&c, 1);
+	qa = tb_create_qp(&a, IBV_QPT_RC);
+	qc = tb_create_qp(&c, IBV_QPT_RC);
+	tb_connect(&a, qa, &c, qc->qp_num, IBV_MTU_1024);
+	tb_connect(&c, qc, &a, qa->qp_num, IBV_MTU_1024);
+	src = tb_mr(&a, 64);
+	dst = tb_mr(&c, 64);
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge s = { (uintptr_t)src->addr, 64, src->lkey };
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)dst->addr;
+		wr.wr.rdma.rkey = dst->rkey;
+		cr_assert_eq(ibv_post_send(qa, &wr, &bad), 0);
+	}
+	for (uint64_t start = hcasim_now_ps(); done < n && !hcasim_halted() &&
+					       hcasim_now_ps() - start < 1000000000ull;) {
+		struct ibv_wc wc;
+
+		if (ibv_poll_cq(a.cq, 1, &wc) == 1) {
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+			done++;
+		}
+	}
+	if (hcasim_halted()) {
+		/* nothing runs after a halt: the objects are left, the lists freed */
+		ibv_free_device_list(a.list);
+		ibv_free_device_list(c.list);
+		return done;
+	}
+	cr_assert_eq(ibv_destroy_qp(qa), 0, "%s", hcasim_last_error());
+	cr_assert_eq(ibv_destroy_qp(qc), 0, "%s", hcasim_last_error());
+	{
+		void *sbuf = src->addr, *dbuf = dst->addr;
+
+		cr_assert_eq(ibv_dereg_mr(src), 0);
+		cr_assert_eq(ibv_dereg_mr(dst), 0);
+		free(sbuf);
+		free(dbuf);
+	}
+	tb_close(&a);
+	tb_close(&c);
+	return done;
+}
+
+Test(rtl_lockstep, timers_run_clean_with_acks_restarting_the_timer)
+{
+	impl(HM_TWIN_TIMERS, true);
+	setenv("HCASIM_IMPL", "timers=lockstep", 1);
+	unsetenv("HCASIM_RTL_BUG");
+	cr_assert_eq(writes_in_flight(4), 4);
+	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
+	hcasim_shutdown();
+}
+
+/* The injected bug (HCASIM_RTL_BUG=timers, rtl/timers.sv): a restart to a later expiry keeps
+ * the earlier one. The next SET of the QP's ACK timer finds it: lockstep halts naming block,
+ * op, cycle and field (was_at, the expiry it had). */
+Test(rtl_lockstep, injected_timers_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+
+	impl(HM_TWIN_TIMERS, true);
+	setenv("HCASIM_IMPL", "timers=lockstep", 1);
+	setenv("HCASIM_RTL_BUG", "timers", 1);
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+	tb_stderr_capture();
+	cr_assert_lt(writes_in_flight(4), 4, "the run halts before the last completion");
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block timers (set)") && strstr(why, "field was_at") &&
+			  strstr(why, "at cycle ") && strstr(why, "(model) got ") &&
+			  strstr(why, "no waves: rerun with WAVES=1 for build/waves/hca0.timers.fst"),
+		  "the report names block, op, cycle and field: %s", why);
 }
 
 /* With waves on, the report names the FST of the block that differed, and it holds the run up

@@ -8,13 +8,15 @@
 #include "Vsc_mkey.h"
 #include "Vsc_psn.h"
 #include "Vsc_sched.h"
+#include "Vsc_timers.h"
 
 #include "sim/vl/vl.h" /* the C headers (model/twin.h, SIM_ASSERT) as C++ sees them */
 
 #include <cstring>
 #include <string>
 
-/* The sched RTL's RAM depth (rtl/sched.sv NQP, its default; sim/vl/sched.cpp). */
+/* The sched and timers RTL's RAM depth in QPNs (rtl/sched.sv and timers.sv NQP, their
+ * default; sim/vl/sched.cpp, timers.cpp). */
 constexpr uint32_t SCHED_RTL_NQP = (1u << 24) + 2;
 
 using sc_core::sc_signal;
@@ -238,6 +240,18 @@ struct mkey_block : clocked<Vsc_mkey> {
 	mkey_block(sc_core::sc_module_name name) : clocked(name, "mkey") { MKEY_PINS(PIN_BIND) }
 };
 
+/* ---- timers ----------------------------------------------------------------------------- */
+
+#define TIMERS_PINS(X)                                                                        \
+	X(bool, req_op) X(uint32_t, req_qpn) X(bool, req_kind) X(bool, req_arm)               \
+	X(uint64_t, req_at) X(uint64_t, req_cycle) X(bool, resp_hit) X(uint64_t, resp_at)     \
+	X(uint32_t, stat_fired) X(uint32_t, stat_sweeps) X(uint32_t, stat_due)
+
+struct timers_block : clocked<Vsc_timers> {
+	TIMERS_PINS(PIN_DECL)
+	timers_block(sc_core::sc_module_name name) : clocked(name, "timers") { TIMERS_PINS(PIN_BIND) }
+};
+
 /* ---- the instances ---------------------------------------------------------------------- */
 
 sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_module(name)
@@ -249,6 +263,7 @@ sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_modul
 		cqe.emplace_back(new cqe_block((hca + "_cqe").c_str()));
 		psn.emplace_back(new psn_block((hca + "_psn").c_str()));
 		mkey.emplace_back(new mkey_block((hca + "_mkey").c_str()));
+		timers.emplace_back(new timers_block((hca + "_timers").c_str()));
 	}
 }
 
@@ -480,6 +495,16 @@ void *mkey_create(hm_dev *d, uint32_t nqps)
 	return p;
 }
 
+/* timers (sim/vl/timers.cpp) */
+void *timers_create(hm_dev *d, uint32_t nqps)
+{
+	SIM_ASSERT(nqps <= SCHED_RTL_NQP, "%u QPNs for timers of %u", nqps, SCHED_RTL_NQP);
+	timers_block *p = instance(g_blocks->timers, d);
+
+	p->reset(2, 0);
+	return p;
+}
+
 void mkey_destroy(void *b)
 {
 	static_cast<mkey_block *>(b)->give_back();
@@ -520,11 +545,49 @@ void mkey_check(void *b, const hm_mkey_in *in, hm_mkey_out *out)
 const hm_mkey_ops mkey_ops = { { mkey_create, mkey_destroy, nullptr, nullptr, 0, nullptr,
 				 nullptr },
 			       mkey_check };
+void timers_destroy(void *b)
+{
+	static_cast<timers_block *>(b)->give_back();
+}
+
+/* One SET (op 0) or EXPIRE (op 1); returns the answer's cycle. */
+uint64_t timers_request(timers_block *p, uint64_t cycle, bool op, uint32_t qpn, uint8_t kind,
+			bool arm, uint64_t at, bool *hit, uint64_t *resp_at)
+{
+	p->req_op.write(op);
+	p->req_qpn.write(qpn & HCA_QPN_MASK);
+	p->req_kind.write(kind != 0);
+	p->req_arm.write(arm);
+	p->req_at.write(at);
+	p->req_cycle.write(cycle);
+	return cycle + p->transact(cycle, HM_TIMERS_LATENCY + 1, [&] {
+		       *hit = p->resp_hit.read();
+		       *resp_at = p->resp_at.read();
+	       });
+}
+
+void timers_set(void *b, const hm_timers_set_in *in, hm_timers_set_out *out)
+{
+	*out = hm_timers_set_out{};
+	out->cycle = timers_request(static_cast<timers_block *>(b), in->cycle, false, in->qpn,
+				    in->kind, in->arm, in->at, &out->was_armed, &out->was_at);
+}
+
+void timers_expire(void *b, const hm_timers_expire_in *in, hm_timers_expire_out *out)
+{
+	*out = hm_timers_expire_out{};
+	out->cycle = timers_request(static_cast<timers_block *>(b), in->cycle, true, in->qpn,
+				    in->kind, false, 0, &out->fired, &out->at);
+}
+
+const hm_timers_ops timers_ops = { { timers_create, timers_destroy, nullptr, nullptr,
+				     SCHED_RTL_NQP, "RTL timers", nullptr },
+				   timers_set, timers_expire };
 
 } // namespace
 
 /* A block added to model/twin.def needs its SystemC wrapper here (and in sc_rtl_blocks). */
-static_assert(HM_TWIN_COUNT == 4, "sim/systemc: model/twin.def has a block without a SystemC "
+static_assert(HM_TWIN_COUNT == 5, "sim/systemc: model/twin.def has a block without a SystemC "
 				  "wrapper in sc_blocks.cpp");
 
 void sc_rtl_register(sc_rtl_blocks *blocks)
@@ -534,6 +597,7 @@ void sc_rtl_register(sc_rtl_blocks *blocks)
 	hm_twin_register(HM_TWIN_CQE, &cqe_ops);
 	hm_twin_register(HM_TWIN_PSN, &psn_ops);
 	hm_twin_register(HM_TWIN_MKEY, &mkey_ops);
+	hm_twin_register(HM_TWIN_TIMERS, &timers_ops);
 }
 
 } // namespace hcasim_sc

@@ -29,6 +29,9 @@ struct psn_block;
 struct mkey_block;
 
 /* One sched, cqe, psn and mkey instance per device, named <name>.hca<dev>.<block>. */
+struct timers_block;
+
+/* One sched, cqe, psn and timers instance per device, named <name>.hca<dev>.<block>. */
 class sc_rtl_blocks : public sc_core::sc_module {
 public:
 	sc_rtl_blocks(sc_core::sc_module_name name, int ndevs);
@@ -38,6 +41,7 @@ public:
 	std::vector<std::unique_ptr<cqe_block>> cqe;
 	std::vector<std::unique_ptr<psn_block>> psn;
 	std::vector<std::unique_ptr<mkey_block>> mkey;
+	std::vector<std::unique_ptr<timers_block>> timers;
 };
 
 /* Registers the transactors of these instances as the RTL of the three ports. */

@@ -6,6 +6,7 @@
 #include "model/port.h"
 #include "model/qp.h"
 #include "model/qpc.h"
+#include "model/waves.h"
 #include "model/wqe_fetch.h"
 #include "model/comp.h"
 #include "sim/hcasim.h"
@@ -606,6 +607,36 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 	snprintf(steps + l, sizeof(steps) - l, "%s%s", l ? " " : "", step);
 }
 
+/* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
+ * instance per fixture (the timers only: block-comp links model/timers.o with comp.o) ---- */
+
+extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
+static void *twin_inst; /* the timers' C twin of blk_dev */
+
+BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
+			   const void *in, void *out, void *scratch)
+{
+	(void)in_cycle;
+	(void)scratch;
+	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
+		  "block tests run only the timers' C twin behind a port");
+	if (!twin_inst)
+		twin_inst = hm_timers_model.base.create(d, NQPS);
+	op->call(&hm_timers_model, twin_inst, in, out);
+}
+
+BLK_WEAK void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
+				  const struct hm_timers_set_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_timers_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,
+				     const struct hm_timers_expire_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
 /* ---- the fixture ---- */
 
 void blk_setup(void)
@@ -652,6 +683,9 @@ void blk_teardown(void)
 	struct hm_dev *d = blk_dev;
 
 	sim_trace_internal(NULL, NULL, NULL);
+	if (twin_inst)
+		hm_timers_model.base.destroy(twin_inst);
+	twin_inst = NULL;
 	for (uint32_t i = 0; i < d->dp->nqps; i++) {
 		struct hm_qp *qp = d->dp->qps[i];
 

@@ -77,7 +77,7 @@ BLK_TEST(comp, an_ack_retires_the_send_it_covers_with_its_cqe)
 
 	sent(qp, HCA_WQE_OP_SEND, 100, 1, true);
 	hm_comp_timer(blk_dev, qp, 0);
-	cr_assert(qp->comp.timer_on);
+	cr_assert(qp->tmr.on);
 	rx(qp, rsp(HM_OP_ACKNOWLEDGE, 10, HM_AETH_ACK));
 	cr_assert_str_eq(blk_steps(), PATH " ACK");
 	cr_assert_eq(blk.nack_rcvd, 1);
@@ -95,7 +95,7 @@ BLK_TEST(comp, an_ack_retires_the_send_it_covers_with_its_cqe)
 	cr_assert_eq(qp->comp.sq_done, 1);
 	cr_assert_eq(blk.ndrained, 1);
 	cr_assert_eq(blk.nwake, 0, "a SEND frees no max_rd_atomic slot");
-	cr_assert_not(qp->comp.timer_on, "nothing outstanding: the timer stops");
+	cr_assert_not(qp->tmr.on, "nothing outstanding: the timer stops");
 	cr_assert_eq(qp->comp.acked_psn, 10);
 	cr_assert_str_eq(blk_event("comp.done", 0), "qpn=0x6 wqe=0 status=0");
 }
@@ -250,8 +250,8 @@ BLK_TEST(comp, an_rnr_nak_waits_its_timer_then_wakes_the_qp)
 	cr_assert_eq(blk.retry[0].a, 10);
 	cr_assert(qp->comp.rnr_wait);
 	cr_assert_eq(qp->comp.rnr_left, 1);
-	cr_assert(qp->comp.timer_on);
-	cr_assert_gt(qp->comp.timer_at, wait, "no timeout while waiting");
+	cr_assert(qp->tmr.on);
+	cr_assert_gt(qp->tmr.at, wait, "no timeout while waiting");
 	sim_run_until(sim_kernel(), wait);
 	cr_assert_eq(blk.nwake, 0);
 	sim_run_until(sim_kernel(),

@@ -122,7 +122,7 @@ BLK_TEST(req, an_rc_send_goes_out_one_mtu_per_packet)
 	cr_assert_eq(qp->stats.tx_pkts, 1);
 	cr_assert(hm_req_more(qp));
 
-	qp->comp.timer_on = true; /* the completer's timer runs now */
+	qp->tmr.on = true; /* the completer's timer runs now */
 	cr_assert(run0(qp));
 	cr_assert_str_eq(blk_steps(), NEXT_STEPS " BUILD_SEND XMIT ADVANCE ARM_TIMER");
 	p = &blk.pkts[1];
