@@ -112,6 +112,7 @@ static void fc_arrive(void *arg)
 	} else {
 		pt->paused = m->xoff;
 	}
+	free(m);
 	sim_link_gate_open(pt->link, 0);
 }
 
