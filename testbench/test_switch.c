@@ -466,6 +466,13 @@ static void capture(const char *ll)
 	cr_assert_eq(first_start[1] - first_start[0], 250000, "%llu ps",
 		     (unsigned long long)(first_start[1] - first_start[0]));
 	hcasim_trace_observe("", NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_mr *mr = i ? dst : src;
+		void *buf = mr->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mr), 0);
+		free(buf);
+	}
 	sw_close();
 	hcasim_shutdown();
 	for (int n = 0; n < HOSTS; n++) {
