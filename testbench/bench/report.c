@@ -306,7 +306,8 @@ static const struct row rows[] = {
 	{ 'B', "ratio of simulated to wall time, the 4 KiB stream of pkts4k (a saturated 100 Gb/s "
 	  "link)", ">= 1 (real time; the same bound as 3 M packets/s)", "pkts4k",
 	  "pkts4k.sim_over_wall", j_wall, 1.0, 0, "%.4g", 1 },
-	{ 'B', "with Verilated RTL blocks in the loop (sched, cqe, psn in rtl mode; wall time "
+	{ 'B', "with Verilated RTL blocks in the loop (every block with an RTL twin in rtl mode: sched, cqe, "
+	  "psn, mkey, timers; wall time "
 	  "of the msgs64 and pkts4k streams against model mode, the larger ratio)",
 	  "<= 4x slower than pure C", "rtl", "rtl.ratio", j_wall, 4.0, 1, "%.3gx", 1 },
 	{ 'B', "idle skipping: 8.59 s of simulated retry exhaustion (timeout 18, retry_cnt 7)",
