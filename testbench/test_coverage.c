@@ -77,7 +77,12 @@ static char *dump_of(const char *sub)
 	cr_assert_not_null(strchr(path, '\n'));
 	*strchr(path, '\n') = 0;
 	cr_assert_null(strchr(path, '\n'), "more than one dump: %s", path);
-	return tb_slurp(path, NULL);
+	{
+		char *text = tb_slurp(path, NULL);
+
+		free(path);
+		return text;
+	}
 }
 
 Test(coverage, timeout_exhaustion_counts_its_points_and_changes_nothing)

@@ -36,8 +36,28 @@ static void sw_boot(const char *ll, const char *key, const char *val)
 	cr_assert_eq(hcasim_switch_ports(), HOSTS);
 }
 
+/* The buffers sw_mr registered, given back at sw_close. */
+static struct ibv_mr *sw_mrs[8 * HOSTS];
+static int sw_nmrs;
+
+static struct ibv_mr *sw_mr(struct tb_dev *t, size_t len)
+{
+	struct ibv_mr *mr = tb_mr(t, len);
+
+	cr_assert_lt(sw_nmrs, (int)(sizeof(sw_mrs) / sizeof(sw_mrs[0])));
+	sw_mrs[sw_nmrs++] = mr;
+	return mr;
+}
+
 static void sw_close(void)
 {
+	while (sw_nmrs > 0) {
+		struct ibv_mr *mr = sw_mrs[--sw_nmrs];
+		void *buf = mr->addr;
+
+		cr_assert_eq(ibv_dereg_mr(mr), 0);
+		free(buf);
+	}
 	for (int i = 0; i < HOSTS; i++)
 		tb_close(&h[i]);
 }
@@ -94,8 +114,8 @@ static void all_to_all(const char *ll)
 
 	sw_boot(ll, NULL, NULL);
 	for (int a = 0; a < HOSTS; a++) {
-		src[a] = tb_mr(&h[a], A2A_LEN);
-		dst[a] = tb_mr(&h[a], (size_t)HOSTS * A2A_LEN);
+		src[a] = sw_mr(&h[a], A2A_LEN);
+		dst[a] = sw_mr(&h[a], (size_t)HOSTS * A2A_LEN);
 		fill(src[a], A2A_LEN, (unsigned)a + 1);
 		for (int b = a + 1; b < HOSTS; b++)
 			rc_connect(&r, a, b);
@@ -170,7 +190,7 @@ Test(sw, a_multicast_group_across_the_hosts_delivers_to_every_member_once)
 	sw_boot("ib", NULL, NULL);
 	for (int i = 0; i < HOSTS; i++) {
 		qp[i] = ud_qp(&h[i]);
-		mr[i] = tb_mr(&h[i], 4096 * (SENDS + 1));
+		mr[i] = sw_mr(&h[i], 4096 * (SENDS + 1));
 		if (i < MEMBERS)
 			EXPECT_OK(ibv_attach_mcast(qp[i], &MGID, MLID));
 		for (int s = 0; s < SENDS && i < MEMBERS; s++) {
@@ -250,10 +270,10 @@ static uint64_t congest(struct rc *r, struct ibv_mr **src, struct ibv_mr **dst, 
 
 	for (int a = 1; a < HOSTS; a++) {
 		rc_connect(r, a, 0);
-		src[a] = tb_mr(&h[a], CONG_LEN);
+		src[a] = sw_mr(&h[a], CONG_LEN);
 		fill(src[a], CONG_LEN, (unsigned)a);
 	}
-	*dst = tb_mr(&h[0], (size_t)HOSTS * CONG_LEN);
+	*dst = sw_mr(&h[0], (size_t)HOSTS * CONG_LEN);
 	t0 = hcasim_now_ps();
 	for (int a = 1; a < HOSTS; a++)
 		post_write(r->qp[a][0], src[a], 0, CONG_LEN, *dst, (size_t)a * CONG_LEN, 1);
@@ -386,8 +406,8 @@ Test(sw, forwarding_follows_the_lft_the_sm_programs)
 	tb_rc_timeout = 10; /* 4.2 ms */
 	sw_boot("ib", NULL, NULL);
 	rc_connect(&r, 0, 3);
-	src = tb_mr(&h[0], 8192);
-	dst = tb_mr(&h[3], 8192);
+	src = sw_mr(&h[0], 8192);
+	dst = sw_mr(&h[3], 8192);
 	fill(src, 8192, 9);
 	/* Host 3's LID now leads to switch port 6 (host 5): the WRITE goes there. */
 	EXPECT_OK(hcasim_sm_set_route(h[3].port.lid, 6));
@@ -455,8 +475,8 @@ static void capture(const char *ll)
 	sw_boot(ll, "switch.latency_ns", "150");
 	EXPECT_OK(hcasim_trace_observe("link", on_link, NULL));
 	rc_connect(&r, 0, 3);
-	src = tb_mr(&h[0], 2048);
-	dst = tb_mr(&h[3], 2048);
+	src = sw_mr(&h[0], 2048);
+	dst = sw_mr(&h[3], 2048);
 	fill(src, 2048, 3);
 	post_write(r.qp[0][3], src, 0, 2048, dst, 0, 1);
 	tb_poll(h[0].cq, &wc, 1);
@@ -466,13 +486,6 @@ static void capture(const char *ll)
 	cr_assert_eq(first_start[1] - first_start[0], 250000, "%llu ps",
 		     (unsigned long long)(first_start[1] - first_start[0]));
 	hcasim_trace_observe("", NULL, NULL);
-	for (int i = 0; i < 2; i++) {
-		struct ibv_mr *mr = i ? dst : src;
-		void *buf = mr->addr;
-
-		cr_assert_eq(ibv_dereg_mr(mr), 0);
-		free(buf);
-	}
 	sw_close();
 	hcasim_shutdown();
 	for (int n = 0; n < HOSTS; n++) {
@@ -519,7 +532,7 @@ static void mcast16(struct tb_dev *d, int n)
 		struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 		qp[i] = ud_qp(&d[i]);
-		mr[i] = tb_mr(&d[i], 4096);
+		mr[i] = sw_mr(&d[i], 4096);
 		sge = (struct ibv_sge){ (uintptr_t)mr[i]->addr, 4096, mr[i]->lkey };
 		EXPECT_OK(ibv_attach_mcast(qp[i], &MGID, MLID));
 		EXPECT_OK(ibv_post_recv(qp[i], &rw, &bad));
@@ -572,8 +585,8 @@ Test(sw, sixteen_hosts_write_to_each_other_and_a_datagram_reaches_all_sixteen)
 	tb_config("sim.hosts", "16");
 	for (int i = 0; i < N; i++) {
 		tb_open(&d[i], i);
-		src[i] = tb_mr(&d[i], LEN);
-		dst[i] = tb_mr(&d[i], (size_t)N * LEN);
+		src[i] = sw_mr(&d[i], LEN);
+		dst[i] = sw_mr(&d[i], (size_t)N * LEN);
 		fill(src[i], LEN, (unsigned)i + 40);
 	}
 	cr_assert_eq(hcasim_switch_ports(), N);
@@ -637,8 +650,8 @@ Test(sw, two_ports_per_host_make_thirty_two_switch_ports)
 	cr_assert_eq(ibv_query_port(a.ctx, 2, &a.port), 0);
 	tb_connect_port(qa, 2, b.ctx, 2, pa.lid, false, qb->qp_num, IBV_MTU_4096);
 	tb_connect_port(qb, 2, a.ctx, 2, a.port.lid, false, qa->qp_num, IBV_MTU_4096);
-	src = tb_mr(&a, 10000);
-	dst = tb_mr(&b, 10000);
+	src = sw_mr(&a, 10000);
+	dst = sw_mr(&b, 10000);
 	fill(src, 10000, 11);
 	post_write(qa, src, 0, 10000, dst, 0, 1);
 	tb_poll(a.cq, &wc, 1);
