@@ -316,7 +316,7 @@ static double bw_average(const char *out, const char *prefix)
 }
 
 Test(exec, perftest_ib_write_bw_calibrates_its_tsc_and_reports_simulated_bandwidth,
-     .init = ex_setup, .fini = ex_teardown, .timeout = 600)
+     .init = ex_setup, .fini = ex_teardown)
 {
 	char cfg[600], cmd[1024], *a, *perf;
 	double s, c, ref;

@@ -769,7 +769,7 @@ static int kill_host0(struct fv_dev *d, const struct fv_host *peer, struct fv_ho
 }
 
 Test(fabric, a_peer_killed_mid_transfer_ends_the_survivors_qp_in_retry_exceeded,
-     .init = fb_setup, .fini = kill_teardown, .timeout = 120)
+     .init = fb_setup, .fini = kill_teardown)
 {
 	struct timespec ms = { 0, 1000000 };
 	/* fv_connect: timeout 14 (4.096 us x 2^14 = 67.108864 ms), retry_cnt 7 */
@@ -903,7 +903,7 @@ static int fault_host1(struct fv_dev *d, const struct fv_host *peer, struct fv_h
 }
 
 Test(fabric, faults_across_the_cut_deliver_every_message_exactly_once_in_order,
-     .init = fb_setup, .fini = fb_teardown, .timeout = 200)
+     .init = fb_setup, .fini = fb_teardown)
 {
 	static const char *const kinds[] = { "fault.drop_ppm", "fault.dup_ppm",
 					     "fault.reorder_ppm", "fault.corrupt_ppm" };
@@ -957,7 +957,7 @@ static int deadlock_host(struct fv_dev *d, const struct fv_host *peer, struct fv
 }
 
 Test(fabric, a_wait_no_host_can_end_returns_edeadlk_on_both_sides, .init = fb_setup,
-     .fini = fb_teardown, .timeout = 100)
+     .fini = fb_teardown)
 {
 	struct fv_host one[2], got[2];
 

@@ -80,31 +80,31 @@ static void expect_both_ran(const char *prog, const char *delay)
 }
 
 Test(fabric, debians_ibv_rc_pingpong_runs_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 300)
+     .fini = fp_teardown)
 {
 	expect_both_ran("ibv_rc_pingpong", "0");
 }
 
 Test(fabric, debians_ibv_rc_pingpong_with_events_runs_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 300)
+     .fini = fp_teardown)
 {
 	expect_both_ran("ibv_rc_pingpong -e", "0");
 }
 
 Test(fabric, debians_ibv_uc_pingpong_runs_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 300)
+     .fini = fp_teardown)
 {
 	expect_both_ran("ibv_uc_pingpong", "0");
 }
 
 Test(fabric, debians_ibv_ud_pingpong_runs_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 300)
+     .fini = fp_teardown)
 {
 	expect_both_ran("ibv_ud_pingpong", "0");
 }
 
 Test(fabric, debians_ibv_srq_pingpong_runs_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 300)
+     .fini = fp_teardown)
 {
 	expect_both_ran("ibv_srq_pingpong", "0");
 }
@@ -112,7 +112,7 @@ Test(fabric, debians_ibv_srq_pingpong_runs_between_two_processes, .init = fp_set
 /* The usual start: the server first, the client seconds later in another terminal. The
  * server's HCA waits in the fabric meanwhile; nothing it did is lost. */
 Test(fabric, a_pingpong_client_started_seconds_after_its_server_still_meets_it,
-     .init = fp_setup, .fini = fp_teardown, .timeout = 300)
+     .init = fp_setup, .fini = fp_teardown)
 {
 	expect_both_ran("ibv_rc_pingpong", "2");
 }
@@ -122,7 +122,7 @@ Test(fabric, a_pingpong_client_started_seconds_after_its_server_still_meets_it,
  * wall time (docs/fabric.md#perftest); that they complete is what this proves. ib_write_lat
  * polls host memory outside the library: its HCA runs on the device thread. */
 Test(fabric, perftest_programs_complete_between_two_processes, .init = fp_setup,
-     .fini = fp_teardown, .timeout = 1200)
+     .fini = fp_teardown)
 {
 	static const char *const runs[] = {
 		"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_send_lat",

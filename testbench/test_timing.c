@@ -377,7 +377,7 @@ static uint64_t busy_wait(const char *skip, uint64_t *calls, int *npf)
 	return t;
 }
 
-Test(timing, a_busy_poller_skips_to_the_picosecond_poll_by_poll_reaches, .timeout = 120)
+Test(timing, a_busy_poller_skips_to_the_picosecond_poll_by_poll_reaches)
 {
 	uint64_t n_skip, n_step, t_skip, t_step;
 	int f_skip, f_step;
