@@ -28,7 +28,6 @@ static struct {
 	struct sim_kernel *k;
 	bool ran;		    /* the device thread ran since the program last held the lock */
 	bool flagged;		    /* the peers were told the program is away */
-	uint64_t runs, events;	    /* the device thread's runs that moved something; events */
 } dt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Thread_local unsigned depth; /* this thread's nesting of sim_enter */
@@ -100,7 +99,6 @@ static bool program_away(void)
  * asks for the end of time lets the local events run out). true if it moved anything. */
 static bool away_run(void)
 {
-	uint64_t ev = sim_events_executed(dt.k);
 	sim_time_t now = sim_now(dt.k), d = sim_link_demand(dt.k);
 
 	if (d <= now || sim_halted(dt.k))
@@ -109,8 +107,6 @@ static bool away_run(void)
 	sim_run_while_not(dt.k, interrupted_arg, NULL, d);
 	sim_link_away(NULL);
 	dt.ran = true;
-	dt.runs++;
-	dt.events += sim_events_executed(dt.k) - ev;
 	return true;
 }
 
@@ -149,7 +145,6 @@ int sim_devthread_start(struct sim_kernel *k, uint64_t grace_us)
 		return 0;
 	dt.k = k;
 	dt.grace_ns = grace_us * 1000u;
-	dt.runs = dt.events = 0;
 	atomic_store(&dt.stop, false);
 	atomic_store(&dt.left_ns, wall_ns());
 	/* A caller inside the simulation (a verb that boots it) keeps it until it leaves. */
@@ -181,15 +176,4 @@ void sim_devthread_stop(void)
 	}
 	dt.on = false;
 	dt.ran = dt.flagged = false;
-}
-
-bool sim_devthread_on(void)
-{
-	return dt.on;
-}
-
-void sim_devthread_stats(uint64_t *runs, uint64_t *events)
-{
-	*runs = dt.runs;
-	*events = dt.events;
 }

@@ -18,8 +18,5 @@ void sim_leave(void);
  * holds the simulation alone). */
 int sim_devthread_start(struct sim_kernel *k, uint64_t grace_us);
 void sim_devthread_stop(void);
-bool sim_devthread_on(void);
-/* Runs that moved the simulation, and the events they ran. */
-void sim_devthread_stats(uint64_t *runs, uint64_t *events);
 
 #endif

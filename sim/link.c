@@ -801,7 +801,14 @@ sim_time_t sim_link_tx_free_at(const struct sim_link *l, int side)
 struct part {
 	FILE *fp;
 	char path[4096]; /* the merged capture's */
+	char tmp[4200];	 /* this side's part while it is written */
 };
+
+/* The capture's link type for l's frames. */
+static enum sim_pcap_linktype pcap_type(const struct sim_link *l)
+{
+	return l->kind == SIM_LINK_IB ? SIM_PCAP_UPPER_PDU : SIM_PCAP_ETHERNET;
+}
 
 struct part_hdr {
 	uint64_t start_ps, sent_ps;
@@ -821,19 +828,19 @@ static void part_write(struct sim_link *l, const struct tap_rec *r)
 
 static int part_open(struct sim_link *l, const char *path)
 {
-	char tmp[4200];
+	struct part *pt = calloc(1, sizeof(*pt));
 
-	l->part = calloc(1, sizeof(*l->part));
-	SIM_ASSERT(l->part != NULL, "out of memory");
-	snprintf(l->part->path, sizeof(l->part->path), "%s", path);
-	snprintf(tmp, sizeof(tmp), "%s.part%d.tmp", path, l->remote->side);
-	if (!(l->part->fp = fopen(tmp, "wb"))) {
-		int err = -errno;
+	SIM_ASSERT(pt != NULL, "out of memory");
+	snprintf(pt->path, sizeof(pt->path), "%s", path);
+	snprintf(pt->tmp, sizeof(pt->tmp), "%s.part%d.tmp", path, l->remote->side);
+	if (!(pt->fp = fopen(pt->tmp, "wb"))) {
+		int err = sim_error(-errno, "link %s: cannot create %s: %s", l->name, pt->tmp,
+				    strerror(errno));
 
-		free(l->part);
-		l->part = NULL;
-		return sim_error(err, "link %s: cannot create %s: %s", l->name, tmp, strerror(-err));
+		free(pt);
+		return err;
 	}
+	l->part = pt;
 	return 0;
 }
 
@@ -912,22 +919,20 @@ static int part_merge(const char *path, enum sim_pcap_linktype lt)
 static int part_close(struct sim_link *l)
 {
 	struct part *pt = l->part;
-	char tmp[4200], done[4200], other[4200], lock[4200];
+	char done[4200], other[4200], lock[4200];
 	int err = fclose(pt->fp) ? -EIO : 0, fd;
 
-	snprintf(tmp, sizeof(tmp), "%s.part%d.tmp", pt->path, l->remote->side);
 	snprintf(done, sizeof(done), "%s.part%d", pt->path, l->remote->side);
 	snprintf(other, sizeof(other), "%s.part%d", pt->path, !l->remote->side);
 	snprintf(lock, sizeof(lock), "%s.merging", pt->path);
 	l->part = NULL;
-	if (!err && rename(tmp, done))
+	if (!err && rename(pt->tmp, done))
 		err = -errno;
 	/* Of two sides closing at once, both may see the other's part: one takes the lock. */
 	if (!err && access(other, F_OK) == 0 &&
 	    (fd = open(lock, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)) >= 0) {
 		close(fd);
-		err = part_merge(pt->path, l->kind == SIM_LINK_IB ? SIM_PCAP_UPPER_PDU
-								   : SIM_PCAP_ETHERNET);
+		err = part_merge(pt->path, pcap_type(l));
 		unlink(lock);
 	}
 	free(pt);
@@ -950,9 +955,7 @@ int sim_link_pcap(struct sim_link *l, const char *path)
 		l->pcap = NULL;
 	}
 	if (path) {
-		enum sim_pcap_linktype lt =
-		    l->kind == SIM_LINK_IB ? SIM_PCAP_UPPER_PDU : SIM_PCAP_ETHERNET;
-		int r = sim_pcap_open(&l->pcap, path, lt);
+		int r = sim_pcap_open(&l->pcap, path, pcap_type(l));
 
 		if (!err)
 			err = r;
