@@ -1083,6 +1083,18 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
 			   "the report says how to get the waves: %s", why);
 }
 
+/* Block b (HCASIM_IMPL spec) in lockstep in the running system, with the RTL's test bug (bug,
+ * "none" for the clean build) and no waves, so that a report says how to get them. */
+static void lockstep_env(enum hm_twin b, const char *spec, const char *bug)
+{
+	impl(b, true);
+	setenv("HCASIM_IMPL", spec, 1);
+	setenv("HCASIM_RTL_BUG", bug, 1);
+	unsetenv("WAVES");
+	unsetenv("HCASIM_WAVES_DIR");
+	unsetenv("WAVES_DIR");
+}
+
 /* sched's pipeline in the running system: with pipe.doorbell_cycles = 0 a doorbell's verdict
  * comes in the cycle it is rung while its enqueue is still in the RTL's pipeline, and the
  * requester's POP comes within PIPELINE cycles of it: it must wait for the enqueue (the hazard
@@ -1091,12 +1103,7 @@ Test(rtl_lockstep, injected_cqe_bug_halts_with_block_cycle_and_field)
  * doorbell's POP naming block, op, cycle and field. */
 static const char *sched_doorbell_at_once(const char *bug, int n, int *done)
 {
-	impl(HM_TWIN_SCHED, true);
-	setenv("HCASIM_IMPL", "sched=lockstep", 1);
-	setenv("HCASIM_RTL_BUG", bug, 1);
-	unsetenv("WAVES");
-	unsetenv("HCASIM_WAVES_DIR");
-	unsetenv("WAVES_DIR");
+	lockstep_env(HM_TWIN_SCHED, "sched=lockstep", bug);
 	cr_assert_eq(hcasim_config_set("pipe.doorbell_cycles", "0"), 0, "%s", hcasim_last_error());
 	*done = write_until_wrap(n);
 	return hcasim_halted();
@@ -1133,12 +1140,7 @@ Test(rtl_lockstep, injected_sched_bug_halts_with_block_cycle_and_field)
  * at its lkey check naming block, op, cycle and field. */
 static const char *mkey_lockstep(const char *bug, int n, int *done)
 {
-	impl(HM_TWIN_MKEY, true);
-	setenv("HCASIM_IMPL", "mkey=lockstep", 1);
-	setenv("HCASIM_RTL_BUG", bug, 1);
-	unsetenv("WAVES");
-	unsetenv("HCASIM_WAVES_DIR");
-	unsetenv("WAVES_DIR");
+	lockstep_env(HM_TWIN_MKEY, "mkey=lockstep", bug);
 	*done = write_until_wrap(n);
 	return hcasim_halted();
 }
@@ -1413,12 +1415,7 @@ Test(rtl_lockstep, injected_timers_bug_halts_with_block_cycle_and_field)
 {
 	const char *why;
 
-	impl(HM_TWIN_TIMERS, true);
-	setenv("HCASIM_IMPL", "timers=lockstep", 1);
-	setenv("HCASIM_RTL_BUG", "timers", 1);
-	unsetenv("WAVES");
-	unsetenv("HCASIM_WAVES_DIR");
-	unsetenv("WAVES_DIR");
+	lockstep_env(HM_TWIN_TIMERS, "timers=lockstep", "timers");
 	tb_stderr_capture();
 	cr_assert_lt(writes_in_flight(4), 4, "the run halts before the last completion");
 	why = tb_expect_halt_reported();
