@@ -33,7 +33,18 @@ static struct {
 	int nlinks;
 	struct sim_switch *sw;   /* sim.topology=switch: link n is switch port n + 1 */
 	struct sim_fabric fab;   /* HCASIM_FABRIC: the hosts held here (all without one) */
+	struct mailbox {	 /* each host's program's host messages, oldest first */
+		struct hostmsg *head, **tail;
+	} mbox[MAX_DEVS];
 } sys;
+
+/* A host message on its way or received, not yet taken (hcasim_host_recv). */
+struct hostmsg {
+	struct hostmsg *next;
+	int from, to;	/* the sending and the receiving host */
+	size_t len;
+	uint8_t data[];
+};
 
 /* Name a frame for targeted faults: its BTH's destination QP, PSN and opcode, and whether it
  * opens a message (a FIRST or ONLY packet, a READ or atomic request, an acknowledgement). */
@@ -80,6 +91,37 @@ static void seal_roce(uint8_t *frame, size_t len)
 	hm_pkt_seal(HM_LL_ROCE, frame, len);
 }
 
+static struct hostmsg *hostmsg_new(int from, int to, const void *msg, size_t len)
+{
+	struct hostmsg *m = malloc(sizeof(*m) + len);
+
+	SIM_ASSERT(m != NULL, "out of memory");
+	*m = (struct hostmsg){ .from = from, .to = to, .len = len };
+	if (len)
+		memcpy(m->data, msg, len);
+	return m;
+}
+
+/* A host message arrives: into its host's mailbox, oldest first. */
+static void mbox_put(void *arg)
+{
+	struct hostmsg *m = arg;
+	struct mailbox *mb = &sys.mbox[m->to];
+
+	if (!mb->head)
+		mb->tail = &mb->head;
+	*mb->tail = m;
+	mb->tail = &m->next;
+}
+
+/* One from the pair's host in another process, over the link's channel: arg is the mailbox. */
+static void mbox_rx(void *arg, const uint8_t *msg, size_t len)
+{
+	int to = (int)((struct mailbox *)arg - sys.mbox);
+
+	mbox_put(hostmsg_new(to ^ 1, to, msg, len));
+}
+
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
 /* Link n (hosts h and h + 1, port p): its ends held here attach their ports; with one end in
  * another process of the fabric, it goes over its channel. */
@@ -88,9 +130,13 @@ static int link_ends(struct sim_link *l, int h, unsigned p)
 	bool here[2] = { sim_fabric_holds(&sys.fab, (unsigned)h),
 			 sim_fabric_holds(&sys.fab, (unsigned)h + 1) };
 
-	for (int s = 0; s < 2; s++)
-		if (here[s])
-			hm_port_attach(sys.devs[h + s], p, l, s);
+	for (int s = 0; s < 2; s++) {
+		if (!here[s])
+			continue;
+		hm_port_attach(sys.devs[h + s], p, l, s);
+		if (p == 1) /* the pair's host messages between processes go beside this cable */
+			sim_link_set_msg_rx(l, s, mbox_rx, &sys.mbox[h + s]);
+	}
 	sys.elsewhere[sys.nlinks - 1] = !here[0] && !here[1];
 	if (here[0] == here[1])
 		return 0; /* both here (or both elsewhere: the link is idle in this process) */
@@ -894,6 +940,8 @@ int hcasim_boot(void)
 	for (int i = 0; i < sys.ndevs; i++)
 		sys.devs[i] = hm_dev_create(&sys.cfg, i, i);
 	rc = make_links();
+	if (!rc && sys.fab.dir[0] && sys.cfg.start_mode == SIM_START_TOGETHER)
+		rc = sim_link_await_peers(sys.cfg.join_timeout_ms);
 	link_down_windows(sys.cfg.fault_link_down, sys.nlinks, true);
 	sys.booted = true;
 	if (!rc)
@@ -947,6 +995,13 @@ void hcasim_shutdown(void)
 	for (int i = 0; i < sys.ndevs; i++)
 		hm_dev_destroy(sys.devs[i]);
 	sys.ndevs = 0;
+	for (int i = 0; i < MAX_DEVS; i++)
+		while (sys.mbox[i].head) {
+			struct hostmsg *m = sys.mbox[i].head;
+
+			sys.mbox[i].head = m->next;
+			free(m);
+		}
 	sim_kernel_destroy(sys.k);
 	sys.k = NULL;
 	sys.booted = false;
@@ -1012,6 +1067,126 @@ int hcasim_fabric_counts(struct hcasim_fabric_counts *out)
 int hcasim_fabric_holds(int host)
 {
 	return host >= 0 && sim_fabric_holds(&sys.fab, (unsigned)host);
+}
+
+/* The checks hcasim_host_send and hcasim_host_recv share: host `here` (held by this process)
+ * and `peer`. Held here too, *l is NULL (the message is an event of this kernel); held by
+ * another process, it must be here's pair, cabled to it by port 1's link (*l). 0 or -errno. */
+static int msg_link(const char *fn, int here, int peer, struct sim_link **l)
+{
+	if (!sys.booted)
+		return sim_error(-ENODEV, "%s: the system is not booted", fn);
+	if (here < 0 || here >= sys.ndevs || peer < 0 || peer >= sys.ndevs)
+		return sim_error(-EINVAL, "%s: no host %d (sim.hosts %d: hosts 0..%d)", fn,
+				 here < 0 || here >= sys.ndevs ? here : peer, sys.ndevs,
+				 sys.ndevs - 1);
+	if (!sim_fabric_holds(&sys.fab, (unsigned)here))
+		return sim_error(-EPERM, "%s: host %d is not held by this process (HCASIM_HOST)",
+				 fn, here);
+	*l = NULL;
+	if (sim_fabric_holds(&sys.fab, (unsigned)peer))
+		return 0;
+	if (sys.cfg.topology != SIM_TOPO_PAIRS || (here ^ 1) != peer)
+		return sim_error(-ENOTCONN, "%s: host %d is held by another process and is not "
+				 "host %d's pair (between processes, host messages go beside the "
+				 "cable joining hosts 2k and 2k+1, sim.topology=pairs)", fn, peer,
+				 here);
+	*l = sys.links[here / 2 * (int)sys.cfg.ports];
+	return 0;
+}
+
+static int host_send(int from, int to, const void *buf, size_t len)
+{
+	struct sim_link *l;
+	int r = msg_link("hcasim_host_send", from, to, &l);
+
+	if (r)
+		return r;
+	if (!buf && len)
+		return sim_error(-EINVAL, "hcasim_host_send: buf is NULL for %zu bytes", len);
+	sim_host_actions++;
+	if (l)
+		return sim_link_send_msg(l, from & 1, buf, len);
+	if (len > SIM_LINK_MSG_MAX)
+		return sim_error(-EMSGSIZE, "hcasim_host_send: a message of %zu bytes (at most %u)",
+				 len, SIM_LINK_MSG_MAX);
+	sim_schedule_owned_at(sys.k, sim_now(sys.k) + sys.cfg.link_latency_ns * SIM_PS_PER_NS,
+			      mbox_put, hostmsg_new(from, to, buf, len));
+	return 0;
+}
+
+int hcasim_host_send(int from, int to, const void *buf, size_t len)
+{
+	int r;
+
+	sim_enter();
+	r = host_send(from, to, buf, len);
+	sim_leave();
+	return r;
+}
+
+struct mbox_want {
+	struct mailbox *mb;
+	int from;
+};
+
+static struct hostmsg **mbox_find(struct mailbox *mb, int from)
+{
+	struct hostmsg **pp;
+
+	for (pp = &mb->head; *pp && (*pp)->from != from; pp = &(*pp)->next)
+		;
+	return *pp ? pp : NULL;
+}
+
+static bool mbox_has(void *arg)
+{
+	struct mbox_want *w = arg;
+
+	return mbox_find(w->mb, w->from) != NULL;
+}
+
+static int host_recv(int host, int from, void *buf, size_t len, uint64_t timeout_ps)
+{
+	struct mbox_want w = { &sys.mbox[host < 0 || host >= MAX_DEVS ? 0 : host], from };
+	struct hostmsg **pp, *m;
+	struct sim_link *l;
+	int r = msg_link("hcasim_host_recv", host, from, &l);
+
+	if (r)
+		return r;
+	if (!buf && len)
+		return sim_error(-EINVAL, "hcasim_host_recv: buf is NULL for %zu bytes", len);
+	sim_host_actions++;
+	if (timeout_ps > SIM_TIME_NEVER - sim_now(sys.k))
+		timeout_ps = SIM_TIME_NEVER - sim_now(sys.k); /* for ever */
+	if ((r = sim_host_wait(mbox_has, &w, timeout_ps)))
+		return sim_error(r, "hcasim_host_recv: host %d waited for a message from host %d: "
+				 "%s", host, from, r == -ETIMEDOUT ? "timed out" :
+				 r == -EDEADLK ? "no host can send one (every host waits)" :
+				 sim_halted(sys.k) ? sim_halted(sys.k) : strerror(-r));
+	pp = mbox_find(w.mb, from);
+	m = *pp;
+	if (m->len > len)
+		return sim_error(-EMSGSIZE, "hcasim_host_recv: a message of %zu bytes from host %d "
+				 "for a buffer of %zu (it stays)", m->len, from, len);
+	memcpy(buf, m->data, m->len);
+	*pp = m->next;
+	if (w.mb->tail == &m->next)
+		w.mb->tail = pp;
+	r = (int)m->len;
+	free(m);
+	return r;
+}
+
+int hcasim_host_recv(int host, int from, void *buf, size_t len, uint64_t timeout_ps)
+{
+	int r;
+
+	sim_enter();
+	r = host_recv(host, from, buf, len, timeout_ps);
+	sim_leave();
+	return r;
 }
 
 int hcasim_num_devices(void)

@@ -18,6 +18,7 @@ struct sim_config {
 
 enum { SIM_LL_IB = 0, SIM_LL_ROCE = 1 };
 enum { SIM_TOPO_PAIRS = 0, SIM_TOPO_SWITCH = 1 };
+enum { SIM_START_ANY = 0, SIM_START_TOGETHER = 1 };
 enum { SIM_CMD_COMPLETION_INTERRUPT = 0, SIM_CMD_COMPLETION_POLL = 1 };
 
 void sim_config_defaults(struct sim_config *c);

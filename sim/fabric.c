@@ -78,7 +78,7 @@ static bool shaping(const char *key)
 	return !strcmp(key, "sim.hosts") || !strcmp(key, "sim.seed") ||
 	       !strcmp(key, "hca.ports") || !strcmp(key, "hca.link_layer") ||
 	       (!strncmp(key, "link.", 5) && strcmp(key, "link.pcap")) ||
-	       !strncmp(key, "fault.", 6);
+	       !strncmp(key, "fault.", 6) || !strcmp(key, "fabric.start");
 }
 
 static bool gone(uint32_t pid)

@@ -182,6 +182,22 @@ int hcasim_fabric_holds(int host);
 int hcasim_fabric_check(void);
 int hcasim_num_devices(void);
 
+/* Host messages (docs/fabric.md#host-messages): bytes from the program of host `from` to the
+ * program of host `to`, its pair (hosts 2k and 2k+1, sim.topology=pairs), out of band — no
+ * port, capture, fault or counter sees them — arriving one link latency (link.latency_ns)
+ * after the send, in simulated time, also when the two hosts are held by two processes of a
+ * fabric. Programs that drive one host each pass what they must tell each other (a QP number,
+ * a key) and when (the turn to act) so, in the same simulated time in one process or two.
+ * hcasim_host_send: 0, or -ENODEV (not booted), -EINVAL (no such host), -EPERM (`from` not
+ * held here), -ENOTCONN (not a pair; the peer's process has not joined or has gone),
+ * -EMSGSIZE (over 4096 bytes). hcasim_host_recv waits, running the simulation, for the oldest
+ * message to `host` from `from` and copies it to buf: its length, or -ETIMEDOUT (none within
+ * timeout_ps; UINT64_MAX: for ever), -EDEADLK (no host can ever send one: nothing is left to
+ * happen, whatever the timeout), -EMSGSIZE (longer than
+ * len: it stays), -ECANCELED (the simulation halted), or the checks of hcasim_host_send. */
+int hcasim_host_send(int from, int to, const void *buf, size_t len);
+int hcasim_host_recv(int host, int from, void *buf, size_t len, uint64_t timeout_ps);
+
 /* What the links to other processes of the fabric have cost this process since it started
  * (docs/fabric.md#the-cost-of-synchronisation): messages written to the channels (frames and
  * SYNC promises), messages taken from them, the waits for a peer's promise and their wall

@@ -49,6 +49,8 @@ struct link_side {
 	struct gated **gated_tail; /* where the next one goes */
 	uint64_t gate_held;	  /* frames the gate has held */
 	bool gate_waking;	  /* an event opens the gate when the transmitter is free */
+	sim_link_msg_fn msg_rx;	  /* receives the other side's host messages */
+	void *msg_arg;		  /* its argument */
 };
 
 /* A frame the sending side's gate holds until flow control lets it start. */
@@ -106,6 +108,7 @@ struct delivery {
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
 	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
+	bool msg;	  /* a host message (sim_link_send_msg), not a frame */
 	uint32_t holds;	  /* references besides its owner's (sim_link_frame_hold) */
 	uint8_t frame[];  /* the frame (handed over, or copied at send time) */
 };
@@ -128,6 +131,7 @@ uint8_t *sim_link_frame_new(size_t len)
 	SIM_ASSERT(d != NULL, "out of memory");
 	d->len = len;
 	d->holds = 0;
+	d->msg = false;
 	return d->frame;
 }
 
@@ -260,6 +264,62 @@ void sim_link_attach(struct sim_link *l, int side, sim_link_rx_fn rx, void *port
 	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
 	l->side[side].rx = rx;
 	l->side[side].port = port;
+}
+
+/* ---- host messages (docs/fabric.md#host-messages) ---- */
+
+static sim_time_t add_sat(sim_time_t a, sim_time_t b)
+{
+	return a < SIM_TIME_NEVER - b ? a + b : SIM_TIME_NEVER;
+}
+
+/* A host message from the peer, due at the receiving side: handed to its msg_rx (the link
+ * named by id, as a frame's delivery; gone, the message goes with it). */
+static void msg_arrive(void *arg)
+{
+	struct delivery *d = arg;
+	struct sim_link *l = find_link(d->link_id);
+
+	if (l && l->side[d->to].msg_rx)
+		l->side[d->to].msg_rx(l->side[d->to].msg_arg, d->frame, d->len);
+	free(d);
+}
+
+static struct delivery *msg_new(const struct sim_link *l, int to, const void *msg, size_t len)
+{
+	struct delivery *d = malloc(sizeof(*d) + len);
+
+	SIM_ASSERT(d != NULL, "out of memory");
+	*d = (struct delivery){ .link_id = l->id, .to = to, .len = len, .msg = true };
+	if (len)
+		memcpy(d->frame, msg, len);
+	return d;
+}
+
+void sim_link_set_msg_rx(struct sim_link *l, int side, sim_link_msg_fn fn, void *arg)
+{
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].msg_rx = fn;
+	l->side[side].msg_arg = arg;
+}
+
+int sim_link_send_msg(struct sim_link *l, int side, const void *msg, size_t len)
+{
+	struct sim_kernel *k = sim_kernel();
+	sim_time_t t;
+
+	SIM_ASSERT(l->remote && l->remote->side == side, "link %s: a host message from side %d, "
+		   "which is not this process's end of a link between processes", l->name, side);
+	if (len > SIM_LINK_MSG_MAX)
+		return sim_error(-EMSGSIZE, "link %s: a host message of %zu bytes (at most %u)",
+				 l->name, len, SIM_LINK_MSG_MAX);
+	t = add_sat(sim_now(k), l->latency_ps);
+	if (!l->remote->joined || l->remote->gone)
+		return sim_error(-ENOTCONN, "link %s: the process holding side %d has %s", l->name,
+				 !side, l->remote->gone ? "gone" : "not joined yet");
+	else
+		remote_queue(l, msg_new(l, !side, msg, len), t);
+	return 0;
 }
 
 /* (bytes * 8) bits at rate_mbps * 10^6 bit/s = bytes * 8 * 10^6 / rate_mbps ps, rounded to the
@@ -491,7 +551,7 @@ static const struct sim_link_target *targeted(struct sim_link *l, struct link_si
  * changed: then they are the frame's as if sealed at the sender. */
 static void seal(const struct sim_link *l, struct delivery *d)
 {
-	if (!d->crc_pending)
+	if (!d->crc_pending || d->msg)
 		return;
 	SIM_ASSERT(l->sealer != NULL, "link %s: a pending frame and no sealer", l->name);
 	l->sealer(d->frame, d->len);
@@ -1032,6 +1092,10 @@ uint64_t sim_link_lost_absent(const struct sim_link *l, int side)
 /* A frame for a process that is not there: lost, as on a cable to a machine that is off. */
 static void remote_lost(struct sim_link *l, struct delivery *d)
 {
+	if (d->msg) {
+		free(d); /* a host message to a process that has gone: nobody reads it */
+		return;
+	}
 	l->side[l->remote->side].lost_absent++;
 	trace_link_peer_absent(-1, l->name, l->remote->side, d->len);
 	free(d);
@@ -1080,7 +1144,7 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 	int r;
 
 	if (d) {
-		len = d->len + (l->kind == SIM_LINK_ETH ? 4 : 0);
+		len = d->len + (l->kind == SIM_LINK_ETH && !d->msg ? 4 : 0);
 		buf = malloc(len);
 		SIM_ASSERT(buf != NULL, "out of memory");
 		memcpy(buf, d->frame, d->len);
@@ -1088,7 +1152,7 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 			buf[i] = (uint8_t)(d->fcs >> (8 * (i - d->len)));
 	}
 	for (;;) {
-		r = d ? sim_chan_send_packet(rm->chan, t, 0, buf, len)
+		r = d ? sim_chan_send_packet(rm->chan, t, d->msg ? SIM_LINK_MSG_PORT : 0, buf, len)
 		      : sim_chan_send_sync(rm->chan, t);
 		if (r != -EAGAIN || wall_ms() - t0 > rm->stall_ms)
 			break;
@@ -1164,6 +1228,14 @@ static int remote_deliver(struct sim_link *l, struct sim_kernel *k, const struct
 		return sim_error(-EPROTO, "link %s: a frame stamped %" PRIu64 " ps came at %" PRIu64
 				 " ps: the peer broke its promise", l->name, (uint64_t)m->ts,
 				 (uint64_t)sim_now(k));
+	if (m->port == SIM_LINK_MSG_PORT) {
+		sim_schedule_owned_at(k, m->ts, msg_arrive,
+				      msg_new(l, l->remote->side, m->data, m->len));
+		return 0;
+	}
+	if (m->port)
+		return sim_error(-EPROTO, "link %s: a PACKET for port %u (0: a frame, %u: a host "
+				 "message)", l->name, m->port, SIM_LINK_MSG_PORT);
 	if (m->len <= fcs_len)
 		return sim_error(-EPROTO, "link %s: a frame of %u bytes from the peer (an Ethernet "
 				 "frame carries its 4-byte FCS)", l->name, m->len);
@@ -1201,11 +1273,6 @@ static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
 		return r;
 	*promise = r == 1 ? m.ts : l->remote->gone ? SIM_TIME_NEVER : sim_chan_in_ts(c);
 	return got;
-}
-
-static sim_time_t add_sat(sim_time_t a, sim_time_t b)
-{
-	return a < SIM_TIME_NEVER - b ? a + b : SIM_TIME_NEVER;
 }
 
 /* While this side waits: the earliest a frame from l's peer can arrive, p (the peer's promise)
@@ -1470,6 +1537,24 @@ sim_time_t sim_link_demand(struct sim_kernel *k)
 		d = p > d ? p : d;
 	}
 	return d;
+}
+
+int sim_link_await_peers(uint64_t timeout_ms)
+{
+	uint64_t t0 = wall_ms();
+	unsigned idle = 0;
+
+	for (struct sim_link *l = live_links; l; l = l->next) {
+		while (l->remote && !sim_chan_peer_pid(l->remote->chan)) {
+			if (wall_ms() - t0 > timeout_ms)
+				return sim_error(-ETIMEDOUT, "fabric.start=together: the process "
+						 "holding side %d of link %s did not join within %"
+						 PRIu64 " ms of wall time (fabric.join_timeout_ms)",
+						 !l->remote->side, l->name, timeout_ms);
+			sim_link_nap(&idle);
+		}
+	}
+	return 0;
 }
 
 /* A late joiner: the peer's first message, a SYNC stamped its time + latency, says when the

@@ -148,6 +148,9 @@ unsigned sim_link_targets(const struct sim_link *l, int side);
  * across the cut. */
 struct sim_chan;
 int sim_link_remote(struct sim_link *l, int side, struct sim_chan *c, uint64_t stall_ms);
+/* fabric.start=together: wait until every link to another process has its peer attached, so
+ * that nothing has run when they meet and both start at time 0. -ETIMEDOUT naming the link. */
+int sim_link_await_peers(uint64_t timeout_ms);
 
 /* The device thread (docs/fabric.md#the-device-thread). sim_link_away(fn) while it runs the
  * simulation for a program outside the library (fn: whether the program wants it back; the
@@ -176,6 +179,19 @@ uint64_t sim_link_gate_held(const struct sim_link *l, int side);
 /* Frames to side arrive at their first bit (start + latency) instead of their last: a
  * cut-through receiver (a switch port) that may forward a frame before its tail is in. */
 void sim_link_set_head_rx(struct sim_link *l, int side, bool head);
+
+/* Host messages between processes (docs/fabric.md#host-messages): bytes from the program of
+ * this process's end's host (side: the end this process holds) to the program of the other
+ * end's, out of band — no port, tap, fault, flow control or link state sees them — riding the
+ * link's channel as PACKETs for port SIM_LINK_MSG_PORT (frames use port 0), arriving one link
+ * latency after the send as an event of the receiving process that calls its side's msg_rx.
+ * -EMSGSIZE beyond SIM_LINK_MSG_MAX bytes; -ENOTCONN when the other end's process has not
+ * joined or has gone. */
+#define SIM_LINK_MSG_PORT 1
+#define SIM_LINK_MSG_MAX 4096u
+typedef void (*sim_link_msg_fn)(void *arg, const uint8_t *msg, size_t len);
+void sim_link_set_msg_rx(struct sim_link *l, int side, sim_link_msg_fn fn, void *arg);
+int sim_link_send_msg(struct sim_link *l, int side, const void *msg, size_t len);
 
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);
