@@ -40,10 +40,25 @@ static uint64_t cfg_u64(const char *key)
 	return strtoull(buf, NULL, 0);
 }
 
+/* Boot settles when nothing is pending: ports trained and swept by the SM. */
+static void settle(void)
+{
+	hcasim_bus_hold();
+	hcasim_host_settle();
+	for (int i = 0; i < ndevs; i++)
+		if (devs[i]->set_up && devs[i]->irq_pending)
+			drv_eq_process(devs[i]);
+	hcasim_bus_release();
+}
+
 /* Probe every PCIe function once per boot: set up the command interface and EQ 0, then let
- * the fabric settle (links train, the SM activates the ports) as it would at system boot. */
+ * the fabric settle (links train, the SM activates the ports) as it would at system boot.
+ * With driver.probe=open, only list them: each is set up when first opened. */
 static int probe_all(void)
 {
+	bool probe_at_open;
+	char when[16];
+
 	struct hcasim_fn *fns[DRV_MAX_DEVS];
 	int n, rc;
 
@@ -56,6 +71,8 @@ static int probe_all(void)
 		drv_dev_free(devs[i]); /* stale: the system was rebooted */
 	ndevs = 0;
 	n = hcasim_bus_enumerate(fns, DRV_MAX_DEVS);
+	hcasim_config_get("driver.probe", when, sizeof(when));
+	probe_at_open = !strcmp(when, "open");
 	for (int i = 0; i < n; i++) {
 		struct drv_dev *d;
 
@@ -81,17 +98,27 @@ static int probe_all(void)
 		d->poll_skip = cfg_u64("host.poll_skip") != 0;
 		d->cmd_timeout_ps = cfg_u64("driver.cmd_timeout_ms") * 1000000000ull;
 		devs[ndevs++] = d;
-		rc = drv_cmd_setup(d);
-		if (rc)
+		if (!probe_at_open && (rc = drv_cmd_setup(d)))
 			return rc;
+		d->set_up = !probe_at_open;
 	}
-	/* Boot settles when nothing is pending: ports trained and swept by the SM. */
-	hcasim_bus_hold();
-	hcasim_host_settle();
-	for (int i = 0; i < ndevs; i++)
-		if (devs[i]->irq_pending)
-			drv_eq_process(devs[i]);
-	hcasim_bus_release();
+	if (!probe_at_open)
+		settle();
+	return 0;
+}
+
+/* driver.probe=open: a device is probed at its first open (or GUID query), in the time of the
+ * program that opens it (docs/fabric.md#host-messages). */
+static int set_up(struct drv_dev *d)
+{
+	int rc;
+
+	if (d->set_up)
+		return 0;
+	if ((rc = drv_cmd_setup(d)))
+		return rc;
+	d->set_up = true;
+	settle();
 	return 0;
 }
 
@@ -187,6 +214,8 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 		drv_fail(EINVAL, "ibv_get_device_guid: not a device of this library");
 		return 0;
 	}
+	if (set_up(d))
+		return 0;
 	return htobe64(d->cap.node_guid);
 }
 
@@ -236,6 +265,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		drv_fail(EINVAL, "ibv_open_device: not a device of this library");
 		return NULL;
 	}
+	if (set_up(d))
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		drv_fail(ENOMEM, "ibv_open_device: out of memory");

@@ -72,6 +72,7 @@ struct drv_dev {
 	struct hcasim_fn *fn;	       /* PCIe function */
 	uint64_t bus_gen;              /* bus generation it was probed in (re-probe on reboot) */
 	struct hca_hca_cap cap;        /* from QUERY_HCA_CAP at probe */
+	bool set_up;                   /* its probe ran (driver.probe=open: at its first open) */
 	/* command interface */
 	uint8_t *cmd_page;             /* entry at 0, input at 256, output at 512 */
 	int64_t cmd_map;               /* IOMMU mapping */
