@@ -91,6 +91,46 @@ struct side {
 	uint32_t psn;
 };
 
+/* What a host's program tells the other's: its QP's address and its buffer's key. */
+struct card {
+	uint32_t qpn, psn, rkey;
+	uint16_t lid;
+	uint8_t gid[16];
+};
+
+/* The run: the sides this process drives (both in one process; one each in a fabric of two,
+ * HCASIM_HOST=0 or 1), the cards they have told each other, and whose turn it is. The steps go
+ * in one order, each on one host; when the next step is the other host's, the host whose turn
+ * it was tells it so with a host message (hcasim_host_send), which also carries its card. So
+ * one process driving both hosts and two processes driving one each act at the same simulated
+ * times (docs/fabric.md#host-messages). */
+struct run {
+	struct side s[NDEV];
+	bool held[NDEV];
+	struct card card[NDEV];
+	int turn;
+};
+
+/* The turn passes to host h: the host that had it sends its card, h takes it. */
+static int turn(struct run *r, int h)
+{
+	int from = r->turn;
+
+	if (from == h)
+		return 0;
+	r->turn = h;
+	if (r->held[from] && hcasim_host_send(from, h, &r->card[from], sizeof(r->card[from]))) {
+		fprintf(stderr, "hcasim_host_send: %s\n", hcasim_last_error());
+		return -1;
+	}
+	if (r->held[h] && hcasim_host_recv(h, from, &r->card[from], sizeof(r->card[from]),
+					   UINT64_MAX) != (int)sizeof(r->card[from])) {
+		fprintf(stderr, "hcasim_host_recv: %s\n", hcasim_last_error());
+		return -1;
+	}
+	return 0;
+}
+
 static int modify(struct side *s, struct ibv_qp_attr *a, int mask, const char *what)
 {
 	if (ibv_modify_qp(s->qp, a, mask)) {
@@ -102,7 +142,7 @@ static int modify(struct side *s, struct ibv_qp_attr *a, int mask, const char *w
 	return 0;
 }
 
-static int connect_rc(struct side *s, const struct side *peer)
+static int connect_rc(struct side *s, const struct card *peer)
 {
 	struct ibv_qp_attr a;
 	bool roce = s->port.link_layer == IBV_LINK_LAYER_ETHERNET;
@@ -119,16 +159,16 @@ static int connect_rc(struct side *s, const struct side *peer)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = s->port.active_mtu;
-	a.dest_qp_num = peer->qp->qp_num;
+	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = roce;
-	a.ah_attr.dlid = peer->port.lid;
+	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.sl = 0;
 	a.ah_attr.src_path_bits = 0;
 	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = peer->gid;
+	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 	a.ah_attr.grh.hop_limit = 1;
 	if (modify(s, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
@@ -202,155 +242,202 @@ static int post(struct side *s, struct ibv_send_wr *wr, const char *what)
 	return 0;
 }
 
-enum { SEND_LEN = 8192, RDMA_LEN = 65536 };
+enum { SEND_LEN = 8192, RDMA_LEN = 65536, BUF_LEN = 2 * RDMA_LEN + 4096 };
 static const uint64_t A_IOVA = 0x10000000, B_IOVA = 0x20000000;
 
-/* The workload's two buffers, their registrations, and the work request, its gather entry and
- * the completion that each step reuses. */
+/* The workload's buffers (each on its own host), their registrations, and the work request,
+ * its gather entry and the completion that each step reuses. */
 struct rc_work {
-	struct side *a, *b;
-	uint8_t *abuf, *bbuf;
-	struct ibv_mr *amr, *bmr;
+	struct run *r;
+	uint8_t *buf[NDEV];
+	struct ibv_mr *mr[NDEV];
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	struct ibv_wc wc;
-	uint64_t *counter, *result;
 };
 
-/* SEND 8 KiB a->b into a posted receive; checks the bytes received. */
-static int rc_send(struct rc_work *w)
+/* Host h's buffer, registered at a fixed I/O virtual address, so that the addresses in the
+ * packets (and so the pcap) do not depend on where the host allocator put it. Work requests
+ * then name memory by these addresses. Host 0's holds the pattern, host 1's zeros and the
+ * atomics' counter (1000). */
+static int rc_buffer(struct rc_work *w, int h)
+{
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC;
+	uint8_t *b = aligned_alloc(4096, BUF_LEN);
+
+	if (!b)
+		return -1;
+	w->buf[h] = b;
+	memset(b, 0, BUF_LEN);
+	for (int i = 0; !h && i < 2 * RDMA_LEN; i++)
+		b[i] = (uint8_t)(i * 31 + 7);
+	if (h)
+		*(uint64_t *)(b + 2 * RDMA_LEN) = 1000;
+	w->mr[h] = ibv_reg_mr_iova2(w->r->s[h].pd, b, BUF_LEN, h ? B_IOVA : A_IOVA, acc);
+	if (!w->mr[h]) {
+		fprintf(stderr, "ibv_reg_mr: %s\n", hcasim_last_error());
+		return -1;
+	}
+	w->r->card[h].rkey = w->mr[h]->rkey;
+	return 0;
+}
+
+/* Whether bytes hold the pattern host 0's buffer starts with (from its offset off). */
+static bool pattern_at(const uint8_t *bytes, size_t len, size_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		if (bytes[i] != (uint8_t)((off + i) * 31 + 7))
+			return false;
+	return true;
+}
+
+/* Host 1 registers its buffer and posts a receive for 8 KiB. */
+static int rc_receiver(struct rc_work *w)
 {
 	struct ibv_recv_wr rwr = { 0 }, *rbad;
 
-	w->sge = (struct ibv_sge){ B_IOVA + RDMA_LEN, SEND_LEN, w->bmr->lkey };
+	if (rc_buffer(w, 1))
+		return -1;
+	w->sge = (struct ibv_sge){ B_IOVA + RDMA_LEN, SEND_LEN, w->mr[1]->lkey };
 	rwr.wr_id = 100;
 	rwr.sg_list = &w->sge;
 	rwr.num_sge = 1;
-	if (ibv_post_recv(w->b->qp, &rwr, &rbad)) {
+	if (ibv_post_recv(w->r->s[1].qp, &rwr, &rbad)) {
 		fprintf(stderr, "ibv_post_recv: %s\n", hcasim_last_error());
 		return -1;
 	}
+	return 0;
+}
+
+/* Host 0 SENDs 8 KiB into the receive. */
+static int rc_send(struct rc_work *w)
+{
 	memset(&w->wr, 0, sizeof(w->wr));
-	w->sge = (struct ibv_sge){ A_IOVA, SEND_LEN, w->amr->lkey };
+	w->sge = (struct ibv_sge){ A_IOVA, SEND_LEN, w->mr[0]->lkey };
 	w->wr.wr_id = 1;
 	w->wr.sg_list = &w->sge;
 	w->wr.num_sge = 1;
 	w->wr.opcode = IBV_WR_SEND;
 	w->wr.send_flags = IBV_SEND_SIGNALED;
-	if (post(w->a, &w->wr, "SEND") || wait_cqe(w->a->cq, &w->wc, "SEND completed") ||
-	    wait_cqe(w->b->cq, &w->wc, "RECV completed"))
+	return post(&w->r->s[0], &w->wr, "SEND") ||
+	       wait_cqe(w->r->s[0].cq, &w->wc, "SEND completed");
+}
+
+/* Host 1 takes the receive's completion and checks the bytes. */
+static int rc_received(struct rc_work *w)
+{
+	if (wait_cqe(w->r->s[1].cq, &w->wc, "RECV completed"))
 		return -1;
-	if (w->wc.byte_len != SEND_LEN || memcmp(w->abuf, w->bbuf + RDMA_LEN, SEND_LEN)) {
+	if (w->wc.byte_len != SEND_LEN || !pattern_at(w->buf[1] + RDMA_LEN, SEND_LEN, 0)) {
 		fprintf(stderr, "SEND: received bytes differ\n");
 		return -1;
 	}
 	return 0;
 }
 
-/* RDMA WRITE 64 KiB a->b, then RDMA READ it back into a; checks both. */
+/* Host 0: RDMA WRITE 64 KiB to host 1, then RDMA READ it back; checks what it read. */
 static int rc_write_read(struct rc_work *w)
 {
-	w->sge = (struct ibv_sge){ A_IOVA, RDMA_LEN, w->amr->lkey };
+	w->sge = (struct ibv_sge){ A_IOVA, RDMA_LEN, w->mr[0]->lkey };
 	w->wr.wr_id = 2;
 	w->wr.opcode = IBV_WR_RDMA_WRITE;
 	w->wr.wr.rdma.remote_addr = B_IOVA;
-	w->wr.wr.rdma.rkey = w->bmr->rkey;
-	if (post(w->a, &w->wr, "WRITE") || wait_cqe(w->a->cq, &w->wc, "RDMA WRITE completed"))
+	w->wr.wr.rdma.rkey = w->r->card[1].rkey;
+	if (post(&w->r->s[0], &w->wr, "WRITE") ||
+	    wait_cqe(w->r->s[0].cq, &w->wc, "RDMA WRITE completed"))
 		return -1;
-	if (memcmp(w->abuf, w->bbuf, RDMA_LEN)) {
-		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
-		return -1;
-	}
 	w->sge.addr = A_IOVA + RDMA_LEN;
 	w->wr.wr_id = 3;
 	w->wr.opcode = IBV_WR_RDMA_READ;
-	if (post(w->a, &w->wr, "READ") || wait_cqe(w->a->cq, &w->wc, "RDMA READ completed"))
+	if (post(&w->r->s[0], &w->wr, "READ") ||
+	    wait_cqe(w->r->s[0].cq, &w->wc, "RDMA READ completed"))
 		return -1;
-	if (memcmp(w->abuf, w->abuf + RDMA_LEN, RDMA_LEN)) {
+	if (memcmp(w->buf[0], w->buf[0] + RDMA_LEN, RDMA_LEN)) {
 		fprintf(stderr, "RDMA READ: bytes read back differ\n");
 		return -1;
 	}
 	return 0;
 }
 
-/* FETCH_AND_ADD then CMP_AND_SWP on b's counter; checks the results and the counter. */
-static int rc_atomics(struct rc_work *w)
+/* One atomic of host 0 on host 1's counter; *result must come back as want. */
+static int rc_atomic(struct rc_work *w, enum ibv_wr_opcode op, uint64_t add, uint64_t want,
+		     const char *what)
 {
-	w->sge = (struct ibv_sge){ A_IOVA + 2 * RDMA_LEN, 8, w->amr->lkey };
-	w->wr.wr_id = 4;
-	w->wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	uint64_t *result = (uint64_t *)(w->buf[0] + 2 * RDMA_LEN);
+
+	w->sge = (struct ibv_sge){ A_IOVA + 2 * RDMA_LEN, 8, w->mr[0]->lkey };
+	w->wr.wr_id = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 4 : 5;
+	w->wr.opcode = op;
 	w->wr.wr.atomic.remote_addr = B_IOVA + 2 * RDMA_LEN;
-	w->wr.wr.atomic.rkey = w->bmr->rkey;
-	w->wr.wr.atomic.compare_add = 5;
-	if (post(w->a, &w->wr, "FETCH_ADD") ||
-	    wait_cqe(w->a->cq, &w->wc, "FETCH_AND_ADD completed"))
-		return -1;
-	if (*w->result != 1000 || *w->counter != 1005) {
-		fprintf(stderr, "FETCH_AND_ADD: got %llu, counter %llu\n",
-			(unsigned long long)*w->result, (unsigned long long)*w->counter);
-		return -1;
-	}
-	w->wr.wr_id = 5;
-	w->wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	w->wr.wr.atomic.compare_add = 1005;
+	w->wr.wr.atomic.rkey = w->r->card[1].rkey;
+	w->wr.wr.atomic.compare_add = add;
 	w->wr.wr.atomic.swap = 42;
-	if (post(w->a, &w->wr, "CMP_SWP") || wait_cqe(w->a->cq, &w->wc, "CMP_AND_SWP completed"))
+	if (post(&w->r->s[0], &w->wr, what) || wait_cqe(w->r->s[0].cq, &w->wc, what))
 		return -1;
-	if (*w->result != 1005 || *w->counter != 42) {
-		fprintf(stderr, "CMP_AND_SWP: got %llu, counter %llu\n",
-			(unsigned long long)*w->result, (unsigned long long)*w->counter);
+	if (*result != want) {
+		fprintf(stderr, "%s: got %llu, expected %llu\n", what,
+			(unsigned long long)*result, (unsigned long long)want);
 		return -1;
 	}
 	return 0;
 }
 
-/* SEND 8 KiB a->b, WRITE 64 KiB a->b, READ it back, FETCH_AND_ADD and CMP_AND_SWP on b. */
-static int workload(struct side *a, struct side *b)
+/* Host 1: the WRITE's bytes and the counter the atomics left (1000 + 5, then swapped to 42). */
+static int rc_landed(struct rc_work *w)
 {
-	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			IBV_ACCESS_REMOTE_ATOMIC;
-	struct rc_work w = { .a = a, .b = b };
-	int rc = -1;
+	uint64_t counter = *(uint64_t *)(w->buf[1] + 2 * RDMA_LEN);
 
-	w.abuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
-	w.bbuf = aligned_alloc(4096, 2 * RDMA_LEN + 4096);
-	if (!w.abuf || !w.bbuf)
+	if (!pattern_at(w->buf[1], RDMA_LEN, 0)) {
+		fprintf(stderr, "RDMA WRITE: remote bytes differ\n");
 		return -1;
-	memset(w.bbuf, 0, 2 * RDMA_LEN + 4096);
-	for (int i = 0; i < 2 * RDMA_LEN; i++)
-		w.abuf[i] = (uint8_t)(i * 31 + 7);
-	/* Registered at fixed I/O virtual addresses, so that the addresses in the packets (and
-	 * so the pcap) do not depend on where the host allocator put the buffers. Work requests
-	 * then name memory by these addresses. */
-	w.amr = ibv_reg_mr_iova2(a->pd, w.abuf, 2 * RDMA_LEN + 4096, A_IOVA, acc);
-	w.bmr = ibv_reg_mr_iova2(b->pd, w.bbuf, 2 * RDMA_LEN + 4096, B_IOVA, acc);
-	if (!w.amr || !w.bmr) {
-		fprintf(stderr, "ibv_reg_mr: %s\n", hcasim_last_error());
-		goto out;
 	}
-	w.counter = (uint64_t *)(w.bbuf + 2 * RDMA_LEN);
-	w.result = (uint64_t *)(w.abuf + 2 * RDMA_LEN);
-	*w.counter = 1000;
+	if (counter != 42) {
+		fprintf(stderr, "atomics: counter %llu, expected 42\n", (unsigned long long)counter);
+		return -1;
+	}
+	return 0;
+}
+
+/* The steps in their order, each on its host: SEND 8 KiB 0->1, WRITE 64 KiB 0->1, READ it back,
+ * FETCH_AND_ADD and CMP_AND_SWP on 1's counter. */
+static int rc_steps(struct rc_work *w)
+{
+	struct run *r = w->r;
+
+	if (turn(r, 0) || (r->held[0] && rc_buffer(w, 0)) || turn(r, 1) || (r->held[1] && rc_receiver(w)) ||
+	    turn(r, 0) || (r->held[0] && rc_send(w)) || turn(r, 1) ||
+	    (r->held[1] && rc_received(w)) || turn(r, 0))
+		return -1;
+	if (r->held[0] &&
+	    (rc_write_read(w) ||
+	     rc_atomic(w, IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 1000, "FETCH_AND_ADD completed") ||
+	     rc_atomic(w, IBV_WR_ATOMIC_CMP_AND_SWP, 1005, 1005, "CMP_AND_SWP completed")))
+		return -1;
+	return turn(r, 1) || (r->held[1] && rc_landed(w));
+}
+
+static int workload(struct run *r)
+{
+	struct rc_work w = { .r = r };
+	int rc;
 
 	printf("\n== RC workload ==\n");
-	if (rc_send(&w) || rc_write_read(&w) || rc_atomics(&w))
-		goto out;
-	printf("all bytes verified: SEND %d B, WRITE %d B, READ %d B, two atomics\n", SEND_LEN,
-	       RDMA_LEN, RDMA_LEN);
-	rc = 0;
-out:
-	if (w.amr)
-		ibv_dereg_mr(w.amr);
-	if (w.bmr)
-		ibv_dereg_mr(w.bmr);
-	free(w.abuf);
-	free(w.bbuf);
+	rc = rc_steps(&w);
+	if (!rc)
+		printf("all bytes verified: SEND %d B, WRITE %d B, READ %d B, two atomics\n",
+		       SEND_LEN, RDMA_LEN, RDMA_LEN);
+	for (int h = 0; h < NDEV; h++) {
+		if (w.mr[h])
+			ibv_dereg_mr(w.mr[h]);
+		free(w.buf[h]);
+	}
 	return rc;
 }
 
-/* Opens dev, the i-th HCA, into s: prints its attributes, allocates a PD, a CQ and an RC QP,
- * and queries its port and GID. */
-static int open_side(struct ibv_device *dev, struct side *s, int i)
+/* Opens dev, host h's HCA, into s: prints its attributes, allocates a PD, a CQ and an RC QP,
+ * queries its port and GID, and fills in its card. */
+static int open_side(struct ibv_device *dev, struct side *s, struct card *c, int h)
 {
 	struct ibv_qp_init_attr init = { 0 };
 
@@ -367,22 +454,27 @@ static int open_side(struct ibv_device *dev, struct side *s, int i)
 	init.cap.max_recv_sge = 1;
 	s->qp = s->cq ? ibv_create_qp(s->pd, &init) : NULL;
 	if (!s->qp || ibv_query_port(s->ctx, 1, &s->port) || ibv_query_gid(s->ctx, 1, 0, &s->gid)) {
-		fprintf(stderr, "setup of HCA %d: %s\n", i, hcasim_last_error());
+		fprintf(stderr, "setup of HCA %d: %s\n", h, hcasim_last_error());
 		return -1;
 	}
-	s->psn = 0x1000 * (unsigned)(i + 1);
+	s->psn = 0x1000 * (unsigned)(h + 1);
+	*c = (struct card){ .qpn = s->qp->qp_num, .psn = s->psn, .lid = s->port.lid };
+	memcpy(c->gid, s->gid.raw, 16);
 	return 0;
 }
 
-/* The firmware commands each HCA executed, cycle-stamped. */
-static void print_cmd_logs(struct side *s)
+/* The firmware commands each HCA driven here executed, cycle-stamped. */
+static void print_cmd_logs(const struct run *r)
 {
 	printf("\n== firmware commands (device core cycles at 500 MHz unless configured) ==\n");
 	for (int i = 0; i < NDEV; i++) {
 		struct hcasim_cmd_record rec[64];
-		int k = hcasim_cmd_log(s[i].ctx, rec, 64);
+		int k;
 
-		printf("%s:\n", ibv_get_device_name(s[i].ctx->device));
+		if (!r->held[i])
+			continue;
+		k = hcasim_cmd_log(r->s[i].ctx, rec, 64);
+		printf("%s:\n", ibv_get_device_name(r->s[i].ctx->device));
 		for (int j = 0; j < k; j++)
 			printf("  cycle %8llu..%8llu  %-14s status=%u  host wait %6.3f us\n",
 			       (unsigned long long)rec[j].start_cycle,
@@ -391,18 +483,21 @@ static void print_cmd_logs(struct side *s)
 	}
 }
 
-/* The counters of each HCA's QP. */
-static int print_counters(struct side *s)
+/* The counters of each HCA's QP driven here. */
+static int print_counters(const struct run *r)
 {
 	printf("\n== per-QP counters ==\n");
 	for (int i = 0; i < NDEV; i++) {
+		const struct side *s = &r->s[i];
 		struct hcasim_qp_counters c;
 
-		if (hcasim_qp_counters(i, s[i].qp->qp_num, &c))
+		if (!r->held[i])
+			continue;
+		if (hcasim_qp_counters(i, s->qp->qp_num, &c))
 			return -1;
 		printf("%s qp 0x%06x: tx %llu pkts %llu B, rx %llu pkts %llu B, naks sent %llu "
 		       "rcvd %llu, sq_psn %u rq_psn %u\n",
-		       ibv_get_device_name(s[i].ctx->device), s[i].qp->qp_num,
+		       ibv_get_device_name(s->ctx->device), s->qp->qp_num,
 		       (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
 		       (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes,
 		       (unsigned long long)c.naks_sent, (unsigned long long)c.naks_rcvd, c.sq_psn,
@@ -411,58 +506,87 @@ static int print_counters(struct side *s)
 	return 0;
 }
 
-int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
+/* Boots, with the fabric's start together (both hosts at time 0, whichever process comes
+ * first) and no device thread (the program leaves the library only to print: its peer waits
+ * for it rather than running its HCA meanwhile); finds the HCAs of the hosts held here. */
+static int boot(const char *pcap, struct run *r, struct ibv_device ***list)
 {
-	struct ibv_device **list;
-	struct side s[NDEV];
 	int n;
 
+	if (hcasim_config_set("driver.probe", "open") ||
+	    (getenv("HCASIM_FABRIC") && (hcasim_config_set("fabric.start", "together") ||
+					 hcasim_config_set("fabric.device_thread_us", "0")))) {
+		fprintf(stderr, "config: %s\n", hcasim_last_error());
+		return -1;
+	}
 	/* Booted here, so that a boot failure is told once, by this program (the device list of
 	 * a system that cannot boot is empty, and the driver would tell it too). */
 	if (hcasim_boot()) {
 		fprintf(stderr, "boot: %s\n", hcasim_last_error());
-		return 1;
+		return -1;
 	}
-	list = ibv_get_device_list(&n);
-	if (!list) {
+	*list = ibv_get_device_list(&n);
+	if (!*list) {
 		fprintf(stderr, "ibv_get_device_list: %s\n", hcasim_last_error());
-		return 1;
+		return -1;
 	}
 	if (hcasim_pcap(pcap)) {
 		fprintf(stderr, "hcasim_pcap: %s\n", hcasim_last_error());
-		return 1;
+		return -1;
 	}
-	if (n < NDEV) {
+	for (int h = 0; h < NDEV; h++)
+		r->held[h] = hcasim_fabric_holds(h);
+	if (hcasim_num_devices() < NDEV || n != r->held[0] + r->held[1]) {
 		fprintf(stderr, "need %d HCAs, found %d\n", NDEV, n);
-		return 1;
+		return -1;
 	}
 	printf("== %d simulated HCAs, booted at t=%llu ps ==\n\n", n,
 	       (unsigned long long)hcasim_now_ps());
-	memset(s, 0, sizeof(s));
-	for (int i = 0; i < NDEV; i++)
-		if (open_side(list[i], &s[i], i))
-			return 1;
+	return 0;
+}
+
+/* Opening, connecting and querying back, each host in its turn. */
+static int setup(struct run *r, struct ibv_device **list)
+{
+	for (int h = 0, j = 0; h < NDEV; h++)
+		if (turn(r, h) || (r->held[h] && open_side(list[j++], &r->s[h], &r->card[h], h)))
+			return -1;
 	printf("== connecting RC QPs ==\n");
-	for (int i = 0; i < NDEV; i++)
-		if (connect_rc(&s[i], &s[1 - i]))
-			return 1;
+	for (int h = 0; h < NDEV; h++)
+		if (turn(r, h) || (r->held[h] && connect_rc(&r->s[h], &r->card[!h])))
+			return -1;
 	printf("\n== queried back ==\n");
-	for (int i = 0; i < NDEV; i++)
-		print_qp(&s[i]);
-	print_cmd_logs(s);
-	if (workload(&s[0], &s[1]))
+	for (int h = 0; h < NDEV; h++) {
+		if (turn(r, h))
+			return -1;
+		if (r->held[h])
+			print_qp(&r->s[h]);
+	}
+	return 0;
+}
+
+int hcasim_run_default(const char *pcap, void (*reported)(void *arg), void *arg)
+{
+	struct ibv_device **list = NULL;
+	struct run r;
+
+	memset(&r, 0, sizeof(r));
+	if (boot(pcap, &r, &list) || setup(&r, list))
 		return 1;
-	if (print_counters(s))
+	print_cmd_logs(&r);
+	if (workload(&r) || print_counters(&r))
 		return 1;
 	printf("\nsimulated time: %.3f us, kernel events: %llu, pcap: %s.link0.pcap\n",
 	       (double)hcasim_now_ps() / 1e6, (unsigned long long)hcasim_events_executed(), pcap);
 	if (reported)
 		reported(arg);
 	for (int i = 0; i < NDEV; i++) {
-		ibv_destroy_qp(s[i].qp);
-		ibv_destroy_cq(s[i].cq);
-		ibv_dealloc_pd(s[i].pd);
-		ibv_close_device(s[i].ctx);
+		if (!r.held[i])
+			continue;
+		ibv_destroy_qp(r.s[i].qp);
+		ibv_destroy_cq(r.s[i].cq);
+		ibv_dealloc_pd(r.s[i].pd);
+		ibv_close_device(r.s[i].ctx);
 	}
 	ibv_free_device_list(list);
 	hcasim_shutdown();
