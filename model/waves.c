@@ -542,7 +542,7 @@ void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
 	txn(d, "resp_fe", "req_cycle", 64, ti, in->cycle);
 	txn(d, "resp_fe", "resp_cycle", 64, to, out->cycle);
 	txn(d, "resp_fe", "req_qpn", 24, ti, in->qpn);
-	txn(d, "resp_fe", "req_opcode", 8, ti, in->opcode);
+	txn(d, "resp_fe", "req_pkt_opcode", 8, ti, in->opcode);
 	txn(d, "resp_fe", "req_psn", 24, ti, in->psn);
 	txn(d, "resp_fe", "req_epsn", 24, ti, in->epsn);
 	txn(d, "resp_fe", "req_paylen", 32, ti, in->paylen);
