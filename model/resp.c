@@ -1,11 +1,12 @@
-/* resp: the responder (IBA 9.7.2-9.7.5, rxe's resp.c in spirit). For each request packet: the
- * QP must be able to receive; on RC the PSN is checked (a gap earns one sequence NAK, then
- * silence until the expected PSN; a duplicate SEND/WRITE is re-acknowledged, never executed
- * again), on UC a gap drops up to the next FIRST/ONLY; the opcode must continue the message in
- * progress; SEND data is scattered into the next receive WQE (RQ or SRQ), WRITE data goes
- * where its RETH's rkey allows, READ requests are answered from memory, atomics are executed
- * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
- * operational error, each moving the responder's QP to ERR. */
+/* resp: the responder (IBA 9.7.2-9.7.5, rxe's resp.c in spirit). For each request packet the
+ * front end (model/resp_fe.c, rtl/resp_fe.sv) decides the checks in one transaction and the
+ * steps apply its verdict: the QP must be able to receive; on RC the PSN is checked (a gap
+ * earns one sequence NAK, then silence until the expected PSN; a duplicate SEND/WRITE is
+ * re-acknowledged, never executed again), on UC a gap drops up to the next FIRST/ONLY; the
+ * opcode must continue the message in progress; SEND data is scattered into the next receive
+ * WQE (RQ or SRQ), WRITE data goes where its RETH's rkey allows, READ requests are answered
+ * from memory, atomics are executed once. Errors follow IBA's classes: NAK-invalid request,
+ * NAK-remote access, NAK-remote operational error, each moving the responder's QP to ERR. */
 #include "model/resp.h"
 #include "model/cqe.h"
 #include "model/dma.h"
@@ -546,6 +547,9 @@ struct resp_pkt {
  * as it arrives (pos: its opcode's position), one transaction per packet; the steps apply its
  * verdict in their order. The key table's entry of the request's rkey and the XRC domain of
  * the SRQ its XRCETH names go in with it (the block has no memory port). */
+/* The answer is due within pipe.resp_cycles, whose minimum (sim/config.def) is this latency. */
+_Static_assert(HM_RESP_FE_LATENCY == 1, "pipe.resp_cycles' minimum is the front end's latency");
+
 static void front_end(struct resp_pkt *c, uint8_t pos, sim_time_t arrival)
 {
 	struct hm_dev *d = c->d;
