@@ -221,13 +221,24 @@ $(VL)/timers_p/Vtimers_p__ALL.a: rtl/timers.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefi
 		{ cat $(@D)/build.log; exit 1; }
 	@touch $@
 PIPE_ARCH  += $(VL)/timers_p/Vtimers_p__ALL.a
+# And resp_fe with its stages (testbench/blocks/test_resp_fe_pins.cpp): 48-bit addresses, 24-bit
+# PDNs, answers held up to 16 cycles.
+$(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a: rtl/resp_fe.sv $(VL_SRCS_resp_fe) rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GVA_BITS=48 -GPDN_BITS=24 -GMAX_HOLD=16 --prefix Vresp_fe_pins --top-module resp_fe \
+		--Mdir $(@D) rtl/hca_pkg.sv $(RTL_PRIM) $(VL_SRCS_resp_fe) rtl/resp_fe.sv \
+		>$(@D)/build.log || { cat $(@D)/build.log; exit 1; }
+	@touch $@
+PIPE_ARCH  += $(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a
 PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
-              testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp
+              testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp \
+              testbench/blocks/test_resp_fe_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
 		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins \
-		-isystem $(VL)/timers_p -o $@ \
+		-isystem $(VL)/timers_p -isystem $(VL)/resp_fe_pins -o $@ \
 		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
 		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
