@@ -72,6 +72,9 @@ TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
 # sched's PIPELINE is the C twin's HM_SCHED_PIPELINE (model/twin.h): one number, read here.
 SCHED_PIPELINE := $(shell sed -n 's/^\#define HM_SCHED_PIPELINE \([0-9]*\).*/\1/p' model/twin.h)
 VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
+# VL_SRCS_<name>: the blocks a block instantiates as its stages, Verilated with it (resp_fe:
+# psn's PSN stage and mkey's key stage).
+VL_SRCS_resp_fe := rtl/psn.sv rtl/mkey.sv
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
@@ -85,11 +88,12 @@ VL_COV_OBJ := verilated_cov.o
 endif
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
-# block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
-# sched_bug, mkey_bug and timers_bug, cqe, sched, mkey and timers with the test-only HCA_RTL_BUG
-VL_BUGS    := cqe sched mkey timers
+# block name, Verilator prefix, extra flags (: between them): every twin, and <b>_bug for each
+# b of VL_BUGS, the block with the test-only HCA_RTL_BUG and HCA_RTL_BUG_<B> (a block's stage,
+# Verilated within another's bug model, keeps its own bug out by the second)
+VL_BUGS    := cqe sched mkey timers resp_fe
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
-              $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:$(VL_FLAGS_$(b)))
+              $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:-DHCA_RTL_BUG_$(shell echo $(b) | tr a-z A-Z):$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
 VL_RUNTIME := $(VL)/runtime/libverilated.a
 VL_OBJS    := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/vl/*.cpp))
@@ -151,14 +155,14 @@ $(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' | cmp -s - 
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
-$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
+$(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv $(VL_SRCS_$(4)) rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/$(1)
 	+$(VERILATOR) $(VLFLAGS) $(3) --prefix $(2) --top-module $(4) --Mdir $(VL)/$(1) \
-		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(4).sv >$(VL)/$(1)/build.log || \
+		rtl/hca_pkg.sv $(RTL_PRIM) $(VL_SRCS_$(4)) rtl/$(4).sv >$(VL)/$(1)/build.log || \
 		{ cat $(VL)/$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
-$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
+$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(patsubst %_bug,%,$(word 1,$(subst :, ,$(m)))))))
 
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
 $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a $(VL_STAMP)
@@ -217,13 +221,24 @@ $(VL)/timers_p/Vtimers_p__ALL.a: rtl/timers.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefi
 		{ cat $(@D)/build.log; exit 1; }
 	@touch $@
 PIPE_ARCH  += $(VL)/timers_p/Vtimers_p__ALL.a
+# And resp_fe with its stages (testbench/blocks/test_resp_fe_pins.cpp): 48-bit addresses, 24-bit
+# PDNs, answers held up to 16 cycles.
+$(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a: rtl/resp_fe.sv $(VL_SRCS_resp_fe) rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GVA_BITS=48 -GPDN_BITS=24 -GMAX_HOLD=16 --prefix Vresp_fe_pins --top-module resp_fe \
+		--Mdir $(@D) rtl/hca_pkg.sv $(RTL_PRIM) $(VL_SRCS_resp_fe) rtl/resp_fe.sv \
+		>$(@D)/build.log || { cat $(@D)/build.log; exit 1; }
+	@touch $@
+PIPE_ARCH  += $(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a
 PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
-              testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp
+              testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp \
+              testbench/blocks/test_resp_fe_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
 		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins \
-		-isystem $(VL)/timers_p -o $@ \
+		-isystem $(VL)/timers_p -isystem $(VL)/resp_fe_pins -o $@ \
 		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
 		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim
@@ -308,11 +323,11 @@ SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \
 all: $(SC_BIN)
 
 define sc_model
-$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
+$(VL)/sc_$(1)/Vsc_$(1)__ALL.a: rtl/$(1).sv $(VL_SRCS_$(1)) rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STAMP)
 	@mkdir -p $(VL)/sc_$(1)
 	+$(VERILATOR) --sc --build -j 1 -Wall -O3 --assert -MAKEFLAGS OPT_FAST=-O2 \
 		-MAKEFLAGS OPT_GLOBAL=-O2 $(2) --prefix Vsc_$(1) --top-module $(1) --Mdir $(VL)/sc_$(1) \
-		rtl/hca_pkg.sv $(RTL_PRIM) rtl/$(1).sv >$(VL)/sc_$(1)/build.log || \
+		rtl/hca_pkg.sv $(RTL_PRIM) $(VL_SRCS_$(1)) rtl/$(1).sv >$(VL)/sc_$(1)/build.log || \
 		{ cat $(VL)/sc_$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
@@ -367,6 +382,8 @@ $(BUILD)/test/block-%: $(OBJ)/testbench/blocks/test_%.o $(OBJ)/model/%.o $(BLOCK
 	$(CC) $(LDFLAGS) -o $@ $^ $$(pkg-config --libs criterion) -linih -lz
 # the completer's timers are a block of their own (model/timers.c) that it drives
 $(BUILD)/test/block-comp: $(OBJ)/model/timers.o
+# and the responder its front end (model/resp_fe.c), whose PSN and key stages the stubs answer
+$(BUILD)/test/block-resp: $(OBJ)/model/resp_fe.o
 
 $(EXEC_PROBE): $(OBJ)/testbench/exec/probe.o $(LIBHCASIM) $(LIBIBVERBS)
 	@mkdir -p $(@D)

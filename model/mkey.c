@@ -69,6 +69,19 @@ void hm_mkey_twin_check(struct hm_dev *d, const struct hm_mkey_in *in, struct hm
 	hm_twin_call(d, &mkey_check_op, in->cycle, in, out, &rtl);
 }
 
+void hm_mkey_entry(struct hm_dev *d, uint32_t key, struct hm_mkey_ctx *ctx)
+{
+	const struct hm_mkey *mk;
+
+	if (key >> 8 >= d->dp->nmkeys) {
+		memset(ctx, 0, sizeof(*ctx));
+		return;
+	}
+	mk = &d->dp->mkeys[key >> 8];
+	*ctx = (struct hm_mkey_ctx){ mk->valid, mk->variant, mk->mw_type, mk->bound, mk->pdn,
+				     mk->access, mk->qpn, mk->va, mk->len, mk->iova };
+}
+
 /* A check through the port: the entry the key's index names is read from the table and handed
  * in (the block has no DMA port yet). */
 static enum hm_mkey_result mkey_port(struct hm_dev *d, bool remote, uint32_t key, uint32_t qpn,
@@ -80,13 +93,7 @@ static enum hm_mkey_result mkey_port(struct hm_dev *d, bool remote, uint32_t key
 				 .nkeys = d->dp->nmkeys };
 	struct hm_mkey_out out;
 
-	if (key >> 8 < d->dp->nmkeys) {
-		const struct hm_mkey *mk = &d->dp->mkeys[key >> 8];
-
-		in.ctx = (struct hm_mkey_ctx){ mk->valid, mk->variant, mk->mw_type, mk->bound,
-					       mk->pdn, mk->access, mk->qpn, mk->va, mk->len,
-					       mk->iova };
-	}
+	hm_mkey_entry(d, key, &in.ctx);
 	hm_mkey_twin_check(d, &in, &out);
 	if (out.result == HM_MKEY_OK)
 		*iova = out.iova;

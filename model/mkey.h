@@ -19,6 +19,9 @@ enum hm_mkey_result hm_mkey_check(struct hm_dev *d, uint32_t key, uint32_t pdn, 
 enum hm_mkey_result hm_rkey_check(struct hm_dev *d, uint32_t key, const struct hm_qp *qp,
 				  uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
 				  uint64_t *iova);
+/* The key table's entry at key's index as the key check sees it (all zero beyond the table):
+ * what a block with a key stage (resp_fe) is handed with its request. */
+void hm_mkey_entry(struct hm_dev *d, uint32_t key, struct hm_mkey_ctx *ctx);
 
 /* Memory windows (IBA 10.6.7), run when the requester reaches their WQE. Bind the window the
  * BIND_MW WQE wqe of qp names: HCA_VERR_NONE, or the MW_* check that failed (nothing changes). */

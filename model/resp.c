@@ -1,11 +1,12 @@
-/* resp: the responder (IBA 9.7.2-9.7.5, rxe's resp.c in spirit). For each request packet: the
- * QP must be able to receive; on RC the PSN is checked (a gap earns one sequence NAK, then
- * silence until the expected PSN; a duplicate SEND/WRITE is re-acknowledged, never executed
- * again), on UC a gap drops up to the next FIRST/ONLY; the opcode must continue the message in
- * progress; SEND data is scattered into the next receive WQE (RQ or SRQ), WRITE data goes
- * where its RETH's rkey allows, READ requests are answered from memory, atomics are executed
- * once. Errors follow IBA's classes: NAK-invalid request, NAK-remote access, NAK-remote
- * operational error, each moving the responder's QP to ERR. */
+/* resp: the responder (IBA 9.7.2-9.7.5, rxe's resp.c in spirit). For each request packet the
+ * front end (model/resp_fe.c, rtl/resp_fe.sv) decides the checks in one transaction and the
+ * steps apply its verdict: the QP must be able to receive; on RC the PSN is checked (a gap
+ * earns one sequence NAK, then silence until the expected PSN; a duplicate SEND/WRITE is
+ * re-acknowledged, never executed again), on UC a gap drops up to the next FIRST/ONLY; the
+ * opcode must continue the message in progress; SEND data is scattered into the next receive
+ * WQE (RQ or SRQ), WRITE data goes where its RETH's rkey allows, READ requests are answered
+ * from memory, atomics are executed once. Errors follow IBA's classes: NAK-invalid request,
+ * NAK-remote access, NAK-remote operational error, each moving the responder's QP to ERR. */
 #include "model/resp.h"
 #include "model/cqe.h"
 #include "model/dma.h"
@@ -363,6 +364,31 @@ static sim_time_t resp_ud(struct hm_dev *d, struct hm_qp *qp, const struct hm_pk
 }
 
 
+/* A front end's refusal (model/resp_fe.c) as the NAK's syndrome and the vendor error: the
+ * classes of IBA 9.7.5.2.8 (invalid request, remote access). */
+static uint32_t fe_verr(const struct hm_resp_fe_out *fe)
+{
+	static const uint32_t verr[] = {
+		[HM_RESP_FE_OPCODE_SEQ] = HCA_VERR_REQ_OPCODE_SEQ,
+		[HM_RESP_FE_XRC_SRQ] = HCA_VERR_REQ_XRC_SRQ,
+		[HM_RESP_FE_OPCODE] = HCA_VERR_REQ_OPCODE,
+		[HM_RESP_FE_NO_ACCESS] = HCA_VERR_REQ_NO_ACCESS,
+		[HM_RESP_FE_ALIGN] = HCA_VERR_REQ_ATOMIC_ALIGN,
+		[HM_RESP_FE_LENGTH] = HCA_VERR_REQ_LEN,
+	};
+
+	if (fe->verdict == HM_RESP_FE_RKEY)
+		return hm_mkey_verr((enum hm_mkey_result)fe->key, true);
+	return fe->verdict < sizeof(verr) / sizeof(verr[0]) ? verr[fe->verdict] : HCA_VERR_NONE;
+}
+
+static uint8_t fe_syndrome(const struct hm_resp_fe_out *fe)
+{
+	return fe->verdict == HM_RESP_FE_NO_ACCESS || fe->verdict == HM_RESP_FE_RKEY
+		       ? HM_AETH_NAK_REM_ACCESS
+		       : HM_AETH_NAK_INV_REQ;
+}
+
 /* The responder's checks of a remote access of len bytes at va with rkey: the QP's access
  * flags, then the key (IBA 10.6.3.2). HCA_VERR_NONE and *iova, or the check that failed. */
 static uint32_t rkey_verr(struct hm_dev *d, const struct hm_qp *qp, uint32_t access,
@@ -376,15 +402,13 @@ static uint32_t rkey_verr(struct hm_dev *d, const struct hm_qp *qp, uint32_t acc
 		   : HCA_VERR_NONE;
 }
 
-/* Answer an RDMA READ request: one response packet per path MTU, read from memory. */
+/* Answer an RDMA READ request: one response packet per path MTU, read from memory at iova
+ * (verr: the access checks' failure, else HCA_VERR_NONE). */
 static sim_time_t resp_read(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
-			    sim_time_t t)
+			    uint32_t verr, uint64_t iova, sim_time_t t)
 {
 	unsigned mtu = hm_qp_mtu(d, qp);
 	uint32_t len = p->reth_dmalen, n = len ? (len + mtu - 1) / mtu : 1, off = 0;
-	uint64_t iova = 0;
-	uint32_t verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_READ, p->reth_rkey, p->reth_va, len,
-				  &iova);
 
 	if (verr) {
 		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, verr, t);
@@ -435,19 +459,14 @@ static void send_atomic_ack(struct hm_dev *d, struct hm_qp *qp, const struct hm_
 	hm_port_send(d, hm_qp_port(qp), &r, t, 0);
 }
 
+/* An atomic the front end passed (fe): executed at its device address. */
 static sim_time_t resp_atomic(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p,
-			      sim_time_t t)
+			      const struct hm_resp_fe_out *fe, sim_time_t t)
 {
-	uint64_t iova, orig, val;
-	uint32_t verr;
+	uint64_t iova = fe->iova, orig, val;
 
-	if (p->atomic_va & 7) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_ATOMIC_ALIGN, t);
-		return t;
-	}
-	verr = rkey_verr(d, qp, HCA_ACCESS_REMOTE_ATOMIC, p->atomic_rkey, p->atomic_va, 8, &iova);
-	if (verr) {
-		resp_fatal(d, qp, p, HM_AETH_NAK_REM_ACCESS, verr, t);
+	if (fe->verdict != HM_RESP_FE_EXECUTE) {
+		resp_fatal(d, qp, p, fe_syndrome(fe), fe_verr(fe), t);
 		return t;
 	}
 	/* Read, modify and write as one operation of the device (IBA 9.4.5: atomic with
@@ -521,7 +540,42 @@ struct resp_pkt {
 	uint8_t op;       /* opcode without its transport bits */
 	uint8_t cls;      /* its class (enum hm_op_class) */
 	bool first, last; /* FIRST or ONLY; LAST or ONLY */
+	struct hm_resp_fe_out fe; /* the front end's verdict: the checks the steps apply */
 };
+
+/* The front end (model/resp_fe.c, rtl/resp_fe.sv) checks the request against the QP's context
+ * as it arrives (pos: its opcode's position), one transaction per packet; the steps apply its
+ * verdict in their order. The key table's entry of the request's rkey and the XRC domain of
+ * the SRQ its XRCETH names go in with it (the block has no memory port). */
+/* The answer is due within pipe.resp_cycles, whose minimum (sim/config.def) is this latency. */
+_Static_assert(HM_RESP_FE_LATENCY == 1, "pipe.resp_cycles' minimum is the front end's latency");
+
+static void front_end(struct resp_pkt *c, uint8_t pos, sim_time_t arrival)
+{
+	struct hm_dev *d = c->d;
+	const struct hm_qp *qp = c->qp;
+	const struct hm_pkt *p = c->p;
+	bool xrc = qp->type == HCA_QPT_XRC_RECV;
+	const struct hm_srq *srq = xrc ? hm_srq_get(d, p->xrc_srqn) : NULL;
+	struct hm_resp_fe_in in = {
+		.cycle = sim_clock_cycles(&d->core, sim_clock_edge(&d->core, arrival)),
+		.opcode = p->opcode, .pos = pos, .cls = c->cls, .psn = p->psn, .paylen = p->paylen,
+		.reth_va = p->reth_va, .reth_rkey = p->reth_rkey, .reth_len = p->reth_dmalen,
+		.atomic_va = p->atomic_va, .atomic_rkey = p->atomic_rkey, .pkt_srqn = p->xrc_srqn,
+		.qp_type = qp->type, .qpn = qp->qpn, .qp_access = qp->attr.access_flags,
+		.epsn = qp->resp.epsn, .nak_sent = qp->resp.nak_sent, .in_msg = qp->resp.in_msg,
+		.uc_drop = qp->resp.uc_drop, .msg_write = qp->resp.msg_kind != 0,
+		.wr_va = qp->resp.wr_va, .wr_rkey = qp->resp.wr_rkey, .wr_left = qp->resp.wr_left,
+		.xrc_srqn = qp->resp.xrc_srqn, .qp_xrcd = xrc ? qp->xrcd : 0,
+		.srq_xrcd = xrc && srq ? srq->xrcd : 0, .nkeys = d->dp->nmkeys
+	};
+	uint32_t rkey = hm_resp_fe_rkey(&in);
+
+	/* the PD of the access: an XRC request's is its SRQ's, once the SRQ check passed */
+	in.pdn = !xrc ? qp->pdn : srq ? srq->pdn : 0;
+	hm_mkey_entry(d, rkey, &in.key);
+	hm_resp_fe_check(d, &in, &c->fe);
+}
 
 static enum resp_step chk_type(struct resp_pkt *c)
 {
@@ -549,13 +603,14 @@ static enum resp_step chk_psn_uc(struct resp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
 
-	if (c->p->psn != qp->resp.epsn) {
-		out_of_seq(c->d, qp, c->p->psn, hm_psn_cmp(c->p->psn, qp->resp.epsn) > 0);
+	if (c->fe.psn_cls != HM_PSN_EXPECTED) {
+		out_of_seq(c->d, qp, c->p->psn, c->fe.psn_cls == HM_PSN_AHEAD);
 		qp->resp.uc_drop = !c->first;
 		qp->resp.in_msg = false;
 	}
 	qp->resp.epsn = (c->p->psn + 1) & HCA_PSN_MASK;
-	if (qp->resp.uc_drop && !c->first) {
+	if (c->fe.verdict == HM_RESP_FE_UC_LOST) {
+		qp->resp.uc_drop = true;
 		c->d->dp->rx_dropped++; /* the rest of a message already lost */
 		trace_pkt_drop_uc_lost(c->d->devno, qp->qpn);
 		return RESP_DONE;
@@ -564,27 +619,21 @@ static enum resp_step chk_psn_uc(struct resp_pkt *c)
 	return RESP_CHK_OP_SEQ;
 }
 
-/* RC: the PSN classifier block (model/twin.h). Out of sequence: one NAK, then silence until
+/* RC: the front end's PSN stage (the psn block). Out of sequence: one NAK, then silence until
  * the expected PSN. */
 static enum resp_step chk_psn(struct resp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
-	struct hm_psn_in in = { .cycle = sim_clock_cycles(&c->d->core, c->t),
-				.psn = c->p->psn,
-				.epsn = qp->resp.epsn,
-				.nak_sent = qp->resp.nak_sent };
-	struct hm_psn_out out;
 
 	if (qp->type == HCA_QPT_UC)
 		return chk_psn_uc(c);
-	hm_psn_classify(c->d, &in, &out);
-	qp->resp.nak_sent = out.nak_sent;
-	if (out.cls == HM_PSN_DUPLICATE)
+	qp->resp.nak_sent = c->fe.nak_sent;
+	if (c->fe.verdict == HM_RESP_FE_DUPLICATE)
 		return RESP_DUPLICATE;
-	if (out.cls != HM_PSN_AHEAD)
+	if (c->fe.verdict != HM_RESP_FE_AHEAD)
 		return RESP_CHK_OP_SEQ;
 	out_of_seq(c->d, qp, c->p->psn, true);
-	if (out.send_nak)
+	if (c->fe.send_nak)
 		send_ack(c->d, qp, c->p, HM_AETH_NAK_SEQ, qp->resp.epsn, c->t);
 	return RESP_DONE;
 }
@@ -599,8 +648,12 @@ static enum resp_step duplicate(struct resp_pkt *c)
 	out_of_seq(c->d, qp, p->psn, false);
 	if (p->opcode == HM_OP_READ_REQUEST) {
 		uint32_t e = qp->resp.epsn, m = qp->resp.msn;
+		uint64_t iova = 0;
+		/* the front end checks no duplicate: the READ's access is checked again here */
+		uint32_t verr = rkey_verr(c->d, qp, HCA_ACCESS_REMOTE_READ, p->reth_rkey,
+					  p->reth_va, p->reth_dmalen, &iova);
 
-		c->t = resp_read(c->d, qp, p, c->t);
+		c->t = resp_read(c->d, qp, p, verr, iova, c->t);
 		qp->resp.epsn = e;
 		qp->resp.msn = m;
 	} else if (p->opcode == HM_OP_COMPARE_SWAP || p->opcode == HM_OP_FETCH_ADD) {
@@ -617,64 +670,44 @@ static enum resp_step duplicate(struct resp_pkt *c)
 	return RESP_DONE;
 }
 
-/* XRC_RECV: the XRCETH must name a live XRC SRQ of the QP's XRC domain, and within a message
- * the SRQ it began with; otherwise NAK invalid request (IBA annex A14). */
-static bool xrc_srq_ok(struct resp_pkt *c)
-{
-	struct hm_qp *qp = c->qp;
-	const struct hm_srq *srq = hm_srq_get(c->d, c->p->xrc_srqn);
-
-	if (qp->type != HCA_QPT_XRC_RECV)
-		return true;
-	if (!srq || !srq->xrcd || srq->xrcd != qp->xrcd ||
-	    (qp->resp.in_msg && c->p->xrc_srqn != qp->resp.xrc_srqn))
-		return false;
-	qp->resp.xrc_srqn = c->p->xrc_srqn;
-	return true;
-}
-
-/* The opcode must continue the message in progress (IBA 9.7.5.1.6). */
+/* The opcode must continue the message in progress (IBA 9.7.5.1.6); an XRC_RECV request's
+ * XRCETH must name a live XRC SRQ of the QP's XRC domain, within a message the SRQ it began
+ * with (IBA annex A14). Either refusal is a NAK invalid request. */
 static enum resp_step chk_op_seq(struct resp_pkt *c)
 {
-	const struct hm_qp *qp = c->qp;
-
-	if ((qp->resp.in_msg && c->first) || (!qp->resp.in_msg && !c->first) ||
-	    (qp->resp.in_msg && ((qp->resp.msg_kind == 0) != !!(c->cls & HM_OPC_SEND)))) {
-		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE_SEQ, c->t);
+	if (c->fe.verdict == HM_RESP_FE_OPCODE_SEQ || c->fe.verdict == HM_RESP_FE_XRC_SRQ) {
+		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, fe_verr(&c->fe), c->t);
 		return RESP_DONE;
 	}
-	if (!xrc_srq_ok(c)) {
-		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_XRC_SRQ, c->t);
-		return RESP_DONE;
-	}
+	if (c->qp->type == HCA_QPT_XRC_RECV)
+		c->qp->resp.xrc_srqn = c->p->xrc_srqn;
 	return RESP_CLASSIFY;
 }
 
+/* Which kind of request, as the front end found it valid for the QP's type. */
 static enum resp_step classify(struct resp_pkt *c)
 {
-	bool rc = hca_qpt_reliable(c->qp->type);
+	static const enum resp_step step[] = { [HM_RESP_FE_READ] = RESP_READ,
+					       [HM_RESP_FE_ATOMIC] = RESP_ATOMIC,
+					       [HM_RESP_FE_SEND] = RESP_SEND,
+					       [HM_RESP_FE_WRITE] = RESP_WRITE };
 
-	if (rc && (c->cls & HM_OPC_READ_REQ))
-		return RESP_READ;
-	if (rc && (c->cls & HM_OPC_ATOMIC))
-		return RESP_ATOMIC;
-	if (c->cls & HM_OPC_SEND)
-		return RESP_SEND;
-	if (c->cls & HM_OPC_WRITE)
-		return RESP_WRITE;
-	resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE, c->t);
-	return RESP_DONE;
+	if (c->fe.verdict == HM_RESP_FE_OPCODE) {
+		resp_fatal(c->d, c->qp, c->p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_OPCODE, c->t);
+		return RESP_DONE;
+	}
+	return step[c->fe.kind & 3];
 }
 
 static enum resp_step read_req(struct resp_pkt *c)
 {
-	c->t = resp_read(c->d, c->qp, c->p, c->t);
+	c->t = resp_read(c->d, c->qp, c->p, fe_verr(&c->fe), c->fe.iova, c->t);
 	return RESP_DONE;
 }
 
 static enum resp_step atomic_req(struct resp_pkt *c)
 {
-	c->t = resp_atomic(c->d, c->qp, c->p, c->t);
+	c->t = resp_atomic(c->d, c->qp, c->p, &c->fe, c->t);
 	return RESP_DONE;
 }
 
@@ -735,7 +768,6 @@ static enum resp_step write_req(struct resp_pkt *c)
 {
 	struct hm_qp *qp = c->qp;
 	const struct hm_pkt *p = c->p;
-	uint64_t iova;
 
 	if (c->last && (c->op == HM_OP_WRITE_LAST_IMM || c->op == HM_OP_WRITE_ONLY_IMM) &&
 	    !take_rwqe(c->d, qp, &c->t)) {
@@ -750,7 +782,7 @@ static enum resp_step write_req(struct resp_pkt *c)
 		return RESP_DONE;
 	}
 	if (c->first) {
-		if (!(qp->attr.access_flags & HCA_ACCESS_REMOTE_WRITE)) {
+		if (c->fe.verdict == HM_RESP_FE_NO_ACCESS) {
 			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, HCA_VERR_REQ_NO_ACCESS, c->t);
 			return RESP_DONE;
 		}
@@ -761,22 +793,13 @@ static enum resp_step write_req(struct resp_pkt *c)
 		qp->resp.in_msg = true;
 		qp->resp.msg_kind = 1;
 	}
-	if (p->paylen > qp->resp.wr_left || (c->last && p->paylen != qp->resp.wr_left)) {
-		resp_fatal(c->d, qp, p, HM_AETH_NAK_INV_REQ, HCA_VERR_REQ_LEN, c->t);
+	/* the front end's length check against the RETH, then the rkey's */
+	if (c->fe.verdict != HM_RESP_FE_EXECUTE) {
+		resp_fatal(c->d, qp, p, fe_syndrome(&c->fe), fe_verr(&c->fe), c->t);
 		return RESP_DONE;
 	}
-	if (p->paylen) {
-		enum hm_mkey_result r = hm_rkey_check(c->d, qp->resp.wr_rkey, qp, resp_pdn(c->d, qp),
-						      qp->resp.wr_va,
-						      p->paylen, HCA_ACCESS_REMOTE_WRITE, &iova);
-
-		if (r != HM_MKEY_OK) {
-			resp_fatal(c->d, qp, p, HM_AETH_NAK_REM_ACCESS, hm_mkey_verr(r, true), c->t);
-			return RESP_DONE;
-		}
-	}
 	if (p->paylen) /* cut-through: written as it comes through the pipeline */
-		hm_dma_write_rx(c->d, iova, p->payload, p->paylen,
+		hm_dma_write_rx(c->d, c->fe.iova, p->payload, p->paylen,
 				&(struct hm_ct){ .ready = c->t, .frame = p->frame },
 				hm_port_tail_bytes(c->d, hm_qp_port(qp)));
 	qp->resp.wr_va += p->paylen;
@@ -835,7 +858,10 @@ sim_time_t hm_resp_rx(struct hm_dev *d, struct hm_qp *qp, const struct hm_pkt *p
 			      .last = oi->pos == HM_POS_LAST || oi->pos == HM_POS_ONLY };
 	enum resp_step step = RESP_CHK_TYPE;
 
+	/* the front end's answer is within pipe.resp_cycles (at least HM_RESP_FE_LATENCY) */
 	c.t = sim_clock_after(&d->core, t, d->cfg.resp_cycles);
+	if (qp->type != HCA_QPT_UD)
+		front_end(&c, oi->pos, t);
 	while (step != RESP_DONE) {
 		trace_step_resp(d->devno, qp->qpn, p->psn, resp_step_names[step]);
 		step = resp_steps[step](&c);

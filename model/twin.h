@@ -248,6 +248,76 @@ struct hm_timers_expire_out {
 	X(timers, set, hm_timers_set_in, hm_timers_set_out)                                        \
 	X(timers, expire, hm_timers_expire_in, hm_timers_expire_out)
 
+/* ---- resp_fe: the responder's front end (IBA 9.7.5.1, 9.7.5.1.6, 10.6) --------------------- */
+
+/* CHECK: one request packet (RC, UC or XRC_RECV; UD has none) before the responder executes
+ * it, against the QP's responder context: the PSN (the psn block is its first stage: RC
+ * classifies, UC finds a gap), the opcode sequence and an XRC request's SRQ, the opcode valid
+ * for the QP type, then by kind the QP's access flags, an atomic's alignment, a WRITE's
+ * length against its RETH, and the rkey (the mkey block is its key stage). The verdict is
+ * where the packet goes; the caller applies it (model/resp.c). The key table and the SRQ
+ * table are the device's: until the block has a DMA port the caller reads the entry of the key
+ * the request names (hm_resp_fe_rkey) and the XRC domain of the SRQ its XRCETH names. Answered
+ * HM_RESP_FE_LATENCY cycles after it is taken (the key stage's registered answer): the first
+ * cycle of pipe.resp_cycles, which is at least that (docs/timing.md). */
+#define HM_RESP_FE_LATENCY 1
+struct hm_resp_fe_in {
+	uint64_t cycle;
+	/* the packet: its opcode decoded by the opcode table (model/pkt.h) */
+	uint8_t opcode;
+	uint8_t pos;          /* enum hm_op_pos */
+	uint8_t cls;          /* enum hm_op_class bits */
+	uint32_t psn, paylen;
+	uint64_t reth_va;     /* RETH (READ, WRITE FIRST/ONLY) */
+	uint32_t reth_rkey, reth_len;
+	uint64_t atomic_va;   /* AtomicETH */
+	uint32_t atomic_rkey;
+	uint32_t pkt_srqn;    /* XRCETH */
+	/* the QP and its responder context */
+	uint8_t qp_type;      /* HCA_QPT_RC, _UC or _XRC_RECV */
+	uint32_t qpn;
+	uint32_t qp_access;   /* the QP's HCA_ACCESS_* */
+	uint32_t epsn;
+	bool nak_sent, in_msg, uc_drop;
+	bool msg_write;       /* the message in progress is a WRITE (else a SEND) */
+	uint64_t wr_va;       /* a WRITE in progress: where its next byte goes, its rkey, bytes left */
+	uint32_t wr_rkey, wr_left;
+	uint32_t xrc_srqn;    /* XRC: the SRQ of the message in progress */
+	uint32_t qp_xrcd;     /* XRC: the QP's XRC domain, and that of the SRQ pkt_srqn names (0: */
+	uint32_t srq_xrcd;    /* none) */
+	/* the key stage: the PD of the access, the table's size, its entry at rkey >> 8 */
+	uint32_t pdn, nkeys;
+	struct hm_mkey_ctx key;
+};
+enum hm_resp_fe_verdict {
+	HM_RESP_FE_EXECUTE = 0,   /* every check passed: execute it as kind */
+	HM_RESP_FE_DUPLICATE = 1, /* RC: a duplicate, answered again, never executed twice */
+	HM_RESP_FE_AHEAD = 2,     /* RC: a PSN gap; send_nak says whether it earns the NAK */
+	HM_RESP_FE_UC_LOST = 3,   /* UC: a packet of a message already lost: dropped */
+	HM_RESP_FE_OPCODE_SEQ = 4, /* NAK invalid request: the opcode does not continue the message */
+	HM_RESP_FE_XRC_SRQ = 5,   /* NAK invalid request: the XRCETH's SRQ */
+	HM_RESP_FE_OPCODE = 6,    /* NAK invalid request: no request of the QP's type */
+	HM_RESP_FE_NO_ACCESS = 7, /* NAK remote access: the QP's access flags refuse it */
+	HM_RESP_FE_ALIGN = 8,     /* NAK invalid request: an atomic not 8-byte aligned */
+	HM_RESP_FE_LENGTH = 9,    /* NAK invalid request: a WRITE's length against its RETH */
+	HM_RESP_FE_RKEY = 10,     /* NAK remote access: the rkey (key says how) */
+};
+enum hm_resp_fe_kind {
+	HM_RESP_FE_READ = 0, HM_RESP_FE_ATOMIC = 1, HM_RESP_FE_SEND = 2, HM_RESP_FE_WRITE = 3
+};
+struct hm_resp_fe_out {
+	uint64_t cycle;       /* in.cycle + HM_RESP_FE_LATENCY */
+	uint8_t verdict;      /* enum hm_resp_fe_verdict */
+	uint8_t kind;         /* enum hm_resp_fe_kind, once the opcode is known valid; else 0 */
+	uint8_t psn_cls;      /* the PSN stage: enum hm_psn_class (UC: a gap if not EXPECTED) */
+	bool send_nak;        /* RC: AHEAD and no NAK outstanding */
+	bool nak_sent;        /* RC: the flag after this packet; UC: unchanged */
+	uint8_t key;          /* the key stage: enum hm_mkey_result (OK when it had none) */
+	uint64_t iova;        /* the key stage passed: the device address of the access; else 0 */
+};
+
+#define HM_TWIN_OPS_resp_fe(X) X(resp_fe, check, hm_resp_fe_in, hm_resp_fe_out)
+
 /* ---- plugging in -------------------------------------------------------------------------- */
 
 /* The blocks, HM_TWIN_<NAME>, in registry order. */
@@ -369,5 +439,10 @@ void hm_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
 		   struct hm_timers_set_out *out);
 void hm_timers_twin_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,
 			   struct hm_timers_expire_out *out);
+void hm_resp_fe_check(struct hm_dev *d, const struct hm_resp_fe_in *in,
+		      struct hm_resp_fe_out *out);
+/* The rkey request in names (READ, atomic, WRITE: its RETH's, or the WRITE in progress's), 0
+ * for one with none: the key whose table entry goes in as in->key. */
+uint32_t hm_resp_fe_rkey(const struct hm_resp_fe_in *in);
 
 #endif

@@ -525,3 +525,32 @@ void hm_waves_timers_expire(struct hm_dev *d, const struct hm_timers_expire_in *
 {
 	waves_timers(d, in->cycle, out->cycle, 1, in->qpn, in->kind, 0, 0, out->fired, out->at);
 }
+
+/* The front end's transaction, and its PSN stage's in psn's scope (rtl/resp_fe.sv instantiates
+ * rtl/psn.sv: the stage answers in the cycle the request is taken). */
+void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
+		      const struct hm_resp_fe_out *out)
+{
+	sim_time_t ti = in->cycle * cycle_ps(d), to = out->cycle * cycle_ps(d);
+	bool uc = in->qp_type == HCA_QPT_UC;
+	struct hm_psn_in pi = { in->cycle, in->psn, in->epsn, in->nak_sent || uc };
+	struct hm_psn_out po = { in->cycle, out->psn_cls, out->send_nak,
+				 uc ? out->psn_cls != HM_PSN_EXPECTED : out->nak_sent };
+
+	if (!devw_of(d))
+		return;
+	txn(d, "resp_fe", "req_cycle", 64, ti, in->cycle);
+	txn(d, "resp_fe", "resp_cycle", 64, to, out->cycle);
+	txn(d, "resp_fe", "req_qpn", 24, ti, in->qpn);
+	txn(d, "resp_fe", "req_pkt_opcode", 8, ti, in->opcode);
+	txn(d, "resp_fe", "req_psn", 24, ti, in->psn);
+	txn(d, "resp_fe", "req_epsn", 24, ti, in->epsn);
+	txn(d, "resp_fe", "req_paylen", 32, ti, in->paylen);
+	txn_strobe(d, "resp_fe", "req_valid", ti);
+	txn(d, "resp_fe", "resp_verdict", 4, to, out->verdict);
+	txn(d, "resp_fe", "resp_kind", 2, to, out->kind);
+	txn(d, "resp_fe", "resp_psn_cls", 2, to, out->psn_cls);
+	txn(d, "resp_fe", "resp_key", 3, to, out->key);
+	txn_strobe(d, "resp_fe", "resp_valid", to);
+	hm_waves_psn(d, &pi, &po);
+}

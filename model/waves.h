@@ -32,6 +32,8 @@ void hm_waves_sched_pop(struct hm_dev *d, const struct hm_sched_pop_in *in,
 			const struct hm_sched_pop_out *out);
 void hm_waves_cqe(struct hm_dev *d, const struct hm_cqe_in *in, const struct hm_cqe_out *out);
 void hm_waves_psn(struct hm_dev *d, const struct hm_psn_in *in, const struct hm_psn_out *out);
+void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
+		      const struct hm_resp_fe_out *out);
 void hm_waves_mkey(struct hm_dev *d, const struct hm_mkey_in *in, const struct hm_mkey_out *out);
 void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
 			 const struct hm_timers_set_out *out);

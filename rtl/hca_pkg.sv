@@ -12,6 +12,20 @@ package hca_pkg;
   localparam int unsigned HCA_CQE_BYTES = 64;
   localparam int unsigned HCA_MW_TYPE_1 = 1;
   localparam int unsigned HCA_MW_TYPE_2 = 2;
+  localparam int unsigned HCA_QPT_RC = 2;
+  localparam int unsigned HCA_QPT_UC = 3;
+  localparam int unsigned HCA_QPT_XRC_RECV = 10;
+  localparam int unsigned HCA_ACCESS_REMOTE_WRITE = 2;
+  localparam int unsigned HCA_ACCESS_REMOTE_READ = 4;
+  localparam int unsigned HCA_ACCESS_REMOTE_ATOMIC = 8;
+  localparam int unsigned HM_OPC_SEND = 1;
+  localparam int unsigned HM_OPC_WRITE = 2;
+  localparam int unsigned HM_OPC_READ_REQ = 4;
+  localparam int unsigned HM_OPC_ATOMIC = 8;
+  localparam int unsigned HM_POS_ONLY = 0;
+  localparam int unsigned HM_POS_FIRST = 1;
+  localparam int unsigned HM_POS_MIDDLE = 2;
+  localparam int unsigned HM_POS_LAST = 3;
 
   // QP states (hca_hw.h enum hca_qp_state)
   typedef enum logic [2:0] {
@@ -91,6 +105,29 @@ package hca_pkg;
     HM_MKEY_BAD_RANGE = 3'd4,
     HM_MKEY_BAD_QP = 3'd5
   } hm_mkey_result_e;
+
+  // resp_fe verdicts (model/twin.h)
+  typedef enum logic [3:0] {
+    HM_RESP_FE_EXECUTE = 4'd0,
+    HM_RESP_FE_DUPLICATE = 4'd1,
+    HM_RESP_FE_AHEAD = 4'd2,
+    HM_RESP_FE_UC_LOST = 4'd3,
+    HM_RESP_FE_OPCODE_SEQ = 4'd4,
+    HM_RESP_FE_XRC_SRQ = 4'd5,
+    HM_RESP_FE_OPCODE = 4'd6,
+    HM_RESP_FE_NO_ACCESS = 4'd7,
+    HM_RESP_FE_ALIGN = 4'd8,
+    HM_RESP_FE_LENGTH = 4'd9,
+    HM_RESP_FE_RKEY = 4'd10
+  } hm_resp_fe_verdict_e;
+
+  // resp_fe request kinds (model/twin.h)
+  typedef enum logic [1:0] {
+    HM_RESP_FE_READ = 2'd0,
+    HM_RESP_FE_ATOMIC = 2'd1,
+    HM_RESP_FE_SEND = 2'd2,
+    HM_RESP_FE_WRITE = 2'd3
+  } hm_resp_fe_kind_e;
 
   // hca_cqe (64 bytes, formats.def): completion queue entry (64 bytes).
   // Bits [8*off +: 8*bytes] hold the field at byte offset off.

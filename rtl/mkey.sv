@@ -84,7 +84,7 @@ module mkey
   // model's; an access that wraps past the top is refused
   assign end_va = req_va + req_len;
   assign ctx_end = req_ctx_va + req_ctx_len;
-`ifdef HCA_RTL_BUG
+`ifdef HCA_RTL_BUG_MKEY
   // test-only bug (HCASIM_RTL_BUG=mkey): an access ending at the region's last byte is refused
   assign range_bad = req_va < req_ctx_va || end_va < req_va || end_va >= ctx_end;
 `else

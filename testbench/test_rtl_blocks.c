@@ -1482,9 +1482,10 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vc
 
 /* ================================ lint ================================ */
 
-/* Every block of the registry, with the package and rtl/prim/, and the SRAM primitive's
- * synthesis variant, are clean under verilator --lint-only -Wall (the build Verilates with
- * -Wall too, but never the SYNTHESIS branch). */
+/* Every block of the registry, with the package and rtl/prim/ (and the blocks it instantiates
+ * as stages, found in rtl/ by module name: -y), and the SRAM primitive's synthesis variant,
+ * are clean under verilator --lint-only -Wall (the build Verilates with -Wall too, but never
+ * the SYNTHESIS branch). */
 Test(rtl_lint, every_block_and_the_synthesis_sram_are_lint_clean)
 {
 	char cmd[1024];
@@ -1495,8 +1496,8 @@ Test(rtl_lint, every_block_and_the_synthesis_sram_are_lint_clean)
 	for (int b = 0; b <= HM_TWIN_COUNT; b++) {
 		if (b < HM_TWIN_COUNT)
 			snprintf(cmd, sizeof(cmd),
-				 "cd %s && verilator --lint-only -Wall rtl/hca_pkg.sv rtl/prim/*.sv "
-				 "rtl/%s.sv --top-module %s 2>&1",
+				 "cd %s && verilator --lint-only -Wall -y rtl rtl/hca_pkg.sv "
+				 "rtl/prim/*.sv rtl/%s.sv --top-module %s 2>&1",
 				 HCASIM_SRC_DIR, hm_twin_name((enum hm_twin)b),
 				 hm_twin_name((enum hm_twin)b));
 		else

@@ -32,20 +32,20 @@ static void bad_post(void *b, const struct hm_cqe_in *in, struct hm_cqe_out *out
 		out->image.owner ^= 1;
 }
 
-/* A PSN classifier that answers one cycle late. */
-static void late_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
+/* A responder front end (whose first stage classifies the PSN) that answers one cycle late. */
+static void late_check(void *b, const struct hm_resp_fe_in *in, struct hm_resp_fe_out *out)
 {
-	hm_psn_model.classify(b, in, out);
+	hm_resp_fe_model.check(b, in, out);
 	out->cycle++;
 }
 
-static struct hm_psn_ops late_psn;
+static struct hm_resp_fe_ops late_fe;
 
-static const struct hm_psn_ops *late(void)
+static const struct hm_resp_fe_ops *late(void)
 {
-	late_psn = hm_psn_model;
-	late_psn.classify = late_classify;
-	return &late_psn;
+	late_fe = hm_resp_fe_model;
+	late_fe.check = late_check;
+	return &late_fe;
 }
 
 static struct hm_cqe_ops cqe_with(void (*post)(void *, const struct hm_cqe_in *,
@@ -166,14 +166,14 @@ Test(twin, lockstep_compares_cycles_too)
 	const char *why;
 
 	own_modes();
-	hm_twin_register(HM_TWIN_PSN, late());
-	tb_config("impl.psn", "lockstep");
+	hm_twin_register(HM_TWIN_RESP_FE, late());
+	tb_config("impl.resp_fe", "lockstep");
 	tb_open(&a, 0);
 	tb_open(&b, 1);
 	tb_stderr_capture();
 	traffic(&a, &b, 2);
 	why = tb_expect_halt_reported();
-	cr_assert(strstr(why, "block psn") && strstr(why, "field cycle"), "%s", why);
+	cr_assert(strstr(why, "block resp_fe") && strstr(why, "field cycle"), "%s", why);
 	tb_close(&a);
 	tb_close(&b);
 }
@@ -183,8 +183,8 @@ Test(twin, rtl_mode_with_a_registered_twin_runs_the_twin_alone)
 	struct tb_dev a, b;
 
 	own_modes();
-	hm_twin_register(HM_TWIN_PSN, late());
-	tb_config("impl.psn", "rtl");
+	hm_twin_register(HM_TWIN_RESP_FE, late());
+	tb_config("impl.resp_fe", "rtl");
 	tb_open(&a, 0);
 	tb_open(&b, 1);
 	/* rtl mode does not compare: a late answer is taken as it is. */

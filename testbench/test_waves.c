@@ -636,7 +636,7 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 	}
 	closedir(d);
 	free(names);
-	cr_assert_eq(nfilters, 10, "%d filters", nfilters);
+	cr_assert_eq(nfilters, 11, "%d filters", nfilters);
 	/* the values are those of the tables, read here from the headers themselves */
 	{
 		static const struct coded qps[] = {
@@ -683,6 +683,14 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 			{ HM_PSN_DUPLICATE, "DUPLICATE" },
 			{ HM_PSN_AHEAD, "AHEAD" },
 		};
+		static const struct coded fe_verdict[] = {
+			{ HM_RESP_FE_EXECUTE, "EXECUTE" },	 { HM_RESP_FE_DUPLICATE, "DUPLICATE" },
+			{ HM_RESP_FE_AHEAD, "AHEAD" },		 { HM_RESP_FE_UC_LOST, "UC_LOST" },
+			{ HM_RESP_FE_OPCODE_SEQ, "OPCODE_SEQ" }, { HM_RESP_FE_XRC_SRQ, "XRC_SRQ" },
+			{ HM_RESP_FE_OPCODE, "OPCODE" },	 { HM_RESP_FE_NO_ACCESS, "NO_ACCESS" },
+			{ HM_RESP_FE_ALIGN, "ALIGN" },		 { HM_RESP_FE_LENGTH, "LENGTH" },
+			{ HM_RESP_FE_RKEY, "RKEY" },
+		};
 		static const struct coded mkey_res[] = {
 			{ HM_MKEY_OK, "OK" },
 			{ HM_MKEY_BAD_KEY, "BAD_KEY" },
@@ -710,6 +718,7 @@ Test(waves, translate_filters_are_generated_and_hold_the_tables_values)
 		EXPECT_FILTER("cqe_action", action);
 		EXPECT_FILTER("psn_class", cls);
 		EXPECT_FILTER("mkey_result", mkey_res);
+		EXPECT_FILTER("resp_fe_verdict", fe_verdict);
 		EXPECT_FILTER("sched_op", sched_op);
 		EXPECT_FILTER("db_kind", db_kind);
 #undef EXPECT_FILTER
@@ -732,9 +741,11 @@ Test(waves, every_layout_shows_its_coded_signals_through_the_filters)
 		{ ".req_arm[1:0]", "cq_arm" },	      { ".resp_new_arm[1:0]", "cq_arm" },
 		{ ".req_opcode[7:0]", "cqe_opcode" }, { ".req_status[7:0]", "wc_status" },
 		{ ".resp_action[1:0]", "cqe_action" }, { ".resp_cls[1:0]", "psn_class" },
-		{ ".resp_result[2:0]", "mkey_result" },
+		{ ".resp_result[2:0]", "mkey_result" }, { ".resp_verdict[3:0]", "resp_fe_verdict" },
+		{ ".resp_psn_cls[1:0]", "psn_class" }, { ".resp_key[2:0]", "mkey_result" },
 	};
-	static const char *const layouts[] = { "qp_lifecycle", "sched", "cqe", "psn", "mkey" };
+	static const char *const layouts[] = { "qp_lifecycle", "sched", "cqe", "psn", "mkey",
+					       "resp_fe" };
 	int translated = 0;
 
 	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
@@ -782,6 +793,7 @@ Test(waves, every_layout_shows_its_coded_signals_through_the_filters)
 		}
 		free(text);
 	}
-	/* qp_lifecycle 4, sched 2 x 2 x 4, cqe 2 x 2 x 5, psn and mkey 2 x 2 x 1 */
-	cr_expect_eq(translated, 4 + 16 + 20 + 4 + 4, "%d coded signals in the layouts", translated);
+	/* qp_lifecycle 4, sched 2 x 2 x 4, cqe 2 x 2 x 5, psn and mkey 2 x 2 x 1, resp_fe 2 x 2 x 3 */
+	cr_expect_eq(translated, 4 + 16 + 20 + 4 + 4 + 12, "%d coded signals in the layouts",
+		     translated);
 }

@@ -9,6 +9,7 @@
  *   hcasim-gendoc filter NAME   waves/filters/NAME.txt (a coded signal's values by name) */
 #include "model/comp.h"
 #include "model/hw/hca_hw.h"
+#include "model/pkt.h"
 #include "model/req.h"
 #include "model/resp.h"
 #include "model/twin.h"
@@ -216,6 +217,42 @@ static const struct sv_const mkey_res[] = {
 	{ "HM_MKEY_BAD_RANGE", HM_MKEY_BAD_RANGE },
 	{ "HM_MKEY_BAD_QP", HM_MKEY_BAD_QP },
 };
+static const struct sv_const rfe_verdict[] = {
+	{ "HM_RESP_FE_EXECUTE", HM_RESP_FE_EXECUTE },
+	{ "HM_RESP_FE_DUPLICATE", HM_RESP_FE_DUPLICATE },
+	{ "HM_RESP_FE_AHEAD", HM_RESP_FE_AHEAD },
+	{ "HM_RESP_FE_UC_LOST", HM_RESP_FE_UC_LOST },
+	{ "HM_RESP_FE_OPCODE_SEQ", HM_RESP_FE_OPCODE_SEQ },
+	{ "HM_RESP_FE_XRC_SRQ", HM_RESP_FE_XRC_SRQ },
+	{ "HM_RESP_FE_OPCODE", HM_RESP_FE_OPCODE },
+	{ "HM_RESP_FE_NO_ACCESS", HM_RESP_FE_NO_ACCESS },
+	{ "HM_RESP_FE_ALIGN", HM_RESP_FE_ALIGN },
+	{ "HM_RESP_FE_LENGTH", HM_RESP_FE_LENGTH },
+	{ "HM_RESP_FE_RKEY", HM_RESP_FE_RKEY },
+};
+static const struct sv_const rfe_kind[] = {
+	{ "HM_RESP_FE_READ", HM_RESP_FE_READ },
+	{ "HM_RESP_FE_ATOMIC", HM_RESP_FE_ATOMIC },
+	{ "HM_RESP_FE_SEND", HM_RESP_FE_SEND },
+	{ "HM_RESP_FE_WRITE", HM_RESP_FE_WRITE },
+};
+/* Plain constants of the package (localparam int unsigned). */
+static const struct sv_const params[] = {
+	{ "HCA_QPT_RC", HCA_QPT_RC },
+	{ "HCA_QPT_UC", HCA_QPT_UC },
+	{ "HCA_QPT_XRC_RECV", HCA_QPT_XRC_RECV },
+	{ "HCA_ACCESS_REMOTE_WRITE", HCA_ACCESS_REMOTE_WRITE },
+	{ "HCA_ACCESS_REMOTE_READ", HCA_ACCESS_REMOTE_READ },
+	{ "HCA_ACCESS_REMOTE_ATOMIC", HCA_ACCESS_REMOTE_ATOMIC },
+	{ "HM_OPC_SEND", HM_OPC_SEND },
+	{ "HM_OPC_WRITE", HM_OPC_WRITE },
+	{ "HM_OPC_READ_REQ", HM_OPC_READ_REQ },
+	{ "HM_OPC_ATOMIC", HM_OPC_ATOMIC },
+	{ "HM_POS_ONLY", HM_POS_ONLY },
+	{ "HM_POS_FIRST", HM_POS_FIRST },
+	{ "HM_POS_MIDDLE", HM_POS_MIDDLE },
+	{ "HM_POS_LAST", HM_POS_LAST },
+};
 static const struct sv_const sched_op[] = {
 	{ "HM_WAVES_SCHED_DOORBELL", HM_WAVES_SCHED_DOORBELL },
 	{ "HM_WAVES_SCHED_PUSH", HM_WAVES_SCHED_PUSH },
@@ -241,6 +278,8 @@ static void sv_pkg(void)
 	printf("  localparam int unsigned HCA_CQE_BYTES = %u;\n", HCA_CQE_BYTES);
 	printf("  localparam int unsigned HCA_MW_TYPE_1 = %u;\n", HCA_MW_TYPE_1);
 	printf("  localparam int unsigned HCA_MW_TYPE_2 = %u;\n", HCA_MW_TYPE_2);
+	for (size_t i = 0; i < N(params); i++)
+		printf("  localparam int unsigned %s = %u;\n", params[i].name, params[i].val);
 	sv_enum("hca_qps", "QP states (hca_hw.h enum hca_qp_state)", qps, N(qps), 0);
 	sv_enum("hca_cq_db", "CQ doorbell commands = CQ arm state (hca_hw.h enum hca_cq_db_cmd)",
 		arm, N(arm), 0);
@@ -251,6 +290,10 @@ static void sv_pkg(void)
 	sv_enum("hm_cqe_action", "cqe post action (model/twin.h)", action, N(action), 0);
 	sv_enum("hm_psn_class", "psn classes (model/twin.h)", cls, N(cls), 0);
 	sv_enum("hm_mkey_result", "mkey check results (model/twin.h)", mkey_res, N(mkey_res), 0);
+	sv_enum("hm_resp_fe_verdict", "resp_fe verdicts (model/twin.h)", rfe_verdict,
+		N(rfe_verdict), 0);
+	sv_enum("hm_resp_fe_kind", "resp_fe request kinds (model/twin.h)", rfe_kind, N(rfe_kind),
+		0);
 	sv_struct("hca_cqe");
 	sv_struct("hca_qpc");
 	printf("\n  /* verilator lint_on UNUSEDPARAM */\nendpackage\n\n`default_nettype wire\n");
@@ -278,6 +321,8 @@ static const struct filter {
 	{ "cqe_action", "HM_CQE_", "model/twin.h enum hm_cqe_action", action, N(action) },
 	{ "psn_class", "HM_PSN_", "model/twin.h enum hm_psn_class", cls, N(cls) },
 	{ "mkey_result", "HM_MKEY_", "model/twin.h enum hm_mkey_result", mkey_res, N(mkey_res) },
+	{ "resp_fe_verdict", "HM_RESP_FE_", "model/twin.h enum hm_resp_fe_verdict", rfe_verdict,
+	  N(rfe_verdict) },
 	{ "db_kind", "HM_WAVES_DB_", "model/waves.h enum hm_waves_db_kind", db_kind, N(db_kind) },
 };
 

@@ -6,6 +6,7 @@
 /* The Verilated SystemC models first: verilated.h wants sc_time_stamp() unqualified. */
 #include "Vsc_cqe.h"
 #include "Vsc_mkey.h"
+#include "Vsc_resp_fe.h"
 #include "Vsc_psn.h"
 #include "Vsc_sched.h"
 #include "Vsc_timers.h"
@@ -252,6 +253,34 @@ struct timers_block : clocked<Vsc_timers> {
 	timers_block(sc_core::sc_module_name name) : clocked(name, "timers") { TIMERS_PINS(PIN_BIND) }
 };
 
+/* ---- resp_fe ---------------------------------------------------------------------------- */
+
+#define RESP_FE_PINS(X)                                                                       \
+	X(uint32_t, req_pos) X(uint32_t, req_cls) X(uint32_t, req_psn) X(uint32_t, req_paylen) \
+	X(uint64_t, req_reth_va) X(uint32_t, req_reth_rkey) X(uint32_t, req_reth_len)         \
+	X(uint64_t, req_atomic_va) X(uint32_t, req_atomic_rkey) X(uint32_t, req_pkt_srqn)     \
+	X(uint32_t, req_qp_type) X(uint32_t, req_qpn) X(uint32_t, req_qp_access)              \
+	X(uint32_t, req_epsn) X(bool, req_nak_sent) X(bool, req_in_msg) X(bool, req_uc_drop)  \
+	X(bool, req_msg_write) X(uint64_t, req_wr_va) X(uint32_t, req_wr_rkey)                \
+	X(uint32_t, req_wr_left) X(uint32_t, req_xrc_srqn) X(uint32_t, req_qp_xrcd)           \
+	X(uint32_t, req_srq_xrcd) X(uint32_t, req_pdn) X(uint32_t, req_nkeys)                 \
+	X(bool, req_ctx_valid) X(uint32_t, req_ctx_variant) X(uint32_t, req_ctx_mw_type)      \
+	X(bool, req_ctx_bound) X(uint32_t, req_ctx_pdn) X(uint32_t, req_ctx_access)           \
+	X(uint32_t, req_ctx_qpn) X(uint64_t, req_ctx_va) X(uint64_t, req_ctx_len)             \
+	X(uint64_t, req_ctx_iova) X(uint32_t, resp_verdict) X(uint32_t, resp_kind)            \
+	X(uint32_t, resp_psn_cls) X(bool, resp_send_nak) X(bool, resp_nak_sent)               \
+	X(uint32_t, resp_key) X(uint64_t, resp_iova) X(uint32_t, stat_checks)                 \
+	X(uint32_t, stat_refused) X(uint32_t, stat_seq_naks) X(uint32_t, stat_key_checks)     \
+	X(uint32_t, stat_key_denied)
+
+struct resp_fe_block : clocked<Vsc_resp_fe> {
+	RESP_FE_PINS(PIN_DECL)
+	resp_fe_block(sc_core::sc_module_name name) : clocked(name, "resp_fe")
+	{
+		RESP_FE_PINS(PIN_BIND)
+	}
+};
+
 /* ---- the instances ---------------------------------------------------------------------- */
 
 sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_module(name)
@@ -264,6 +293,7 @@ sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_modul
 		psn.emplace_back(new psn_block((hca + "_psn").c_str()));
 		mkey.emplace_back(new mkey_block((hca + "_mkey").c_str()));
 		timers.emplace_back(new timers_block((hca + "_timers").c_str()));
+		resp_fe.emplace_back(new resp_fe_block((hca + "_resp_fe").c_str()));
 	}
 }
 
@@ -584,10 +614,90 @@ const hm_timers_ops timers_ops = { { timers_create, timers_destroy, nullptr, nul
 				     SCHED_RTL_NQP, "RTL timers", nullptr },
 				   timers_set, timers_expire };
 
+/* resp_fe (sim/vl/resp_fe.cpp) */
+void *resp_fe_create(hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	resp_fe_block *p = instance(g_blocks->resp_fe, d);
+
+	p->reset(2, 0);
+	return p;
+}
+
+void resp_fe_destroy(void *b)
+{
+	static_cast<resp_fe_block *>(b)->give_back();
+}
+
+/* The packet's and the QP's pins. */
+void resp_fe_pins(resp_fe_block *p, const hm_resp_fe_in *in)
+{
+	p->req_pos.write(in->pos & 3u);
+	p->req_cls.write(in->cls & 15u);
+	p->req_psn.write(in->psn & HCA_PSN_MASK);
+	p->req_paylen.write(in->paylen);
+	p->req_reth_va.write(in->reth_va);
+	p->req_reth_rkey.write(in->reth_rkey);
+	p->req_reth_len.write(in->reth_len);
+	p->req_atomic_va.write(in->atomic_va);
+	p->req_atomic_rkey.write(in->atomic_rkey);
+	p->req_pkt_srqn.write(in->pkt_srqn & HCA_QPN_MASK);
+	p->req_qp_type.write(in->qp_type & 15u);
+	p->req_qpn.write(in->qpn & HCA_QPN_MASK);
+	p->req_qp_access.write(in->qp_access);
+	p->req_epsn.write(in->epsn & HCA_PSN_MASK);
+	p->req_nak_sent.write(in->nak_sent);
+	p->req_in_msg.write(in->in_msg);
+	p->req_uc_drop.write(in->uc_drop);
+	p->req_msg_write.write(in->msg_write);
+	p->req_wr_va.write(in->wr_va);
+	p->req_wr_rkey.write(in->wr_rkey);
+	p->req_wr_left.write(in->wr_left);
+	p->req_xrc_srqn.write(in->xrc_srqn & HCA_QPN_MASK);
+	p->req_qp_xrcd.write(in->qp_xrcd);
+	p->req_srq_xrcd.write(in->srq_xrcd);
+}
+
+void resp_fe_check(void *b, const hm_resp_fe_in *in, hm_resp_fe_out *out)
+{
+	resp_fe_block *p = static_cast<resp_fe_block *>(b);
+	const hm_mkey_ctx *k = &in->key;
+	uint64_t lat;
+
+	resp_fe_pins(p, in);
+	p->req_pdn.write(in->pdn);
+	p->req_nkeys.write(in->nkeys);
+	p->req_ctx_valid.write(k->valid);
+	p->req_ctx_variant.write(k->variant);
+	p->req_ctx_mw_type.write(k->mw_type & 3u);
+	p->req_ctx_bound.write(k->bound);
+	p->req_ctx_pdn.write(k->pdn);
+	p->req_ctx_access.write(k->access);
+	p->req_ctx_qpn.write(k->qpn & HCA_QPN_MASK);
+	p->req_ctx_va.write(k->va);
+	p->req_ctx_len.write(k->len);
+	p->req_ctx_iova.write(k->iova);
+	*out = hm_resp_fe_out{};
+	lat = p->transact(in->cycle, HM_RESP_FE_LATENCY, [&] {
+		out->verdict = (uint8_t)p->resp_verdict.read();
+		out->kind = (uint8_t)p->resp_kind.read();
+		out->psn_cls = (uint8_t)p->resp_psn_cls.read();
+		out->send_nak = p->resp_send_nak.read();
+		out->nak_sent = p->resp_nak_sent.read();
+		out->key = (uint8_t)p->resp_key.read();
+		out->iova = p->resp_iova.read();
+	});
+	out->cycle = in->cycle + lat;
+}
+
+const hm_resp_fe_ops resp_fe_ops = { { resp_fe_create, resp_fe_destroy, nullptr, nullptr, 0,
+				       nullptr, nullptr },
+				     resp_fe_check };
+
 } // namespace
 
 /* A block added to model/twin.def needs its SystemC wrapper here (and in sc_rtl_blocks). */
-static_assert(HM_TWIN_COUNT == 5, "sim/systemc: model/twin.def has a block without a SystemC "
+static_assert(HM_TWIN_COUNT == 6, "sim/systemc: model/twin.def has a block without a SystemC "
 				  "wrapper in sc_blocks.cpp");
 
 void sc_rtl_register(sc_rtl_blocks *blocks)
@@ -598,6 +708,7 @@ void sc_rtl_register(sc_rtl_blocks *blocks)
 	hm_twin_register(HM_TWIN_PSN, &psn_ops);
 	hm_twin_register(HM_TWIN_MKEY, &mkey_ops);
 	hm_twin_register(HM_TWIN_TIMERS, &timers_ops);
+	hm_twin_register(HM_TWIN_RESP_FE, &resp_fe_ops);
 }
 
 } // namespace hcasim_sc

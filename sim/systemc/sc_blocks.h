@@ -1,6 +1,6 @@
 /* The RTL blocks of hcasim as SystemC modules (sim/systemc/, docs/systemc.md).
  *
- * rtl/sched.sv, cqe.sv, psn.sv and mkey.sv are Verilated with --sc (prefix Vsc_<block>) and each
+ * rtl/sched.sv, cqe.sv, psn.sv, mkey.sv, timers.sv and resp_fe.sv are Verilated with --sc (prefix Vsc_<block>) and each
  * instance is wrapped in a module that owns its pin signals and a clock signal. The transactor
  * of the wrapper implements the block's port (model/twin.h) with the pin protocol of
  * sim/vl/vl.h and docs/rtl.md, edge for edge, but every evaluation is a delta cycle
@@ -10,7 +10,7 @@
  *
  * SystemC modules cannot be created once the simulation runs, so the instances (one of each
  * block per device) are elaborated up front by sc_rtl_blocks; the port's create(d) takes those
- * of d->devno and resets them. sc_rtl_register() puts the three ops tables in place of the
+ * of d->devno and resets them. sc_rtl_register() puts their ops tables in place of the
  * --cc transactors of libhcasim (hm_twin_register), so impl.<block> = rtl | lockstep runs them. */
 #ifndef SIM_SYSTEMC_SC_BLOCKS_H
 #define SIM_SYSTEMC_SC_BLOCKS_H
@@ -27,11 +27,10 @@ struct sched_block;
 struct cqe_block;
 struct psn_block;
 struct mkey_block;
-
-/* One sched, cqe, psn and mkey instance per device, named <name>.hca<dev>.<block>. */
 struct timers_block;
+struct resp_fe_block;
 
-/* One sched, cqe, psn and timers instance per device, named <name>.hca<dev>.<block>. */
+/* One instance of each block per device, named <name>.hca<dev>.<block>. */
 class sc_rtl_blocks : public sc_core::sc_module {
 public:
 	sc_rtl_blocks(sc_core::sc_module_name name, int ndevs);
@@ -42,9 +41,10 @@ public:
 	std::vector<std::unique_ptr<psn_block>> psn;
 	std::vector<std::unique_ptr<mkey_block>> mkey;
 	std::vector<std::unique_ptr<timers_block>> timers;
+	std::vector<std::unique_ptr<resp_fe_block>> resp_fe;
 };
 
-/* Registers the transactors of these instances as the RTL of the three ports. */
+/* Registers the transactors of these instances as the RTL of the ports. */
 void sc_rtl_register(sc_rtl_blocks *blocks);
 
 /* Transactions the SC transactors ran (all blocks), and the delta cycles they took. */

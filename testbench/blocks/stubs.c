@@ -381,14 +381,16 @@ BLK_WEAK struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 	return qpn < d->dp->nqps ? d->dp->qps[qpn] : NULL;
 }
 
-/* ---- psn: the classifier, as its C twin answers ---- */
+/* ---- the responder's front end (block-resp links model/resp_fe.o, its C twin): its PSN
+ * stage classifies as the psn block's C twin does and is recorded; its key stage answers as
+ * the lkey checks do (blk_do.mkey) and is counted ---- */
 
-BLK_WEAK void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, struct hm_psn_out *out)
+static void psn_stage(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
 {
 	int32_t c = hm_psn_cmp(in->psn, in->epsn);
 
-	(void)d;
-	note("hm_psn_classify");
+	(void)b;
+	note("psn");
 	if (blk.npsn < BLK_MAX)
 		blk.psn_in[blk.npsn] = *in;
 	blk.npsn++;
@@ -399,7 +401,50 @@ BLK_WEAK void hm_psn_classify(struct hm_dev *d, const struct hm_psn_in *in, stru
 	out->nak_sent = c > 0 || (c < 0 && in->nak_sent);
 }
 
-/* ---- counters ---- */
+static void key_stage(void *b, const struct hm_mkey_in *in, struct hm_mkey_out *out)
+{
+	(void)b;
+	note("mkey");
+	blk.nmkey++;
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + HM_MKEY_LATENCY;
+	out->result = blk_do.mkey;
+	if (blk_do.mkey == HM_MKEY_OK)
+		out->iova = in->va;
+}
+
+BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
+{
+	(void)d, (void)nqps;
+	return NULL;
+}
+
+BLK_WEAK void hm_twin_stateless_destroy(void *b)
+{
+	(void)b;
+}
+
+BLK_WEAK const struct hm_psn_ops hm_psn_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL },
+	psn_stage
+};
+BLK_WEAK const struct hm_mkey_ops hm_mkey_model = {
+	{ hm_twin_stateless_create, hm_twin_stateless_destroy, NULL, NULL, 0, NULL, NULL },
+	key_stage
+};
+
+/* The key stage of the stubs answers without a table. */
+BLK_WEAK void hm_mkey_entry(struct hm_dev *d, uint32_t key, struct hm_mkey_ctx *ctx)
+{
+	(void)d, (void)key;
+	memset(ctx, 0, sizeof(*ctx));
+}
+
+BLK_WEAK void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
+			       const struct hm_resp_fe_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
 
 BLK_WEAK void hm_ctr_qp(struct hm_dev *d, const struct hm_qp *qp, enum hm_ctr c)
 {
@@ -608,9 +653,11 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 }
 
 /* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
- * instance per fixture (the timers only: block-comp links model/timers.o with comp.o) ---- */
+ * instance per fixture (the timers: block-comp links model/timers.o with comp.o; resp_fe:
+ * block-resp links model/resp_fe.o with resp.o) ---- */
 
 extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
+extern const struct hm_resp_fe_ops hm_resp_fe_model __attribute__((weak));
 static void *twin_inst; /* the timers' C twin of blk_dev */
 
 BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
@@ -618,8 +665,12 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 {
 	(void)in_cycle;
 	(void)scratch;
+	if (op->block == HM_TWIN_RESP_FE && &hm_resp_fe_model) {
+		op->call(&hm_resp_fe_model, NULL, in, out); /* stateless */
+		return;
+	}
 	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
-		  "block tests run only the timers' C twin behind a port");
+		  "block tests run only the timers' and resp_fe's C twins behind a port");
 	if (!twin_inst)
 		twin_inst = hm_timers_model.base.create(d, NQPS);
 	op->call(&hm_timers_model, twin_inst, in, out);
