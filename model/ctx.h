@@ -251,6 +251,8 @@ struct hm_dp {
 	uint32_t qpc_entries;     /* cache capacity */
 	uint32_t qpc_used;        /* entries in use */
 	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
+	uint32_t qpc_fill;        /* the C twin's fill in progress: its QPN and store */
+	uint64_t qpc_fill_base;
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
 	uint64_t qpc_corrupt;     /* images read back that differ from the one written */
 	/* send arbiter: the sched block (model/twin.h) holds the round-robin FIFO of QPs with

@@ -1,6 +1,6 @@
 /* The RTL blocks of hcasim as SystemC modules (sim/systemc/, docs/systemc.md).
  *
- * rtl/sched.sv, cqe.sv, psn.sv and mkey.sv are Verilated with --sc (prefix Vsc_<block>) and each
+ * rtl/sched.sv, cqe.sv, psn.sv, mkey.sv, timers.sv and qpc.sv are Verilated with --sc (prefix Vsc_<block>) and each
  * instance is wrapped in a module that owns its pin signals and a clock signal. The transactor
  * of the wrapper implements the block's port (model/twin.h) with the pin protocol of
  * sim/vl/vl.h and docs/rtl.md, edge for edge, but every evaluation is a delta cycle
@@ -28,10 +28,11 @@ struct cqe_block;
 struct psn_block;
 struct mkey_block;
 
-/* One sched, cqe, psn and mkey instance per device, named <name>.hca<dev>.<block>. */
 struct timers_block;
+struct qpc_block;
 
-/* One sched, cqe, psn and timers instance per device, named <name>.hca<dev>.<block>. */
+/* One sched, cqe, psn, mkey, timers and qpc instance per device, named
+ * <name>.hca<dev>.<block>. */
 class sc_rtl_blocks : public sc_core::sc_module {
 public:
 	sc_rtl_blocks(sc_core::sc_module_name name, int ndevs);
@@ -42,6 +43,7 @@ public:
 	std::vector<std::unique_ptr<psn_block>> psn;
 	std::vector<std::unique_ptr<mkey_block>> mkey;
 	std::vector<std::unique_ptr<timers_block>> timers;
+	std::vector<std::unique_ptr<qpc_block>> qpc;
 };
 
 /* Registers the transactors of these instances as the RTL of the three ports. */

@@ -47,16 +47,17 @@ extern "C" {
 #endif
 
 /* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
- * is to be created instead of it. The blocks with one: cqe, sched, mkey and timers
+ * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers and qpc
  * (docs/rtl.md). */
 inline bool vl_rtl_bug(const char *block)
 {
 	const char *bug = getenv("HCASIM_RTL_BUG");
 
 	SIM_ASSERT(!bug || !*bug || !strcmp(bug, "none") || !strcmp(bug, "cqe") ||
-			   !strcmp(bug, "sched") || !strcmp(bug, "mkey") || !strcmp(bug, "timers"),
-		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe, sched, mkey or "
-		   "timers",
+			   !strcmp(bug, "sched") || !strcmp(bug, "mkey") || !strcmp(bug, "timers") ||
+			   !strcmp(bug, "qpc"),
+		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe, sched, mkey, "
+		   "timers or qpc",
 		   bug);
 	return bug && !strcmp(bug, block);
 }

@@ -608,9 +608,11 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 }
 
 /* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
- * instance per fixture (the timers only: block-comp links model/timers.o with comp.o) ---- */
+ * instance per fixture (the timers: block-comp links model/timers.o with comp.o; the qpc's
+ * tags: block-qpc, whose C twin's instance is the device) ---- */
 
 extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
+extern const struct hm_qpc_ops hm_qpc_model __attribute__((weak));
 static void *twin_inst; /* the timers' C twin of blk_dev */
 
 BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
@@ -618,11 +620,44 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 {
 	(void)in_cycle;
 	(void)scratch;
+	if (op->block == HM_TWIN_QPC && &hm_qpc_model) {
+		op->call(&hm_qpc_model, d, in, out);
+		return;
+	}
 	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
-		  "block tests run only the timers' C twin behind a port");
+		  "block tests run only the timers' and the qpc's C twins behind a port");
 	if (!twin_inst)
 		twin_inst = hm_timers_model.base.create(d, NQPS);
 	op->call(&hm_timers_model, twin_inst, in, out);
+}
+
+BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	return d;
+}
+
+BLK_WEAK void hm_twin_stateless_destroy(void *b)
+{
+	(void)b;
+}
+
+BLK_WEAK void hm_waves_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in,
+				  const struct hm_qpc_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in,
+				    const struct hm_qpc_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_qpc_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+				  const struct hm_qpc_forget_out *out)
+{
+	(void)d, (void)in, (void)out;
 }
 
 BLK_WEAK void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,

@@ -78,7 +78,7 @@ BLK_TEST(qpc, a_miss_reads_the_slot_and_caches_the_context)
 	cr_assert_null(blk_event("warn.qpc_differs", 0));
 }
 
-BLK_TEST(qpc, a_hit_costs_qpc_hit_cycles_and_no_dma)
+BLK_TEST(qpc, a_hit_costs_the_blocks_hit_cycles_and_no_dma)
 {
 	sim_time_t t = cache_with(2, 1);
 
@@ -87,7 +87,7 @@ BLK_TEST(qpc, a_hit_costs_qpc_hit_cycles_and_no_dma)
 	t = 10000;
 	cr_assert_eq(hm_qpc_get(blk_dev, 1, &t), blk_dev->dp->qps[1]);
 	cr_assert_eq(blk.ndma, 0);
-	cr_assert_eq(t, sim_clock_after(&blk_dev->core, 10000, blk_dev->cfg.qpc_hit_cycles));
+	cr_assert_eq(t, sim_clock_after(&blk_dev->core, 10000, HM_QPC_HIT_CYCLES));
 	cr_assert_eq(blk_dev->dp->qpc_hits, 1);
 	cr_assert_eq(blk_dev->dp->qpc_misses, 1);
 }
