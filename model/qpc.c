@@ -367,6 +367,8 @@ void hm_qpc_forget(struct hm_dev *d, struct hm_qp *qp)
 				       .qpn = qp->qpn };
 	struct hm_qpc_forget_out out;
 
+	if (!d->blocks)
+		return; /* the device is being torn down (hm_dev_destroy): its cache went first */
 	hm_qpc_twin_forget(d, &in, &out);
 }
 
