@@ -195,98 +195,123 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, uint64_t addr, sim
 	trace_warn_qpc_differs(d->devno, qp->qpn, field);
 }
 
-static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
-{
-	if (q->cache.lru_prev)
-		q->cache.lru_prev->cache.lru_next = q->cache.lru_next;
-	else
-		dp->lru_old = q->cache.lru_next;
-	if (q->cache.lru_next)
-		q->cache.lru_next->cache.lru_prev = q->cache.lru_prev;
-	else
-		dp->lru_new = q->cache.lru_prev;
-	q->cache.lru_prev = q->cache.lru_next = NULL;
-}
-
-/* Unlink q if it is cached (a hit moves it to the new end). */
-static void lru_unlink_if(struct hm_dp *dp, struct hm_qp *q)
-{
-	if (q->cache.cached)
-		lru_unlink(dp, q);
-}
-
-static void lru_append(struct hm_dp *dp, struct hm_qp *q)
-{
-	q->cache.lru_prev = dp->lru_new;
-	q->cache.lru_next = NULL;
-	if (dp->lru_new)
-		dp->lru_new->cache.lru_next = q;
-	else
-		dp->lru_old = q;
-	dp->lru_new = q;
-}
-
 /* ---- the C twin of rtl/qpc.sv: tags, dirty bits and LRU order of the cached contexts ----
- * Its instance is the device (hm_twin_stateless_create): the tags are each QP's cache part,
- * the LRU list and the fill in progress the data path's. */
+ * One line per QPN (as the RTL's SRAM words: QPNs never used stay untouched, unmapped pages):
+ * cached, dirty and the LRU list's links; the list's head is the least recently used. */
 
-static void twin_req(struct hm_dev *d, struct hm_qpc_out *out, uint8_t req, uint8_t tag,
+#define QPC_NIL UINT32_MAX
+
+struct qpc_twin {
+	uint32_t nqps;
+	uint32_t used, head, tail;
+	uint32_t fill;           /* the miss in progress: its QPN and store */
+	uint64_t fill_base;
+	struct qpc_line {
+		uint32_t prev, next;
+		bool cached, dirty;
+	} *l;
+};
+
+static void *qpc_create(struct hm_dev *d, uint32_t nqps)
+{
+	struct qpc_twin *t = calloc(1, sizeof(*t));
+
+	(void)d;
+	SIM_ASSERT(t != NULL, "out of memory");
+	t->nqps = nqps;
+	t->head = t->tail = QPC_NIL;
+	t->l = calloc(nqps, sizeof(*t->l)); /* pages untouched stay unmapped */
+	SIM_ASSERT(t->l != NULL, "out of memory");
+	return t;
+}
+
+static void qpc_destroy(void *b)
+{
+	struct qpc_twin *t = b;
+
+	free(t->l);
+	free(t);
+}
+
+static void lru_unlink(struct qpc_twin *t, uint32_t q)
+{
+	struct qpc_line *l = &t->l[q];
+
+	if (l->prev != QPC_NIL)
+		t->l[l->prev].next = l->next;
+	else
+		t->head = l->next;
+	if (l->next != QPC_NIL)
+		t->l[l->next].prev = l->prev;
+	else
+		t->tail = l->prev;
+}
+
+static void lru_append(struct qpc_twin *t, uint32_t q)
+{
+	t->l[q].prev = t->tail;
+	t->l[q].next = QPC_NIL;
+	if (t->tail != QPC_NIL)
+		t->l[t->tail].next = q;
+	else
+		t->head = q;
+	t->tail = q;
+}
+
+static void twin_req(struct qpc_twin *t, struct hm_qpc_out *out, uint8_t req, uint8_t tag,
 		     uint32_t qpn)
 {
 	out->req = req;
 	out->req_tag = tag;
 	out->req_qpn = qpn;
-	out->req_addr = d->dp->qpc_fill_base + (uint64_t)qpn * HM_QPC_BYTES;
+	out->req_addr = t->fill_base + (uint64_t)qpn * HM_QPC_BYTES;
 	out->req_len = sizeof(struct hca_qpc);
 }
 
 static void qpc_lookup_model(void *b, const struct hm_qpc_in *in, struct hm_qpc_out *out)
 {
-	struct hm_dev *d = b;
-	struct hm_dp *dp = d->dp;
-	struct hm_qp *qp = hm_qp_lookup(d, in->qpn), *victim;
+	struct qpc_twin *t = b;
+	struct qpc_line *l;
 
-	SIM_ASSERT(qp != NULL, "qpc: lookup of QPN %u, which has no context", in->qpn);
+	SIM_ASSERT(in->qpn < t->nqps && in->entries, "qpc: lookup of QPN %u of %u, %u entries",
+		   in->qpn, t->nqps, in->entries);
+	l = &t->l[in->qpn];
 	memset(out, 0, sizeof(*out));
 	out->cycle = in->cycle + HM_QPC_HIT_CYCLES;
-	lru_unlink_if(dp, qp);
-	if (qp->cache.cached) {
+	if (l->cached) {
 		out->done = out->hit = true;
-		qp->cache.dirty |= in->write;
-		lru_append(dp, qp);
+		l->dirty |= in->write;
+		lru_unlink(t, in->qpn);
+		lru_append(t, in->qpn);
 		return;
 	}
-	if (dp->qpc_used >= in->entries) {
-		victim = dp->lru_old;
-		SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
-		lru_unlink(dp, victim);
+	if (t->used >= in->entries) {
 		out->evict = true;
-		out->victim = victim->qpn;
-		out->wb = victim->cache.dirty;
-		victim->cache.cached = false;
-		victim->cache.dirty = false;
-		dp->qpc_used--;
+		out->victim = t->head;
+		out->wb = t->l[t->head].dirty;
+		lru_unlink(t, t->head);
+		t->l[out->victim] = (struct qpc_line){ 0 };
+		t->used--;
 	}
-	qp->cache.cached = true;
-	qp->cache.dirty = in->write;
-	lru_append(dp, qp);
-	dp->qpc_used++;
-	dp->qpc_fill = in->qpn;
-	dp->qpc_fill_base = in->base;
+	*l = (struct qpc_line){ .cached = true, .dirty = in->write };
+	lru_append(t, in->qpn);
+	t->used++;
+	t->fill = in->qpn;
+	t->fill_base = in->base;
 	if (out->wb)
-		twin_req(d, out, HM_QPC_REQ_WRITE, HM_QPC_TAG_WB, out->victim);
+		twin_req(t, out, HM_QPC_REQ_WRITE, HM_QPC_TAG_WB, out->victim);
 	else
-		twin_req(d, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, in->qpn);
+		twin_req(t, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, in->qpn);
 }
 
 static void qpc_complete_model(void *b, const struct hm_qpc_cpl_in *in, struct hm_qpc_out *out)
 {
-	struct hm_dev *d = b;
+	struct qpc_twin *t = b;
 
 	memset(out, 0, sizeof(*out));
 	out->cycle = in->cycle;
 	if (in->tag == HM_QPC_TAG_WB)
-		twin_req(d, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, d->dp->qpc_fill);
+		twin_req(t, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, t->fill);
 	else
 		out->done = true;
 }
@@ -294,22 +319,19 @@ static void qpc_complete_model(void *b, const struct hm_qpc_cpl_in *in, struct h
 static void qpc_forget_model(void *b, const struct hm_qpc_forget_in *in,
 			     struct hm_qpc_forget_out *out)
 {
-	struct hm_dev *d = b;
-	struct hm_qp *qp = hm_qp_lookup(d, in->qpn);
+	struct qpc_twin *t = b;
 
 	memset(out, 0, sizeof(*out));
 	out->cycle = in->cycle + HM_QPC_HIT_CYCLES;
-	if (!qp || !qp->cache.cached)
+	if (in->qpn >= t->nqps || !t->l[in->qpn].cached)
 		return;
 	out->was_cached = true;
-	lru_unlink(d->dp, qp);
-	d->dp->qpc_used--;
-	qp->cache.cached = false;
-	qp->cache.dirty = false;
+	lru_unlink(t, in->qpn);
+	t->l[in->qpn] = (struct qpc_line){ 0 };
+	t->used--;
 }
 
-const struct hm_qpc_ops hm_qpc_model = { { hm_twin_stateless_create, hm_twin_stateless_destroy,
-					   NULL, NULL, 0, NULL, NULL },
+const struct hm_qpc_ops hm_qpc_model = { { qpc_create, qpc_destroy, NULL, NULL, 0, NULL, NULL },
 					 qpc_lookup_model, qpc_complete_model, qpc_forget_model };
 
 /* ---- the port ---- */
@@ -355,9 +377,6 @@ void hm_qpc_twin_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
 
 void hm_qpc_store(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	qp->cache.cached = false;
-	qp->cache.dirty = false;
-	qp->cache.lru_prev = qp->cache.lru_next = NULL;
 	qpc_write_slot(d, qp, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, t);
 }
 
@@ -367,8 +386,6 @@ void hm_qpc_forget(struct hm_dev *d, struct hm_qp *qp)
 				       .qpn = qp->qpn };
 	struct hm_qpc_forget_out out;
 
-	if (!d->blocks)
-		return; /* the device is being torn down (hm_dev_destroy): its cache went first */
 	hm_qpc_twin_forget(d, &in, &out);
 }
 

@@ -1483,7 +1483,7 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vc
 
 /* ================================ qpc ================================ */
 
-/* The qpc port on a device of QPC_QPS QPs (the C twin's tags are its QPs' cache parts). */
+/* The qpc port for QPNs below QPC_QPS. */
 #define QPC_QPS 48u
 #define QPC_BASE 0x100000ull
 struct qpc_fix {
@@ -1503,27 +1503,13 @@ static void qpc_open(struct qpc_fix *f, bool rtl)
 	f->who = rtl ? "rtl" : "model";
 	f->d = calloc(1, sizeof(*f->d));
 	cr_assert_not_null(f->d);
-	f->d->core.period_ps = 2000;
-	f->d->dp = calloc(1, sizeof(*f->d->dp));
-	cr_assert_not_null(f->d->dp);
-	f->d->dp->nqps = QPC_QPS;
-	f->d->dp->qps = calloc(QPC_QPS, sizeof(*f->d->dp->qps));
-	cr_assert_not_null(f->d->dp->qps);
-	for (uint32_t q = 0; q < QPC_QPS; q++) {
-		f->d->dp->qps[q] = calloc(1, sizeof(struct hm_qp));
-		cr_assert_not_null(f->d->dp->qps[q]);
-		f->d->dp->qps[q]->qpn = q;
-	}
+	f->d->core.period_ps = 2000; /* the RTL's waves would be timed by it */
 	f->b = f->ops->base.create(f->d, QPC_QPS);
 }
 
 static void qpc_close(struct qpc_fix *f)
 {
 	f->ops->base.destroy(f->b);
-	for (uint32_t q = 0; q < QPC_QPS; q++)
-		free(f->d->dp->qps[q]);
-	free(f->d->dp->qps);
-	free(f->d->dp);
 	free(f->d);
 }
 

@@ -609,11 +609,12 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 
 /* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
  * instance per fixture (the timers: block-comp links model/timers.o with comp.o; the qpc's
- * tags: block-qpc, whose C twin's instance is the device) ---- */
+ * tags: block-qpc links model/qpc.o) ---- */
 
 extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
 extern const struct hm_qpc_ops hm_qpc_model __attribute__((weak));
 static void *twin_inst; /* the timers' C twin of blk_dev */
+static void *twin_qpc;  /* the qpc's */
 
 BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
 			   const void *in, void *out, void *scratch)
@@ -621,7 +622,9 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 	(void)in_cycle;
 	(void)scratch;
 	if (op->block == HM_TWIN_QPC && &hm_qpc_model) {
-		op->call(&hm_qpc_model, d, in, out);
+		if (!twin_qpc)
+			twin_qpc = hm_qpc_model.base.create(d, NQPS);
+		op->call(&hm_qpc_model, twin_qpc, in, out);
 		return;
 	}
 	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
@@ -629,17 +632,6 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 	if (!twin_inst)
 		twin_inst = hm_timers_model.base.create(d, NQPS);
 	op->call(&hm_timers_model, twin_inst, in, out);
-}
-
-BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
-{
-	(void)nqps;
-	return d;
-}
-
-BLK_WEAK void hm_twin_stateless_destroy(void *b)
-{
-	(void)b;
 }
 
 BLK_WEAK void hm_waves_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in,
@@ -721,6 +713,9 @@ void blk_teardown(void)
 	if (twin_inst)
 		hm_timers_model.base.destroy(twin_inst);
 	twin_inst = NULL;
+	if (twin_qpc)
+		hm_qpc_model.base.destroy(twin_qpc);
+	twin_qpc = NULL;
 	for (uint32_t i = 0; i < d->dp->nqps; i++) {
 		struct hm_qp *qp = d->dp->qps[i];
 
