@@ -83,7 +83,7 @@ module qpc
   localparam logic [31:0] IMG_BYTES = 32'(hca_qpc_BITS / 8);
 
   typedef enum logic [3:0] {
-    S_IDLE, S_READ, S_ANS, S_WAIT, S_UNLINK, S_UNLINK_V, S_FORGET, S_APPEND, S_TAIL
+    S_IDLE, S_READ, S_ANS, S_WAIT, S_UNLINK_V, S_FORGET, S_APPEND
   } state_e;
   state_e state;
 
@@ -94,7 +94,7 @@ module qpc
   logic [31:0]   q_entries;
   logic [63:0]   q_base;
   // its words, and the victim's
-  logic          q_cached, q_dirty, full, wb_pend;
+  logic          q_cached, q_dirty, full, wb_pend, q_move, move_r, hit_ans;
   logic [AW-1:0] q_p, q_n, v, v_n;
   // the list
   logic [AW-1:0] head, tail;
@@ -127,6 +127,18 @@ module qpc
   assign quiet_until = state == S_IDLE || (state == S_WAIT && !req_valid) ? '1 : now;
   // in S_READ: a miss that finds the cache full reads the head, its victim
   assign miss_full = q_op == OP_LOOKUP && !f_rdata[1] && used >= q_entries;
+  // in S_READ: a hit on an entry that is not the tail moves to the tail: unlinked now, from the
+  // words read, and appended at the edge that takes the answer, so that the block is idle
+  // again after a hit's answer
+`ifdef HCA_RTL_BUG
+  // test-only bug (docs/rtl.md "The injected bugs"): a hit leaves the entry where it is in
+  // the LRU order
+  assign move_r = 1'b0;
+`else
+  assign move_r = q_op == OP_LOOKUP && f_rdata[1] && q != tail;
+`endif
+  // in S_ANS: a hit's answer is taken
+  assign hit_ans = state == S_ANS && resp_fire && q_op == OP_LOOKUP && q_cached;
 
   // ---- reads: qpn's words at the request, the head's in S_READ ----
   always_comb begin
@@ -181,6 +193,9 @@ module qpc
   assign resp_dma_len = resp_dma == DMA_NONE ? '0 : IMG_BYTES;
 
   // ---- writes: unlink (of qpn, or of the evicted head), append at the tail ----
+  // The head's previous link and the tail's next link are never read (head and tail are
+  // registers), so they are not written: an unlink writes its neighbours' links, an append the
+  // old tail's next and qpn's previous link, one cycle each.
   always_comb begin
     f_we = 1'b0;
     p_we = 1'b0;
@@ -191,44 +206,46 @@ module qpc
     f_wdata = '0;
     p_wdata = NIL;
     n_wdata = NIL;
-    case (state)
-      S_UNLINK, S_FORGET: begin
-        // q_p.next = q_n, q_n.prev = q_p (head, tail when NIL); a forget clears q's flags
-        n_we = q_p != NIL;
-        n_waddr = q_p;
-        n_wdata = q_n;
-        p_we = q_n != NIL;
-        p_waddr = q_n;
-        p_wdata = q_p;
-        f_we = state == S_FORGET;
-      end
-      S_UNLINK_V: begin
-        // the head leaves: its next becomes the head
-        p_we = v_n != NIL;
-        p_waddr = v_n;
-        p_wdata = NIL;
-        f_we = 1'b1;
-        f_waddr = v;
-      end
-      S_APPEND: begin
-        n_we = tail != NIL;
-        n_waddr = tail;
-        n_wdata = q;
-        p_we = 1'b1;
-        p_wdata = tail;
-        f_we = 1'b1;
-        f_wdata = {1'b1, q_write || (q_cached && q_dirty)};
-      end
-      S_TAIL: n_we = 1'b1; // q.next = NIL
-      default: ;
-    endcase
+    if (state == S_READ && move_r) begin
+      // a hit's unlink from the words just read: prev.next = next unless it is the head
+      // (it is not the tail)
+      n_we = q != head;
+      n_waddr = p_rdata;
+      n_wdata = n_rdata;
+      p_we = 1'b1;
+      p_waddr = n_rdata;
+      p_wdata = p_rdata;
+    end else if (state == S_FORGET) begin
+      // q_p.next = q_n unless q is the head, q_n.prev = q_p unless it is the tail; its flags
+      n_we = q != head;
+      n_waddr = q_p;
+      n_wdata = q_n;
+      p_we = q != tail;
+      p_waddr = q_n;
+      p_wdata = q_p;
+      f_we = 1'b1;
+    end else if (state == S_UNLINK_V) begin
+      f_we = 1'b1; // the head leaves: its flags cleared
+      f_waddr = v;
+    end else if (state == S_APPEND || (hit_ans && q_move)) begin
+      n_we = tail != NIL;
+      n_waddr = tail;
+      n_wdata = q;
+      p_we = 1'b1;
+      p_wdata = tail;
+      f_we = 1'b1;
+      f_wdata = {1'b1, q_write || (q_cached && q_dirty)};
+    end else if (hit_ans && q_write && !q_dirty) begin
+      f_we = 1'b1; // a hit that stays at the tail and writes: only its flags change
+      f_wdata = 2'b11;
+    end
   end
 
   always_ff @(posedge clk) begin
     if (rst) begin
       state <= S_IDLE;
       {q_op, q, q_write, q_entries, q_base} <= '0;
-      {q_cached, q_dirty, full, wb_pend} <= '0;
+      {q_cached, q_dirty, full, wb_pend, q_move} <= '0;
       {q_p, q_n, v, v_n} <= '0;
       head <= NIL;
       tail <= NIL;
@@ -254,6 +271,8 @@ module qpc
           q_n <= n_rdata;
           full <= miss_full;
           v <= head;
+          q_move <= move_r;
+          if (move_r && q == head) head <= n_rdata;
         end
         S_ANS: if (resp_fire) begin
           v_n <= n_rdata;
@@ -263,13 +282,8 @@ module qpc
           if (resp_wb) stat_wbs <= stat_wbs + 32'd1;
           if (q_op == OP_FORGET) state <= q_cached ? S_FORGET : S_IDLE;
           else if (!q_cached) state <= S_WAIT;
-`ifdef HCA_RTL_BUG
-          // test-only bug (docs/rtl.md "The injected bugs"): a hit leaves the entry where
-          // it is in the LRU order
           else state <= S_IDLE;
-`else
-          else state <= S_UNLINK;
-`endif
+          if (hit_ans && q_move) tail <= q;
         end
         S_WAIT: if (req_fire) begin
           if (wb_pend) wb_pend <= 1'b0;
@@ -279,27 +293,19 @@ module qpc
             used <= used + 32'd1;
           end
         end
-        S_UNLINK: begin
-          if (q_p == NIL) head <= q_n;
-          if (q_n == NIL) tail <= q_p;
-          state <= S_APPEND;
-        end
         S_FORGET: begin
-          if (q_p == NIL) head <= q_n;
-          if (q_n == NIL) tail <= q_p;
+          if (q == head) head <= q == tail ? NIL : q_n;
+          if (q == tail) tail <= q == head ? NIL : q_p;
           used <= used - 32'd1;
           state <= S_IDLE;
         end
         S_UNLINK_V: begin
-          head <= v_n;
-          if (v_n == NIL) tail <= NIL;
+          head <= v == tail ? NIL : v_n;
+          if (v == tail) tail <= NIL;
           state <= S_APPEND;
         end
         S_APPEND: begin
           if (tail == NIL) head <= q;
-          state <= S_TAIL;
-        end
-        S_TAIL: begin
           tail <= q;
           state <= S_IDLE;
         end
