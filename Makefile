@@ -91,7 +91,7 @@ VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags (: between them): every twin, and <b>_bug for each
 # b of VL_BUGS, the block with the test-only HCA_RTL_BUG and HCA_RTL_BUG_<B> (a block's stage,
 # Verilated within another's bug model, keeps its own bug out by the second)
-VL_BUGS    := cqe sched mkey timers resp_fe
+VL_BUGS    := cqe sched mkey timers resp_fe qpc
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
               $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:-DHCA_RTL_BUG_$(shell echo $(b) | tr a-z A-Z):$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
@@ -231,14 +231,24 @@ $(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a: rtl/resp_fe.sv $(VL_SRCS_resp_fe) rtl/h
 		>$(@D)/build.log || { cat $(@D)/build.log; exit 1; }
 	@touch $@
 PIPE_ARCH  += $(VL)/resp_fe_pins/Vresp_fe_pins__ALL.a
+# And qpc's tags, LRU list and DMA requests at pin level (testbench/blocks/test_qpc_pins.cpp):
+# qpc with 40 QPNs, answers held up to 16 cycles.
+$(VL)/qpc_p/Vqpc_p__ALL.a: rtl/qpc.sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile
+	@mkdir -p $(@D)
+	+$(VERILATOR) --cc --build -j 1 -Wall -O3 --assert -CFLAGS -fPIC -MAKEFLAGS OPT_FAST=-O2 \
+		-GNQP=40 -GMAX_HOLD=16 --prefix Vqpc_p --top-module qpc --Mdir $(@D) \
+		rtl/hca_pkg.sv $(RTL_PRIM) rtl/qpc.sv >$(@D)/build.log || \
+		{ cat $(@D)/build.log; exit 1; }
+	@touch $@
+PIPE_ARCH  += $(VL)/qpc_p/Vqpc_p__ALL.a
 PRIM_SRCS  := testbench/blocks/test_prim.cpp testbench/blocks/test_sched_pins.cpp \
               testbench/blocks/test_mkey_pins.cpp testbench/blocks/test_timers_pins.cpp \
-              testbench/blocks/test_resp_fe_pins.cpp
+              testbench/blocks/test_resp_fe_pins.cpp testbench/blocks/test_qpc_pins.cpp
 $(BUILD)/test/block-prim: $(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) Makefile
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(PRIM_TOPS:%=-isystem $(VL)/prim_%) \
 		-isystem $(VL)/sched_p1 -isystem $(VL)/sched_p3 -isystem $(VL)/mkey_pins \
-		-isystem $(VL)/timers_p -isystem $(VL)/resp_fe_pins -o $@ \
+		-isystem $(VL)/timers_p -isystem $(VL)/resp_fe_pins -isystem $(VL)/qpc_p -o $@ \
 		$(PRIM_SRCS) $(PRIM_ARCH) $(PIPE_ARCH) $(VL_RUNTIME) $$(pkg-config --libs criterion) \
 		$(VL_LIBS)
 BLOCK_PRIM := $(BUILD)/test/block-prim

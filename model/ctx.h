@@ -188,11 +188,9 @@ struct hm_rx_qp {
 	bool drain;                /* a drain event is scheduled */
 };
 
-/* The context cache's bookkeeping (model/qpc.c). */
+/* The context cache's part (model/qpc.c; its tags, dirty bits and LRU order are the qpc
+ * block's, model/twin.h). */
 struct hm_qpc_line {
-	bool cached;               /* in the on-chip cache */
-	bool dirty;                /* changed since read from the backing store */
-	struct hm_qp *lru_prev, *lru_next; /* the cache's LRU list (cached QPs only) */
 	uint32_t slot_crc;         /* CRC-32 of the image last written to the backing-store slot */
 };
 
@@ -249,8 +247,6 @@ struct hm_dp {
 	/* QP context cache */
 	uint64_t qpc_base;        /* device address of the backing store */
 	uint32_t qpc_entries;     /* cache capacity */
-	uint32_t qpc_used;        /* entries in use */
-	struct hm_qp *lru_old, *lru_new; /* cached contexts, least recently used first */
 	uint64_t qpc_hits, qpc_misses, qpc_writebacks;
 	uint64_t qpc_corrupt;     /* images read back that differ from the one written */
 	/* send arbiter: the sched block (model/twin.h) holds the round-robin FIFO of QPs with

@@ -288,9 +288,10 @@ void hm_dev_destroy(struct hm_dev *d)
 	hm_port_loopback_pcap(d, NULL); /* closes the loopback capture */
 	hm_mcg_reset(d);
 	fw_destroy(d->fw);
-	hm_twins_destroy(d);
+	/* the QPs leave the blocks (the context cache forgets them) before the blocks go */
 	for (uint32_t qpn = 0; qpn < d->dp->nqps; qpn++)
 		hm_qp_destroy(d, qpn);
+	hm_twins_destroy(d);
 	hm_dp_destroy(d->dp);
 	sim_pcie_fn_destroy(d->fn);
 	free(d);

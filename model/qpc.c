@@ -1,9 +1,12 @@
 /* qpc: QP contexts and their on-chip cache (architecture §2). Contexts are backed by a store
  * in host memory that the driver gives the device at INIT_HCA (HM_QPC_BYTES per QPN). The cache
- * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs pipe.qpc_hit_cycles;
- * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. */
+ * holds hca.qpc_cache_entries contexts with LRU replacement: a hit costs HM_QPC_HIT_CYCLES;
+ * a miss costs a DMA read of the slot, plus a DMA write of the evicted entry when dirty. The
+ * cache's tags are a block with an RTL twin (model/twin.h "qpc", rtl/qpc.sv); the contexts,
+ * their images and the checks of an image read back are this file's. */
 #include "model/qpc.h"
 #include "model/fcov.h"
+#include "model/waves.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -146,14 +149,14 @@ static uint32_t image_crc(const struct hca_qpc *img)
 
 /* Pack qp's context and write it to its slot at *t (create, write-back), keeping the image's
  * CRC, what a read-back is checked against. */
-static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, uint64_t addr, sim_time_t *t)
 {
 	struct hca_qpc img;
 
+	SIM_ASSERT(qp != NULL, "qpc: write-back of a context that is gone");
 	hm_qpc_pack(qp, &img);
 	qp->cache.slot_crc = image_crc(&img);
-	if (!sim_dma_write_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
-				 sizeof(img), t))
+	if (!sim_dma_write_timed(d->fn, addr, &img, sizeof(img), t))
 		return;
 	trace_warn_qpc_fault(d->devno, qp->qpn, "write");
 }
@@ -163,7 +166,7 @@ static void qpc_write_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
  * indexes from it); an image whose CRC is not that of the one written is reported (warn.qpc
  * and the qpc_corrupt counter), naming the rule it breaks, or else the first field in which
  * it differs from the device's context. */
-static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
+static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, uint64_t addr, sim_time_t *t)
 {
 	struct hca_qpc img, now;
 	struct hm_qp scratch = { 0 };
@@ -171,8 +174,7 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	char field[64];
 	size_t off = 0;
 
-	if (sim_dma_read_timed(d->fn, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, &img,
-			       sizeof(img), t)) {
+	if (sim_dma_read_timed(d->fn, addr, &img, sizeof(img), t)) {
 		trace_warn_qpc_fault(d->devno, qp->qpn, "read");
 		return;
 	}
@@ -193,89 +195,237 @@ static void qpc_read_slot(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 	trace_warn_qpc_differs(d->devno, qp->qpn, field);
 }
 
-static void lru_unlink(struct hm_dp *dp, struct hm_qp *q)
+/* ---- the C twin of rtl/qpc.sv: tags, dirty bits and LRU order of the cached contexts ----
+ * One line per QPN (as the RTL's SRAM words: QPNs never used stay untouched, unmapped pages):
+ * cached, dirty and the LRU list's links; the list's head is the least recently used. */
+
+#define QPC_NIL UINT32_MAX
+
+struct qpc_twin {
+	uint32_t nqps;
+	uint32_t used, head, tail;
+	uint32_t fill;           /* the miss in progress: its QPN and store */
+	uint64_t fill_base;
+	struct qpc_line {
+		uint32_t prev, next;
+		bool cached, dirty;
+	} *l;
+};
+
+static void *qpc_create(struct hm_dev *d, uint32_t nqps)
 {
-	if (q->cache.lru_prev)
-		q->cache.lru_prev->cache.lru_next = q->cache.lru_next;
-	else
-		dp->lru_old = q->cache.lru_next;
-	if (q->cache.lru_next)
-		q->cache.lru_next->cache.lru_prev = q->cache.lru_prev;
-	else
-		dp->lru_new = q->cache.lru_prev;
-	q->cache.lru_prev = q->cache.lru_next = NULL;
+	struct qpc_twin *t = calloc(1, sizeof(*t));
+
+	(void)d;
+	SIM_ASSERT(t != NULL, "out of memory");
+	t->nqps = nqps;
+	t->head = t->tail = QPC_NIL;
+	t->l = calloc(nqps, sizeof(*t->l)); /* pages untouched stay unmapped */
+	SIM_ASSERT(t->l != NULL, "out of memory");
+	return t;
 }
 
-static void lru_append(struct hm_dp *dp, struct hm_qp *q)
+static void qpc_destroy(void *b)
 {
-	q->cache.lru_prev = dp->lru_new;
-	q->cache.lru_next = NULL;
-	if (dp->lru_new)
-		dp->lru_new->cache.lru_next = q;
-	else
-		dp->lru_old = q;
-	dp->lru_new = q;
+	struct qpc_twin *t = b;
+
+	free(t->l);
+	free(t);
 }
 
-/* Evict the least recently used cached context, writing it back when dirty. */
-static void qpc_evict(struct hm_dev *d, sim_time_t *t)
+static void lru_unlink(struct qpc_twin *t, uint32_t q)
 {
-	struct hm_dp *dp = d->dp;
-	struct hm_qp *victim = dp->lru_old;
+	struct qpc_line *l = &t->l[q];
 
-	SIM_ASSERT(victim != NULL, "QPC cache full of nothing (%u used)", dp->qpc_used);
-	lru_unlink(dp, victim);
-	hm_fcov_hit(HM_FCOV_qpc, victim->cache.dirty ? HM_FCOV_QPC_WRITE_BACK : HM_FCOV_QPC_EVICT_CLEAN);
-	if (victim->cache.dirty) {
-		dp->qpc_writebacks++;
-		qpc_write_slot(d, victim, t);
+	if (l->prev != QPC_NIL)
+		t->l[l->prev].next = l->next;
+	else
+		t->head = l->next;
+	if (l->next != QPC_NIL)
+		t->l[l->next].prev = l->prev;
+	else
+		t->tail = l->prev;
+}
+
+static void lru_append(struct qpc_twin *t, uint32_t q)
+{
+	t->l[q].prev = t->tail;
+	t->l[q].next = QPC_NIL;
+	if (t->tail != QPC_NIL)
+		t->l[t->tail].next = q;
+	else
+		t->head = q;
+	t->tail = q;
+}
+
+static void twin_req(struct qpc_twin *t, struct hm_qpc_out *out, uint8_t req, uint8_t tag,
+		     uint32_t qpn)
+{
+	out->req = req;
+	out->req_tag = tag;
+	out->req_qpn = qpn;
+	out->req_addr = t->fill_base + (uint64_t)qpn * HM_QPC_BYTES;
+	out->req_len = sizeof(struct hca_qpc);
+}
+
+static void qpc_lookup_model(void *b, const struct hm_qpc_in *in, struct hm_qpc_out *out)
+{
+	struct qpc_twin *t = b;
+	struct qpc_line *l;
+
+	SIM_ASSERT(in->qpn < t->nqps && in->entries, "qpc: lookup of QPN %u of %u, %u entries",
+		   in->qpn, t->nqps, in->entries);
+	l = &t->l[in->qpn];
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + HM_QPC_HIT_CYCLES;
+	if (l->cached) {
+		out->done = out->hit = true;
+		l->dirty |= in->write;
+		lru_unlink(t, in->qpn);
+		lru_append(t, in->qpn);
+		return;
 	}
-	victim->cache.cached = false;
-	victim->cache.dirty = false;
-	dp->qpc_used--;
+	if (t->used >= in->entries) {
+		out->evict = true;
+		out->victim = t->head;
+		out->wb = t->l[t->head].dirty;
+		lru_unlink(t, t->head);
+		t->l[out->victim] = (struct qpc_line){ 0 };
+		t->used--;
+	}
+	*l = (struct qpc_line){ .cached = true, .dirty = in->write };
+	lru_append(t, in->qpn);
+	t->used++;
+	t->fill = in->qpn;
+	t->fill_base = in->base;
+	if (out->wb)
+		twin_req(t, out, HM_QPC_REQ_WRITE, HM_QPC_TAG_WB, out->victim);
+	else
+		twin_req(t, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, in->qpn);
 }
+
+static void qpc_complete_model(void *b, const struct hm_qpc_cpl_in *in, struct hm_qpc_out *out)
+{
+	struct qpc_twin *t = b;
+
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle;
+	if (in->tag == HM_QPC_TAG_WB)
+		twin_req(t, out, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, t->fill);
+	else
+		out->done = true;
+}
+
+static void qpc_forget_model(void *b, const struct hm_qpc_forget_in *in,
+			     struct hm_qpc_forget_out *out)
+{
+	struct qpc_twin *t = b;
+
+	memset(out, 0, sizeof(*out));
+	out->cycle = in->cycle + HM_QPC_HIT_CYCLES;
+	if (in->qpn >= t->nqps || !t->l[in->qpn].cached)
+		return;
+	out->was_cached = true;
+	lru_unlink(t, in->qpn);
+	t->l[in->qpn] = (struct qpc_line){ 0 };
+	t->used--;
+}
+
+const struct hm_qpc_ops hm_qpc_model = { { qpc_create, qpc_destroy, NULL, NULL, 0, NULL, NULL },
+					 qpc_lookup_model, qpc_complete_model, qpc_forget_model };
+
+/* ---- the port ---- */
+
+#define QPC_OUT_FIELDS                                                                             \
+	HM_TWIN_FIELD(struct hm_qpc_out, cycle), HM_TWIN_FIELD(struct hm_qpc_out, done),           \
+		HM_TWIN_FIELD(struct hm_qpc_out, hit), HM_TWIN_FIELD(struct hm_qpc_out, evict),    \
+		HM_TWIN_FIELD(struct hm_qpc_out, victim), HM_TWIN_FIELD(struct hm_qpc_out, wb),    \
+		HM_TWIN_FIELD(struct hm_qpc_out, req), HM_TWIN_FIELD(struct hm_qpc_out, req_tag),  \
+		HM_TWIN_FIELD(struct hm_qpc_out, req_qpn),                                         \
+		HM_TWIN_FIELD(struct hm_qpc_out, req_addr),                                        \
+		HM_TWIN_FIELD(struct hm_qpc_out, req_len)
+HM_TWIN_OP(qpc, lookup, hm_qpc_in, hm_qpc_out, hm_waves_qpc_lookup, NULL, QPC_OUT_FIELDS);
+HM_TWIN_OP(qpc, complete, hm_qpc_cpl_in, hm_qpc_out, hm_waves_qpc_complete, NULL,
+	   QPC_OUT_FIELDS);
+HM_TWIN_OP(qpc, forget, hm_qpc_forget_in, hm_qpc_forget_out, hm_waves_qpc_forget, NULL,
+	   HM_TWIN_FIELD(struct hm_qpc_forget_out, cycle),
+	   HM_TWIN_FIELD(struct hm_qpc_forget_out, was_cached));
+
+void hm_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in, struct hm_qpc_out *out)
+{
+	struct hm_qpc_out rtl;
+
+	hm_twin_call(d, &qpc_lookup_op, in->cycle, in, out, &rtl);
+}
+
+void hm_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in, struct hm_qpc_out *out)
+{
+	struct hm_qpc_out rtl;
+
+	hm_twin_call(d, &qpc_complete_op, in->cycle, in, out, &rtl);
+}
+
+void hm_qpc_twin_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+			struct hm_qpc_forget_out *out)
+{
+	struct hm_qpc_forget_out rtl;
+
+	hm_twin_call(d, &qpc_forget_op, in->cycle, in, out, &rtl);
+}
+
+/* ---- the cache as the data path uses it ---- */
 
 void hm_qpc_store(struct hm_dev *d, struct hm_qp *qp, sim_time_t *t)
 {
-	qp->cache.cached = false;
-	qp->cache.dirty = false;
-	qp->cache.lru_prev = qp->cache.lru_next = NULL;
-	qpc_write_slot(d, qp, t);
+	qpc_write_slot(d, qp, d->dp->qpc_base + (uint64_t)qp->qpn * HM_QPC_BYTES, t);
 }
 
 void hm_qpc_forget(struct hm_dev *d, struct hm_qp *qp)
 {
-	if (!qp->cache.cached)
-		return;
-	lru_unlink(d->dp, qp);
-	d->dp->qpc_used--;
-	qp->cache.cached = false;
+	struct hm_qpc_forget_in in = { .cycle = sim_clock_cycles(&d->core, sim_now(d->k)),
+				       .qpn = qp->qpn };
+	struct hm_qpc_forget_out out;
+
+	hm_qpc_twin_forget(d, &in, &out);
 }
 
+/* The context of qpn for a use at *t: the block's lookup, and on a miss its DMA requests
+ * performed in order at the PCIe model's time (the write-back of the victim, then the fill),
+ * each completion handed back in the cycle it completes. *t ends at the hit's answer or the
+ * fill's completion. */
 struct hm_qp *hm_qpc_get(struct hm_dev *d, uint32_t qpn, sim_time_t *t)
 {
 	struct hm_dp *dp = d->dp;
 	struct hm_qp *qp = hm_qp_lookup(d, qpn);
+	struct hm_qpc_in in = { .qpn = qpn, .write = true, .entries = dp->qpc_entries,
+				.base = dp->qpc_base };
+	struct hm_qpc_out out;
 
 	if (!qp)
 		return NULL;
-	if (qp->cache.cached) {
-		lru_unlink(dp, qp);
-		lru_append(dp, qp);
+	in.cycle = sim_clock_edge(&d->core, *t) / d->core.period_ps;
+	hm_qpc_lookup(d, &in, &out);
+	if (out.hit) {
 		dp->qpc_hits++;
 		hm_fcov_hit(HM_FCOV_qpc, HM_FCOV_QPC_HIT);
-		*t = sim_clock_after(&d->core, *t, d->cfg.qpc_hit_cycles);
-	} else {
-		dp->qpc_misses++;
-		hm_fcov_hit(HM_FCOV_qpc, HM_FCOV_QPC_MISS);
-		if (dp->qpc_used >= dp->qpc_entries)
-			qpc_evict(d, t);
-		qpc_read_slot(d, qp, t);
-		qp->cache.cached = true;
-		lru_append(dp, qp);
-		dp->qpc_used++;
+		*t = (sim_time_t)out.cycle * d->core.period_ps;
+		return qp;
 	}
-	qp->cache.dirty = true;
+	dp->qpc_misses++;
+	hm_fcov_hit(HM_FCOV_qpc, HM_FCOV_QPC_MISS);
+	if (out.evict)
+		hm_fcov_hit(HM_FCOV_qpc, out.wb ? HM_FCOV_QPC_WRITE_BACK : HM_FCOV_QPC_EVICT_CLEAN);
+	while (!out.done) {
+		struct hm_qpc_cpl_in cpl = { .tag = out.req_tag };
+
+		if (out.req == HM_QPC_REQ_WRITE) {
+			dp->qpc_writebacks++;
+			qpc_write_slot(d, hm_qp_lookup(d, out.req_qpn), out.req_addr, t);
+		} else {
+			qpc_read_slot(d, qp, out.req_addr, t);
+		}
+		cpl.cycle = sim_clock_cycles(&d->core, *t);
+		hm_qpc_complete(d, &cpl, &out);
+	}
 	return qp;
 }
-

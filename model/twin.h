@@ -317,6 +317,61 @@ struct hm_resp_fe_out {
 };
 
 #define HM_TWIN_OPS_resp_fe(X) X(resp_fe, check, hm_resp_fe_in, hm_resp_fe_out)
+/* ---- qpc: the QP context cache ----------------------------------------------------------- */
+
+/* LOOKUP: the context of QP qpn is needed at cycle (the edge that takes the request). A hit
+ * answers HM_QPC_HIT_CYCLES cycles later (done, hit: rtl/qpc.sv reads the QP's tag word from
+ * an SRAM, then answers; a property of the design, which the model's time follows). A miss
+ * answers then with the block's first DMA request (req): the write-back of the least recently
+ * used entry when the cache holds entries contexts and that one is dirty (evict, victim, wb;
+ * req WRITE, tag HM_QPC_TAG_WB), else the fill (req READ of qpn's slot, tag HM_QPC_TAG_FILL).
+ * The caller performs the request and hands its completion back with COMPLETE at the cycle it
+ * completes: the completion of the write-back is answered with the fill's request, that of
+ * the fill with done, both in the completion's cycle. Requests carry the slot's address
+ * (base + qpn * HCA_QPC_SLOT_BYTES) and the image's length (struct hca_qpc). write marks the
+ * entry dirty. FORGET: a destroyed QP leaves the cache without a write-back (was_cached), in
+ * HM_QPC_HIT_CYCLES cycles. The tags, dirty bits and LRU order live in the block (the RTL's in
+ * SRAMs of one word per QPN); the contexts themselves are the caller's. */
+#define HM_QPC_HIT_CYCLES 2
+enum hm_qpc_req { HM_QPC_REQ_NONE = 0, HM_QPC_REQ_READ = 1, HM_QPC_REQ_WRITE = 2 };
+enum { HM_QPC_TAG_FILL = 0, HM_QPC_TAG_WB = 1 };
+struct hm_qpc_in {
+	uint64_t cycle;
+	uint32_t qpn;         /* 24 bits */
+	bool write;           /* the use changes the context: the entry becomes dirty */
+	uint32_t entries;     /* the cache's capacity (hca.qpc_cache_entries) */
+	uint64_t base;        /* the backing store's device address (INIT_HCA qpc_base) */
+};
+struct hm_qpc_cpl_in {
+	uint64_t cycle;       /* the cycle the request completed */
+	uint8_t tag;          /* the request's tag */
+};
+struct hm_qpc_out {
+	uint64_t cycle;       /* the cycle of the answer */
+	bool done;            /* the lookup is answered: the context may be used */
+	bool hit;             /* LOOKUP: a hit */
+	bool evict;           /* LOOKUP, a miss: the cache was full and victim leaves it */
+	uint32_t victim;      /* its QPN */
+	bool wb;              /* it was dirty: written back (the first request) */
+	uint8_t req;          /* enum hm_qpc_req: the DMA request presented at cycle */
+	uint8_t req_tag;
+	uint32_t req_qpn;
+	uint64_t req_addr;
+	uint32_t req_len;
+};
+struct hm_qpc_forget_in {
+	uint64_t cycle;
+	uint32_t qpn;
+};
+struct hm_qpc_forget_out {
+	uint64_t cycle;       /* in.cycle + HM_QPC_HIT_CYCLES */
+	bool was_cached;
+};
+
+#define HM_TWIN_OPS_qpc(X)                                                                         \
+	X(qpc, lookup, hm_qpc_in, hm_qpc_out)                                                      \
+	X(qpc, complete, hm_qpc_cpl_in, hm_qpc_out)                                                \
+	X(qpc, forget, hm_qpc_forget_in, hm_qpc_forget_out)
 
 /* ---- plugging in -------------------------------------------------------------------------- */
 
@@ -444,5 +499,9 @@ void hm_resp_fe_check(struct hm_dev *d, const struct hm_resp_fe_in *in,
 /* The rkey request in names (READ, atomic, WRITE: its RETH's, or the WRITE in progress's), 0
  * for one with none: the key whose table entry goes in as in->key. */
 uint32_t hm_resp_fe_rkey(const struct hm_resp_fe_in *in);
+void hm_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in, struct hm_qpc_out *out);
+void hm_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in, struct hm_qpc_out *out);
+void hm_qpc_twin_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+			struct hm_qpc_forget_out *out);
 
 #endif

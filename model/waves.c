@@ -553,4 +553,47 @@ void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
 	txn(d, "resp_fe", "resp_key", 3, to, out->key);
 	txn_strobe(d, "resp_fe", "resp_valid", to);
 	hm_waves_psn(d, &pi, &po);
+/* A qpc transaction: LOOKUP (op 0), COMPLETE (op 1) or FORGET (op 2), the pins of rtl/qpc.sv. */
+static void waves_qpc(struct hm_dev *d, uint64_t cyc_in, uint64_t cyc_out, unsigned op,
+		      uint32_t qpn, bool write, uint8_t tag, const struct hm_qpc_out *out)
+{
+	sim_time_t ti = cyc_in * cycle_ps(d), to = cyc_out * cycle_ps(d);
+
+	if (!devw_of(d))
+		return;
+	txn(d, "qpc", "req_cycle", 64, ti, cyc_in);
+	txn(d, "qpc", "resp_cycle", 64, to, cyc_out);
+	txn(d, "qpc", "req_op", 2, ti, op);
+	txn(d, "qpc", "req_qpn", 24, ti, qpn);
+	txn(d, "qpc", "req_write", 1, ti, write);
+	txn(d, "qpc", "req_tag", 1, ti, tag);
+	txn_strobe(d, "qpc", "req_valid", ti);
+	txn(d, "qpc", "resp_done", 1, to, out->done);
+	txn(d, "qpc", "resp_hit", 1, to, out->hit);
+	txn(d, "qpc", "resp_evict", 1, to, out->evict);
+	txn(d, "qpc", "resp_victim", 24, to, out->victim);
+	txn(d, "qpc", "resp_wb", 1, to, out->wb);
+	txn(d, "qpc", "resp_dma", 2, to, out->req);
+	txn(d, "qpc", "resp_dma_tag", 1, to, out->req_tag);
+	txn(d, "qpc", "resp_dma_addr", 64, to, out->req_addr);
+	txn_strobe(d, "qpc", "resp_valid", to);
+}
+
+void hm_waves_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in, const struct hm_qpc_out *out)
+{
+	waves_qpc(d, in->cycle, out->cycle, 0, in->qpn, in->write, 0, out);
+}
+
+void hm_waves_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in,
+			   const struct hm_qpc_out *out)
+{
+	waves_qpc(d, in->cycle, out->cycle, 1, 0, 0, in->tag, out);
+}
+
+void hm_waves_qpc_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+			 const struct hm_qpc_forget_out *out)
+{
+	struct hm_qpc_out o = { .hit = out->was_cached, .done = true };
+
+	waves_qpc(d, in->cycle, out->cycle, 2, in->qpn, 0, 0, &o);
 }

@@ -39,5 +39,11 @@ void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
 			 const struct hm_timers_set_out *out);
 void hm_waves_timers_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,
 			    const struct hm_timers_expire_out *out);
+void hm_waves_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in,
+			 const struct hm_qpc_out *out);
+void hm_waves_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in,
+			   const struct hm_qpc_out *out);
+void hm_waves_qpc_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+			 const struct hm_qpc_forget_out *out);
 
 #endif

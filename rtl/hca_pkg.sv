@@ -10,6 +10,7 @@ package hca_pkg;
   localparam int unsigned HCA_PSN_BITS = 24;
   localparam int unsigned HCA_FIRST_QPN = 2;
   localparam int unsigned HCA_CQE_BYTES = 64;
+  localparam int unsigned HCA_QPC_SLOT_BYTES = 1024;
   localparam int unsigned HCA_MW_TYPE_1 = 1;
   localparam int unsigned HCA_MW_TYPE_2 = 2;
   localparam int unsigned HCA_QPT_RC = 2;

@@ -4,6 +4,7 @@
  * transaction. The lockstep tests inject the test-only RTL bugs and shows that lockstep in the
  * running system halts with a report naming block, cycle and field. */
 #include "testbench/tb.h"
+#include "model/ctx.h"
 #include "model/twin.h"
 
 #include <criterion/criterion.h>
@@ -1478,6 +1479,310 @@ Test(rtl_lockstep, injected_cqe_bug_report_names_the_wave_file)
 Test(rtl_lockstep, injected_cqe_bug_report_names_the_fst_next_to_hcasim_waves_vcd)
 {
 	bug_report_names_the_wave_file(true);
+}
+
+/* ================================ qpc ================================ */
+
+/* The qpc port for QPNs below QPC_QPS. */
+#define QPC_QPS 48u
+#define QPC_BASE 0x100000ull
+struct qpc_fix {
+	const struct hm_qpc_ops *ops;
+	void *b;
+	struct hm_dev *d;
+	const char *who;
+	/* the contract, kept by the test: the cached QPNs, least recently used first */
+	uint32_t lru[QPC_QPS], n;
+	bool dirty[QPC_QPS];
+};
+
+static void qpc_open(struct qpc_fix *f, bool rtl)
+{
+	memset(f, 0, sizeof(*f));
+	f->ops = impl(HM_TWIN_QPC, rtl);
+	f->who = rtl ? "rtl" : "model";
+	f->d = calloc(1, sizeof(*f->d));
+	cr_assert_not_null(f->d);
+	f->d->core.period_ps = 2000; /* the RTL's waves would be timed by it */
+	f->b = f->ops->base.create(f->d, QPC_QPS);
+}
+
+static void qpc_close(struct qpc_fix *f)
+{
+	f->ops->base.destroy(f->b);
+	free(f->d);
+}
+
+/* The position of qpn in the test's LRU list, or -1. */
+static int qpc_ref_find(const struct qpc_fix *f, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		if (f->lru[i] == qpn)
+			return (int)i;
+	return -1;
+}
+
+static void qpc_ref_drop(struct qpc_fix *f, int i)
+{
+	memmove(&f->lru[i], &f->lru[i + 1], (f->n - (uint32_t)i - 1) * sizeof(f->lru[0]));
+	f->n--;
+}
+
+static void qpc_req_check(const struct qpc_fix *f, uint64_t n, const struct hm_qpc_out *o,
+			  uint8_t req, uint8_t tag, uint32_t qpn)
+{
+	cr_assert(o->req == req && o->req_tag == tag && o->req_qpn == qpn &&
+			  o->req_addr == QPC_BASE + (uint64_t)qpn * 1024 && o->req_len == 800,
+		  "%s txn %llu: request %u tag %u QPN %u addr 0x%llx len %u, want %u %u %u", f->who,
+		  (unsigned long long)n, o->req, o->req_tag, o->req_qpn,
+		  (unsigned long long)o->req_addr, o->req_len, req, tag, qpn);
+}
+
+/* One lookup at cycle c against the contract, its DMA requests completed dma cycles after
+ * they are presented; returns the cycle after the last answer. */
+static uint64_t qpc_lookup_txn(struct qpc_fix *f, uint64_t n, uint64_t c, uint32_t qpn,
+			       bool write, uint32_t entries, uint64_t dma)
+{
+	struct hm_qpc_in in = { c, qpn, write, entries, QPC_BASE };
+	struct hm_qpc_cpl_in cpl;
+	struct hm_qpc_out o;
+	int i = qpc_ref_find(f, qpn);
+	bool full = f->n >= entries;
+	uint32_t victim = full ? f->lru[0] : 0;
+	bool wb = full && f->dirty[victim];
+
+	f->ops->lookup(f->b, &in, &o);
+	cr_assert_eq(o.cycle, c + HM_QPC_HIT_CYCLES, "%s txn %llu: answered at %llu", f->who,
+		     (unsigned long long)n, (unsigned long long)o.cycle);
+	if (i >= 0) {
+		cr_assert(o.done && o.hit && !o.evict && o.req == HM_QPC_REQ_NONE,
+			  "%s txn %llu: QPN %u is cached", f->who, (unsigned long long)n, qpn);
+		qpc_ref_drop(f, i);
+		f->lru[f->n++] = qpn;
+		f->dirty[qpn] |= write;
+		return o.cycle;
+	}
+	cr_assert(!o.done && !o.hit && o.evict == full && o.victim == victim && o.wb == wb,
+		  "%s txn %llu: miss of %u: done %d hit %d evict %d victim %u wb %d, want evict %d "
+		  "victim %u wb %d", f->who, (unsigned long long)n, qpn, o.done, o.hit, o.evict,
+		  o.victim, o.wb, full, victim, wb);
+	if (wb) {
+		qpc_req_check(f, n, &o, HM_QPC_REQ_WRITE, HM_QPC_TAG_WB, victim);
+		cpl = (struct hm_qpc_cpl_in){ o.cycle + dma, HM_QPC_TAG_WB };
+		f->ops->complete(f->b, &cpl, &o);
+		cr_assert(o.cycle == cpl.cycle && !o.done, "%s txn %llu: the write-back's answer",
+			  f->who, (unsigned long long)n);
+	}
+	qpc_req_check(f, n, &o, HM_QPC_REQ_READ, HM_QPC_TAG_FILL, qpn);
+	cpl = (struct hm_qpc_cpl_in){ o.cycle + dma, HM_QPC_TAG_FILL };
+	f->ops->complete(f->b, &cpl, &o);
+	cr_assert(o.cycle == cpl.cycle && o.done && o.req == HM_QPC_REQ_NONE,
+		  "%s txn %llu: the fill's answer", f->who, (unsigned long long)n);
+	if (full) {
+		qpc_ref_drop(f, 0);
+		f->dirty[victim] = false;
+	}
+	f->lru[f->n++] = qpn;
+	f->dirty[qpn] = write;
+	return o.cycle;
+}
+
+static uint64_t qpc_forget_txn(struct qpc_fix *f, uint64_t n, uint64_t c, uint32_t qpn)
+{
+	struct hm_qpc_forget_in in = { c, qpn };
+	struct hm_qpc_forget_out o;
+	int i = qpc_ref_find(f, qpn);
+
+	f->ops->forget(f->b, &in, &o);
+	cr_assert(o.cycle == c + HM_QPC_HIT_CYCLES && o.was_cached == (i >= 0),
+		  "%s txn %llu: forget %u: cycle %llu was_cached %d", f->who,
+		  (unsigned long long)n, qpn, (unsigned long long)o.cycle, o.was_cached);
+	if (i >= 0) {
+		qpc_ref_drop(f, i);
+		f->dirty[qpn] = false;
+	}
+	return o.cycle;
+}
+
+static void qpc_directed(bool rtl)
+{
+	struct qpc_fix f;
+	uint64_t c = 10, n = 0;
+
+	qpc_open(&f, rtl);
+	c = qpc_lookup_txn(&f, n++, c, 5, true, 3, 250);      /* miss, room */
+	c = qpc_lookup_txn(&f, n++, c, 5, true, 3, 250);      /* hit */
+	c = qpc_lookup_txn(&f, n++, c, 6, false, 3, 250);     /* miss, clean */
+	c = qpc_lookup_txn(&f, n++, c, 7, true, 3, 250);      /* full now */
+	c = qpc_lookup_txn(&f, n++, c, 5, false, 3, 250);     /* 6 is now the oldest */
+	c = qpc_lookup_txn(&f, n++, c, 8, true, 3, 250);      /* evicts 6, clean */
+	c = qpc_lookup_txn(&f, n++, c, 9, true, 3, 0);        /* evicts 7, dirty; DMA at once */
+	c = qpc_forget_txn(&f, n++, c, 5);                    /* room again */
+	c = qpc_forget_txn(&f, n++, c, 5);                    /* not cached */
+	c = qpc_lookup_txn(&f, n++, c, QPC_QPS - 1, true, 3, 1); /* the highest QPN */
+	c = qpc_lookup_txn(&f, n++, c, 2, true, 1, 40);       /* capacity lowered to 1 */
+	c = qpc_lookup_txn(&f, n++, c, 2, true, 1, 40);
+	c = qpc_lookup_txn(&f, n++, c + 1000000, 3, true, 1, 40); /* after a long idle */
+	cr_assert_eq(n, 13);
+	qpc_close(&f);
+}
+
+/* Random lookups and forgets over 24 QPNs, capacities 1..8, writes or not, DMA times 0..300
+ * cycles, requests back to back or apart; lockstep: the twin's answers must equal the RTL's. */
+static void qpc_random(bool rtl, bool lockstep, unsigned seed)
+{
+	struct qpc_fix f, g;
+	uint64_t c = 1;
+	uint32_t entries = 4;
+
+	qpc_open(&f, rtl);
+	if (lockstep)
+		qpc_open(&g, false);
+	rng_seed(seed);
+	for (uint64_t n = 0; n < 3000; n++) {
+		uint32_t qpn = 1 + rng() % 24, r = rng();
+		uint64_t dma = r % 4 ? rng() % 300 : 0, gap = rng() % 3 ? rng() % 5 : rng() % 10000;
+		uint64_t cf;
+
+		if (r % 97 == 0)
+			entries = 1 + rng() % 8;
+		if (r % 13 == 0) {
+			cf = qpc_forget_txn(&f, n, c, qpn);
+			if (lockstep)
+				cr_assert_eq(qpc_forget_txn(&g, n, c, qpn), cf);
+		} else {
+			cf = qpc_lookup_txn(&f, n, c, qpn, r & 2, entries, dma);
+			if (lockstep)
+				cr_assert_eq(qpc_lookup_txn(&g, n, c, qpn, r & 2, entries, dma), cf);
+		}
+		c = cf + gap;
+	}
+	qpc_close(&f);
+	if (lockstep)
+		qpc_close(&g);
+}
+
+Test(rtl_qpc, model_directed_hits_misses_lru_write_back_forget_and_capacity)
+{
+	qpc_directed(false);
+}
+Test(rtl_qpc, rtl_directed_hits_misses_lru_write_back_forget_and_capacity)
+{
+	qpc_directed(true);
+}
+Test(rtl_qpc, model_random_against_the_contract) { qpc_random(false, false, 5); }
+Test(rtl_qpc, rtl_random_against_the_contract) { qpc_random(true, false, 5); }
+Test(rtl_qpc, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	qpc_random(true, true, 6);
+}
+
+/* The qpc in the running system: three RC QPs on each of two devices, with a cache of two
+ * contexts; one signaled RDMA WRITE at a time on QPs 0 1 0 2 1 0 2 2 0 1, so that uses hit,
+ * miss and evict, dirty entries being written back. Returns the completions; *wbs the
+ * write-backs of the first device. */
+static const unsigned qpc_order[] = { 0, 1, 0, 2, 1, 0, 2, 2, 0, 1 };
+#define QPC_ORDER (sizeof(qpc_order) / sizeof(qpc_order[0]))
+
+static int qpc_three_qps(uint64_t *wbs)
+{
+	struct tb_dev a, c;
+	struct ibv_qp *qa[3], *qc[3];
+	struct ibv_mr *src, *dst;
+	struct hcasim_dev_counters ctr;
+	int done = 0;
+
+	tb_open(&a, 0);
+	tb_open(&c, 1);
+	for (int i = 0; i < 3; i++) {
+		qa[i] = tb_create_qp(&a, IBV_QPT_RC);
+		qc[i] = tb_create_qp(&c, IBV_QPT_RC);
+		tb_connect(&a, qa[i], &c, qc[i]->qp_num, IBV_MTU_1024);
+		tb_connect(&c, qc[i], &a, qa[i]->qp_num, IBV_MTU_1024);
+	}
+	src = tb_mr(&a, 64);
+	dst = tb_mr(&c, 64);
+	for (size_t k = 0; k < QPC_ORDER && !hcasim_halted(); k++) {
+		struct ibv_sge s = { (uintptr_t)src->addr, 64, src->lkey };
+		struct ibv_send_wr wr = { .wr_id = k, .sg_list = &s, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		uint64_t start = hcasim_now_ps();
+
+		wr.wr.rdma.remote_addr = (uintptr_t)dst->addr;
+		wr.wr.rdma.rkey = dst->rkey;
+		cr_assert_eq(ibv_post_send(qa[qpc_order[k]], &wr, &bad), 0);
+		while (!hcasim_halted() && hcasim_now_ps() - start < 1000000000ull)
+			if (ibv_poll_cq(a.cq, 1, &wc) == 1) {
+				cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+				done++;
+				break;
+			}
+	}
+	if (hcasim_halted()) {
+		/* nothing runs after a halt: the objects are left, the lists freed */
+		ibv_free_device_list(a.list);
+		ibv_free_device_list(c.list);
+		return done;
+	}
+	cr_assert_eq(hcasim_dev_counters(0, &ctr), 0);
+	*wbs = ctr.qpc_writebacks;
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(ibv_destroy_qp(qa[i]), 0, "%s", hcasim_last_error());
+		cr_assert_eq(ibv_destroy_qp(qc[i]), 0, "%s", hcasim_last_error());
+	}
+	{
+		void *sbuf = src->addr, *dbuf = dst->addr;
+
+		cr_assert_eq(ibv_dereg_mr(src), 0);
+		cr_assert_eq(ibv_dereg_mr(dst), 0);
+		free(sbuf);
+		free(dbuf);
+	}
+	tb_close(&a);
+	tb_close(&c);
+	return done;
+}
+
+static const char *qpc_lockstep(const char *bug, int *done, uint64_t *wbs)
+{
+	lockstep_env(HM_TWIN_QPC, "qpc=lockstep", bug);
+	cr_assert_eq(hcasim_config_set("hca.qpc_cache_entries", "2"), 0, "%s",
+		     hcasim_last_error());
+	*done = qpc_three_qps(wbs);
+	return hcasim_halted();
+}
+
+Test(rtl_lockstep, qpc_misses_and_write_backs_run_clean_in_lockstep)
+{
+	uint64_t wbs = 0;
+	int done;
+	const char *why = qpc_lockstep("none", &done, &wbs);
+
+	cr_assert_null(why, "no mismatch: %s", why);
+	cr_assert_eq(done, (int)QPC_ORDER);
+	cr_assert_gt(wbs, 2, "evictions with write-backs: %llu", (unsigned long long)wbs);
+	hcasim_shutdown();
+}
+
+/* The injected bug (HCASIM_RTL_BUG=qpc, rtl/qpc.sv): a hit leaves the entry where it is in the
+ * LRU order, so that the third QP's first use evicts the wrong one: lockstep halts at that
+ * lookup naming block, op, cycle and field (victim, the QPN evicted). */
+Test(rtl_lockstep, injected_qpc_bug_halts_with_block_cycle_and_field)
+{
+	uint64_t wbs;
+	const char *why;
+	int done;
+
+	tb_stderr_capture();
+	qpc_lockstep("qpc", &done, &wbs);
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block qpc (lookup)") && strstr(why, "field victim") &&
+			  strstr(why, "at cycle ") && strstr(why, "(model) got ") &&
+			  strstr(why, "no waves: rerun with WAVES=1 for build/waves/hca0.qpc.fst"),
+		  "the report names block, op, cycle and field: %s", why);
+	cr_assert_lt(done, (int)QPC_ORDER, "halted before the last completion");
 }
 
 /* ================================ lint ================================ */

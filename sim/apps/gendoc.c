@@ -276,6 +276,7 @@ static void sv_pkg(void)
 	printf("  localparam int unsigned HCA_PSN_BITS = %u;\n", bits_for(HCA_PSN_MASK));
 	printf("  localparam int unsigned HCA_FIRST_QPN = %u;\n", HCA_FIRST_QPN);
 	printf("  localparam int unsigned HCA_CQE_BYTES = %u;\n", HCA_CQE_BYTES);
+	printf("  localparam int unsigned HCA_QPC_SLOT_BYTES = %u;\n", HM_QPC_BYTES);
 	printf("  localparam int unsigned HCA_MW_TYPE_1 = %u;\n", HCA_MW_TYPE_1);
 	printf("  localparam int unsigned HCA_MW_TYPE_2 = %u;\n", HCA_MW_TYPE_2);
 	for (size_t i = 0; i < N(params); i++)

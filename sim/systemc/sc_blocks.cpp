@@ -8,6 +8,7 @@
 #include "Vsc_mkey.h"
 #include "Vsc_resp_fe.h"
 #include "Vsc_psn.h"
+#include "Vsc_qpc.h"
 #include "Vsc_sched.h"
 #include "Vsc_timers.h"
 
@@ -16,8 +17,8 @@
 #include <cstring>
 #include <string>
 
-/* The sched and timers RTL's RAM depth in QPNs (rtl/sched.sv and timers.sv NQP, their
- * default; sim/vl/sched.cpp, timers.cpp). */
+/* The sched, timers and qpc RTL's RAM depth in QPNs (rtl/sched.sv, timers.sv and qpc.sv NQP,
+ * their default; sim/vl/sched.cpp, timers.cpp, qpc.cpp). */
 constexpr uint32_t SCHED_RTL_NQP = (1u << 24) + 2;
 
 using sc_core::sc_signal;
@@ -279,6 +280,19 @@ struct resp_fe_block : clocked<Vsc_resp_fe> {
 	{
 		RESP_FE_PINS(PIN_BIND)
 	}
+/* ---- qpc -------------------------------------------------------------------------------- */
+
+#define QPC_PINS(X)                                                                           \
+	X(uint32_t, req_op) X(uint32_t, req_qpn) X(bool, req_write) X(bool, req_tag)          \
+	X(uint32_t, req_entries) X(uint64_t, req_base) X(bool, resp_done) X(bool, resp_hit)   \
+	X(bool, resp_evict) X(uint32_t, resp_victim) X(bool, resp_wb) X(uint32_t, resp_dma)   \
+	X(bool, resp_dma_tag) X(uint32_t, resp_dma_qpn) X(uint64_t, resp_dma_addr)            \
+	X(uint32_t, resp_dma_len) X(uint32_t, stat_hits) X(uint32_t, stat_misses)             \
+	X(uint32_t, stat_wbs)
+
+struct qpc_block : clocked<Vsc_qpc> {
+	QPC_PINS(PIN_DECL)
+	qpc_block(sc_core::sc_module_name name) : clocked(name, "qpc") { QPC_PINS(PIN_BIND) }
 };
 
 /* ---- the instances ---------------------------------------------------------------------- */
@@ -294,6 +308,7 @@ sc_rtl_blocks::sc_rtl_blocks(sc_core::sc_module_name name, int ndevs) : sc_modul
 		mkey.emplace_back(new mkey_block((hca + "_mkey").c_str()));
 		timers.emplace_back(new timers_block((hca + "_timers").c_str()));
 		resp_fe.emplace_back(new resp_fe_block((hca + "_resp_fe").c_str()));
+		qpc.emplace_back(new qpc_block((hca + "_qpc").c_str()));
 	}
 }
 
@@ -694,6 +709,71 @@ const hm_resp_fe_ops resp_fe_ops = { { resp_fe_create, resp_fe_destroy, nullptr,
 				       nullptr, nullptr },
 				     resp_fe_check };
 
+/* qpc (sim/vl/qpc.cpp) */
+void *qpc_create(hm_dev *d, uint32_t nqps)
+{
+	SIM_ASSERT(nqps <= SCHED_RTL_NQP, "%u QPNs for a qpc of %u", nqps, SCHED_RTL_NQP);
+	qpc_block *p = instance(g_blocks->qpc, d);
+
+	p->reset(2, 0);
+	return p;
+}
+
+void qpc_destroy(void *b)
+{
+	static_cast<qpc_block *>(b)->give_back();
+}
+
+/* One LOOKUP (0), COMPLETE (1) or FORGET (2); out from the response's signals. */
+void qpc_request(qpc_block *p, uint64_t cycle, unsigned op, uint32_t qpn, bool write,
+		 uint8_t tag, uint32_t entries, uint64_t base, hm_qpc_out *out)
+{
+	p->req_op.write(op);
+	p->req_qpn.write(qpn & HCA_QPN_MASK);
+	p->req_write.write(write);
+	p->req_tag.write(tag != 0);
+	p->req_entries.write(entries);
+	p->req_base.write(base);
+	*out = hm_qpc_out{};
+	out->cycle = cycle + p->transact(cycle, HM_QPC_HIT_CYCLES + 4, [&] {
+			     out->done = p->resp_done.read();
+			     out->hit = p->resp_hit.read();
+			     out->evict = p->resp_evict.read();
+			     out->victim = p->resp_victim.read();
+			     out->wb = p->resp_wb.read();
+			     out->req = (uint8_t)p->resp_dma.read();
+			     out->req_tag = p->resp_dma_tag.read();
+			     out->req_qpn = p->resp_dma_qpn.read();
+			     out->req_addr = p->resp_dma_addr.read();
+			     out->req_len = p->resp_dma_len.read();
+		     });
+}
+
+void qpc_lookup(void *b, const hm_qpc_in *in, hm_qpc_out *out)
+{
+	qpc_request(static_cast<qpc_block *>(b), in->cycle, 0, in->qpn, in->write, 0, in->entries,
+		    in->base, out);
+}
+
+void qpc_complete(void *b, const hm_qpc_cpl_in *in, hm_qpc_out *out)
+{
+	qpc_request(static_cast<qpc_block *>(b), in->cycle, 1, 0, false, in->tag, 0, 0, out);
+}
+
+void qpc_forget(void *b, const hm_qpc_forget_in *in, hm_qpc_forget_out *out)
+{
+	hm_qpc_out o;
+
+	qpc_request(static_cast<qpc_block *>(b), in->cycle, 2, in->qpn, false, 0, 0, 0, &o);
+	*out = hm_qpc_forget_out{};
+	out->cycle = o.cycle;
+	out->was_cached = o.hit;
+}
+
+const hm_qpc_ops qpc_ops = { { qpc_create, qpc_destroy, nullptr, nullptr, SCHED_RTL_NQP,
+			       "RTL qpc", nullptr },
+			     qpc_lookup, qpc_complete, qpc_forget };
+
 } // namespace
 
 /* A block added to model/twin.def needs its SystemC wrapper here (and in sc_rtl_blocks). */
@@ -709,6 +789,7 @@ void sc_rtl_register(sc_rtl_blocks *blocks)
 	hm_twin_register(HM_TWIN_MKEY, &mkey_ops);
 	hm_twin_register(HM_TWIN_TIMERS, &timers_ops);
 	hm_twin_register(HM_TWIN_RESP_FE, &resp_fe_ops);
+	hm_twin_register(HM_TWIN_QPC, &qpc_ops);
 }
 
 } // namespace hcasim_sc

@@ -1,6 +1,6 @@
 /* The RTL blocks of hcasim as SystemC modules (sim/systemc/, docs/systemc.md).
  *
- * rtl/sched.sv, cqe.sv, psn.sv, mkey.sv, timers.sv and resp_fe.sv are Verilated with --sc (prefix Vsc_<block>) and each
+ * rtl/sched.sv, cqe.sv, psn.sv, mkey.sv, timers.sv, resp_fe.sv and qpc.sv are Verilated with --sc (prefix Vsc_<block>) and each
  * instance is wrapped in a module that owns its pin signals and a clock signal. The transactor
  * of the wrapper implements the block's port (model/twin.h) with the pin protocol of
  * sim/vl/vl.h and docs/rtl.md, edge for edge, but every evaluation is a delta cycle
@@ -29,6 +29,7 @@ struct psn_block;
 struct mkey_block;
 struct timers_block;
 struct resp_fe_block;
+struct qpc_block;
 
 /* One instance of each block per device, named <name>.hca<dev>.<block>. */
 class sc_rtl_blocks : public sc_core::sc_module {
@@ -42,6 +43,7 @@ public:
 	std::vector<std::unique_ptr<mkey_block>> mkey;
 	std::vector<std::unique_ptr<timers_block>> timers;
 	std::vector<std::unique_ptr<resp_fe_block>> resp_fe;
+	std::vector<std::unique_ptr<qpc_block>> qpc;
 };
 
 /* Registers the transactors of these instances as the RTL of the ports. */

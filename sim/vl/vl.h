@@ -47,7 +47,8 @@ extern "C" {
 #endif
 
 /* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
- * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers and resp_fe
+ * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers, resp_fe and
+ * qpc
  * (docs/rtl.md). */
 inline bool vl_rtl_bug(const char *block)
 {
@@ -55,9 +56,9 @@ inline bool vl_rtl_bug(const char *block)
 
 	SIM_ASSERT(!bug || !*bug || !strcmp(bug, "none") || !strcmp(bug, "cqe") ||
 			   !strcmp(bug, "sched") || !strcmp(bug, "mkey") || !strcmp(bug, "timers") ||
-			   !strcmp(bug, "resp_fe"),
+			   !strcmp(bug, "resp_fe") || !strcmp(bug, "qpc"),
 		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe, sched, mkey, "
-		   "timers or resp_fe",
+		   "timers, resp_fe or qpc",
 		   bug);
 	return bug && !strcmp(bug, block);
 }

@@ -654,11 +654,14 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 
 /* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
  * instance per fixture (the timers: block-comp links model/timers.o with comp.o; resp_fe:
- * block-resp links model/resp_fe.o with resp.o) ---- */
+ * block-resp links model/resp_fe.o with resp.o; the qpc's tags: block-qpc links
+ * model/qpc.o) ---- */
 
 extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
 extern const struct hm_resp_fe_ops hm_resp_fe_model __attribute__((weak));
+extern const struct hm_qpc_ops hm_qpc_model __attribute__((weak));
 static void *twin_inst; /* the timers' C twin of blk_dev */
+static void *twin_qpc;  /* the qpc's */
 
 BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
 			   const void *in, void *out, void *scratch)
@@ -669,11 +672,35 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 		op->call(&hm_resp_fe_model, NULL, in, out); /* stateless */
 		return;
 	}
+	if (op->block == HM_TWIN_QPC && &hm_qpc_model) {
+		if (!twin_qpc)
+			twin_qpc = hm_qpc_model.base.create(d, NQPS);
+		op->call(&hm_qpc_model, twin_qpc, in, out);
+		return;
+	}
 	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
-		  "block tests run only the timers' and resp_fe's C twins behind a port");
+		  "block tests run only the timers', resp_fe's and the qpc's C twins behind a port");
 	if (!twin_inst)
 		twin_inst = hm_timers_model.base.create(d, NQPS);
 	op->call(&hm_timers_model, twin_inst, in, out);
+}
+
+BLK_WEAK void hm_waves_qpc_lookup(struct hm_dev *d, const struct hm_qpc_in *in,
+				  const struct hm_qpc_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in *in,
+				    const struct hm_qpc_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_qpc_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
+				  const struct hm_qpc_forget_out *out)
+{
+	(void)d, (void)in, (void)out;
 }
 
 BLK_WEAK void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
@@ -737,6 +764,9 @@ void blk_teardown(void)
 	if (twin_inst)
 		hm_timers_model.base.destroy(twin_inst);
 	twin_inst = NULL;
+	if (twin_qpc)
+		hm_qpc_model.base.destroy(twin_qpc);
+	twin_qpc = NULL;
 	for (uint32_t i = 0; i < d->dp->nqps; i++) {
 		struct hm_qp *qp = d->dp->qps[i];
 

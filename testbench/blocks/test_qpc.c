@@ -39,6 +39,7 @@ BLK_TEST(qpc, store_writes_the_packed_image_to_the_slot_uncached)
 	sim_time_t t = 1000;
 
 	blk_dev->dp->qpc_base = BASE;
+	blk_dev->dp->qpc_entries = 1;
 	qp->req.sq_psn = 0x123456;
 	qp->resp.epsn = 77;
 	hm_qpc_store(blk_dev, qp, &t);
@@ -50,9 +51,10 @@ BLK_TEST(qpc, store_writes_the_packed_image_to_the_slot_uncached)
 	hm_qpc_pack(qp, &img);
 	cr_assert_eq(memcmp(blk_mem + slot(5), &img, sizeof(img)), 0, "the slot holds the image");
 	cr_assert_eq(((struct hca_qpc *)(blk_mem + slot(5)))->sq_psn, 0x123456);
-	cr_assert_not(qp->cache.cached);
-	cr_assert_not(qp->cache.dirty);
-	cr_assert_eq(blk_dev->dp->qpc_used, 0);
+	blk.ndma = 0;
+	hm_qpc_get(blk_dev, 5, &t);
+	cr_assert_eq(blk_dev->dp->qpc_misses, 1, "not cached by the store");
+	cr_assert_eq(blk.ndma, 1);
 }
 
 BLK_TEST(qpc, a_miss_reads_the_slot_and_caches_the_context)
@@ -70,15 +72,11 @@ BLK_TEST(qpc, a_miss_reads_the_slot_and_caches_the_context)
 	cr_assert_eq(t, 5000 + blk_do.dma_ps, "a miss costs the read");
 	cr_assert_eq(blk_dev->dp->qpc_misses, 1);
 	cr_assert_eq(blk_dev->dp->qpc_hits, 0);
-	cr_assert_eq(blk_dev->dp->qpc_used, 1);
-	cr_assert(qp->cache.cached && qp->cache.dirty);
-	cr_assert_eq(blk_dev->dp->lru_old, qp);
-	cr_assert_eq(blk_dev->dp->lru_new, qp);
 	cr_assert_eq(blk_dev->dp->qpc_corrupt, 0, "the slot is as written");
 	cr_assert_null(blk_event("warn.qpc_differs", 0));
 }
 
-BLK_TEST(qpc, a_hit_costs_qpc_hit_cycles_and_no_dma)
+BLK_TEST(qpc, a_hit_costs_the_blocks_hit_cycles_and_no_dma)
 {
 	sim_time_t t = cache_with(2, 1);
 
@@ -87,7 +85,7 @@ BLK_TEST(qpc, a_hit_costs_qpc_hit_cycles_and_no_dma)
 	t = 10000;
 	cr_assert_eq(hm_qpc_get(blk_dev, 1, &t), blk_dev->dp->qps[1]);
 	cr_assert_eq(blk.ndma, 0);
-	cr_assert_eq(t, sim_clock_after(&blk_dev->core, 10000, blk_dev->cfg.qpc_hit_cycles));
+	cr_assert_eq(t, sim_clock_after(&blk_dev->core, 10000, HM_QPC_HIT_CYCLES));
 	cr_assert_eq(blk_dev->dp->qpc_hits, 1);
 	cr_assert_eq(blk_dev->dp->qpc_misses, 1);
 }
@@ -120,16 +118,17 @@ BLK_TEST(qpc, a_full_cache_evicts_the_least_recently_used_writing_it_back)
 	cr_assert_eq(blk.dma[1].addr, slot(3));
 	cr_assert_eq(((struct hca_qpc *)(blk_mem + slot(2)))->sq_psn, 4242, "written back as it is");
 	cr_assert_eq(blk_dev->dp->qpc_writebacks, 1);
-	cr_assert_not(q[2]->cache.cached);
-	cr_assert_not(q[2]->cache.dirty);
-	cr_assert(q[1]->cache.cached && q[3]->cache.cached);
-	cr_assert_eq(blk_dev->dp->qpc_used, 2);
-	cr_assert_eq(blk_dev->dp->lru_old, q[1]);
-	cr_assert_eq(blk_dev->dp->lru_new, q[3]);
-	/* 2 comes back: its slot is what was written back, no corruption */
+	/* 2 comes back: its slot is what was written back, no corruption; 1 was the oldest then */
+	blk.ndma = 0;
 	hm_qpc_get(blk_dev, 2, &t);
 	cr_assert_eq(blk_dev->dp->qpc_corrupt, 0);
-	cr_assert_not(q[1]->cache.cached, "1 was the oldest then");
+	cr_assert_eq(blk.ndma, 2, "2 missed, evicting 1 (dirty)");
+	cr_assert_eq(blk.dma[0].addr, slot(1));
+	cr_assert_eq(blk.dma[1].addr, slot(2));
+	blk.ndma = 0;
+	hm_qpc_get(blk_dev, 3, &t);
+	cr_assert_eq(blk.ndma, 0, "3 stayed");
+	(void)q;
 }
 
 BLK_TEST(qpc, a_clean_victim_is_evicted_without_a_write)
@@ -137,14 +136,25 @@ BLK_TEST(qpc, a_clean_victim_is_evicted_without_a_write)
 	sim_time_t t = cache_with(1, 2);
 	struct hm_qp **q = blk_dev->dp->qps;
 
-	hm_qpc_get(blk_dev, 1, &t);
-	q[1]->cache.dirty = false; /* as if written back since */
+	struct hm_qpc_in in = { .qpn = 1, .write = false, .entries = 1, .base = BASE };
+	struct hm_qpc_cpl_in cpl = { .tag = HM_QPC_TAG_FILL };
+	struct hm_qpc_out out;
+
+	/* a use that writes nothing (the port's write = 0): the entry stays clean */
+	hm_qpc_lookup(blk_dev, &in, &out);
+	cr_assert(!out.done && out.req == HM_QPC_REQ_READ && !out.evict);
+	cpl.cycle = out.cycle + 10;
+	hm_qpc_complete(blk_dev, &cpl, &out);
+	cr_assert(out.done);
 	blk.ndma = 0;
 	hm_qpc_get(blk_dev, 2, &t);
 	cr_assert_eq(blk.ndma, 1);
 	cr_assert_eq(blk.dma[0].kind, BLK_DMA_RD);
 	cr_assert_eq(blk_dev->dp->qpc_writebacks, 0);
-	cr_assert_not(q[1]->cache.cached);
+	blk.ndma = 0;
+	hm_qpc_get(blk_dev, 1, &t);
+	cr_assert_eq(blk.ndma, 2, "1 was evicted; 2, written, is written back now");
+	(void)q;
 }
 
 BLK_TEST(qpc, a_forgotten_context_leaves_the_cache_without_write_back)
@@ -157,16 +167,17 @@ BLK_TEST(qpc, a_forgotten_context_leaves_the_cache_without_write_back)
 	blk.ndma = 0;
 	hm_qpc_forget(blk_dev, q[1]);
 	cr_assert_eq(blk.ndma, 0);
-	cr_assert_not(q[1]->cache.cached);
-	cr_assert_eq(blk_dev->dp->qpc_used, 1);
-	cr_assert_eq(blk_dev->dp->lru_old, q[2]);
-	cr_assert_eq(blk_dev->dp->lru_new, q[2]);
 	hm_qpc_forget(blk_dev, q[1]); /* not cached: nothing */
-	cr_assert_eq(blk_dev->dp->qpc_used, 1);
+	/* one entry free: 1 comes back without evicting 2 */
+	hm_qpc_get(blk_dev, 1, &t);
+	cr_assert_eq(blk.ndma, 1, "the fill only");
+	cr_assert_eq(blk.dma[0].kind, BLK_DMA_RD);
+	hm_qpc_forget(blk_dev, q[1]);
 	hm_qpc_forget(blk_dev, q[2]);
-	cr_assert_eq(blk_dev->dp->qpc_used, 0);
-	cr_assert_null(blk_dev->dp->lru_old);
-	cr_assert_null(blk_dev->dp->lru_new);
+	blk.ndma = 0;
+	hm_qpc_get(blk_dev, 1, &t);
+	hm_qpc_get(blk_dev, 2, &t);
+	cr_assert_eq(blk.ndma, 2, "two fills, no eviction: the cache was empty");
 }
 
 BLK_TEST(qpc, a_slot_changed_behind_the_device_is_reported_by_field_and_not_used)
@@ -209,6 +220,7 @@ BLK_TEST(qpc, faulted_transfers_are_reported_and_the_context_kept)
 	cr_assert_str_eq(blk_event("warn.qpc_fault", 0), "qpn=0x3 dir=write");
 	cr_assert_eq(hm_qpc_get(blk_dev, 3, &t), qp);
 	cr_assert_str_eq(blk_event("warn.qpc_fault", 1), "qpn=0x3 dir=read");
-	cr_assert(qp->cache.cached);
 	cr_assert_eq(blk_dev->dp->qpc_corrupt, 0, "nothing read, nothing compared");
+	hm_qpc_get(blk_dev, 3, &t);
+	cr_assert_eq(blk_dev->dp->qpc_hits, 1, "cached all the same");
 }
