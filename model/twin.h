@@ -248,6 +248,47 @@ struct hm_timers_expire_out {
 	X(timers, set, hm_timers_set_in, hm_timers_set_out)                                        \
 	X(timers, expire, hm_timers_expire_in, hm_timers_expire_out)
 
+/* ---- the DMA port of a block (docs/rtl.md "The DMA port") --------------------------------- */
+
+/* A block with a DMA port reads and writes host memory through the struct hm_dma that its
+ * caller hands in with a transaction: the buffer the data move to and from (the block's part of
+ * the device RAM that the DMA engine reads and writes, as Corundum's DMA RAM), and the transfer
+ * itself on sim/pcie, the call a C block makes, so that the timing is the same. Every transfer
+ * of a transaction is recorded; in lockstep the C twin's happen and the RTL's are answered from
+ * the record when they are the same (kind, address, buffer offset, length, issue time), so that
+ * host memory, the PCIe link and injected errors see each transfer once. A transfer the record
+ * does not hold is refused (-EIO) and marks the port diverged; the outputs then differ. */
+#define HM_DMA_MAX 4 /* transfers one transaction makes at most */
+struct hm_dma_xfer {
+	bool write;         /* a write (from the buffer), else a read (into it) */
+	uint32_t tag;       /* the block's tag for it (not compared: the block's own naming) */
+	uint64_t addr;      /* device address (IOVA) */
+	uint32_t off, len;  /* where in the buffer, how many bytes */
+	uint64_t issue_ps;  /* simulated time it is issued */
+	uint64_t done_ps;   /* ... and completes (its last completion, or the write landed) */
+	int err;            /* 0, or how it failed (-EFAULT: refused by the IOMMU, or injected) */
+};
+struct hm_dma {
+	/* The caller's: one transfer of len bytes at addr from or into data, issued at *t_ps,
+	 * which it sets to the completion; 0 or -errno. */
+	int (*xfer)(struct hm_dma *p, bool write, uint64_t addr, uint8_t *data, uint32_t len,
+		    uint64_t *t_ps);
+	void *arg;          /* for xfer */
+	uint8_t *buf;       /* the buffer */
+	uint32_t buf_len;
+	unsigned runs;      /* implementations that began (the first does, the second replays) */
+	unsigned n;         /* transfers recorded */
+	unsigned next;      /* the next one an implementation's transfer is matched against */
+	bool diverged;      /* an implementation asked for a transfer the record does not hold */
+	struct hm_dma_xfer rec[HM_DMA_MAX];
+};
+/* An implementation starts its transaction (the caller zeroes n, runs and diverged before it
+ * calls the port): the first does its transfers, a second's are matched from the first. */
+void hm_dma_begin(struct hm_dma *p);
+/* One transfer x (issue_ps set) by an implementation: done by xfer, or answered from the
+ * record (see above); sets x->done_ps and x->err and returns x->err. */
+int hm_dma_do(struct hm_dma *p, struct hm_dma_xfer *x);
+
 /* ---- plugging in -------------------------------------------------------------------------- */
 
 /* The blocks, HM_TWIN_<NAME>, in registry order. */
