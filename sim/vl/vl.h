@@ -47,13 +47,6 @@ extern "C" {
 #include <unistd.h>
 #endif
 
-#if VM_COVERAGE
-#include <verilated_cov.h>
-#include <mutex>
-#include <set>
-#include <unistd.h>
-#endif
-
 /* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
  * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers and wqe_fetch
  * (docs/rtl.md). */
@@ -144,12 +137,18 @@ public:
 		: block_(block), period_ps_(d ? d->core.period_ps : 1000), devno_(d ? d->devno : 0)
 	{
 		std::string top = "hca" + std::to_string(devno_);
+		/* A new context makes itself the thread's and the process's last one, which a
+		 * model built later without a context of its own (hcasim-sc's SystemC blocks)
+		 * would take: keep the ones before it. */
+		VerilatedContext *last = Verilated::lastContextp(), *thread = Verilated::threadContextp();
 
 		ctx_.reset(new VerilatedContext);
 		ctx_->traceEverOn(true);
 		ctx_->fatalOnError(true);
 		ctx_->assertOn(true);
 		top_.reset(new M{ ctx_.get(), top.c_str() });
+		Verilated::lastContextp(last);
+		Verilated::threadContextp(thread);
 #if VM_COVERAGE
 		vl_cov::get().add(ctx_.get());
 #endif
