@@ -72,6 +72,9 @@ TWINS     := $(shell sed -n 's/^TWIN.\([a-z0-9_]*\),.*/\1/p' model/twin.def)
 # sched's PIPELINE is the C twin's HM_SCHED_PIPELINE (model/twin.h): one number, read here.
 SCHED_PIPELINE := $(shell sed -n 's/^\#define HM_SCHED_PIPELINE \([0-9]*\).*/\1/p' model/twin.h)
 VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
+# wqe_fetch's DECODE_CYCLES is HM_WQE_DECODE_CYCLES (model/twin.h), read the same way.
+WQE_DECODE := $(shell sed -n 's/^\#define HM_WQE_DECODE_CYCLES \([0-9]*\).*/\1/p' model/twin.h)
+VL_FLAGS_wqe_fetch := -GDECODE_CYCLES=$(WQE_DECODE)
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
@@ -86,8 +89,8 @@ endif
 ifneq ($(VERILATOR),)
 VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags (: between them): every twin, and cqe_bug,
-# sched_bug, mkey_bug and timers_bug, cqe, sched, mkey and timers with the test-only HCA_RTL_BUG
-VL_BUGS    := cqe sched mkey timers
+# sched_bug, mkey_bug, timers_bug and wqe_fetch_bug, the blocks with the test-only HCA_RTL_BUG
+VL_BUGS    := cqe sched mkey timers wqe_fetch
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
               $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
@@ -146,8 +149,8 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 ifneq ($(VERILATOR),)
 # Re-Verilate when the build parameters change (HM_SCHED_PIPELINE in model/twin.h).
 VL_STAMP := $(VL)/.params
-$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' | cmp -s - $(VL_STAMP) || \
-	echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' > $(VL_STAMP))
+$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) DECODE=$(WQE_DECODE) COV=$(COV)' | cmp -s - $(VL_STAMP) || \
+	echo 'PIPELINE=$(SCHED_PIPELINE) DECODE=$(WQE_DECODE) COV=$(COV)' > $(VL_STAMP))
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
@@ -158,7 +161,7 @@ $(VL)/$(1)/$(2)__ALL.a: rtl/$(4).sv rtl/hca_pkg.sv $(RTL_PRIM) Makefile $(VL_STA
 		{ cat $(VL)/$(1)/build.log; exit 1; }
 	@touch $$@ # Verilator keeps the archive's date when nothing changed
 endef
-$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(firstword $(subst _, ,$(word 1,$(subst :, ,$(m))))))))
+$(foreach m,$(VL_MODELS),$(eval $(call vl_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(wordlist 3,9,$(subst :, ,$(m))),$(patsubst %_bug,%,$(word 1,$(subst :, ,$(m)))))))
 
 # The Verilator runtime (toolchain-facts §6): built once through one model's makefile.
 $(VL_RUNTIME): $(VL)/psn/Vpsn__ALL.a $(VL_STAMP)
@@ -300,7 +303,9 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBINTERNAL)
 # Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
 SC_BIN    := $(BIN)/hcasim-sc
 ifeq ($(HAVE_SC),1)
-SC_MODELS := $(foreach b,$(TWINS),$(b):$(VL_FLAGS_$(b)))
+# wqe_fetch has no SystemC wrapper yet (sim/systemc/sc_blocks.cpp says why): hcasim-sc runs its
+# --cc model from the library.
+SC_MODELS := $(foreach b,$(filter-out wqe_fetch,$(TWINS)),$(b):$(VL_FLAGS_$(b)))
 SC_ARCH   := $(foreach m,$(SC_MODELS),$(VL)/sc_$(word 1,$(subst :, ,$(m)))/Vsc_$(word 1,$(subst :, ,$(m)))__ALL.a)
 SC_OBJS   := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/systemc/*.cpp))
 SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \

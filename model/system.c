@@ -872,6 +872,14 @@ int hcasim_boot(void)
 		rc = hm_twin_check(mode, (uint32_t)sys.cfg.max_qp);
 		if (rc)
 			return rc;
+		/* The decode's latency is the RTL's; the model's is configured to equal it. */
+		if (mode[HM_TWIN_WQE_FETCH] != HM_IMPL_MODEL &&
+		    sys.cfg.wqe_cycles != HM_WQE_DECODE_CYCLES)
+			return sim_error(-EINVAL, "impl.wqe_fetch = %s: pipe.wqe_cycles = %u, but the "
+					 "RTL decodes a WQE in %u cycles (rtl/wqe_fetch.sv DECODE_CYCLES, "
+					 "HM_WQE_DECODE_CYCLES in model/twin.h)",
+					 mode[HM_TWIN_WQE_FETCH] == HM_IMPL_RTL ? "rtl" : "lockstep",
+					 (unsigned)sys.cfg.wqe_cycles, HM_WQE_DECODE_CYCLES);
 	}
 	/* Checked before anything is built: hosts 2k and 2k+1 share hca.ports links. */
 	rc = link_down_windows(sys.cfg.fault_link_down, (int)(sys.cfg.hosts / 2 * sys.cfg.ports),
