@@ -792,12 +792,12 @@ static int boot_env(void)
 	if (tfile && (rc = sim_trace_open(tfile)))
 		return sim_error_prefix(rc, "HCASIM_TRACE_FILE");
 	rc = impl_from_env(sim_env("HCASIM_IMPL"));
-	/* a test hook of sim/vl/cqe.cpp, sched.cpp, mkey.cpp and timers.cpp (docs/rtl.md),
-	 * checked here before a block is made */
+	/* a test hook of sim/vl/cqe.cpp, sched.cpp, mkey.cpp, timers.cpp and wqe_fetch.cpp
+	 * (docs/rtl.md), checked here before a block is made */
 	if (!rc && bug && strcmp(bug, "none") && strcmp(bug, "cqe") && strcmp(bug, "sched") &&
-	    strcmp(bug, "mkey") && strcmp(bug, "timers"))
-		rc = sim_error(-EINVAL, "HCASIM_RTL_BUG: '%.40s' is not none, cqe, sched, mkey or "
-			       "timers (the RTL built with a test bug)", bug);
+	    strcmp(bug, "mkey") && strcmp(bug, "timers") && strcmp(bug, "wqe_fetch"))
+		rc = sim_error(-EINVAL, "HCASIM_RTL_BUG: '%.40s' is not none, cqe, sched, mkey, "
+			       "timers or wqe_fetch (the RTL built with a test bug)", bug);
 	if (!rc && pcap)
 		rc = sim_env_path_len("HCASIM_PCAP", pcap, SIM_ENV_PATH_MAX - 32);
 	if (!rc)

@@ -122,15 +122,17 @@ const struct hm_wqe_fetch_ops hm_wqe_fetch_model = {
 	twin_check
 };
 
+/* The window first and the answer's cycle last: a read of the wrong WQEs shows as the window
+ * it reads, not as the completion time it changes. */
 HM_TWIN_OP(wqe_fetch, fetch, hm_wqe_fetch_in, hm_wqe_fetch_out, hm_waves_wqe_fetch, NULL,
-	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, cycle),
 	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, result),
-	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, decoded),
 	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, reads),
 	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, win.lo),
 	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, win.fetched),
 	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, win.err),
-	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, win.ready));
+	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, win.ready),
+	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, decoded),
+	   HM_TWIN_FIELD(struct hm_wqe_fetch_out, cycle));
 HM_TWIN_OP(wqe_fetch, check, hm_wqe_check_in, hm_wqe_check_out, hm_waves_wqe_check, NULL,
 	   HM_TWIN_FIELD(struct hm_wqe_check_out, cycle),
 	   HM_TWIN_FIELD(struct hm_wqe_check_out, status),
