@@ -159,41 +159,48 @@ module wqe_fetch
   assign read_now = state == S_IDLE && req_valid &&
                     ((req_op == OP_GET && !in_win) || (req_op == OP_PREFETCH && prefetch_due));
 
-  // ---- CHECK: the WQE's fields ----
-  logic [31:0] room;
-  logic        inl, op_ok, ud_ok;
-  logic [31:0] qpts;
-  logic [63:0] sum;
-  hca_verr_e   verr1, verr;
-  logic [63:0] msg_len;
+  // ---- CHECK: the WQE's fields, decided by the edge that takes the request (a registered
+  // answer: the 64-entry length sum is evaluated only for a CHECK, not in every cycle) ----
+  function automatic logic ud_ok();
+    return req_ud_remote_qpn <= 32'hffffff && req_ud_sl < 8'd16 &&
+           req_ud_flow_label < 32'h100000 &&
+           (req_ud_port == 8'd0 || req_ud_port <= req_nports);
+  endfunction
 
-  assign room = req_sq_stride - 32'(HCA_WQE_BASE_BYTES);
-  assign inl = (req_flags & 8'(HCA_WQE_F_INLINE)) != 8'd0;
-  assign qpts = hca_wqe_op_qpts(req_opcode);
-  assign op_ok = qpts[5'(req_qp_type)];
-  assign ud_ok = req_ud_remote_qpn <= 32'hffffff && req_ud_sl < 8'd16 &&
-                 req_ud_flow_label < 32'h100000 &&
-                 (req_ud_port == 8'd0 || req_ud_port <= req_nports);
-  always_comb begin
+  // the first check that fails (verr.def order), before the length
+  function automatic hca_verr_e check_fields();
+    logic [31:0] room, qpts;
+    logic        inl;
+    room = req_sq_stride - 32'(HCA_WQE_BASE_BYTES);
+    inl = (req_flags & 8'(HCA_WQE_F_INLINE)) != 8'd0;
+    qpts = hca_wqe_op_qpts(req_opcode);
+    if (!qpts[5'(req_qp_type)]) return HCA_VERR_WQE_OPCODE;
+    if (req_qp_type == HCA_QPT_UD && !ud_ok()) return HCA_VERR_WQE_UD_AV;
+    if (inl && req_inline_len > room) return HCA_VERR_WQE_INLINE_LEN;
+    if (!inl && (req_num_sge > room / 32'(HCA_SGE_BYTES) || req_num_sge > 32'(MAX_SGE)))
+      return HCA_VERR_WQE_NUM_SGE;
+    return HCA_VERR_NONE;
+  endfunction
+
+  // the message length (0 when a check before it failed)
+  function automatic logic [63:0] check_len(input hca_verr_e v1);
+    logic [63:0] sum;
     sum = '0;
+    if (v1 != HCA_VERR_NONE) return '0;
+    if ((req_flags & 8'(HCA_WQE_F_INLINE)) != 8'd0) return 64'(req_inline_len);
     for (int unsigned i = 0; i < MAX_SGE; i++)
       if (32'(i) < req_num_sge) sum = sum + 64'(req_sge_len[32*i +: 32]);
-  end
-  always_comb begin
-    if (!op_ok) verr1 = HCA_VERR_WQE_OPCODE;
-    else if (req_qp_type == HCA_QPT_UD && !ud_ok) verr1 = HCA_VERR_WQE_UD_AV;
-    else if (inl && req_inline_len > room) verr1 = HCA_VERR_WQE_INLINE_LEN;
-    else if (!inl && (req_num_sge > room / 32'(HCA_SGE_BYTES) || req_num_sge > 32'(MAX_SGE)))
-      verr1 = HCA_VERR_WQE_NUM_SGE;
-    else verr1 = HCA_VERR_NONE;
-    msg_len = verr1 != HCA_VERR_NONE ? 64'd0 : inl ? 64'(req_inline_len) : sum;
-    if (verr1 != HCA_VERR_NONE) verr = verr1;
-    else if (msg_len > 64'h80000000 || (req_qp_type == HCA_QPT_UD && msg_len > 64'(req_mtu)))
-      verr = HCA_VERR_WQE_MSG_LEN;
-    else if (hca_wqe_op_class(req_opcode) == 8'(HCA_WQE_CLASS_ATOMIC) && msg_len != 64'd8)
-      verr = HCA_VERR_WQE_ATOMIC_LEN;
-    else verr = HCA_VERR_NONE;
-  end
+    return sum;
+  endfunction
+
+  function automatic hca_verr_e check_verr(input hca_verr_e v1, input logic [63:0] len);
+    if (v1 != HCA_VERR_NONE) return v1;
+    if (len > 64'h80000000 || (req_qp_type == HCA_QPT_UD && len > 64'(req_mtu)))
+      return HCA_VERR_WQE_MSG_LEN;
+    if (hca_wqe_op_class(req_opcode) == 8'(HCA_WQE_CLASS_ATOMIC) && len != 64'd8)
+      return HCA_VERR_WQE_ATOMIC_LEN;
+    return HCA_VERR_NONE;
+  endfunction
 
   // ---- the ports ----
   assign req_ready = state == S_IDLE && (!read_now || dma_req_ready);
@@ -214,6 +221,8 @@ module wqe_fetch
 
   // ---- the request taken ----
   task automatic take();
+    hca_verr_e   v1, v;
+    logic [63:0] len;
     resp_reads <= 8'(read_now);
     resp_decoded <= '0;
     resp_status <= HCA_WC_SUCCESS;
@@ -226,11 +235,14 @@ module wqe_fetch
     r_time <= req_time;
     r_ready_op <= 1'b0;
     if (req_op == OP_CHECK) begin
-      resp_status <= hca_verr_status(verr);
-      resp_verr <= verr;
-      resp_len <= msg_len;
+      v1 = check_fields();
+      len = check_len(v1);
+      v = check_verr(v1, len);
+      resp_status <= hca_verr_status(v);
+      resp_verr <= v;
+      resp_len <= len;
       stat_checks <= stat_checks + 32'd1;
-      stat_refused <= stat_refused + 32'(verr != HCA_VERR_NONE);
+      stat_refused <= stat_refused + 32'(v != HCA_VERR_NONE);
       state <= S_RESP;
     end else if (read_now) begin
       resp_win_lo <= req_idx;
