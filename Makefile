@@ -75,6 +75,9 @@ VL_FLAGS_sched := -GPIPELINE=$(SCHED_PIPELINE)
 # VL_SRCS_<name>: the blocks a block instantiates as its stages, Verilated with it (resp_fe:
 # psn's PSN stage and mkey's key stage).
 VL_SRCS_resp_fe := rtl/psn.sv rtl/mkey.sv
+# wqe_fetch's DECODE_CYCLES is HM_WQE_DECODE_CYCLES (model/twin.h), read the same way.
+WQE_DECODE := $(shell sed -n 's/^\#define HM_WQE_DECODE_CYCLES \([0-9]*\).*/\1/p' model/twin.h)
+VL_FLAGS_wqe_fetch := -GDECODE_CYCLES=$(WQE_DECODE)
 # The device side of PCIe (sim/pcie_dev.h) compiles only with HCASIM_DEVICE_SIDE: everywhere but
 # driver/, whose files may include only the host half (docs/architecture.md, the layering rule).
 DEVICE_SIDE := -DHCASIM_DEVICE_SIDE
@@ -91,7 +94,7 @@ VL_ROOT    := $(shell $(VERILATOR) --getenv VERILATOR_ROOT)
 # block name, Verilator prefix, extra flags (: between them): every twin, and <b>_bug for each
 # b of VL_BUGS, the block with the test-only HCA_RTL_BUG and HCA_RTL_BUG_<B> (a block's stage,
 # Verilated within another's bug model, keeps its own bug out by the second)
-VL_BUGS    := cqe sched mkey timers resp_fe qpc
+VL_BUGS    := cqe sched mkey timers resp_fe qpc wqe_fetch
 VL_MODELS  := $(foreach b,$(TWINS),$(b):V$(b):$(VL_FLAGS_$(b))) \
               $(foreach b,$(VL_BUGS),$(b)_bug:V$(b)_bug:-DHCA_RTL_BUG:-DHCA_RTL_BUG_$(shell echo $(b) | tr a-z A-Z):$(VL_FLAGS_$(b)))
 VL_ARCH    := $(foreach m,$(VL_MODELS),$(VL)/$(word 1,$(subst :, ,$(m)))/$(word 2,$(subst :, ,$(m)))__ALL.a)
@@ -150,8 +153,8 @@ $(OBJ)/testbench/%.o: CFLAGS += -DHCASIM_SRC_DIR='"$(CURDIR)"' -DHCASIM_BUILD_DI
 ifneq ($(VERILATOR),)
 # Re-Verilate when the build parameters change (HM_SCHED_PIPELINE in model/twin.h).
 VL_STAMP := $(VL)/.params
-$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' | cmp -s - $(VL_STAMP) || \
-	echo 'PIPELINE=$(SCHED_PIPELINE) COV=$(COV)' > $(VL_STAMP))
+$(shell mkdir -p $(VL); echo 'PIPELINE=$(SCHED_PIPELINE) DECODE=$(WQE_DECODE) COV=$(COV)' | cmp -s - $(VL_STAMP) || \
+	echo 'PIPELINE=$(SCHED_PIPELINE) DECODE=$(WQE_DECODE) COV=$(COV)' > $(VL_STAMP))
 
 # One rule per Verilated model: $(1) block dir, $(2) prefix, $(3) extra flags, $(4) top module.
 define vl_model
@@ -325,7 +328,9 @@ $(BIN)/hcasim-scenario: $(OBJ)/sim/apps/scenario.o $(SCN_OBJS) $(LIBINTERNAL)
 # Built when verilator and SystemC (pkg-config systemc) are both present; else skipped.
 SC_BIN    := $(BIN)/hcasim-sc
 ifeq ($(HAVE_SC),1)
-SC_MODELS := $(foreach b,$(TWINS),$(b):$(VL_FLAGS_$(b)))
+# wqe_fetch has no SystemC wrapper yet (sim/systemc/sc_blocks.cpp says why): hcasim-sc runs its
+# --cc model from the library.
+SC_MODELS := $(foreach b,$(filter-out wqe_fetch,$(TWINS)),$(b):$(VL_FLAGS_$(b)))
 SC_ARCH   := $(foreach m,$(SC_MODELS),$(VL)/sc_$(word 1,$(subst :, ,$(m)))/Vsc_$(word 1,$(subst :, ,$(m)))__ALL.a)
 SC_OBJS   := $(patsubst %.cpp,$(OBJ)/%.o,$(wildcard sim/systemc/*.cpp))
 SC_CXXFLAGS = $(CXXFLAGS) $(foreach m,$(TWINS),-isystem $(VL)/sc_$(m)) \

@@ -838,13 +838,14 @@ static int boot_env(void)
 	if (tfile && (rc = sim_trace_open(tfile)))
 		return sim_error_prefix(rc, "HCASIM_TRACE_FILE");
 	rc = impl_from_env(sim_env("HCASIM_IMPL"));
-	/* a test hook of sim/vl/cqe.cpp, sched.cpp, mkey.cpp, timers.cpp, resp_fe.cpp and qpc.cpp
-	 * (docs/rtl.md), checked here before a block is made */
+	/* a test hook of sim/vl/cqe.cpp, sched.cpp, mkey.cpp, timers.cpp, resp_fe.cpp, qpc.cpp
+	 * and wqe_fetch.cpp (docs/rtl.md), checked here before a block is made */
 	if (!rc && bug && strcmp(bug, "none") && strcmp(bug, "cqe") && strcmp(bug, "sched") &&
 	    strcmp(bug, "mkey") && strcmp(bug, "timers") && strcmp(bug, "resp_fe") &&
-	    strcmp(bug, "qpc"))
+	    strcmp(bug, "qpc") && strcmp(bug, "wqe_fetch"))
 		rc = sim_error(-EINVAL, "HCASIM_RTL_BUG: '%.40s' is not none, cqe, sched, mkey, "
-			       "timers, resp_fe or qpc (the RTL built with a test bug)", bug);
+			       "timers, resp_fe, qpc or wqe_fetch (the RTL built with a test bug)",
+			       bug);
 	if (!rc && pcap)
 		rc = sim_env_path_len("HCASIM_PCAP", pcap, SIM_ENV_PATH_MAX - 32);
 	if (!rc)
@@ -919,6 +920,14 @@ int hcasim_boot(void)
 		rc = hm_twin_check(mode, (uint32_t)sys.cfg.max_qp);
 		if (rc)
 			return rc;
+		/* The decode's latency is the RTL's; the model's is configured to equal it. */
+		if (mode[HM_TWIN_WQE_FETCH] != HM_IMPL_MODEL &&
+		    sys.cfg.wqe_cycles != HM_WQE_DECODE_CYCLES)
+			return sim_error(-EINVAL, "impl.wqe_fetch = %s: pipe.wqe_cycles = %u, but the "
+					 "RTL decodes a WQE in %u cycles (rtl/wqe_fetch.sv DECODE_CYCLES, "
+					 "HM_WQE_DECODE_CYCLES in model/twin.h)",
+					 mode[HM_TWIN_WQE_FETCH] == HM_IMPL_RTL ? "rtl" : "lockstep",
+					 (unsigned)sys.cfg.wqe_cycles, HM_WQE_DECODE_CYCLES);
 	}
 	/* Checked before anything is built: hosts 2k and 2k+1 share hca.ports links. */
 	rc = link_down_windows(sys.cfg.fault_link_down, (int)(sys.cfg.hosts / 2 * sys.cfg.ports),

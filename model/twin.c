@@ -289,3 +289,42 @@ void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cyc
 	if (sim_waves_on)
 		op->waves(d, in, out);
 }
+
+/* ---- the DMA port (model/twin.h "the DMA port of a block") ---- */
+
+void hm_dma_begin(struct hm_dma *p)
+{
+	p->next = 0;
+	p->runs++;
+}
+
+static bool same_xfer(const struct hm_dma_xfer *a, const struct hm_dma_xfer *b)
+{
+	return a->write == b->write && a->addr == b->addr && a->off == b->off &&
+	       a->len == b->len && a->issue_ps == b->issue_ps;
+}
+
+int hm_dma_do(struct hm_dma *p, struct hm_dma_xfer *x)
+{
+	SIM_ASSERT(x->len && x->off <= p->buf_len && x->len <= p->buf_len - x->off,
+		   "DMA port: %u bytes at offset %u of a buffer of %u", x->len, x->off, p->buf_len);
+	if (p->runs > 1) { /* lockstep's second implementation: from the record only */
+		const struct hm_dma_xfer *r = p->next < p->n ? &p->rec[p->next++] : NULL;
+
+		if (r && same_xfer(r, x)) { /* lockstep: the C twin's transfer, done once */
+			x->done_ps = r->done_ps;
+			x->err = r->err;
+			return x->err;
+		}
+		p->diverged = true;
+		x->done_ps = x->issue_ps;
+		return x->err = -EIO;
+	}
+	SIM_ASSERT(p->n < HM_DMA_MAX, "DMA port: more than %d transfers in a transaction",
+		   HM_DMA_MAX);
+	x->done_ps = x->issue_ps;
+	x->err = p->xfer(p, x->write, x->addr, p->buf + x->off, x->len, &x->done_ps);
+	p->rec[p->n++] = *x;
+	p->next = p->n;
+	return x->err;
+}

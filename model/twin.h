@@ -372,6 +372,126 @@ struct hm_qpc_forget_out {
 	X(qpc, lookup, hm_qpc_in, hm_qpc_out)                                                      \
 	X(qpc, complete, hm_qpc_cpl_in, hm_qpc_out)                                                \
 	X(qpc, forget, hm_qpc_forget_in, hm_qpc_forget_out)
+/* ---- the DMA port of a block (docs/rtl.md "The DMA port") --------------------------------- */
+
+/* A block with a DMA port reads and writes host memory through the struct hm_dma that its
+ * caller hands in with a transaction: the buffer the data move to and from (the block's part of
+ * the device RAM that the DMA engine reads and writes, as Corundum's DMA RAM), and the transfer
+ * itself on sim/pcie, the call a C block makes, so that the timing is the same. Every transfer
+ * of a transaction is recorded; in lockstep the C twin's happen and the RTL's are answered from
+ * the record when they are the same (kind, address, buffer offset, length, issue time), so that
+ * host memory, the PCIe link and injected errors see each transfer once. A transfer the record
+ * does not hold is refused (-EIO) and marks the port diverged; the outputs then differ. */
+#define HM_DMA_MAX 4 /* transfers one transaction makes at most */
+struct hm_dma_xfer {
+	bool write;         /* a write (from the buffer), else a read (into it) */
+	uint32_t tag;       /* the block's tag for it (not compared: the block's own naming) */
+	uint64_t addr;      /* device address (IOVA) */
+	uint32_t off, len;  /* where in the buffer, how many bytes */
+	uint64_t issue_ps;  /* simulated time it is issued */
+	uint64_t done_ps;   /* ... and completes (its last completion, or the write landed) */
+	int err;            /* 0, or how it failed (-EFAULT: refused by the IOMMU, or injected) */
+};
+struct hm_dma {
+	/* The caller's: one transfer of len bytes at addr from or into data, issued at *t_ps,
+	 * which it sets to the completion; 0 or -errno. */
+	int (*xfer)(struct hm_dma *p, bool write, uint64_t addr, uint8_t *data, uint32_t len,
+		    uint64_t *t_ps);
+	void *arg;          /* for xfer */
+	uint8_t *buf;       /* the buffer */
+	uint32_t buf_len;
+	unsigned runs;      /* implementations that began (the first does, the second replays) */
+	unsigned n;         /* transfers recorded */
+	unsigned next;      /* the next one an implementation's transfer is matched against */
+	bool diverged;      /* an implementation asked for a transfer the record does not hold */
+	struct hm_dma_xfer rec[HM_DMA_MAX];
+};
+/* An implementation starts its transaction (the caller zeroes n, runs and diverged before it
+ * calls the port): the first does its transfers, a second's are matched from the first. */
+void hm_dma_begin(struct hm_dma *p);
+/* One transfer x (issue_ps set) by an implementation: done by xfer, or answered from the
+ * record (see above); sets x->done_ps and x->err and returns x->err. */
+int hm_dma_do(struct hm_dma *p, struct hm_dma_xfer *x);
+
+/* ---- wqe_fetch: the send WQE fetcher --------------------------------------------------- */
+
+/* GET: WQE idx for the requester at cycle. It is in the window (the WQEs [lo, fetched) the last
+ * read brought in) or the window is moved: a DMA read of up to prefetch posted WQEs from idx,
+ * contiguous in the ring (a read stops at its end), into the WQE buffer at idx's slot. READY
+ * (the window's read has completed, without error): decoded HM_WQE_DECODE_CYCLES after cycle,
+ * and when idx is the window's last WQE and more are posted, the read of the next ones is
+ * issued then. WAIT: its read is under way (ready > t_ps). FAILED: the read failed.
+ * PREFETCH: a send doorbell at cycle: the read of the newly posted WQEs from idx (the
+ * requester's next) when nothing is fetched ahead (fetched == idx, more posted) and the
+ * requester is not inside a WQE; else IDLE.
+ * A transaction that issues a read answers when the read completes (out.cycle), with the
+ * window's err and ready from its completion; one that issues none answers at cycle (WAIT,
+ * FAILED, IDLE) or at the decode (READY). The window is context the caller keeps and hands in.
+ * CHECK: the validation of a fetched WQE (as hardware must check what software wrote), from its
+ * fields: an opcode the QP type allows (wqe.def), a UD address vector in range, an inline
+ * length or scatter/gather count that fits the WQE stride and the device, a message length
+ * within 2^31 (UD: the path MTU), an atomic of exactly 8 bytes. Answered in the cycle it is
+ * issued (within the decode). */
+#define HM_WQE_DECODE_CYCLES 8 /* rtl/wqe_fetch.sv DECODE_CYCLES; pipe.wqe_cycles must equal it */
+#define HM_WQE_MAX_SGE 64      /* scatter/gather entries a WQE carries at most (HM_MAX_SGE) */
+struct hm_fetch_win {
+	uint32_t lo, fetched; /* WQEs [lo, fetched) are in the buffer, or being read into it */
+	bool err;             /* that read failed */
+	uint64_t ready;       /* the time (ps) its read completed: readable from then */
+};
+enum hm_fetch_op { HM_FETCH_GET = 0, HM_FETCH_PREFETCH = 1 };
+enum hm_fetch_result {
+	HM_FETCH_READY = 0,
+	HM_FETCH_WAIT = 1,
+	HM_FETCH_FAILED = 2,
+	HM_FETCH_IDLE = 3, /* PREFETCH: nothing to read */
+};
+struct hm_wqe_fetch_in {
+	uint64_t cycle;       /* the core edge at or after t_ps */
+	uint64_t t_ps;        /* the time the request reaches the block (a read issued at once
+			       * starts then; the window is readable when ready <= t_ps) */
+	uint8_t op;           /* enum hm_fetch_op */
+	uint32_t qpn;         /* 24 bits */
+	uint32_t idx;         /* GET: the WQE; PREFETCH: the requester's next */
+	bool busy;            /* PREFETCH: the requester is inside a WQE */
+	uint32_t sq_pi;       /* WQEs posted (32-bit index) */
+	uint32_t sq_entries;  /* ring size (power of two, <= 65536) */
+	uint32_t sq_stride;   /* bytes per WQE (power of two) */
+	uint64_t sq;          /* the ring's device address */
+	uint32_t prefetch;    /* hca.wqe_prefetch: WQEs one read brings in at most (1 .. 64) */
+	struct hm_fetch_win win;
+	struct hm_dma *dma;   /* the DMA port: buf is the WQE buffer (sq_entries * sq_stride) */
+};
+struct hm_wqe_fetch_out {
+	uint64_t cycle;       /* the answer (see above) */
+	uint8_t result;       /* enum hm_fetch_result */
+	uint64_t decoded;     /* READY: the cycle the WQE is decoded (cycle + DECODE_CYCLES) */
+	uint8_t reads;        /* DMA reads issued (0 or 1) */
+	struct hm_fetch_win win; /* the window after */
+};
+struct hm_wqe_check_in {
+	uint64_t cycle;
+	uint8_t qp_type;      /* HCA_QPT_* */
+	uint32_t sq_stride;
+	uint32_t mtu;         /* the QP's path MTU, bytes (UD) */
+	uint8_t nports;
+	uint8_t opcode, flags;
+	uint32_t num_sge, inline_len;
+	uint32_t sge_len[HM_WQE_MAX_SGE]; /* the first num_sge (at most what fits) */
+	uint32_t ud_remote_qpn;
+	uint8_t ud_sl, ud_port;
+	uint32_t ud_flow_label;
+};
+struct hm_wqe_check_out {
+	uint64_t cycle;       /* in.cycle */
+	uint8_t status;       /* HCA_WC_* */
+	uint32_t verr;        /* HCA_VERR_* */
+	uint64_t len;         /* the message length (0 when a check before it failed) */
+};
+
+#define HM_TWIN_OPS_wqe_fetch(X)                                                                   \
+	X(wqe_fetch, fetch, hm_wqe_fetch_in, hm_wqe_fetch_out)                                     \
+	X(wqe_fetch, check, hm_wqe_check_in, hm_wqe_check_out)
 
 /* ---- plugging in -------------------------------------------------------------------------- */
 

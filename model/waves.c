@@ -491,6 +491,51 @@ void hm_waves_mkey(struct hm_dev *d, const struct hm_mkey_in *in, const struct h
 	txn_strobe(d, "mkey", "resp_valid", to);
 }
 
+/* A wqe_fetch GET or PREFETCH (req_op 0, 1), the pins of rtl/wqe_fetch.sv. */
+void hm_waves_wqe_fetch(struct hm_dev *d, const struct hm_wqe_fetch_in *in,
+			const struct hm_wqe_fetch_out *out)
+{
+	sim_time_t ti = in->cycle * cycle_ps(d), to = out->cycle * cycle_ps(d);
+
+	if (!devw_of(d))
+		return;
+	txn(d, "wqe_fetch", "req_cycle", 64, ti, in->cycle);
+	txn(d, "wqe_fetch", "resp_cycle", 64, to, out->cycle);
+	txn(d, "wqe_fetch", "req_op", 2, ti, in->op);
+	txn(d, "wqe_fetch", "req_qpn", 24, ti, in->qpn);
+	txn(d, "wqe_fetch", "req_idx", 32, ti, in->idx);
+	txn(d, "wqe_fetch", "req_sq_pi", 32, ti, in->sq_pi);
+	txn(d, "wqe_fetch", "req_win_lo", 32, ti, in->win.lo);
+	txn(d, "wqe_fetch", "req_win_fetched", 32, ti, in->win.fetched);
+	txn_strobe(d, "wqe_fetch", "req_valid", ti);
+	txn(d, "wqe_fetch", "resp_result", 2, to, out->result);
+	txn(d, "wqe_fetch", "resp_reads", 8, to, out->reads);
+	txn(d, "wqe_fetch", "resp_win_lo", 32, to, out->win.lo);
+	txn(d, "wqe_fetch", "resp_win_fetched", 32, to, out->win.fetched);
+	txn(d, "wqe_fetch", "resp_win_err", 1, to, out->win.err);
+	txn_strobe(d, "wqe_fetch", "resp_valid", to);
+}
+
+/* A wqe_fetch CHECK (req_op 2). */
+void hm_waves_wqe_check(struct hm_dev *d, const struct hm_wqe_check_in *in,
+			const struct hm_wqe_check_out *out)
+{
+	sim_time_t ti = in->cycle * cycle_ps(d), to = out->cycle * cycle_ps(d);
+
+	if (!devw_of(d))
+		return;
+	txn(d, "wqe_fetch", "req_cycle", 64, ti, in->cycle);
+	txn(d, "wqe_fetch", "resp_cycle", 64, to, out->cycle);
+	txn(d, "wqe_fetch", "req_op", 2, ti, 2);
+	txn(d, "wqe_fetch", "req_opcode", 8, ti, in->opcode);
+	txn(d, "wqe_fetch", "req_num_sge", 32, ti, in->num_sge);
+	txn_strobe(d, "wqe_fetch", "req_valid", ti);
+	txn(d, "wqe_fetch", "resp_status", 8, to, out->status);
+	txn(d, "wqe_fetch", "resp_verr", 8, to, out->verr);
+	txn(d, "wqe_fetch", "resp_len", 64, to, out->len);
+	txn_strobe(d, "wqe_fetch", "resp_valid", to);
+}
+
 /* A timers transaction: SET (op 0) or EXPIRE (op 1), the pins of rtl/timers.sv. */
 static void waves_timers(struct hm_dev *d, uint64_t cyc_in, uint64_t cyc_out, bool op,
 			 uint32_t qpn, uint8_t kind, bool arm, uint64_t at, bool hit,

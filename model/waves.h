@@ -35,6 +35,10 @@ void hm_waves_psn(struct hm_dev *d, const struct hm_psn_in *in, const struct hm_
 void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
 		      const struct hm_resp_fe_out *out);
 void hm_waves_mkey(struct hm_dev *d, const struct hm_mkey_in *in, const struct hm_mkey_out *out);
+void hm_waves_wqe_fetch(struct hm_dev *d, const struct hm_wqe_fetch_in *in,
+			const struct hm_wqe_fetch_out *out);
+void hm_waves_wqe_check(struct hm_dev *d, const struct hm_wqe_check_in *in,
+			const struct hm_wqe_check_out *out);
 void hm_waves_timers_set(struct hm_dev *d, const struct hm_timers_set_in *in,
 			 const struct hm_timers_set_out *out);
 void hm_waves_timers_expire(struct hm_dev *d, const struct hm_timers_expire_in *in,

@@ -65,7 +65,7 @@ static const struct bad_env bad[] = {
 	{ "WAVES", "yes", "WAVES: 'yes' is not 0, 1 or a path ending in .vcd" },
 	{ "WAVES", "%s/no/w.vcd", "WAVES: waves: cannot create '%s/no/w.vcd'" },
 	{ "HCASIM_COUNTERS_DIR", "%s/file/c", "HCASIM_COUNTERS_DIR: '%s/file/c': Not a directory" },
-	{ "HCASIM_RTL_BUG", "owner", "HCASIM_RTL_BUG: 'owner' is not none, cqe, sched, mkey, timers, resp_fe or qpc" },
+	{ "HCASIM_RTL_BUG", "owner", "HCASIM_RTL_BUG: 'owner' is not none, cqe, sched, mkey, timers, resp_fe, qpc or wqe_fetch" },
 };
 
 static void fill(char *buf, size_t len, const char *fmt)

@@ -5,6 +5,7 @@
  * running system halts with a report naming block, cycle and field. */
 #include "testbench/tb.h"
 #include "model/ctx.h"
+#include "model/hca.h"
 #include "model/twin.h"
 
 #include <criterion/criterion.h>
@@ -1341,34 +1342,59 @@ Test(rtl_timers, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
 	timers_random(impl(HM_TWIN_TIMERS, true), impl(HM_TWIN_TIMERS, false), "rtl", 4);
 }
 
-/* The timers in the running system: n RDMA WRITEs posted at once on one RC QP (at most 4, the
- * send queue tb makes), so that each ACK restarts the armed ACK timer to a later expiry.
- * Returns the completions. */
-static int writes_in_flight(int n)
+/* An RC QP whose send queue holds n WQEs (tb_create_qp's holds 4). */
+static struct ibv_qp *rc_qp(struct tb_dev *t, int n)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = t->cq,
+		.recv_cq = t->cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = (uint32_t)n, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = n > 4 ? ibv_create_qp(t->pd, &init) : tb_create_qp(t, IBV_QPT_RC);
+
+	cr_assert_not_null(qp, "ibv_create_qp: %s", hcasim_last_error());
+	return qp;
+}
+
+/* The timers in the running system: n RDMA WRITEs posted at once on one RC QP (at most 16, on
+ * a send queue of n; chain: in one ibv_post_send, one doorbell, so that the WQEs are read by
+ * DMA rather than taken by BlueFlame), so that each ACK restarts the armed ACK timer to a
+ * later expiry. Returns the completions. */
+static int writes_in_flight(int n, bool chain)
 {
 	struct tb_dev a, c;
 	struct ibv_qp *qa, *qc;
 	struct ibv_mr *src, *dst;
+	struct ibv_send_wr wr[16], *bad;
+	struct ibv_sge s;
 	int done = 0;
+
+	cr_assert_leq(n, 16);
 
 	tb_open(&a, 0);
 	tb_open(&c, 1);
-	qa = tb_create_qp(&a, IBV_QPT_RC);
+	qa = rc_qp(&a, n);
 	qc = tb_create_qp(&c, IBV_QPT_RC);
 	tb_connect(&a, qa, &c, qc->qp_num, IBV_MTU_1024);
 	tb_connect(&c, qc, &a, qa->qp_num, IBV_MTU_1024);
 	src = tb_mr(&a, 64);
 	dst = tb_mr(&c, 64);
+	s = (struct ibv_sge){ (uintptr_t)src->addr, 64, src->lkey };
 	for (int i = 0; i < n; i++) {
-		struct ibv_sge s = { (uintptr_t)src->addr, 64, src->lkey };
-		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
-					  .opcode = IBV_WR_RDMA_WRITE,
-					  .send_flags = IBV_SEND_SIGNALED }, *bad;
-
-		wr.wr.rdma.remote_addr = (uintptr_t)dst->addr;
-		wr.wr.rdma.rkey = dst->rkey;
-		cr_assert_eq(ibv_post_send(qa, &wr, &bad), 0);
+		wr[i] = (struct ibv_send_wr){ .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					      .opcode = IBV_WR_RDMA_WRITE,
+					      .send_flags = IBV_SEND_SIGNALED };
+		wr[i].wr.rdma.remote_addr = (uintptr_t)dst->addr;
+		wr[i].wr.rdma.rkey = dst->rkey;
+		if (chain && i + 1 < n)
+			wr[i].next = &wr[i + 1]; /* one post, one doorbell: the WQEs read by DMA */
+		if (!chain)
+			cr_assert_eq(ibv_post_send(qa, &wr[i], &bad), 0);
 	}
+	if (chain)
+		cr_assert_eq(ibv_post_send(qa, &wr[0], &bad), 0);
 	for (uint64_t start = hcasim_now_ps(); done < n && !hcasim_halted() &&
 					       hcasim_now_ps() - start < 1000000000ull;) {
 		struct ibv_wc wc;
@@ -1404,7 +1430,7 @@ Test(rtl_lockstep, timers_run_clean_with_acks_restarting_the_timer)
 	impl(HM_TWIN_TIMERS, true);
 	setenv("HCASIM_IMPL", "timers=lockstep", 1);
 	unsetenv("HCASIM_RTL_BUG");
-	cr_assert_eq(writes_in_flight(4), 4);
+	cr_assert_eq(writes_in_flight(4, false), 4);
 	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
 	hcasim_shutdown();
 }
@@ -1418,7 +1444,7 @@ Test(rtl_lockstep, injected_timers_bug_halts_with_block_cycle_and_field)
 
 	lockstep_env(HM_TWIN_TIMERS, "timers=lockstep", "timers");
 	tb_stderr_capture();
-	cr_assert_lt(writes_in_flight(4), 4, "the run halts before the last completion");
+	cr_assert_lt(writes_in_flight(4, false), 4, "the run halts before the last completion");
 	why = tb_expect_halt_reported();
 	cr_assert(strstr(why, "block timers (set)") && strstr(why, "field was_at") &&
 			  strstr(why, "at cycle ") && strstr(why, "(model) got ") &&
@@ -1814,4 +1840,466 @@ Test(rtl_lint, every_block_and_the_synthesis_sram_are_lint_clean)
 		cr_assert(st == 0 && !*out, "%s:\n%s", cmd, out);
 		free(out);
 	}
+}
+
+/* ================================ wqe_fetch ================================ */
+
+/* The port alone, with its DMA port on a memory of the test's: a read of len bytes at addr
+ * takes 300 ns + 0.25 ns a byte and brings in the low bytes of the addresses; one that reaches
+ * WF_FAULT fails at once. The C twin's instance is the device (its clock and pipe.wqe_cycles),
+ * the RTL's is its own: both get one made here. */
+#define WF_FAULT 0x80000ull
+#define WF_PER 2000ull /* the core period, ps (500 MHz) */
+#define WF_BUF 4096u
+
+static uint8_t wf_buf[WF_BUF];
+
+static int wf_xfer(struct hm_dma *p, bool write, uint64_t addr, uint8_t *data, uint32_t len,
+		   uint64_t *t_ps)
+{
+	(void)p;
+	cr_assert(!write, "wqe_fetch writes nothing");
+	if (addr + len > WF_FAULT)
+		return -EFAULT;
+	for (uint32_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(addr + i);
+	*t_ps += 300000 + (uint64_t)len * 250;
+	return 0;
+}
+
+static struct hm_dev *wf_dev(void)
+{
+	struct hm_dev *d = calloc(1, sizeof(*d));
+
+	cr_assert_not_null(d);
+	d->core.period_ps = WF_PER;
+	d->cfg.wqe_cycles = HM_WQE_DECODE_CYCLES;
+	return d;
+}
+
+/* The contract (model/twin.h), written out here: the answer to in and the read it makes. */
+static void wf_expect(const struct hm_wqe_fetch_in *in, struct hm_wqe_fetch_out *e,
+		      struct hm_dma_xfer *x)
+{
+	uint32_t from = 0, slot, n;
+	uint64_t d = 0, due;
+	bool inside = in->idx - in->win.lo < in->win.fetched - in->win.lo, read = false;
+	bool ready = false;
+
+	memset(e, 0, sizeof(*e));
+	memset(x, 0, sizeof(*x));
+	e->cycle = in->cycle + 1;
+	e->win = in->win;
+	if (in->op == HM_FETCH_PREFETCH) {
+		read = in->idx == in->win.fetched && in->sq_pi != in->win.fetched && !in->busy;
+		from = in->idx;
+		e->result = HM_FETCH_IDLE;
+	} else if (!inside) {
+		read = true;
+		from = in->idx;
+	} else if (in->win.err || in->win.ready > in->t_ps) {
+		e->result = in->win.err ? HM_FETCH_FAILED : HM_FETCH_WAIT;
+	} else {
+		e->result = HM_FETCH_READY;
+		ready = true;
+		e->decoded = e->cycle = in->cycle + HM_WQE_DECODE_CYCLES;
+		read = in->idx + 1 == in->win.fetched && in->win.fetched != in->sq_pi;
+		from = in->win.fetched;
+		d = HM_WQE_DECODE_CYCLES;
+	}
+	if (!read)
+		return;
+	slot = from % in->sq_entries;
+	n = in->sq_pi - from;
+	n = n < in->prefetch ? n : in->prefetch;
+	n = n < in->sq_entries - slot ? n : in->sq_entries - slot;
+	n = n ? n : 1;
+	*x = (struct hm_dma_xfer){ .addr = in->sq + (uint64_t)slot * in->sq_stride,
+				   .off = slot * in->sq_stride, .len = n * in->sq_stride,
+				   .issue_ps = d ? (in->cycle + d) * WF_PER : in->t_ps };
+	x->err = x->addr + x->len > WF_FAULT ? -EFAULT : 0;
+	x->done_ps = x->issue_ps + (x->err ? 0 : 300000 + (uint64_t)x->len * 250);
+	due = (x->done_ps + WF_PER - 1) / WF_PER;
+	due = due > in->cycle + d + 1 ? due : in->cycle + d + 1;
+	e->cycle = due + 1;
+	e->reads = 1;
+	e->win = (struct hm_fetch_win){ from, from + n, x->err != 0, x->done_ps };
+	if (!ready)
+		e->result = x->err ? HM_FETCH_FAILED : HM_FETCH_WAIT;
+}
+
+static void wf_check_out(const char *who, uint64_t n, const struct hm_wqe_fetch_out *w,
+			 const struct hm_wqe_fetch_out *g)
+{
+	cr_assert(g->cycle == w->cycle && g->result == w->result && g->decoded == w->decoded &&
+			  g->reads == w->reads && g->win.lo == w->win.lo &&
+			  g->win.fetched == w->win.fetched && g->win.err == w->win.err &&
+			  g->win.ready == w->win.ready,
+		  "%s #%llu: cycle %llu result %u decoded %llu reads %u window [%u, %u) err %u "
+		  "ready %llu; expected cycle %llu result %u decoded %llu reads %u window [%u, %u) "
+		  "err %u ready %llu",
+		  who, (unsigned long long)n, (unsigned long long)g->cycle, g->result,
+		  (unsigned long long)g->decoded, g->reads, g->win.lo, g->win.fetched, g->win.err,
+		  (unsigned long long)g->win.ready, (unsigned long long)w->cycle, w->result,
+		  (unsigned long long)w->decoded, w->reads, w->win.lo, w->win.fetched, w->win.err,
+		  (unsigned long long)w->win.ready);
+}
+
+/* One GET or PREFETCH on ops/b, checked against the contract: the answer, the one transfer
+ * it made (address, buffer offset, length, issue time) and the bytes it brought in. */
+static void wf_txn(const struct hm_wqe_fetch_ops *ops, void *b, struct hm_wqe_fetch_in *in,
+		   const char *who, uint64_t n, unsigned *seen)
+{
+	struct hm_dma dma = { .xfer = wf_xfer, .buf = wf_buf, .buf_len = WF_BUF };
+	struct hm_wqe_fetch_out want, got;
+	struct hm_dma_xfer x;
+
+	in->dma = &dma;
+	wf_expect(in, &want, &x);
+	memset(wf_buf, 0xee, sizeof(wf_buf));
+	ops->fetch(b, in, &got);
+	wf_check_out(who, n, &want, &got);
+	cr_assert_eq(dma.n, want.reads, "%s #%llu: %u transfers", who, (unsigned long long)n, dma.n);
+	if (want.reads)
+		cr_assert(dma.rec[0].addr == x.addr && dma.rec[0].off == x.off &&
+				  dma.rec[0].len == x.len && dma.rec[0].issue_ps == x.issue_ps &&
+				  !dma.rec[0].write,
+			  "%s #%llu: read of %u bytes at 0x%llx into %u issued at %llu ps", who,
+			  (unsigned long long)n, dma.rec[0].len,
+			  (unsigned long long)dma.rec[0].addr, dma.rec[0].off,
+			  (unsigned long long)dma.rec[0].issue_ps);
+	if (want.reads && !x.err)
+		for (uint32_t i = 0; i < x.len; i++)
+			cr_assert_eq(wf_buf[x.off + i], (uint8_t)(x.addr + i), "%s #%llu: byte %u", who,
+				     (unsigned long long)n, i);
+	*seen |= 1u << (want.result * 2 + want.reads);
+}
+
+/* A GET (op 0) or PREFETCH (1) of idx at cycle c (+ t_off ps into it) on a ring of entries
+ * WQEs of 64 bytes at sq, pi posted, with the window w. */
+static struct hm_wqe_fetch_in wf_in(uint8_t op, uint64_t c, uint64_t t_off, uint32_t idx,
+				    uint32_t pi, uint32_t entries, uint64_t sq,
+				    struct hm_fetch_win w)
+{
+	return (struct hm_wqe_fetch_in){ .cycle = c, .t_ps = c * WF_PER - t_off, .op = op,
+					 .qpn = 0x42, .idx = idx, .sq_pi = pi,
+					 .sq_entries = entries, .sq_stride = 64, .sq = sq,
+					 .prefetch = 4, .win = w };
+}
+
+/* Every path of the contract: a window read at a miss, a wait inside it, READY after the
+ * decode, the next window read at the decode's end, a read stopping at the ring's end, one
+ * that fails and the window that remembers it, a rewind, the doorbell's prefetch (due, busy,
+ * fetched ahead, nothing posted), a request inside its cycle (its read issued at its time),
+ * nothing posted (one WQE read) and the 32-bit index wrap. */
+static void wf_directed(bool rtl)
+{
+	const struct hm_wqe_fetch_ops *ops = impl(HM_TWIN_WQE_FETCH, rtl);
+	struct hm_dev *d = wf_dev();
+	void *b = ops->base.create(d, 0);
+	const char *who = rtl ? "rtl" : "model";
+	struct hm_fetch_win none = { 0, 0, false, 0 }, w0 = { 0, 4, false, 20000000 };
+	struct hm_fetch_win late = { 1, 5, false, 90000000 }, bad = { 2, 4, true, 4000000 };
+	struct hm_fetch_win wrap = { 0xfffffffeu, 2, false, 1000 };
+	uint64_t n = 0, far = WF_FAULT - 2 * 64;
+	unsigned seen = 0;
+	struct hm_wqe_fetch_in in[] = {
+		wf_in(0, 1000, 0, 0, 6, 16, 0x1000, none),	  /* miss: [0, 4) */
+		wf_in(0, 9000, 0, 2, 6, 16, 0x1000, late),	  /* inside, not in yet */
+		wf_in(0, 12000, 0, 2, 6, 16, 0x1000, w0),	  /* READY */
+		wf_in(0, 13000, 0, 3, 6, 16, 0x1000, w0),	  /* READY, then [4, 6) */
+		wf_in(0, 20000, 0, 6, 10, 8, 0x1000, none),	  /* [6, 8): the ring's end */
+		wf_in(0, 30000, 0, 0, 4, 4, far, none),		  /* slots 2, 3 fail */
+		wf_in(0, 31000, 0, 2, 4, 4, 0x1000, bad),	  /* the window failed */
+		wf_in(0, 32000, 0, 1, 6, 16, 0x1000, late),	  /* a rewind */
+		wf_in(1, 40000, 0, 4, 9, 16, 0x1000, w0),	  /* PREFETCH: [4, 8) */
+		wf_in(1, 41000, 0, 3, 9, 16, 0x1000, w0),	  /* PREFETCH: fetched ahead */
+		wf_in(1, 42000, 0, 4, 4, 16, 0x1000, w0),	  /* PREFETCH: nothing posted */
+		wf_in(0, 50000, 700, 0, 6, 16, 0x1000, none),	  /* inside its cycle */
+		wf_in(0, 60000, 0, 7, 7, 16, 0x1000, none),	  /* nothing posted: one */
+		wf_in(0, 70000, 0, 0xffffffffu, 3, 16, 0x1000, wrap), /* inside, wrapped */
+		wf_in(0, 71000, 0, 1, 3, 16, 0x1000, wrap),	  /* READY, then [2, 3) */
+	};
+
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		wf_txn(ops, b, &in[i], who, n++, &seen);
+	in[0] = wf_in(1, 80000, 0, 4, 9, 16, 0x1000, w0);
+	in[0].busy = true; /* PREFETCH: the requester is inside a WQE */
+	wf_txn(ops, b, &in[0], who, n++, &seen);
+	/* READY without and with a read, WAIT with and without, FAILED with and without, IDLE */
+	cr_assert_eq(seen, 0x7fu, "every answer among the cases (0x%x)", seen);
+	ops->base.destroy(b);
+	free(d);
+}
+
+/* A random GET or PREFETCH near a random window, on rings that may reach WF_FAULT. */
+static struct hm_wqe_fetch_in wf_random_in(uint64_t cycle)
+{
+	uint32_t entries = 1u << (rng() % 6), base = rng(), lo = base + rng() % 8;
+	struct hm_fetch_win w = { lo, lo + rng() % 6, rng() % 8 == 0,
+				  cycle * WF_PER + (uint64_t)(rng() % 2000) * 100 - 100000 };
+	uint64_t sq = rng() % 4 ? 0x1000 + (uint64_t)(rng() % 64) * 64
+				: WF_FAULT - (uint64_t)(1 + rng() % 8) * 64;
+	struct hm_wqe_fetch_in in = wf_in(rng() % 3 == 0, cycle, rng() % 4 ? 0 : rng() % WF_PER,
+					  lo + rng() % 10 - 2, w.fetched + rng() % 12, entries,
+					  sq, w);
+
+	if (entries * 64 > WF_BUF)
+		in.sq_entries = WF_BUF / 64;
+	in.prefetch = 1 + rng() % 8;
+	in.busy = rng() % 4 == 0;
+	return in;
+}
+
+static void wf_random(bool rtl)
+{
+	const struct hm_wqe_fetch_ops *ops = impl(HM_TWIN_WQE_FETCH, rtl);
+	struct hm_dev *d = wf_dev();
+	void *b = ops->base.create(d, 0);
+	uint64_t cycle = 100;
+	unsigned seen = 0;
+
+	rng_seed(15);
+	for (uint64_t n = 0; n < 10000; n++) {
+		struct hm_wqe_fetch_in in = wf_random_in(cycle += 1 + rng() % 400);
+
+		wf_txn(ops, b, &in, rtl ? "rtl" : "model", n, &seen);
+	}
+	cr_assert_eq(seen, 0x7fu, "every answer among 10000 (0x%x)", seen);
+	ops->base.destroy(b);
+	free(d);
+}
+
+Test(rtl_wqe_fetch, model_directed_windows_reads_waits_failures_prefetch) { wf_directed(false); }
+Test(rtl_wqe_fetch, rtl_directed_windows_reads_waits_failures_prefetch) { wf_directed(true); }
+Test(rtl_wqe_fetch, model_random_against_the_contract) { wf_random(false); }
+Test(rtl_wqe_fetch, rtl_random_against_the_contract) { wf_random(true); }
+
+/* Lockstep at the port, as hm_twin_call runs it: the C twin first, doing the transfers, then
+ * the RTL on the same inputs and the same struct hm_dma, answered from the record; every
+ * output agrees, and the RTL's transfers are the twin's (the port never diverged). */
+Test(rtl_wqe_fetch, lockstep_random_model_and_rtl_agree_transaction_by_transaction)
+{
+	const struct hm_wqe_fetch_ops *m = impl(HM_TWIN_WQE_FETCH, false);
+	const struct hm_wqe_fetch_ops *r = impl(HM_TWIN_WQE_FETCH, true);
+	struct hm_dev *d = wf_dev();
+	void *bm = m->base.create(d, 0), *br = r->base.create(d, 0);
+	uint64_t cycle = 100;
+
+	rng_seed(16);
+	for (uint64_t n = 0; n < 10000; n++) {
+		struct hm_wqe_fetch_in in = wf_random_in(cycle += 1 + rng() % 400);
+		struct hm_dma dma = { .xfer = wf_xfer, .buf = wf_buf, .buf_len = WF_BUF };
+		struct hm_wqe_fetch_out a, b;
+
+		in.dma = &dma;
+		m->fetch(bm, &in, &a);
+		r->fetch(br, &in, &b);
+		wf_check_out("lockstep", n, &a, &b);
+		cr_assert(!dma.diverged && dma.n == a.reads, "lockstep #%llu: the RTL's transfers",
+			  (unsigned long long)n);
+	}
+	m->base.destroy(bm);
+	r->base.destroy(br);
+	free(d);
+}
+
+/* ---- CHECK: the validation of a fetched WQE ---- */
+
+/* The rule (wqe.def, verr.def), written out here. */
+static void wf_check_expect(const struct hm_wqe_check_in *in, struct hm_wqe_check_out *e)
+{
+	uint32_t room = in->sq_stride - HCA_WQE_BASE_BYTES;
+	bool inl = in->flags & HCA_WQE_F_INLINE;
+
+	memset(e, 0, sizeof(*e));
+	e->cycle = in->cycle + 1;
+	if (!hca_wqe_op_allowed(in->qp_type, in->opcode))
+		e->verr = HCA_VERR_WQE_OPCODE;
+	else if (in->qp_type == HCA_QPT_UD &&
+		 (in->ud_remote_qpn > 0xffffff || in->ud_sl > 15 || in->ud_flow_label >> 20 ||
+		  in->ud_port > in->nports))
+		e->verr = HCA_VERR_WQE_UD_AV;
+	else if (inl && in->inline_len > room)
+		e->verr = HCA_VERR_WQE_INLINE_LEN;
+	else if (!inl && (in->num_sge > room / 16 || in->num_sge > 64))
+		e->verr = HCA_VERR_WQE_NUM_SGE;
+	for (uint32_t i = 0; !e->verr && !inl && i < in->num_sge; i++)
+		e->len += in->sge_len[i];
+	if (!e->verr && inl)
+		e->len = in->inline_len;
+	if (!e->verr && (e->len > 1ull << 31 || (in->qp_type == HCA_QPT_UD && e->len > in->mtu)))
+		e->verr = HCA_VERR_WQE_MSG_LEN;
+	else if (!e->verr && hca_wqe_atomic(in->opcode) && e->len != 8)
+		e->verr = HCA_VERR_WQE_ATOMIC_LEN;
+	e->status = hca_verr_status(e->verr);
+}
+
+static struct hm_wqe_check_in wf_check_in(uint8_t type, uint8_t op, uint32_t nsge, uint32_t len)
+{
+	struct hm_wqe_check_in in = { .cycle = 500, .qp_type = type, .sq_stride = 128,
+				      .mtu = 1024, .nports = 2, .opcode = op, .num_sge = nsge };
+
+	for (uint32_t i = 0; i < nsge && i < HM_WQE_MAX_SGE; i++)
+		in.sge_len[i] = len;
+	return in;
+}
+
+static void wf_check_txn(const struct hm_wqe_fetch_ops *ops, void *b,
+			 const struct hm_wqe_check_in *in, const char *who, uint64_t n,
+			 uint32_t verr)
+{
+	struct hm_wqe_check_out want, got;
+
+	wf_check_expect(in, &want);
+	ops->check(b, in, &got);
+	cr_assert(got.cycle == want.cycle && got.status == want.status && got.verr == want.verr &&
+			  got.len == want.len,
+		  "%s #%llu: cycle %llu status %u verr 0x%x len %llu; expected %llu %u 0x%x %llu",
+		  who, (unsigned long long)n, (unsigned long long)got.cycle, got.status, got.verr,
+		  (unsigned long long)got.len, (unsigned long long)want.cycle, want.status,
+		  want.verr, (unsigned long long)want.len);
+	cr_assert(verr == UINT32_MAX || got.verr == verr, "%s #%llu: verr 0x%x, the case is 0x%x",
+		  who, (unsigned long long)n, got.verr, verr);
+}
+
+/* Each syndrome of the send WQE and a pass of each QP type, with the values the case is for. */
+static void wf_check_directed(bool rtl)
+{
+	const struct hm_wqe_fetch_ops *ops = impl(HM_TWIN_WQE_FETCH, rtl);
+	struct hm_dev *d = wf_dev();
+	void *b = ops->base.create(d, 0);
+	const char *who = rtl ? "rtl" : "model";
+	struct hm_wqe_check_in in;
+	uint64_t n = 0;
+
+#define WF_CASE(expr, verr)                                                                        \
+	do {                                                                                       \
+		in = wf_check_in expr;                                                             \
+		wf_check_txn(ops, b, &in, who, n++, verr);                                         \
+	} while (0)
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_SEND, 2, 150), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_XRC_SEND, HCA_WQE_OP_RDMA_READ, 1, 9), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_UC, HCA_WQE_OP_RDMA_READ, 1, 8), HCA_VERR_WQE_OPCODE);
+	WF_CASE((HCA_QPT_RC, 0x77, 1, 8), HCA_VERR_WQE_OPCODE);
+	WF_CASE((HCA_QPT_UD, HCA_WQE_OP_SEND, 1, 1024), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_UD, HCA_WQE_OP_SEND, 1, 1025), HCA_VERR_WQE_MSG_LEN);
+	in = wf_check_in(HCA_QPT_UD, HCA_WQE_OP_SEND, 1, 8);
+	in.ud_sl = 16;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_WQE_UD_AV);
+	in.ud_sl = 0, in.ud_port = 3;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_WQE_UD_AV);
+	in.ud_port = 2, in.ud_flow_label = 1u << 20;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_WQE_UD_AV);
+	in.ud_flow_label = 0, in.ud_remote_qpn = 1u << 24;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_WQE_UD_AV);
+	in = wf_check_in(HCA_QPT_RC, HCA_WQE_OP_SEND, 0, 0);
+	in.flags = HCA_WQE_F_INLINE, in.inline_len = 64;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_NONE);
+	in.inline_len = 65;
+	wf_check_txn(ops, b, &in, who, n++, HCA_VERR_WQE_INLINE_LEN);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_RDMA_WRITE, 4, 1), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_RDMA_WRITE, 5, 1), HCA_VERR_WQE_NUM_SGE);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_RDMA_WRITE, 2, 0x40000000), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_RDMA_WRITE, 2, 0x40000001), HCA_VERR_WQE_MSG_LEN);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_ATOMIC_FETCH_ADD, 1, 8), HCA_VERR_NONE);
+	WF_CASE((HCA_QPT_RC, HCA_WQE_OP_ATOMIC_CMP_SWP, 2, 8), HCA_VERR_WQE_ATOMIC_LEN);
+#undef WF_CASE
+	ops->base.destroy(b);
+	free(d);
+}
+
+/* Random fields near every limit; a stride of 64 to 1024 (0 to 60 entries). */
+static struct hm_wqe_check_in wf_check_random_in(void)
+{
+	static const uint8_t types[] = { HCA_QPT_RC, HCA_QPT_UC, HCA_QPT_UD, HCA_QPT_XRC_SEND };
+	uint32_t big = rng() % 3 ? 4096 : 0x80000000u;
+	struct hm_wqe_check_in in = wf_check_in(types[rng() % 4], (uint8_t)(rng() % 12),
+						rng() % 70, 0);
+
+	in.cycle = rng();
+	in.sq_stride = 64u << (rng() % 5);
+	in.mtu = 256u << (rng() % 5);
+	in.nports = 1 + rng() % 2;
+	in.flags = (uint8_t)(rng() % 4 ? rng() & ~HCA_WQE_F_INLINE : rng());
+	in.inline_len = rng() % (in.sq_stride + 8);
+	for (uint32_t i = 0; i < HM_WQE_MAX_SGE; i++)
+		in.sge_len[i] = rng() % 4 ? rng() % 300 : rng() % big;
+	if (rng() % 3 == 0)
+		in.num_sge = 1, in.sge_len[0] = 8; /* an atomic's 8 bytes */
+	in.ud_remote_qpn = rng() % 8 ? rng() & 0xffffff : rng();
+	in.ud_sl = (uint8_t)(rng() % 18);
+	in.ud_port = (uint8_t)(rng() % 4);
+	in.ud_flow_label = rng() % 8 ? rng() & 0xfffff : rng() & 0x1fffff;
+	return in;
+}
+
+static void wf_check_random(const struct hm_wqe_fetch_ops *ops, const struct hm_wqe_fetch_ops *twin)
+{
+	struct hm_dev *d = wf_dev();
+	void *b = ops->base.create(d, 0), *bt = twin ? twin->base.create(d, 0) : NULL;
+	unsigned seen = 0;
+
+	rng_seed(twin ? 18 : 17);
+	for (uint64_t n = 0; n < 20000; n++) {
+		struct hm_wqe_check_in in = wf_check_random_in();
+		struct hm_wqe_check_out a, c;
+
+		wf_check_txn(ops, b, &in, "random", n, UINT32_MAX);
+		ops->check(b, &in, &a);
+		if (twin) {
+			twin->check(bt, &in, &c);
+			cr_assert(a.cycle == c.cycle && a.status == c.status && a.verr == c.verr &&
+					  a.len == c.len,
+				  "lockstep #%llu differs", (unsigned long long)n);
+		}
+		seen |= 1u << a.verr;
+	}
+	cr_assert_eq(seen, 0x7fu, "every syndrome of the send WQE among 20000 (0x%x)", seen);
+	ops->base.destroy(b);
+	if (twin)
+		twin->base.destroy(bt);
+	free(d);
+}
+
+Test(rtl_wqe_fetch, model_check_directed_each_syndrome) { wf_check_directed(false); }
+Test(rtl_wqe_fetch, rtl_check_directed_each_syndrome) { wf_check_directed(true); }
+Test(rtl_wqe_fetch, model_check_random_against_the_rule)
+{
+	wf_check_random(impl(HM_TWIN_WQE_FETCH, false), NULL);
+}
+Test(rtl_wqe_fetch, rtl_check_random_against_the_rule)
+{
+	wf_check_random(impl(HM_TWIN_WQE_FETCH, true), NULL);
+}
+Test(rtl_wqe_fetch, lockstep_check_random_model_and_rtl_agree)
+{
+	wf_check_random(impl(HM_TWIN_WQE_FETCH, true), impl(HM_TWIN_WQE_FETCH, false));
+}
+
+/* wqe_fetch in the running system: 16 WRITEs posted at once, in one post (one doorbell) (their window reads, the next
+ * window read at the end of a decode) in wqe_fetch=lockstep; no mismatch. The injected bug
+ * (HCASIM_RTL_BUG=wqe_fetch, rtl/wqe_fetch.sv) reads the next window from one WQE too far: its
+ * read is not the C twin's, and lockstep halts at that fetch naming block, op, cycle and field
+ * (the window's first WQE). */
+Test(rtl_lockstep, wqe_fetch_windows_run_clean_in_lockstep)
+{
+	lockstep_env(HM_TWIN_WQE_FETCH, "wqe_fetch=lockstep", "none");
+	cr_assert_eq(writes_in_flight(16, true), 16);
+	cr_assert_null(hcasim_halted(), "no mismatch: %s", hcasim_halted());
+	hcasim_shutdown();
+}
+
+Test(rtl_lockstep, injected_wqe_fetch_bug_halts_with_block_cycle_and_field)
+{
+	const char *why;
+
+	lockstep_env(HM_TWIN_WQE_FETCH, "wqe_fetch=lockstep", "wqe_fetch");
+	tb_stderr_capture();
+	cr_assert_lt(writes_in_flight(16, true), 16, "the run halts before the last completion");
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "block wqe_fetch (fetch)") && strstr(why, "field win.lo") &&
+			  strstr(why, "at cycle ") && strstr(why, "(model) got ") &&
+			  strstr(why, "no waves: rerun with WAVES=1 for build/waves/hca0.wqe_fetch.fst"),
+		  "the report names block, op, cycle and field: %s", why);
 }

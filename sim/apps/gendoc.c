@@ -238,9 +238,6 @@ static const struct sv_const rfe_kind[] = {
 };
 /* Plain constants of the package (localparam int unsigned). */
 static const struct sv_const params[] = {
-	{ "HCA_QPT_RC", HCA_QPT_RC },
-	{ "HCA_QPT_UC", HCA_QPT_UC },
-	{ "HCA_QPT_XRC_RECV", HCA_QPT_XRC_RECV },
 	{ "HCA_ACCESS_REMOTE_WRITE", HCA_ACCESS_REMOTE_WRITE },
 	{ "HCA_ACCESS_REMOTE_READ", HCA_ACCESS_REMOTE_READ },
 	{ "HCA_ACCESS_REMOTE_ATOMIC", HCA_ACCESS_REMOTE_ATOMIC },
@@ -253,6 +250,22 @@ static const struct sv_const params[] = {
 	{ "HM_POS_MIDDLE", HM_POS_MIDDLE },
 	{ "HM_POS_LAST", HM_POS_LAST },
 };
+static const struct sv_const qpt[] = {
+	{ "HCA_QPT_RC", HCA_QPT_RC },	    { "HCA_QPT_UC", HCA_QPT_UC },
+	{ "HCA_QPT_UD", HCA_QPT_UD },	    { "HCA_QPT_XRC_SEND", HCA_QPT_XRC_SEND },
+	{ "HCA_QPT_XRC_RECV", HCA_QPT_XRC_RECV },
+};
+static const struct sv_const verr[] = {
+#define VERR(name, val, status, doc) { "HCA_VERR_" #name, val },
+#include "model/hw/verr.def"
+#undef VERR
+};
+static const struct sv_const fetch_res[] = {
+	{ "HM_FETCH_READY", HM_FETCH_READY },
+	{ "HM_FETCH_WAIT", HM_FETCH_WAIT },
+	{ "HM_FETCH_FAILED", HM_FETCH_FAILED },
+	{ "HM_FETCH_IDLE", HM_FETCH_IDLE },
+};
 static const struct sv_const sched_op[] = {
 	{ "HM_WAVES_SCHED_DOORBELL", HM_WAVES_SCHED_DOORBELL },
 	{ "HM_WAVES_SCHED_PUSH", HM_WAVES_SCHED_PUSH },
@@ -264,6 +277,43 @@ static const struct sv_const db_kind[] = {
 	{ "HM_WAVES_DB_SRQ", HM_WAVES_DB_SRQ },
 };
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What wqe.def and verr.def say, as functions of the code: a WQE opcode's QP types (a mask of
+ * 1 << HCA_QPT_*) and class (HCA_WQE_CLASS_*), and a syndrome's completion status. */
+static void sv_wqe_tables(void)
+{
+	printf("\n  // WQE opcodes (wqe.def): the QP types one may be posted on, 1 << HCA_QPT_*\n");
+	printf("  function automatic logic [31:0] hca_wqe_op_qpts(input logic [7:0] op);\n");
+	printf("    case (op)\n");
+#define WQE_OP(name, val, qpts, cl, doc)                                                           \
+	printf("      8'd%u: return 32'h%x; // %s\n", val, HCA_QPTS_##qpts, #name);
+#define CQE_OP(name, val, doc)
+#define WC(name, val, doc)
+#include "model/hw/wqe.def"
+	printf("      default: return 32'h0;\n    endcase\n  endfunction\n");
+	printf("  // ... and what one asks of the responder, HCA_WQE_CLASS_*\n");
+	printf("  localparam int unsigned HCA_WQE_CLASS_ATOMIC = %u;\n", HCA_WQE_CLASS_ATOMIC);
+	printf("  function automatic logic [7:0] hca_wqe_op_class(input logic [7:0] op);\n");
+	printf("    case (op)\n");
+#undef WQE_OP
+#define WQE_OP(name, val, qpts, cl, doc)                                                           \
+	printf("      8'd%u: return 8'd%u; // %s\n", val, HCA_WQE_CLASS_##cl, #name);
+#include "model/hw/wqe.def"
+#undef WQE_OP
+#undef CQE_OP
+#undef WC
+	printf("      default: return 8'd0;\n    endcase\n  endfunction\n");
+	printf("  // vendor syndromes (verr.def): the completion status of each\n");
+	printf("  function automatic hca_wc_e hca_verr_status(input hca_verr_e v);\n");
+	printf("    case (v)\n");
+#define VERR(name, val, status, doc) printf("      HCA_VERR_%s: return HCA_WC_%s;\n", #name, #status);
+#include "model/hw/verr.def"
+#undef VERR
+	printf("      default: return HCA_WC_GENERAL_ERR;\n    endcase\n  endfunction\n");
+	printf("  localparam int unsigned HCA_WQE_BASE_BYTES = %u;\n", HCA_WQE_BASE_BYTES);
+	printf("  localparam int unsigned HCA_SGE_BYTES = %u;\n", HCA_SGE_BYTES);
+	printf("  localparam int unsigned HCA_WQE_F_INLINE = %u;\n", HCA_WQE_F_INLINE);
+}
 
 static void sv_pkg(void)
 {
@@ -295,6 +345,10 @@ static void sv_pkg(void)
 		N(rfe_verdict), 0);
 	sv_enum("hm_resp_fe_kind", "resp_fe request kinds (model/twin.h)", rfe_kind, N(rfe_kind),
 		0);
+	sv_enum("hca_qpt", "QP types (hca_hw.h enum hca_qp_type)", qpt, N(qpt), 4);
+	sv_enum("hca_verr", "vendor syndromes (verr.def)", verr, N(verr), 8);
+	sv_enum("hm_fetch_result", "wqe_fetch results (model/twin.h)", fetch_res, N(fetch_res), 0);
+	sv_wqe_tables();
 	sv_struct("hca_cqe");
 	sv_struct("hca_qpc");
 	printf("\n  /* verilator lint_on UNUSEDPARAM */\nendpackage\n\n`default_nettype wire\n");

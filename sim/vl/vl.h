@@ -38,6 +38,7 @@ extern "C" {
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 #include <sys/stat.h>
 #if VM_COVERAGE
 #include <verilated_cov.h>
@@ -47,18 +48,21 @@ extern "C" {
 #endif
 
 /* True if HCASIM_RTL_BUG names block: its test-only bug variant (Verilated with HCA_RTL_BUG)
- * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers, resp_fe and
- * qpc
+ * is to be created instead of it. The blocks with one: cqe, sched, mkey, timers, resp_fe, qpc
+ * and wqe_fetch
  * (docs/rtl.md). */
 inline bool vl_rtl_bug(const char *block)
 {
+	static const char *const with_bug[] = { "cqe",	   "sched", "mkey",	 "timers",
+						"resp_fe", "qpc",   "wqe_fetch" };
 	const char *bug = getenv("HCASIM_RTL_BUG");
+	bool known = !bug || !*bug || !strcmp(bug, "none");
 
-	SIM_ASSERT(!bug || !*bug || !strcmp(bug, "none") || !strcmp(bug, "cqe") ||
-			   !strcmp(bug, "sched") || !strcmp(bug, "mkey") || !strcmp(bug, "timers") ||
-			   !strcmp(bug, "resp_fe") || !strcmp(bug, "qpc"),
+	for (const char *b : with_bug)
+		known = known || !strcmp(bug, b);
+	SIM_ASSERT(known,
 		   "HCASIM_RTL_BUG = '%s': the RTL built with a test bug is cqe, sched, mkey, "
-		   "timers, resp_fe or qpc",
+		   "timers, resp_fe, qpc or wqe_fetch",
 		   bug);
 	return bug && !strcmp(bug, block);
 }
@@ -114,6 +118,18 @@ struct vl_cov {
 };
 #endif
 
+/* What a block's port besides its request and response needs of the clocking (the DMA engine,
+ * vl_dma below): drive its inputs for a cycle, sample its handshakes before the rising edge
+ * and act on them after it, and say when it next has work (a completion due). */
+struct vl_hook {
+	virtual ~vl_hook() {}
+	virtual void begin(uint64_t cyc) = 0; /* a transaction's request is presented in cyc */
+	virtual void drive(uint64_t cyc) = 0; /* cycle cyc begins (before its evaluation) */
+	virtual void sample() = 0;            /* before the rising edge of the current cycle */
+	virtual void edge(uint64_t cyc) = 0;  /* after the rising edge that ends cycle cyc */
+	virtual uint64_t next_due() = 0;      /* the first cycle it has work (or UINT64_MAX) */
+};
+
 /* One Verilated model M (with clk, rst, now, req_valid, req_ready, resp_valid, resp_ready and
  * quiet_until) of a device. cyc_ is the block's own cycle, which it sees on now: the next one
  * to be driven. */
@@ -123,12 +139,18 @@ public:
 		: block_(block), period_ps_(d ? d->core.period_ps : 1000), devno_(d ? d->devno : 0)
 	{
 		std::string top = "hca" + std::to_string(devno_);
+		/* A new context makes itself the thread's and the process's last one, which a
+		 * model built later without a context of its own (hcasim-sc's SystemC blocks)
+		 * would take: keep the ones before it. */
+		VerilatedContext *last = Verilated::lastContextp(), *thread = Verilated::threadContextp();
 
 		ctx_.reset(new VerilatedContext);
 		ctx_->traceEverOn(true);
 		ctx_->fatalOnError(true);
 		ctx_->assertOn(true);
 		top_.reset(new M{ ctx_.get(), top.c_str() });
+		Verilated::lastContextp(last);
+		Verilated::threadContextp(thread);
 #if VM_COVERAGE
 		vl_cov::get().add(ctx_.get());
 #endif
@@ -151,6 +173,9 @@ public:
 #endif
 	}
 	M *pins() { return top_.get(); }
+	uint64_t period_ps() const { return period_ps_; }
+	/* A port of the block's own beyond request and response (its DMA port), clocked with it. */
+	void hook(vl_hook *h) { hook_ = h; }
 	/* Finish the FST (its last transaction included, the file closed so that it can be
 	 * opened: a lockstep mismatch has stopped the run) and return its path; NULL with waves
 	 * off. Later transactions are not dumped. */
@@ -202,7 +227,7 @@ public:
 	{
 		top_->req_valid = 0;
 		while (cyc_ < c) {
-			uint64_t q = top_->quiet_until;
+			uint64_t q = quiet();
 
 			if (q > cyc_) {
 				cyc_ = q < c ? q : c;
@@ -224,6 +249,8 @@ public:
 		uint64_t taken;
 
 		advance(cycle);
+		if (hook_)
+			hook_->begin(cyc_);
 		top_->req_valid = 1;
 		low();
 		for (uint64_t s = 0; !top_->req_ready; s++) {
@@ -242,7 +269,7 @@ public:
 		/* Until the answer: clocked while the block has work, skipped to the cycle it
 		 * says its answer (or other work) is due. */
 		while (!top_->resp_valid) {
-			uint64_t q = top_->quiet_until;
+			uint64_t q = quiet();
 
 			SIM_ASSERT(cyc_ - taken < max_cycles,
 				   "sim/vl/%s: no response %llu cycles after the request at cycle %llu",
@@ -262,6 +289,18 @@ public:
 	}
 
 private:
+	/* The first cycle the block has work: its own (quiet_until), or its hook's. */
+	uint64_t quiet()
+	{
+		uint64_t q = top_->quiet_until;
+
+		if (hook_) {
+			uint64_t h = hook_->next_due();
+
+			q = h < q ? h : q;
+		}
+		return q;
+	}
 	/* An undumped clock cycle (reset). */
 	void edge()
 	{
@@ -281,6 +320,8 @@ private:
 		fall_ = false;
 		top_->clk = 0;
 		top_->now = cyc_;
+		if (hook_)
+			hook_->drive(cyc_);
 		top_->eval();
 		if (fst_)
 			fst_->dump(t);
@@ -292,9 +333,13 @@ private:
 	{
 		uint64_t t = cyc_ * period_ps_ + period_ps_ / 2;
 
+		if (hook_)
+			hook_->sample();
 		top_->clk = 1;
 		ctx_->time(t); /* an assertion's report names the time in ps */
 		top_->eval();
+		if (hook_)
+			hook_->edge(cyc_);
 		if (fst_)
 			fst_->dump(t);
 		cyc_++;
@@ -321,6 +366,120 @@ private:
 	std::unique_ptr<M> top_;
 	std::unique_ptr<VerilatedFstC> fst_;
 	std::string path_;
+	vl_hook *hook_ = nullptr;
+};
+
+/* The DMA engine behind the DMA port of a block M (docs/rtl.md "The DMA port"; pins dma_req_*,
+ * dma_cpl_*): it takes every request (dma_req_ready high; the block's tags bound how many are
+ * in flight), does it at once through the transaction's struct hm_dma (sim/pcie's timed
+ * transfer, the C block's own call, or the C twin's record in lockstep), and presents its
+ * completion (tag, kind, error, time in ps) from the cycle it is due, one per cycle, the
+ * earliest due first, whatever the order of the requests: completions come out of order.
+ * Timing rule: a request the block presents in the cycle its transaction's request is
+ * presented is issued at the transaction's time (t_ps, which may lie inside that cycle: the
+ * DMA engine runs on the faster PCIe clock); one presented d cycles later at (cycle + d) x the
+ * core period, cycle being the transaction's in.cycle. Its completion is due at the first core
+ * edge at or after its time, and at the earliest the cycle after the request. The block's own
+ * cycles may run ahead of the transactions' (time never goes back for it, vl_block::advance):
+ * the engine counts d from the cycle the request was presented, so a transfer gets the time
+ * the C block would give it. */
+template <class M> class vl_dma : public vl_hook {
+public:
+	explicit vl_dma(vl_block<M> &b, const char *block) : b_(b), block_(block)
+	{
+		b_.pins()->dma_req_ready = 1;
+		b_.pins()->dma_cpl_valid = 0;
+		b_.hook(this);
+	}
+	~vl_dma() override { b_.hook(nullptr); }
+	/* The next transaction: at in.cycle, arriving at t_ps, with this port (NULL: no DMA). */
+	void txn(uint64_t cycle, uint64_t t_ps, hm_dma *port)
+	{
+		cycle_ = cycle;
+		t_ps_ = t_ps;
+		port_ = port;
+	}
+	void begin(uint64_t cyc) override { base_ = cyc; }
+	void drive(uint64_t cyc) override
+	{
+		M *p = b_.pins();
+		size_t best = pend_.size();
+
+		for (size_t i = 0; i < pend_.size(); i++)
+			if (pend_[i].due <= cyc && (best == pend_.size() || pend_[i].due < pend_[best].due ||
+						    (pend_[i].due == pend_[best].due &&
+						     pend_[i].seq < pend_[best].seq)))
+				best = i;
+		shown_ = best;
+		p->dma_cpl_valid = best < pend_.size();
+		if (best < pend_.size()) {
+			p->dma_cpl_tag = pend_[best].tag;
+			p->dma_cpl_write = pend_[best].write;
+			p->dma_cpl_err = pend_[best].err;
+			p->dma_cpl_time = pend_[best].time;
+		}
+	}
+	void sample() override
+	{
+		M *p = b_.pins();
+
+		req_ = p->dma_req_valid && p->dma_req_ready;
+		cpl_ = p->dma_cpl_valid && p->dma_cpl_ready;
+		if (req_)
+			x_ = hm_dma_xfer{ (bool)p->dma_req_write, (uint32_t)p->dma_req_tag,
+					  (uint64_t)p->dma_req_addr, (uint32_t)p->dma_req_off,
+					  (uint32_t)p->dma_req_len, 0, 0, 0 };
+	}
+	void edge(uint64_t cyc) override
+	{
+		if (cpl_) {
+			pend_.erase(pend_.begin() + (long)shown_);
+			cpl_ = false;
+		}
+		if (req_)
+			issue(cyc);
+		req_ = false;
+	}
+	uint64_t next_due() override
+	{
+		uint64_t q = UINT64_MAX;
+
+		for (const pending &c : pend_)
+			q = c.due < q ? c.due : q;
+		return q;
+	}
+
+private:
+	struct pending {
+		uint64_t due, seq;
+		uint32_t tag;
+		bool write, err;
+		uint64_t time;
+	};
+	/* The request sampled before the edge that ends block cycle cyc. */
+	void issue(uint64_t cyc)
+	{
+		uint64_t per = b_.period_ps(), d = cyc - base_, due;
+
+		SIM_ASSERT(port_ != nullptr, "sim/vl/%s: a DMA request outside a transaction", block_);
+		SIM_ASSERT(cyc >= base_, "sim/vl/%s: a DMA request before its transaction", block_);
+		x_.issue_ps = d ? (cycle_ + d) * per : t_ps_;
+		hm_dma_do(port_, &x_);
+		due = (x_.done_ps + per - 1) / per;
+		if (due < cycle_ + d + 1)
+			due = cycle_ + d + 1;
+		pend_.push_back(pending{ due + (base_ - cycle_), seq_++, x_.tag, x_.write, x_.err != 0,
+					 x_.done_ps });
+	}
+
+	vl_block<M> &b_;
+	const char *block_;
+	uint64_t cycle_ = 0, t_ps_ = 0, base_ = 0, seq_ = 0;
+	hm_dma *port_ = nullptr;
+	bool req_ = false, cpl_ = false;
+	size_t shown_ = 0;
+	hm_dma_xfer x_{};
+	std::vector<pending> pend_;
 };
 
 #endif

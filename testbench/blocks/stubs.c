@@ -478,7 +478,7 @@ BLK_WEAK int hm_wqe_fetch(struct hm_dev *d, struct hm_qp *qp, uint32_t idx, sim_
 	return blk_do.fetch_result;
 }
 
-BLK_WEAK uint8_t hm_wqe_check(const struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
+BLK_WEAK uint8_t hm_wqe_check(struct hm_dev *d, const struct hm_qp *qp, const uint8_t *w,
 			      uint64_t *len, uint32_t *verr)
 {
 	const struct hca_wqe_ctrl *c = (const void *)w;
@@ -655,11 +655,12 @@ static void trace_sink(void *arg, uint64_t t_ps, int dev, int ev, const char *fi
 /* ---- the twin port: a block test has no RTL, so a port call runs the block's C twin, one
  * instance per fixture (the timers: block-comp links model/timers.o with comp.o; resp_fe:
  * block-resp links model/resp_fe.o with resp.o; the qpc's tags: block-qpc links
- * model/qpc.o) ---- */
+ * model/qpc.o; wqe_fetch, whose C twin keeps no state: its instance is the device) ---- */
 
 extern const struct hm_timers_ops hm_timers_model __attribute__((weak));
 extern const struct hm_resp_fe_ops hm_resp_fe_model __attribute__((weak));
 extern const struct hm_qpc_ops hm_qpc_model __attribute__((weak));
+extern const struct hm_wqe_fetch_ops hm_wqe_fetch_model __attribute__((weak));
 static void *twin_inst; /* the timers' C twin of blk_dev */
 static void *twin_qpc;  /* the qpc's */
 
@@ -678,8 +679,13 @@ BLK_WEAK void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64
 		op->call(&hm_qpc_model, twin_qpc, in, out);
 		return;
 	}
+	if (op->block == HM_TWIN_WQE_FETCH && &hm_wqe_fetch_model) {
+		op->call(&hm_wqe_fetch_model, d, in, out);
+		return;
+	}
 	cr_assert(op->block == HM_TWIN_TIMERS && &hm_timers_model,
-		  "block tests run only the timers', resp_fe's and the qpc's C twins behind a port");
+		  "block tests run only the timers', resp_fe's, the qpc's and wqe_fetch's C twins "
+		  "behind a port");
 	if (!twin_inst)
 		twin_inst = hm_timers_model.base.create(d, NQPS);
 	op->call(&hm_timers_model, twin_inst, in, out);
@@ -699,6 +705,43 @@ BLK_WEAK void hm_waves_qpc_complete(struct hm_dev *d, const struct hm_qpc_cpl_in
 
 BLK_WEAK void hm_waves_qpc_forget(struct hm_dev *d, const struct hm_qpc_forget_in *in,
 				  const struct hm_qpc_forget_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+/* The DMA port of a block alone: every transfer done by the caller's xfer (no lockstep). */
+BLK_WEAK void hm_dma_begin(struct hm_dma *p)
+{
+	p->next = 0;
+	p->runs++;
+}
+
+BLK_WEAK int hm_dma_do(struct hm_dma *p, struct hm_dma_xfer *x)
+{
+	x->done_ps = x->issue_ps;
+	x->err = p->xfer(p, x->write, x->addr, p->buf + x->off, x->len, &x->done_ps);
+	return x->err;
+}
+
+BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
+{
+	(void)nqps;
+	return d;
+}
+
+BLK_WEAK void hm_twin_stateless_destroy(void *b)
+{
+	(void)b;
+}
+
+BLK_WEAK void hm_waves_wqe_fetch(struct hm_dev *d, const struct hm_wqe_fetch_in *in,
+				 const struct hm_wqe_fetch_out *out)
+{
+	(void)d, (void)in, (void)out;
+}
+
+BLK_WEAK void hm_waves_wqe_check(struct hm_dev *d, const struct hm_wqe_check_in *in,
+				 const struct hm_wqe_check_out *out)
 {
 	(void)d, (void)in, (void)out;
 }
