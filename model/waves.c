@@ -598,6 +598,8 @@ void hm_waves_resp_fe(struct hm_dev *d, const struct hm_resp_fe_in *in,
 	txn(d, "resp_fe", "resp_key", 3, to, out->key);
 	txn_strobe(d, "resp_fe", "resp_valid", to);
 	hm_waves_psn(d, &pi, &po);
+}
+
 /* A qpc transaction: LOOKUP (op 0), COMPLETE (op 1) or FORGET (op 2), the pins of rtl/qpc.sv. */
 static void waves_qpc(struct hm_dev *d, uint64_t cyc_in, uint64_t cyc_out, unsigned op,
 		      uint32_t qpn, bool write, uint8_t tag, const struct hm_qpc_out *out)

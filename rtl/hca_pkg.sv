@@ -13,9 +13,6 @@ package hca_pkg;
   localparam int unsigned HCA_QPC_SLOT_BYTES = 1024;
   localparam int unsigned HCA_MW_TYPE_1 = 1;
   localparam int unsigned HCA_MW_TYPE_2 = 2;
-  localparam int unsigned HCA_QPT_RC = 2;
-  localparam int unsigned HCA_QPT_UC = 3;
-  localparam int unsigned HCA_QPT_XRC_RECV = 10;
   localparam int unsigned HCA_ACCESS_REMOTE_WRITE = 2;
   localparam int unsigned HCA_ACCESS_REMOTE_READ = 4;
   localparam int unsigned HCA_ACCESS_REMOTE_ATOMIC = 8;
@@ -129,6 +126,163 @@ package hca_pkg;
     HM_RESP_FE_SEND = 2'd2,
     HM_RESP_FE_WRITE = 2'd3
   } hm_resp_fe_kind_e;
+  // QP types (hca_hw.h enum hca_qp_type)
+  typedef enum logic [3:0] {
+    HCA_QPT_RC = 4'd2,
+    HCA_QPT_UC = 4'd3,
+    HCA_QPT_UD = 4'd4,
+    HCA_QPT_XRC_SEND = 4'd9,
+    HCA_QPT_XRC_RECV = 4'd10
+  } hca_qpt_e;
+
+  // vendor syndromes (verr.def)
+  typedef enum logic [7:0] {
+    HCA_VERR_NONE = 8'd0,
+    HCA_VERR_WQE_OPCODE = 8'd1,
+    HCA_VERR_WQE_UD_AV = 8'd2,
+    HCA_VERR_WQE_INLINE_LEN = 8'd3,
+    HCA_VERR_WQE_NUM_SGE = 8'd4,
+    HCA_VERR_WQE_MSG_LEN = 8'd5,
+    HCA_VERR_WQE_ATOMIC_LEN = 8'd6,
+    HCA_VERR_LKEY_INVALID = 8'd16,
+    HCA_VERR_LKEY_PD = 8'd17,
+    HCA_VERR_LKEY_ACCESS = 8'd18,
+    HCA_VERR_LKEY_BOUNDS = 8'd19,
+    HCA_VERR_LOCAL_DMA = 8'd20,
+    HCA_VERR_RECV_LEN = 8'd21,
+    HCA_VERR_REQ_OPCODE_SEQ = 8'd32,
+    HCA_VERR_REQ_OPCODE = 8'd33,
+    HCA_VERR_REQ_LEN = 8'd34,
+    HCA_VERR_REQ_ATOMIC_ALIGN = 8'd35,
+    HCA_VERR_REQ_NO_ACCESS = 8'd36,
+    HCA_VERR_RKEY_INVALID = 8'd37,
+    HCA_VERR_RKEY_PD = 8'd38,
+    HCA_VERR_RKEY_ACCESS = 8'd39,
+    HCA_VERR_RKEY_BOUNDS = 8'd40,
+    HCA_VERR_REQ_DMA = 8'd41,
+    HCA_VERR_REQ_INV_RKEY = 8'd42,
+    HCA_VERR_RKEY_QP = 8'd43,
+    HCA_VERR_REQ_XRC_SRQ = 8'd44,
+    HCA_VERR_NAK_INV_REQ = 8'd48,
+    HCA_VERR_NAK_REM_ACCESS = 8'd49,
+    HCA_VERR_NAK_REM_OP = 8'd50,
+    HCA_VERR_NAK_OTHER = 8'd51,
+    HCA_VERR_RETRY_TIMEOUT = 8'd52,
+    HCA_VERR_RETRY_SEQ_NAK = 8'd53,
+    HCA_VERR_RETRY_RSP_GAP = 8'd54,
+    HCA_VERR_RNR_RETRY = 8'd55,
+    HCA_VERR_MW_INVALID = 8'd80,
+    HCA_VERR_MW_PD = 8'd81,
+    HCA_VERR_MW_IN_USE = 8'd82,
+    HCA_VERR_MW_NEW_KEY = 8'd83,
+    HCA_VERR_MW_MR_INVALID = 8'd84,
+    HCA_VERR_MW_MR_PD = 8'd85,
+    HCA_VERR_MW_MR_NO_BIND = 8'd86,
+    HCA_VERR_MW_BOUNDS = 8'd87,
+    HCA_VERR_MW_ACCESS = 8'd88,
+    HCA_VERR_INV_KEY = 8'd89,
+    HCA_VERR_INV_PD = 8'd90,
+    HCA_VERR_INV_NOT_BOUND = 8'd91,
+    HCA_VERR_FLUSHED = 8'd64
+  } hca_verr_e;
+
+  // wqe_fetch results (model/twin.h)
+  typedef enum logic [1:0] {
+    HM_FETCH_READY = 2'd0,
+    HM_FETCH_WAIT = 2'd1,
+    HM_FETCH_FAILED = 2'd2,
+    HM_FETCH_IDLE = 2'd3
+  } hm_fetch_result_e;
+
+  // WQE opcodes (wqe.def): the QP types one may be posted on, 1 << HCA_QPT_*
+  function automatic logic [31:0] hca_wqe_op_qpts(input logic [7:0] op);
+    case (op)
+      8'd0: return 32'h20c; // RDMA_WRITE
+      8'd1: return 32'h20c; // RDMA_WRITE_IMM
+      8'd2: return 32'h21c; // SEND
+      8'd3: return 32'h21c; // SEND_IMM
+      8'd4: return 32'h204; // RDMA_READ
+      8'd5: return 32'h204; // ATOMIC_CMP_SWP
+      8'd6: return 32'h204; // ATOMIC_FETCH_ADD
+      8'd7: return 32'h20c; // LOCAL_INV
+      8'd8: return 32'h20c; // BIND_MW
+      8'd9: return 32'h204; // SEND_INV
+      default: return 32'h0;
+    endcase
+  endfunction
+  // ... and what one asks of the responder, HCA_WQE_CLASS_*
+  localparam int unsigned HCA_WQE_CLASS_ATOMIC = 8;
+  function automatic logic [7:0] hca_wqe_op_class(input logic [7:0] op);
+    case (op)
+      8'd0: return 8'd2; // RDMA_WRITE
+      8'd1: return 8'd2; // RDMA_WRITE_IMM
+      8'd2: return 8'd1; // SEND
+      8'd3: return 8'd1; // SEND_IMM
+      8'd4: return 8'd4; // RDMA_READ
+      8'd5: return 8'd8; // ATOMIC_CMP_SWP
+      8'd6: return 8'd8; // ATOMIC_FETCH_ADD
+      8'd7: return 8'd16; // LOCAL_INV
+      8'd8: return 8'd16; // BIND_MW
+      8'd9: return 8'd1; // SEND_INV
+      default: return 8'd0;
+    endcase
+  endfunction
+  // vendor syndromes (verr.def): the completion status of each
+  function automatic hca_wc_e hca_verr_status(input hca_verr_e v);
+    case (v)
+      HCA_VERR_NONE: return HCA_WC_SUCCESS;
+      HCA_VERR_WQE_OPCODE: return HCA_WC_LOC_QP_OP_ERR;
+      HCA_VERR_WQE_UD_AV: return HCA_WC_LOC_QP_OP_ERR;
+      HCA_VERR_WQE_INLINE_LEN: return HCA_WC_LOC_QP_OP_ERR;
+      HCA_VERR_WQE_NUM_SGE: return HCA_WC_LOC_QP_OP_ERR;
+      HCA_VERR_WQE_MSG_LEN: return HCA_WC_LOC_LEN_ERR;
+      HCA_VERR_WQE_ATOMIC_LEN: return HCA_WC_LOC_LEN_ERR;
+      HCA_VERR_LKEY_INVALID: return HCA_WC_LOC_PROT_ERR;
+      HCA_VERR_LKEY_PD: return HCA_WC_LOC_PROT_ERR;
+      HCA_VERR_LKEY_ACCESS: return HCA_WC_LOC_PROT_ERR;
+      HCA_VERR_LKEY_BOUNDS: return HCA_WC_LOC_PROT_ERR;
+      HCA_VERR_LOCAL_DMA: return HCA_WC_LOC_PROT_ERR;
+      HCA_VERR_RECV_LEN: return HCA_WC_LOC_LEN_ERR;
+      HCA_VERR_REQ_OPCODE_SEQ: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_REQ_OPCODE: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_REQ_LEN: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_REQ_ATOMIC_ALIGN: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_REQ_NO_ACCESS: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_RKEY_INVALID: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_RKEY_PD: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_RKEY_ACCESS: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_RKEY_BOUNDS: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_REQ_DMA: return HCA_WC_REM_OP_ERR;
+      HCA_VERR_REQ_INV_RKEY: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_RKEY_QP: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_REQ_XRC_SRQ: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_NAK_INV_REQ: return HCA_WC_REM_INV_REQ_ERR;
+      HCA_VERR_NAK_REM_ACCESS: return HCA_WC_REM_ACCESS_ERR;
+      HCA_VERR_NAK_REM_OP: return HCA_WC_REM_OP_ERR;
+      HCA_VERR_NAK_OTHER: return HCA_WC_GENERAL_ERR;
+      HCA_VERR_RETRY_TIMEOUT: return HCA_WC_RETRY_EXC_ERR;
+      HCA_VERR_RETRY_SEQ_NAK: return HCA_WC_RETRY_EXC_ERR;
+      HCA_VERR_RETRY_RSP_GAP: return HCA_WC_RETRY_EXC_ERR;
+      HCA_VERR_RNR_RETRY: return HCA_WC_RNR_RETRY_EXC_ERR;
+      HCA_VERR_MW_INVALID: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_PD: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_IN_USE: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_NEW_KEY: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_MR_INVALID: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_MR_PD: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_MR_NO_BIND: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_BOUNDS: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_MW_ACCESS: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_INV_KEY: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_INV_PD: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_INV_NOT_BOUND: return HCA_WC_MW_BIND_ERR;
+      HCA_VERR_FLUSHED: return HCA_WC_WR_FLUSH_ERR;
+      default: return HCA_WC_GENERAL_ERR;
+    endcase
+  endfunction
+  localparam int unsigned HCA_WQE_BASE_BYTES = 64;
+  localparam int unsigned HCA_SGE_BYTES = 16;
+  localparam int unsigned HCA_WQE_F_INLINE = 8;
 
   // hca_cqe (64 bytes, formats.def): completion queue entry (64 bytes).
   // Bits [8*off +: 8*bytes] hold the field at byte offset off.

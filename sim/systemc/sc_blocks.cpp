@@ -280,6 +280,8 @@ struct resp_fe_block : clocked<Vsc_resp_fe> {
 	{
 		RESP_FE_PINS(PIN_BIND)
 	}
+};
+
 /* ---- qpc -------------------------------------------------------------------------------- */
 
 #define QPC_PINS(X)                                                                           \
@@ -780,7 +782,7 @@ const hm_qpc_ops qpc_ops = { { qpc_create, qpc_destroy, nullptr, nullptr, SCHED_
  * line saying why not. wqe_fetch has none yet: its DMA port's engine (sim/vl/vl.h vl_dma) is
  * written for the --cc models, so hcasim-sc runs that block through its --cc transactor
  * (sim/vl/wqe_fetch.cpp, registered by the library), still Verilated RTL. */
-static_assert(HM_TWIN_COUNT == 6, "sim/systemc: model/twin.def has a block without a SystemC "
+static_assert(HM_TWIN_COUNT == 8, "sim/systemc: model/twin.def has a block without a SystemC "
 				  "wrapper in sc_blocks.cpp");
 
 void sc_rtl_register(sc_rtl_blocks *blocks)
