@@ -7,7 +7,7 @@
 #   make bench      benchmarks against docs/targets, written to docs/bench/results.md, and
 #                   the hcasim-perf plots docs/bench/*.png
 #   make waves [T=scenario.ini | T='suite/test*']  dumps for GTKWave (docs/waves.md)
-#   make test IMPL=rtl|lockstep   every suite on the RTL twins (docs/rtl.md)
+#   make test IMPL=rtl|lockstep|checked   every suite on the RTL twins (docs/rtl.md)
 #   make coverage   line and toggle coverage of rtl/ and the functional points over the whole
 #                   suite in rtl mode, built in build-cov (docs/rtl.md#coverage)
 # See README.md.
@@ -424,10 +424,10 @@ bench: deps all $(BENCHBIN) $(PERFBIN)
 
 # Run everything the tests need, then every suite. Criterion prints its Synthesis line.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-# IMPL=model|rtl|lockstep runs every suite with HCASIM_IMPL=all=$(IMPL) (docs/rtl.md).
+# IMPL=model|rtl|lockstep|checked runs every suite with HCASIM_IMPL=all=$(IMPL) (docs/rtl.md).
 IMPL    ?=
-ifneq ($(filter-out model rtl lockstep,$(IMPL)),)
-$(error IMPL=$(IMPL): expected model, rtl or lockstep)
+ifneq ($(filter-out model rtl lockstep checked,$(IMPL)),)
+$(error IMPL=$(IMPL): expected model, rtl, lockstep or checked)
 endif
 IMPL_ENV := $(if $(IMPL),HCASIM_IMPL=all=$(IMPL))
 # T='suite/*' (a Criterion filter) runs a subset; the JUnit XML report goes to JUNIT.

@@ -653,7 +653,7 @@ void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), v
 }
 
 /* HCASIM_IMPL = "block=mode[,block=mode...]" (block a name of model/twin.def or all; mode
- * model, rtl or lockstep) over the impl.* settings. Checked whole before any is applied; the
+ * model, rtl, lockstep or checked) over the impl.* settings. Checked whole before any is applied; the
  * message names the bad item (an empty one too). */
 static int impl_from_env(const char *spec)
 {
@@ -682,7 +682,7 @@ static int impl_from_env(const char *spec)
 					 hm_twin_name((enum hm_twin)i));
 			names[strlen(names) - 2] = 0;
 			return sim_error(-EINVAL, "HCASIM_IMPL: item '%s' of '%s': expected BLOCK=MODE "
-					 "with BLOCK %s or all and MODE model, rtl or lockstep",
+					 "with BLOCK %s or all and MODE model, rtl, lockstep or checked",
 					 tok, spec, names);
 		}
 		for (int i = 0; i < HM_TWIN_COUNT; i++)
@@ -943,6 +943,7 @@ int hcasim_boot(void)
 	sys.k = sim_kernel_create();
 	if (!sys.k)
 		return sim_error(-ENOMEM, "boot: out of memory");
+	hm_twin_mismatches_reset();
 	sim_kernel_set_current(sys.k);
 	sim_kernel_set_advance_hook(sys.k, time_advance, NULL);
 	sim_sm_reset(sys.cfg.sm_delay_ns * SIM_PS_PER_NS);
@@ -994,6 +995,7 @@ void hcasim_shutdown(void)
 		fprintf(stderr, "hcasim: %s\n", sim_last_error());
 	if (waves_end())
 		fprintf(stderr, "hcasim: %s\n", sim_last_error());
+	hm_twin_mismatch_summary(); /* impl.on_mismatch = count: how many, by block */
 	for (int i = 0; i < sys.nlinks; i++)
 		sim_link_destroy(sys.links[i]);
 	sys.nlinks = 0;
@@ -1022,6 +1024,26 @@ void hcasim_shutdown(void)
 const char *hcasim_halted(void)
 {
 	return sys.k ? sim_halted(sys.k) : NULL;
+}
+
+uint64_t hcasim_mismatches(void)
+{
+	uint64_t n;
+
+	sim_enter();
+	n = hm_twin_mismatches();
+	sim_leave();
+	return n;
+}
+
+const char *hcasim_mismatch(uint64_t i)
+{
+	const char *r;
+
+	sim_enter();
+	r = hm_twin_mismatch(i);
+	sim_leave();
+	return r;
 }
 
 const char *hcasim_last_error(void)

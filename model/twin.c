@@ -1,7 +1,8 @@
 /* Block ports (model/twin.h): which implementation each block of a device runs, the RTL
- * implementations registered by sim/vl, and the one port call — dispatch, lockstep (both twins
- * on the same inputs, every output field and its cycle compared, the first difference halting
- * the simulation) and waves. */
+ * implementations registered by sim/vl, and the one port call — dispatch, lockstep and checked
+ * (both twins on the same inputs, every output field and its cycle compared; the C twin's answer
+ * drives in lockstep, the RTL's in checked), the mismatches (the first halting the simulation,
+ * or each counted: impl.on_mismatch) and waves. */
 #include "model/hca.h"
 #include "model/twin.h"
 #include "sim/waves.h"
@@ -29,13 +30,14 @@ static const struct {
 #include "model/twin.def"
 #undef TWIN
 static const void *rtl_ops[HM_TWIN_COUNT];
-static const char *const impl_names[] = { "model", "rtl", "lockstep" };
+static const char *const impl_names[] = { "model", "rtl", "lockstep", "checked" };
 
 struct hm_blocks {
 	enum hm_impl mode[HM_TWIN_COUNT];
 	const void *model_ops[HM_TWIN_COUNT]; /* the C twins' ops (hm_twin_model) */
-	void *model[HM_TWIN_COUNT]; /* the C twin's instance (model and lockstep) */
-	void *rtl[HM_TWIN_COUNT];   /* the RTL's instance (rtl and lockstep) */
+	void *model[HM_TWIN_COUNT]; /* the C twin's instance (model, lockstep, checked) */
+	void *rtl[HM_TWIN_COUNT];   /* the RTL's instance (rtl, lockstep, checked) */
+	bool count;                 /* impl.on_mismatch = count: a mismatch does not halt */
 };
 
 void hm_twin_register(enum hm_twin b, const void *ops)
@@ -150,6 +152,7 @@ void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT],
 	uint32_t nqps = HCA_FIRST_QPN + (uint32_t)d->cfg.max_qp;
 
 	SIM_ASSERT(k != NULL, "out of memory");
+	k->count = d->cfg.on_mismatch == HM_ON_MISMATCH_COUNT;
 	for (int b = 0; b < HM_TWIN_COUNT; b++) {
 		k->mode[b] = (enum hm_impl)mode[b];
 		k->model_ops[b] = models[b];
@@ -192,7 +195,17 @@ void hm_twins_waves(struct hm_dev *d, const char *dir)
 			base_of(rtl_ops[b])->waves_start(k->rtl[b], dir);
 }
 
-/* ---- lockstep comparison ---- */
+/* ---- comparison (lockstep and checked) ---- */
+
+/* The mismatches since boot, process-wide so that the summary at shutdown or exit outlives the
+ * devices: counted by block, the first HM_TWIN_KEPT reports kept (and printed when they occur). */
+static struct {
+	uint64_t total, count[HM_TWIN_COUNT];
+	char kept[HM_TWIN_KEPT][1024];
+	bool halted;  /* the run stopped at one (impl.on_mismatch = stop): its report says it all */
+	bool summed;  /* the summary was printed */
+} mm;
+static bool hooked; /* the summary is printed at exit too */
 
 static uint64_t read_field(const void *base, size_t off, size_t size)
 {
@@ -203,7 +216,8 @@ static uint64_t read_field(const void *base, size_t off, size_t size)
 }
 
 /* The wave file to open for the RTL instance of block b on device d, as the end of a mismatch
- * report: its path (HM_TWIN_WAVES; the file is finished), or how to get one. */
+ * report: its path (HM_TWIN_WAVES; the file is finished, so it holds the run up to the block's
+ * first mismatch), or how to get one. */
 static void waves_of(struct hm_dev *d, enum hm_twin b, char *buf, size_t len)
 {
 	const char *(*fn)(void *) = base_of(rtl_ops[b])->waves;
@@ -219,51 +233,103 @@ static void waves_of(struct hm_dev *d, enum hm_twin b, char *buf, size_t len)
 			 sim_waves_env_dir(), d->devno, twins[b].name);
 }
 
-/* Compare the model's and the RTL's output; on the first difference, halt the simulation
- * with a report naming block, cycle, field, expected (model) and got (RTL). */
-static bool differ(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
-		   const void *want, const void *got)
+/* The first output field in which got differs from want (the C twin's): the op's fields, cycle
+ * first, then its image's; false if none. */
+static bool first_difference(const struct hm_twin_op *op, const void *want, const void *got,
+			     char *field, size_t len, uint64_t *w, uint64_t *g)
 {
 	const struct hca_field_desc *image = NULL;
 	size_t image_off = 0;
-	char field[64];
-	uint64_t w = 0, g = 0;
-	bool bad = false;
 
-	for (size_t i = 0; i < op->nfields && !bad; i++) {
-		w = read_field(want, op->fields[i].off, op->fields[i].size);
-		g = read_field(got, op->fields[i].off, op->fields[i].size);
-		if (w != g) {
-			snprintf(field, sizeof(field), "%s", op->fields[i].name);
-			bad = true;
+	for (size_t i = 0; i < op->nfields; i++) {
+		*w = read_field(want, op->fields[i].off, op->fields[i].size);
+		*g = read_field(got, op->fields[i].off, op->fields[i].size);
+		if (*w != *g) {
+			snprintf(field, len, "%s", op->fields[i].name);
+			return true;
 		}
 	}
 	if (op->image)
 		image = op->image(want, &image_off);
-	for (const struct hca_field_desc *f = image; f && f->name && !bad; f++) {
-		w = read_field(want, image_off + f->offset, f->size);
-		g = read_field(got, image_off + f->offset, f->size);
-		if (w != g) {
-			snprintf(field, sizeof(field), "image.%s", f->name);
-			bad = true;
+	for (const struct hca_field_desc *f = image; f && f->name; f++) {
+		*w = read_field(want, image_off + f->offset, f->size);
+		*g = read_field(got, image_off + f->offset, f->size);
+		if (*w != *g) {
+			snprintf(field, len, "image.%s", f->name);
+			return true;
 		}
 	}
-	if (!bad)
-		return false;
-	{
-		char msg[1024], where[640];
+	return false;
+}
 
-		waves_of(d, op->block, where, sizeof(where));
-		snprintf(msg, sizeof(msg),
-			 "lockstep mismatch: device %d block %s (%s) at cycle %llu: field %s "
-			 "expected 0x%llx (model) got 0x%llx (rtl); %s",
-			 d->devno, twins[op->block].name, op->name, (unsigned long long)in_cycle,
-			 field, (unsigned long long)w, (unsigned long long)g, where);
-		trace_warn_lockstep(d->devno, twins[op->block].name, op->name, in_cycle, field, w, g);
+/* Compare got (the RTL's) with want (the C twin's). A difference is traced and counted, its
+ * report (block, op, cycle, field, both values, waves) kept and printed; then the simulation
+ * halts, unless impl.on_mismatch = count. */
+static void compare(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
+		    const void *want, const void *got)
+{
+	enum hm_twin b = op->block;
+	enum hm_impl mode = d->blocks->mode[b];
+	char field[64], msg[1024], where[640];
+	uint64_t w, g;
+
+	if (!first_difference(op, want, got, field, sizeof(field), &w, &g))
+		return;
+	if (mode == HM_IMPL_CHECKED)
+		trace_warn_checked(d->devno, twins[b].name, op->name, in_cycle, field, w, g);
+	else
+		trace_warn_lockstep(d->devno, twins[b].name, op->name, in_cycle, field, w, g);
+	waves_of(d, b, where, sizeof(where));
+	snprintf(msg, sizeof(msg),
+		 "%s mismatch: device %d block %s (%s) at cycle %llu: field %s expected 0x%llx "
+		 "(model) got 0x%llx (rtl); %s",
+		 impl_names[mode], d->devno, twins[b].name, op->name, (unsigned long long)in_cycle,
+		 field, (unsigned long long)w, (unsigned long long)g, where);
+	mm.count[b]++;
+	if (mm.total < HM_TWIN_KEPT) {
+		snprintf(mm.kept[mm.total], sizeof(mm.kept[0]), "%s", msg);
 		fprintf(stderr, "hcasim: %s\n", msg);
-		sim_halt(d->k, msg);
+	} else if (mm.total == HM_TWIN_KEPT) {
+		fprintf(stderr, "hcasim: more mismatches: counted, not printed (hcasim_mismatches)\n");
 	}
-	return true;
+	mm.total++;
+	if (!d->blocks->count) {
+		mm.halted = true;
+		sim_halt(d->k, msg);
+	} else if (!hooked && !atexit(hm_twin_mismatch_summary)) {
+		hooked = true; /* a program that exits without hcasim_shutdown() gets it too */
+	}
+}
+
+void hm_twin_mismatches_reset(void)
+{
+	memset(&mm, 0, sizeof(mm));
+}
+
+uint64_t hm_twin_mismatches(void)
+{
+	return mm.total;
+}
+
+const char *hm_twin_mismatch(uint64_t i)
+{
+	return i < mm.total && i < HM_TWIN_KEPT ? mm.kept[i] : NULL;
+}
+
+void hm_twin_mismatch_summary(void)
+{
+	char line[512];
+
+	if (!mm.total || mm.halted || mm.summed)
+		return;
+	mm.summed = true;
+	snprintf(line, sizeof(line), "hcasim: %llu mismatch%s between RTL and C twins (",
+		 (unsigned long long)mm.total, mm.total == 1 ? "" : "es");
+	for (int b = 0, n = 0; b < HM_TWIN_COUNT; b++)
+		if (mm.count[b])
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s %llu",
+				 n++ ? ", " : "", twins[b].name, (unsigned long long)mm.count[b]);
+	fprintf(stderr, "%s); the first: %s\n", line, mm.kept[0]);
 }
 
 /* ---- the port call ---- */
@@ -281,10 +347,15 @@ void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cyc
 	case HM_IMPL_RTL:
 		op->call(rtl_ops[b], k->rtl[b], in, out);
 		break;
-	case HM_IMPL_LOCKSTEP:
+	case HM_IMPL_LOCKSTEP: /* the C twin drives; the RTL is compared with it */
 		op->call(k->model_ops[b], k->model[b], in, out);
 		op->call(rtl_ops[b], k->rtl[b], in, scratch);
-		differ(d, op, in_cycle, out, scratch);
+		compare(d, op, in_cycle, out, scratch);
+		break;
+	case HM_IMPL_CHECKED: /* the RTL drives; the C twin checks its answer */
+		op->call(rtl_ops[b], k->rtl[b], in, out);
+		op->call(k->model_ops[b], k->model[b], in, scratch);
+		compare(d, op, in_cycle, scratch, out);
 	}
 	if (sim_waves_on)
 		op->waves(d, in, out);

@@ -8,10 +8,15 @@
  *   rtl       the Verilated RTL behind a transactor (sim/vl/), registered at load time with
  *             hm_twin_register(); the transactor drives the input at in.cycle, clocks the block
  *             only while it is busy, and stamps out.cycle with the cycle the result was valid;
- *   lockstep  both on the same inputs: every output field and its cycle are compared, and the
- *             first mismatch stops the simulation with block, cycle, field, expected and got.
+ *   lockstep  both on the same inputs, the C twin's answer used: every output field and its
+ *             cycle are compared, and a mismatch is reported with block, cycle, field, expected
+ *             (model) and got (RTL);
+ *   checked   both on the same inputs, the RTL's answer used and the C twin checking it (as
+ *             Ibex's co-simulation checks the core against an ISS): compared the same way.
+ * A mismatch halts the simulation, or is counted and the run goes on (impl.on_mismatch); the
+ * count and the first reports are kept for hcasim_mismatches() and summed up at exit.
  * The mode of each block comes from impl.<block> in the configuration or HCASIM_IMPL
- * ("sched=rtl,cqe=lockstep"; "all=rtl"). Every operation goes through one call,
+ * ("sched=rtl,cqe=lockstep"; "all=checked"). Every operation goes through one call,
  * hm_twin_call(), which dispatches, compares and feeds the waves.
  *
  * Block state that lives in the block (the arbiter's FIFO and per-QP pending bits) is held by
@@ -502,7 +507,9 @@ enum hm_twin {
 #undef TWIN
 	HM_TWIN_COUNT
 };
-enum hm_impl { HM_IMPL_MODEL, HM_IMPL_RTL, HM_IMPL_LOCKSTEP };
+enum hm_impl { HM_IMPL_MODEL, HM_IMPL_RTL, HM_IMPL_LOCKSTEP, HM_IMPL_CHECKED };
+/* impl.on_mismatch: the first mismatch halts the run, or each is counted and the run goes on. */
+enum hm_on_mismatch { HM_ON_MISMATCH_STOP, HM_ON_MISMATCH_COUNT };
 
 /* Each block's ops table: the common part, then one function per operation of its port. */
 #define HM_TWIN_OP_MEMBER(block, op, in_t, out_t)                                                  \
@@ -527,7 +534,7 @@ const char *hm_twin_name(enum hm_twin b);
 const char *hm_twin_trace_cat(enum hm_twin b);
 /* The block named name, or -1. */
 int hm_twin_find(const char *name);
-/* The mode named name (model, rtl, lockstep), or -1. */
+/* The mode named name (model, rtl, lockstep, checked), or -1. */
 int hm_impl_find(const char *name);
 /* The impl.<block> setting of block b in c (sim/config.def), and every block's, in order. */
 unsigned *hm_twin_impl(struct sim_config *c, enum hm_twin b);
@@ -543,6 +550,19 @@ void hm_twins_create(struct hm_dev *d, const unsigned mode[HM_TWIN_COUNT],
 void hm_twins_destroy(struct hm_dev *d);
 /* Every RTL instance of d that is not dumping yet starts dumping into dir (HM_TWIN_WAVES). */
 void hm_twins_waves(struct hm_dev *d, const char *dir);
+
+/* ---- mismatches ---- */
+
+/* Reports kept (and printed when they happen); every mismatch is counted. */
+#define HM_TWIN_KEPT 16
+/* Forget the mismatches (at boot). */
+void hm_twin_mismatches_reset(void);
+/* Mismatches since then; the report of the i-th (from 0), NULL if not kept. */
+uint64_t hm_twin_mismatches(void);
+const char *hm_twin_mismatch(uint64_t i);
+/* Print the count, by block, and the first report to stderr, once, if there were mismatches
+ * and none halted the run (whose report says it all): at shutdown, and at exit. */
+void hm_twin_mismatch_summary(void);
 
 /* ---- the one port call ---- */
 
@@ -595,10 +615,11 @@ enum {
 };
 
 /* Run op on device d's implementation of its block: the C twin, the RTL, or both (lockstep:
- * the RTL's answer goes to scratch, an out of the same type, and is compared with the C
- * twin's field by field, cycle included; the first difference halts the simulation, see
- * sim_halt, with a report naming device, block, op, in_cycle, field, expected and got). out
- * gets the C twin's answer, or the RTL's in rtl mode. Then the waves. */
+ * out gets the C twin's answer and scratch, an out of the same type, the RTL's; checked: out
+ * gets the RTL's and scratch the C twin's). Both are compared field by field, cycle included;
+ * the first difference is reported, naming device, block, op, in_cycle, field, expected (the
+ * C twin's) and got (the RTL's), and halts the simulation (sim_halt) unless
+ * impl.on_mismatch = count. Then the waves, of the answer used. */
 void hm_twin_call(struct hm_dev *d, const struct hm_twin_op *op, uint64_t in_cycle,
 		  const void *in, void *out, void *scratch);
 

@@ -29,10 +29,17 @@ int hcasim_booted(void);
 void hcasim_shutdown(void);
 const char *hcasim_last_error(void);
 
-/* NULL while the simulation runs; once it was halted (a lockstep mismatch between a block's
- * C twin and its RTL, HCASIM_IMPL / impl.*), the report: device, block, cycle, field, expected
- * and got. Nothing runs after a halt; verbs that wait fail. */
+/* NULL while the simulation runs; once it was halted (a mismatch between a block's C twin and
+ * its RTL in lockstep or checked mode, HCASIM_IMPL / impl.*, with impl.on_mismatch = stop), the
+ * report: device, block, cycle, field, expected and got, and the wave file. Nothing runs after
+ * a halt; verbs that wait fail. */
 const char *hcasim_halted(void);
+/* The mismatches between C twins and RTL since boot (with impl.on_mismatch = count the run
+ * goes on after each; hcasim_shutdown(), or the exit, prints their count by block), and the
+ * report of the i-th (from 0), as printed when it happened; NULL past the first 16, which are
+ * the ones kept. Kept after hcasim_shutdown(), until the next boot. */
+uint64_t hcasim_mismatches(void);
+const char *hcasim_mismatch(uint64_t i);
 
 /* Co-simulation: fn(arg, from_ps, to_ps) is called whenever simulated time is about to move
  * forward (before anything at to_ps happens), e.g. by a SystemC top that keeps its own time in
@@ -72,7 +79,7 @@ int hcasim_trace_field_str(const char *fields, const char *key, char *buf, size_
  * finishes the file (hcasim_shutdown() does too; the file is complete only then). WAVES=1 in
  * the environment does the same at boot to build/waves/model.vcd (the directory from
  * HCASIM_WAVES_DIR; model.<n>.vcd for a process's n-th boot), WAVES=<path> to that path.
- * Blocks running as RTL (impl rtl or lockstep) write their pins beside the VCD, as
+ * Blocks running as RTL (impl rtl, lockstep or checked) write their pins beside the VCD, as
  * hca<dev>.<block>.fst (docs/rtl.md). -errno naming the path. Writing waves does not change
  * the simulation. */
 int hcasim_waves(const char *path);

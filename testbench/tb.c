@@ -468,7 +468,9 @@ const char *tb_expect_halt_reported(void)
 	const char *why = hcasim_halted();
 
 	cr_assert_not_null(why, "no halt; stderr:\n%s", err);
-	cr_assert(strstr(err, "hcasim: lockstep mismatch: ") && strstr(err, why),
+	/* "hcasim: " + the report, "lockstep mismatch: ..." or "checked mismatch: ..." */
+	cr_assert(strstr(why, " mismatch: ") && strstr(err, why) && strstr(err, why) - err >= 8 &&
+			  !strncmp(strstr(err, why) - 8, "hcasim: ", 8),
 		  "the report is not on stderr:\n%s", err);
 	free(err);
 	return why;
@@ -580,4 +582,51 @@ int tb_doc_program(const char *doc, const char *marker, char *src, size_t len)
 	fclose(r);
 	fclose(w);
 	return lines;
+}
+
+void tb_read_wave(const char *path, const char *name, struct tb_wave *w)
+{
+	char *buf = tb_slurp(path, NULL), *save = NULL, *ln;
+	char scope[512] = "", id[128] = "";
+	uint64_t t = 0;
+	bool body = false;
+
+	memset(w, 0, sizeof(*w));
+	for (ln = strtok_r(buf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+		char a[128], b[128];
+
+		if (!body) {
+			if (sscanf(ln, "$scope module %127s $end", a) == 1) {
+				if (*scope)
+					strcat(scope, ".");
+				strcat(scope, a);
+			} else if (!strncmp(ln, "$upscope", 8)) {
+				char *dot = strrchr(scope, '.');
+
+				*(dot ? dot : scope) = 0;
+			} else if (sscanf(ln, "$var wire %*u %127s %127s", a, b) == 2) {
+				char full[768];
+
+				snprintf(full, sizeof(full), "%s.%s", scope, b);
+				if (!strcmp(full, name))
+					snprintf(id, sizeof(id), "%s", a);
+			} else if (!strncmp(ln, "$enddefinitions", 15)) {
+				body = true;
+				cr_assert(id[0], "%s: no variable %s", path, name);
+			}
+			continue;
+		}
+		if (ln[0] == '#') {
+			t = strtoull(ln + 1, NULL, 10);
+		} else if (ln[0] == 'b' && sscanf(ln, "b%127s %127s", a, b) == 2 && !strcmp(b, id)) {
+			cr_assert_lt(w->n, 4096);
+			w->t[w->n] = t;
+			w->v[w->n++] = a[0] == 'x' ? UINT64_MAX : strtoull(a, NULL, 2);
+		} else if (strchr("01x", ln[0]) && !strcmp(ln + 1, id)) {
+			cr_assert_lt(w->n, 4096);
+			w->t[w->n] = t;
+			w->v[w->n++] = ln[0] == 'x' ? UINT64_MAX : (uint64_t)(ln[0] - '0');
+		}
+	}
+	free(buf);
 }

@@ -94,16 +94,24 @@ size_t tb_same_file(const char *what, const char *a, const char *b, size_t min_l
  * named by HCASIM_PCAP=pcap; without HCASIM_CONFIG, HCASIM_RTL_BUG, WAVES or the runner's
  * descriptors. Returns the exit status; the test fails if the program dies. */
 int tb_run_traced(const char *dir, char *const argv[], const char *impl, const char *pcap);
-/* Output a test provokes on purpose (a lockstep mismatch report) is captured, not printed: a
+/* Output a test provokes on purpose (a mismatch report) is captured, not printed: a
  * green run shows none of it. tb_stderr_capture() sends stderr to a temporary file until
  * tb_stderr_captured() restores it and returns what was written (malloc'd), for the test to
  * check and to show in its failure messages. */
 void tb_stderr_capture(void);
 char *tb_stderr_captured(void);
-/* Ends a capture begun before a run that must halt on a lockstep mismatch: the simulation is
+/* Ends a capture begun before a run that must halt on a mismatch (lockstep or checked): it is
  * halted and its report is what the run printed (both shown on failure). Returns the halt's
  * reason (hcasim_halted()). */
 const char *tb_expect_halt_reported(void);
+/* A small VCD reader: the value changes of the variable name (its scopes and name, dotted:
+ * "hca0.qp2.state") in the dump at path, in order, with their times (ps). The test fails if
+ * the dump has no such variable. */
+struct tb_wave {
+	size_t n;
+	uint64_t t[4096], v[4096]; /* v = UINT64_MAX for x */
+};
+void tb_read_wave(const char *path, const char *name, struct tb_wave *w);
 /* The shipped scenarios (sim/scenarios/NAME.ini), one X(NAME) each: the suites that run every
  * one of them (modes, golden) generate their tests from this list. */
 #define TB_SCENARIOS(X)                                                                            \

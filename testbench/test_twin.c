@@ -304,3 +304,181 @@ Test(twin, every_rtl_block_and_transactor_is_registered)
 			     HM_TWIN_COUNT);
 	}
 }
+
+/* ---- checked: the RTL drives, the C twin checks (docs/rtl.md#checked) ---- */
+
+Test(twin, checked_of_the_c_twin_against_itself_finds_no_mismatch)
+{
+	struct tb_dev a, b;
+
+	own_modes();
+	for (int t = 0; t < HM_TWIN_COUNT; t++) {
+		char key[64];
+
+		hm_twin_register((enum hm_twin)t, hm_twin_model((enum hm_twin)t));
+		snprintf(key, sizeof(key), "impl.%s", hm_twin_name((enum hm_twin)t));
+		tb_config(key, "checked");
+	}
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	cr_assert_eq(traffic(&a, &b, 20), 20);
+	cr_assert_null(hcasim_halted(), "%s", hcasim_halted());
+	cr_assert_eq(hcasim_mismatches(), 0);
+	tb_close(&a);
+	tb_close(&b);
+}
+
+/* Ends a run of block in mode with impl.on_mismatch = count whose stderr is captured: the run
+ * went on; n mismatches were counted, the first naming block and op (first) and then field and
+ * both values (field); hcasim_shutdown() prints the count by block and the first report. */
+static void counted(struct tb_dev *a, struct tb_dev *b, const char *mode, const char *block,
+		    uint64_t n, const char *first, const char *field)
+{
+	char want[128], *err;
+
+	tb_close(a);
+	tb_close(b);
+	hcasim_shutdown();
+	err = tb_stderr_captured();
+	cr_assert_null(hcasim_halted(), "%s", hcasim_halted());
+	cr_assert_eq(hcasim_mismatches(), n, "%llu mismatches:\n%s",
+		     (unsigned long long)hcasim_mismatches(), err);
+	snprintf(want, sizeof(want), "%s mismatch: device ", mode);
+	cr_assert(strstr(hcasim_mismatch(0), want) && strstr(hcasim_mismatch(0), first) &&
+			  strstr(hcasim_mismatch(0), field),
+		  "%s", hcasim_mismatch(0));
+	snprintf(want, sizeof(want), "hcasim: %llu mismatch%s between RTL and C twins (%s %llu); "
+		 "the first: ", (unsigned long long)n, n == 1 ? "" : "es", block,
+		 (unsigned long long)n);
+	cr_assert(strstr(err, want) && strstr(strstr(err, want), hcasim_mismatch(0)),
+		  "no summary at shutdown:\n%s", err);
+	free(err);
+}
+
+/* A PSN classifier that takes the third in-order request for one ahead of its expected PSN:
+ * the responder sends a sequence NAK for it, and the requester resends it. */
+static int in_order;
+
+static void ahead_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
+{
+	hm_psn_model.classify(b, in, out);
+	if (out->cls == HM_PSN_EXPECTED && ++in_order == 3) {
+		out->cls = HM_PSN_AHEAD;
+		out->send_nak = !in->nak_sent;
+		out->nak_sent = true;
+	}
+}
+
+static int naks;
+
+static void count_nak(void *arg, uint64_t t_ps, int dev, const char *event, const char *fields)
+{
+	(void)arg, (void)t_ps, (void)dev, (void)fields;
+	naks += !strcmp(event, "resp.nak");
+}
+
+/* 20 messages with psn in mode (lockstep or checked) on the classifier above, each mismatch
+ * counted: all of them arrive, one mismatch. Returns the NAKs the responder sent. */
+static int psn_ahead(const char *mode)
+{
+	static struct hm_psn_ops ops;
+	struct tb_dev a, b;
+
+	own_modes();
+	ops = hm_psn_model;
+	ops.classify = ahead_classify;
+	hm_twin_register(HM_TWIN_PSN, &ops);
+	tb_config("impl.psn", mode);
+	tb_config("impl.on_mismatch", "count");
+	cr_assert_eq(hcasim_trace_observe("resp", count_nak, NULL), 0);
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	tb_stderr_capture();
+	cr_assert_eq(traffic(&a, &b, 20), 20, "the run goes on after a counted mismatch");
+	counted(&a, &b, mode, "psn", 1, "block psn (classify) at cycle ",
+		"field cls expected 0x0 (model) got 0x2 (rtl); ");
+	hcasim_trace_observe("", NULL, NULL);
+	return naks;
+}
+
+Test(twin, checked_acts_on_the_rtl_psn_class)
+{
+	/* the RTL's AHEAD is acted on: a sequence NAK goes out */
+	cr_assert_eq(psn_ahead("checked"), 1);
+}
+
+Test(twin, lockstep_with_count_acts_on_the_c_twins_psn_class)
+{
+	/* the C twin's EXPECTED is acted on: no NAK */
+	cr_assert_eq(psn_ahead("lockstep"), 0);
+}
+
+/* A timer block whose EXPIRE never fires: an ACK timeout is not taken. */
+static void never_expire(void *b, const struct hm_timers_expire_in *in,
+			 struct hm_timers_expire_out *out)
+{
+	hm_timers_model.expire(b, in, out);
+	out->fired = false;
+}
+
+/* 10 messages over links that drop every 7th frame, timers in mode on the block above with
+ * each mismatch counted (n of them); returns how many completed. */
+static int lossy_timers(const char *mode, uint64_t n)
+{
+	static struct hm_timers_ops ops;
+	struct tb_dev a, b;
+	int done;
+
+	own_modes();
+	ops = hm_timers_model;
+	ops.expire = never_expire;
+	hm_twin_register(HM_TWIN_TIMERS, &ops);
+	tb_config("impl.timers", mode);
+	tb_config("impl.on_mismatch", "count");
+	tb_config("fault.drop_every", "7");
+	tb_rc_timeout = 4; /* 65.5 us: within the 1 ms traffic() waits for a completion */
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	tb_stderr_capture();
+	done = traffic(&a, &b, 10);
+	counted(&a, &b, mode, "timers", n, "block timers (expire) at cycle ",
+		"field fired expected 0x1 (model) got 0x0 (rtl); ");
+	return done;
+}
+
+Test(twin, checked_acts_on_the_rtl_timer_expiry)
+{
+	/* the RTL says the ACK timer did not fire: the lost packet is never resent */
+	cr_assert_eq(lossy_timers("checked", 1), 6);
+}
+
+Test(twin, lockstep_with_count_acts_on_the_c_twins_timer_expiry)
+{
+	/* the C twin's expiries are taken (the lost SEND's and the lost ACK's): every message
+	 * arrives */
+	cr_assert_eq(lossy_timers("lockstep", 2), 10);
+}
+
+Test(twin, a_checked_mismatch_halts_the_run_by_default)
+{
+	static struct hm_cqe_ops ops;
+	struct tb_dev a, b;
+	const char *why;
+
+	own_modes();
+	ops = cqe_with(bad_post);
+	hm_twin_register(HM_TWIN_CQE, &ops);
+	tb_config("impl.cqe", "checked"); /* impl.on_mismatch = stop, the default */
+	tb_open(&a, 0);
+	tb_open(&b, 1);
+	tb_stderr_capture();
+	cr_assert_lt(traffic(&a, &b, 20), 20, "the run went on after a mismatch");
+	why = tb_expect_halt_reported();
+	cr_assert(strstr(why, "checked mismatch: device ") &&
+			  strstr(why, "block cqe (post) at cycle ") &&
+			  strstr(why, "field image.owner expected 0x"),
+		  "%s", why);
+	cr_assert_eq(hcasim_mismatches(), 1);
+	tb_close(&a);
+	tb_close(&b);
+}

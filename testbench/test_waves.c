@@ -52,61 +52,7 @@ static void assert_same_file(const char *a, const char *b)
 	tb_same_file("two runs' dumps", a, b, 1);
 }
 
-/* ---- a small VCD reader: the value changes of one variable ---- */
-
-struct wave {
-	size_t n;
-	uint64_t t[4096], v[4096]; /* v = UINT64_MAX for x */
-};
-
-static void read_wave(const char *path, const char *name, struct wave *w)
-{
-	char *buf = tb_slurp(path, NULL), *save = NULL, *ln;
-	char scope[512] = "", id[128] = "";
-	uint64_t t = 0;
-	bool body = false;
-
-	memset(w, 0, sizeof(*w));
-	for (ln = strtok_r(buf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
-		char a[128], b[128];
-
-		if (!body) {
-			if (sscanf(ln, "$scope module %127s $end", a) == 1) {
-				if (*scope)
-					strcat(scope, ".");
-				strcat(scope, a);
-			} else if (!strncmp(ln, "$upscope", 8)) {
-				char *dot = strrchr(scope, '.');
-
-				*(dot ? dot : scope) = 0;
-			} else if (sscanf(ln, "$var wire %*u %127s %127s", a, b) == 2) {
-				char full[768];
-
-				snprintf(full, sizeof(full), "%s.%s", scope, b);
-				if (!strcmp(full, name))
-					snprintf(id, sizeof(id), "%s", a);
-			} else if (!strncmp(ln, "$enddefinitions", 15)) {
-				body = true;
-				cr_assert(id[0], "%s: no variable %s", path, name);
-			}
-			continue;
-		}
-		if (ln[0] == '#') {
-			t = strtoull(ln + 1, NULL, 10);
-		} else if (ln[0] == 'b' && sscanf(ln, "b%127s %127s", a, b) == 2 && !strcmp(b, id)) {
-			cr_assert_lt(w->n, 4096);
-			w->t[w->n] = t;
-			w->v[w->n++] = a[0] == 'x' ? UINT64_MAX : strtoull(a, NULL, 2);
-		} else if (strchr("01x", ln[0]) && !strcmp(ln + 1, id)) {
-			cr_assert_lt(w->n, 4096);
-			w->t[w->n] = t;
-			w->v[w->n++] = ln[0] == 'x' ? UINT64_MAX : (uint64_t)(ln[0] - '0');
-		}
-	}
-	free(buf);
-}
-
-static size_t rises(const struct wave *w)
+static size_t rises(const struct tb_wave *w)
 {
 	size_t n = 0;
 
@@ -161,15 +107,15 @@ Test(waves, default_run_dump_is_valid_and_leaves_trace_and_pcap_unchanged)
 		      "-r hca0.sched.txn.resp_verdict -r hca0.cqe.txn.resp_new_pi "
 		      "-r hca1.cqe.txn.req_cqn");
 	{
-		struct wave w;
+		struct tb_wave w;
 
 		/* Five send WQEs of the workload: posted, started and completed. */
-		read_wave(vcd, "hca0.qp2.sq_done", &w);
+		tb_read_wave(vcd, "hca0.qp2.sq_done", &w);
 		cr_assert(w.n > 0 && w.v[w.n - 1] == 5, "sq_done ends at %llu",
 			  (unsigned long long)(w.n ? w.v[w.n - 1] : 0));
-		read_wave(vcd, "hca0.qp2.state", &w);
+		tb_read_wave(vcd, "hca0.qp2.state", &w);
 		cr_assert(w.n > 0 && w.v[w.n - 1] == 3, "QP 2 of hca0 does not end in RTS");
-		read_wave(vcd, "hca0.db.strobe", &w);
+		tb_read_wave(vcd, "hca0.db.strobe", &w);
 		cr_assert_eq(rises(&w), 5, "SQ and RQ doorbells of hca0: %zu strobes", rises(&w));
 	}
 	remove_dir();
@@ -203,24 +149,24 @@ static void run_scenario(const char *ini, char *vcd, size_t len)
 Test(waves, timeout_exhaustion_shows_each_expiry_and_the_qp_going_to_err)
 {
 	char vcd[256];
-	struct wave w;
+	struct tb_wave w;
 	size_t i;
 
 	run_scenario("timeout_exhaustion.ini", vcd, sizeof(vcd));
 	/* retry_cnt 3: four expiries, retry_left 3, 2, 1, 0, then ERR with one CQE. */
-	read_wave(vcd, "hca0.qp2.timer_expired", &w);
+	tb_read_wave(vcd, "hca0.qp2.timer_expired", &w);
 	cr_assert_eq(rises(&w), 4, "%zu timer expiries", rises(&w));
-	read_wave(vcd, "hca0.qp2.retry_left", &w);
+	tb_read_wave(vcd, "hca0.qp2.retry_left", &w);
 	for (i = 0; i < w.n && w.v[i] != 3; i++)
 		;
 	cr_assert(i + 3 < w.n && w.v[i + 1] == 2 && w.v[i + 2] == 1 && w.v[i + 3] == 0,
 		  "retry_left does not count 3, 2, 1, 0");
-	read_wave(vcd, "hca0.qp2.state", &w);
+	tb_read_wave(vcd, "hca0.qp2.state", &w);
 	cr_assert_eq(w.v[w.n - 1], 6, "QP a ends in state %llu, not ERR",
 		     (unsigned long long)w.v[w.n - 1]);
-	read_wave(vcd, "hca0.cq1.pi", &w);
+	tb_read_wave(vcd, "hca0.cq1.pi", &w);
 	cr_assert_eq(w.v[w.n - 1], 1);
-	read_wave(vcd, "hca0.qp2.timer_on", &w);
+	tb_read_wave(vcd, "hca0.qp2.timer_on", &w);
 	cr_assert_eq(rises(&w), 4, "the timer was armed %zu times", rises(&w));
 	cr_assert_eq(w.v[w.n - 1], 0, "the timer is still on at the end");
 	remove_dir();
@@ -229,13 +175,13 @@ Test(waves, timeout_exhaustion_shows_each_expiry_and_the_qp_going_to_err)
 Test(waves, lost_ack_duplicate_shows_in_the_psn_block_transactions)
 {
 	char vcd[256];
-	struct wave cls, valid, psn;
+	struct tb_wave cls, valid, psn;
 	size_t dup = 0;
 
 	run_scenario("lost_ack.ini", vcd, sizeof(vcd));
-	read_wave(vcd, "hca1.psn.txn.resp_cls", &cls);
-	read_wave(vcd, "hca1.psn.txn.resp_valid", &valid);
-	read_wave(vcd, "hca1.psn.txn.req_psn", &psn);
+	tb_read_wave(vcd, "hca1.psn.txn.resp_cls", &cls);
+	tb_read_wave(vcd, "hca1.psn.txn.resp_valid", &valid);
+	tb_read_wave(vcd, "hca1.psn.txn.req_psn", &psn);
 	cr_assert_eq(rises(&valid), 2, "%zu classifications of the two copies of PSN 256",
 		     rises(&valid));
 	for (size_t i = 0; i < cls.n; i++)
@@ -251,7 +197,7 @@ Test(waves, api_before_and_after_boot_and_errors_name_the_path)
 {
 	char path[256], bad[256];
 	struct tb_dev t;
-	struct wave w;
+	struct tb_wave w;
 
 	make_dir();
 	unsetenv("WAVES");
@@ -265,7 +211,7 @@ Test(waves, api_before_and_after_boot_and_errors_name_the_path)
 		  hcasim_last_error());
 	cr_assert_eq(hcasim_waves(NULL), 0);
 	vcdcheck(path, "-r hca0.qpc.hits -r hca1.qpc.misses -r hca0.db.strobe");
-	read_wave(path, "hca0.qpc.misses", &w);
+	tb_read_wave(path, "hca0.qpc.misses", &w);
 	cr_assert(w.n >= 1);
 	/* after boot: from now on */
 	cr_assert_eq(hcasim_waves(path), 0);
@@ -383,7 +329,7 @@ static char *render_q(const char *dump, const char *layout, const char *png,
 }
 
 /* The value of w at time t (UINT64_MAX before its first change). */
-static uint64_t value_at(const struct wave *w, uint64_t t)
+static uint64_t value_at(const struct tb_wave *w, uint64_t t)
 {
 	uint64_t v = UINT64_MAX;
 
@@ -436,15 +382,15 @@ Test(waves, qp_lifecycle_layout_renders_headlessly_on_a_real_dump)
 	size_t n, bytes, missing = 0;
 	uint32_t w, h;
 
-	struct wave st, kind;
+	struct tb_wave st, kind;
 	struct query q[3];
 	char *values;
 
 	run_scenario("timeout_exhaustion.ini", vcd, sizeof(vcd));
 	snprintf(png, sizeof(png), "%s/qp.png", dir);
 	/* the QP's state by name: RTS while it retries, ERR at the end; the doorbell's kind */
-	read_wave(vcd, "hca0.qp2.state", &st);
-	read_wave(vcd, "hca0.db.kind", &kind);
+	tb_read_wave(vcd, "hca0.qp2.state", &st);
+	tb_read_wave(vcd, "hca0.db.kind", &kind);
 	cr_assert(st.n >= 2 && st.v[st.n - 1] == HCA_QPS_ERR && st.v[st.n - 2] == HCA_QPS_RTS,
 		  "hca0.qp2.state does not go from RTS to ERR");
 	for (n = 0; n < kind.n && kind.v[n] != HM_WAVES_DB_SQ; n++)
@@ -478,15 +424,15 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 	static const char *const blocks[] = { "sched", "cqe", "psn", "mkey" };
 	char vcd[256], png[256], layout[256], want[64];
 
-	struct wave w1, w2;
+	struct tb_wave w1, w2;
 	struct query q[4][3];
 	const char *shows[4][3];
 	size_t nq[4] = { 0 };
 
 	run_scenario("lost_ack.ini", vcd, sizeof(vcd));
 	/* sched: the first doorbell of hca0, DOORBELL on an RTS QP, QUEUED */
-	read_wave(vcd, "hca0.sched.txn.req_valid", &w1);
-	read_wave(vcd, "hca0.sched.txn.req_op", &w2);
+	tb_read_wave(vcd, "hca0.sched.txn.req_valid", &w1);
+	tb_read_wave(vcd, "hca0.sched.txn.req_op", &w2);
 	for (size_t i = 0; i < w1.n; i++)
 		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_WAVES_SCHED_DOORBELL) {
 			q[0][0] = (struct query){ w1.t[i], "hca0.sched.txn.req_op[1:0]" };
@@ -496,8 +442,8 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 			nq[0] = 2;
 			break;
 		}
-	read_wave(vcd, "hca0.sched.txn.resp_valid", &w1);
-	read_wave(vcd, "hca0.sched.txn.resp_verdict", &w2);
+	tb_read_wave(vcd, "hca0.sched.txn.resp_valid", &w1);
+	tb_read_wave(vcd, "hca0.sched.txn.resp_verdict", &w2);
 	for (size_t i = 0; i < w1.n && nq[0] == 2; i++)
 		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_SCHED_QUEUED) {
 			q[0][2] = (struct query){ w1.t[i], "hca0.sched.txn.resp_verdict[1:0]" };
@@ -506,20 +452,20 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 		}
 	cr_assert_eq(nq[0], 3, "no queued doorbell in hca0's sched transactions");
 	/* cqe: hca0's last CQE, a SUCCESS written */
-	read_wave(vcd, "hca0.cqe.txn.req_valid", &w1);
-	read_wave(vcd, "hca0.cqe.txn.req_status", &w2);
+	tb_read_wave(vcd, "hca0.cqe.txn.req_valid", &w1);
+	tb_read_wave(vcd, "hca0.cqe.txn.req_status", &w2);
 	cr_assert(w1.n >= 2 && w1.v[w1.n - 2] == 1, "no CQE posted on hca0");
 	cr_assert_eq(value_at(&w2, w1.t[w1.n - 2]), HCA_WC_SUCCESS);
 	q[1][0] = (struct query){ w1.t[w1.n - 2], "hca0.cqe.txn.req_status[7:0]" };
 	shows[1][0] = "SUCCESS";
-	read_wave(vcd, "hca0.cqe.txn.resp_valid", &w1);
+	tb_read_wave(vcd, "hca0.cqe.txn.resp_valid", &w1);
 	cr_assert(w1.n >= 2 && w1.v[w1.n - 2] == 1, "no CQE written on hca0");
 	q[1][1] = (struct query){ w1.t[w1.n - 2], "hca0.cqe.txn.resp_action[1:0]" };
 	shows[1][1] = "WRITE";
 	nq[1] = 2;
 	/* psn: the resent request is a DUPLICATE at hca1 */
-	read_wave(vcd, "hca1.psn.txn.resp_valid", &w1);
-	read_wave(vcd, "hca1.psn.txn.resp_cls", &w2);
+	tb_read_wave(vcd, "hca1.psn.txn.resp_valid", &w1);
+	tb_read_wave(vcd, "hca1.psn.txn.resp_cls", &w2);
 	for (size_t i = 0; i < w1.n; i++)
 		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_PSN_DUPLICATE) {
 			q[2][0] = (struct query){ w1.t[i], "hca1.psn.txn.resp_cls[1:0]" };
@@ -528,8 +474,8 @@ Test(waves, block_layouts_show_the_model_transactions_of_a_model_dump)
 		}
 	cr_assert_eq(nq[2], 1, "no DUPLICATE in hca1's psn transactions");
 	/* mkey: a key check of hca0 that was granted */
-	read_wave(vcd, "hca0.mkey.txn.resp_valid", &w1);
-	read_wave(vcd, "hca0.mkey.txn.resp_result", &w2);
+	tb_read_wave(vcd, "hca0.mkey.txn.resp_valid", &w1);
+	tb_read_wave(vcd, "hca0.mkey.txn.resp_result", &w2);
 	for (size_t i = 0; i < w1.n && !nq[3]; i++)
 		if (w1.v[i] == 1 && value_at(&w2, w1.t[i]) == HM_MKEY_OK) {
 			q[3][0] = (struct query){ w1.t[i], "hca0.mkey.txn.resp_result[2:0]" };

@@ -561,8 +561,8 @@ r_tests() {
 		}
 		END { print t + 0 }'
 }
-# modes_runs: the runs of suite modes, every shipped scenario and hcasim-run in three modes
-r_modes_runs() { echo $((($(ls "$S"/sim/scenarios/*.ini | wc -l) + 1) * 3)); }
+# modes_runs: the runs of suite modes, every shipped scenario and hcasim-run in four modes
+r_modes_runs() { echo $((($(ls "$S"/sim/scenarios/*.ini | wc -l) + 1) * 4)); }
 # suites: how many suites
 r_suites() { tests_list | grep -c '^[^ ].*: [0-9]* tests\?$'; }
 

@@ -415,6 +415,12 @@ static void twins(void)
 	printf("# Blocks with an RTL twin (generated)\n\n");
 	printf("One line of `model/twin.def` each; how to add one: [rtl.md](rtl.md#adding-a-block-with-"
 	       "a-twin).\n\n");
+	printf("Each runs in the mode its key (or `HCASIM_IMPL`) names: `model`, the C twin; `rtl`, the "
+	       "RTL; `lockstep`, both on the same inputs, the C twin's answer driving the system and "
+	       "the RTL's compared with it; `checked`, both, the RTL's answer driving and the C twin "
+	       "checking it. A mismatch halts the run, or is counted with `impl.on_mismatch = count` "
+	       "([rtl.md](rtl.md#modes)). A block has every mode from its line alone: the one port "
+	       "call, `hm_twin_call`, dispatches and compares for all.\n\n");
 	printf("| block | what | mode | traced under | C twin | RTL | transactor | page | waves |\n"
 	       "|---|---|---|---|---|---|---|---|---|\n");
 #define TWIN(name, NAME, cat, doc)                                                                 \

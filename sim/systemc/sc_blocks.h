@@ -11,7 +11,8 @@
  * SystemC modules cannot be created once the simulation runs, so the instances (one of each
  * block per device) are elaborated up front by sc_rtl_blocks; the port's create(d) takes those
  * of d->devno and resets them. sc_rtl_register() puts their ops tables in place of the
- * --cc transactors of libhcasim (hm_twin_register), so impl.<block> = rtl | lockstep runs them. */
+ * --cc transactors of libhcasim (hm_twin_register), so impl.<block> = rtl, lockstep or checked
+ * runs them. */
 #ifndef SIM_SYSTEMC_SC_BLOCKS_H
 #define SIM_SYSTEMC_SC_BLOCKS_H
 
