@@ -43,6 +43,7 @@ struct sim_pcie_fn {
 	/* IOMMU */
 	struct iommu_map *maps;            /* sorted by iova (allocation order) */
 	size_t nmaps, capmaps;
+	struct iommu_map hint[4];          /* by permission: the map found last (len 0: none) */
 	int64_t next_map_id;
 	uint64_t next_iova;                /* bump allocator, page granular */
 	struct dma_op *wr_head, *wr_tail;  /* posted writes not yet landed, in issue order */
@@ -356,6 +357,7 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 			memmove(&fn->maps[i], &fn->maps[i + 1],
 				(fn->nmaps - i - 1) * sizeof(fn->maps[0]));
 			fn->nmaps--;
+			memset(fn->hint, 0, sizeof(fn->hint));
 			return 0;
 		}
 	}
@@ -363,8 +365,8 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 }
 
 /* The mapping holding [iova, iova+len) with perm, or NULL. */
-static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t iova, size_t len,
-					  unsigned perm)
+static const struct iommu_map *iommu_search(const struct sim_pcie_fn *fn, uint64_t iova,
+					    size_t len, unsigned perm)
 {
 	size_t lo = 0, hi = fn->nmaps;
 	const struct iommu_map *m;
@@ -387,20 +389,37 @@ static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t
 	return m;
 }
 
+/* The same for the device's own DMA, the map found last for the same permission tried first
+ * (a stream of DMAs stays in one buffer). A hint is a copy, dropped when anything is unmapped;
+ * maps never overlap, so a map that holds the range is the one the search would find. */
+static const struct iommu_map *iommu_find(struct sim_pcie_fn *fn, uint64_t iova, size_t len,
+					  unsigned perm)
+{
+	struct iommu_map *h = &fn->hint[perm & 3];
+	const struct iommu_map *m;
+
+	if (iova >= h->iova && iova + len >= iova && iova + len <= h->iova + h->len)
+		return h;
+	m = iommu_search(fn, iova, len, perm);
+	if (m)
+		*h = *m;
+	return m;
+}
+
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	return iommu_find(fn, addr, len ? len : 1, perm) != NULL;
+	return iommu_search(fn, addr, len ? len : 1, perm) != NULL;
 }
 
 int64_t sim_iommu_pasid(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	const struct iommu_map *m = iommu_find(fn, addr, len ? len : 1, perm);
+	const struct iommu_map *m = iommu_search(fn, addr, len ? len : 1, perm);
 
 	return m ? (int64_t)m->pasid : -1;
 }
 
 /* Host pointer for a checked device address. */
-static void *iommu_host(const struct sim_pcie_fn *fn, uint64_t iova, size_t len, unsigned perm)
+static void *iommu_host(struct sim_pcie_fn *fn, uint64_t iova, size_t len, unsigned perm)
 {
 	const struct iommu_map *m = iommu_find(fn, iova, len ? len : 1, perm);
 
@@ -409,7 +428,7 @@ static void *iommu_host(const struct sim_pcie_fn *fn, uint64_t iova, size_t len,
 
 static int iommu_check(struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	if (sim_iommu_allowed(fn, addr, len, perm))
+	if (iommu_find(fn, addr, len ? len : 1, perm))
 		return 0;
 	fn->faults++;
 	fn->last_fault = (struct sim_dma_fault){ addr, len, perm, sim_now(sim_kernel()) };
