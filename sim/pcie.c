@@ -33,6 +33,7 @@ struct sim_pcie_fn {
 	uint64_t mmio_wr_ps, mmio_rd_ps, dma_rd_ps, dma_wr_ps, msix_ps; /* latencies */
 	uint64_t mps, mrrs;                /* TLP size limits */
 	double ps_per_byte;                /* serialization per byte, one direction */
+	sim_time_t ser_hdr_ps, ser_mps_ps; /* ser_ps of a TLP without data and of a full one */
 	struct sim_clock clk;              /* PCIe controller clock: TLPs start on its edges */
 	sim_time_t up_busy_ps;             /* device → host direction free at */
 	sim_time_t down_busy_ps;           /* host → device direction free at */
@@ -62,6 +63,11 @@ uint64_t sim_pcie_bus_generation(void)
 	return bus_generation;
 }
 
+static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
+{
+	return (sim_time_t)((double)(bytes + SIM_PCIE_TLP_OVERHEAD_BYTES) * fn->ps_per_byte + 0.5);
+}
+
 struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, int devno,
 					const char *name, const struct sim_pcie_dev_ops *ops,
 					void *dev, uint32_t bar0_bytes)
@@ -86,6 +92,8 @@ struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, i
 	fn->mrrs = cfg->pcie_mrrs;
 	/* Mb/s → ps per byte: 8 bits * 1e12 ps/s / (mbps * 1e6 bits/s) */
 	fn->ps_per_byte = 8.0e6 / (double)sim_config_pcie_mbps(cfg);
+	fn->ser_hdr_ps = ser_ps(fn, 0);
+	fn->ser_mps_ps = ser_ps(fn, fn->mps);
 	fn->clk = (struct sim_clock){ "pcie", sim_config_period_ps(cfg->pcie_mhz) };
 	fn->tags = (unsigned)cfg->pcie_tags;
 	fn->tag_free_ps = calloc(fn->tags, sizeof(*fn->tag_free_ps));
@@ -156,9 +164,10 @@ int sim_pcie_fn_devno(const struct sim_pcie_fn *fn)
 	return fn->devno;
 }
 
-static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
+/* The same for a TLP of a DMA's stream: most carry a full MPS (worked out once). */
+static inline sim_time_t tlp_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
 {
-	return (sim_time_t)((double)(bytes + SIM_PCIE_TLP_OVERHEAD_BYTES) * fn->ps_per_byte + 0.5);
+	return bytes == fn->mps ? fn->ser_mps_ps : ser_ps(fn, bytes);
 }
 
 /* ---- MMIO ---- */
@@ -488,7 +497,7 @@ static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t le
 			issue = fn->tag_free_ps[tag]; /* wait for a free tag */
 		if (fn->up_busy_ps > issue)
 			issue = fn->up_busy_ps;
-		fn->up_busy_ps = issue + ser_ps(fn, 0); /* the request TLP */
+		fn->up_busy_ps = issue + fn->ser_hdr_ps; /* the request TLP */
 		cpl = fn->up_busy_ps + fn->dma_rd_ps;
 		/* completions: split at MPS, serialized on the host → device direction */
 		for (size_t c = 0; c < req || (req == 0 && c == 0); c += fn->mps) {
@@ -496,7 +505,7 @@ static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t le
 
 			if (fn->down_busy_ps > cpl)
 				cpl = fn->down_busy_ps;
-			fn->down_busy_ps = cpl + ser_ps(fn, n);
+			fn->down_busy_ps = cpl + tlp_ps(fn, n);
 			cpl = fn->down_busy_ps;
 			if (ct) {
 				sim_time_t ahead = sim_link_bytes_ps(ct->mbps, ct->off + off + c);
@@ -539,7 +548,7 @@ static sim_time_t write_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t l
 		}
 		if (fn->up_busy_ps > t)
 			t = fn->up_busy_ps;
-		fn->up_busy_ps = t + ser_ps(fn, n);
+		fn->up_busy_ps = t + tlp_ps(fn, n);
 		t = fn->up_busy_ps;
 		off += n;
 	} while (off < len);
