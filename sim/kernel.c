@@ -316,11 +316,11 @@ const char *sim_halted(const struct sim_kernel *k)
  * next event (or limit, if earlier), taking in what does. false when the simulation is halted,
  * or when the horizon's wait was interrupted (-EINTR: the device thread gives the simulation
  * back to the program, docs/fabric.md#the-device-thread), which halts nothing. */
-static bool settle(struct sim_kernel *k, sim_time_t limit)
+static bool settle_horizon(struct sim_kernel *k, sim_time_t limit)
 {
 	int r = 1;
 
-	while (k->horizon && r > 0 && !k->halted[0]) {
+	while (r > 0 && !k->halted[0]) {
 		const struct sim_event *e;
 
 		skip_dead(k);
@@ -331,6 +331,16 @@ static bool settle(struct sim_kernel *k, sim_time_t limit)
 		if (r < 0)
 			sim_halt(k, sim_last_error());
 	}
+	skip_dead(k);
+	return !k->halted[0];
+}
+
+/* In one process (no horizon) only the dead events go: inline, the run loops settle before
+ * every event. */
+static inline bool settle(struct sim_kernel *k, sim_time_t limit)
+{
+	if (k->horizon)
+		return settle_horizon(k, limit);
 	skip_dead(k);
 	return !k->halted[0];
 }
