@@ -30,11 +30,11 @@ static struct {
 	bool flagged;		    /* the peers were told the program is away */
 } dt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* initial-exec: read at a fixed offset from the thread pointer, not through __tls_get_addr
- * (every verb and every poll enters and leaves). */
-#define DT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
-static DT_TLS unsigned depth; /* this thread's nesting of sim_enter */
-static DT_TLS bool holds;     /* it holds dt.lock */
+/* Every verb and every poll enters and leaves: the Makefile builds this file with TLS
+ * descriptors, which reach these without a call to __tls_get_addr, in a library that is
+ * dlopen'd too (initial-exec TLS fails there: pyverbs). */
+static _Thread_local unsigned depth; /* this thread's nesting of sim_enter */
+static _Thread_local bool holds;      /* it holds dt.lock */
 
 static uint64_t wall_ns(void)
 {
