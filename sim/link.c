@@ -284,14 +284,6 @@ void sim_link_attach(struct sim_link *l, int side, sim_link_rx_fn rx, void *port
 	l->side[side].port = port;
 }
 
-/* (bytes * 8) bits at rate_mbps * 10^6 bit/s = bytes * 8 * 10^6 / rate_mbps ps, rounded to the
- * nearest picosecond (halves up). Exact whenever the division is: 4122 bytes at 100 000 Mb/s
- * is 329 760 ps. */
-sim_time_t sim_link_bytes_ps(uint64_t rate_mbps, uint64_t bytes)
-{
-	return (bytes * 8000000u + rate_mbps / 2) / rate_mbps;
-}
-
 static sim_time_t ser_ps(const struct sim_link *l, size_t len)
 {
 	return sim_link_bytes_ps(l->rate_mbps, (uint64_t)len + l->overhead_bytes);
