@@ -143,6 +143,10 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 
 $(TEST_OBJS): Makefile
 $(OBJ)/sim/%.o $(OBJ)/model/%.o $(OBJ)/firmware/%.o $(OBJ)/testbench/%.o: CFLAGS += $(DEVICE_SIDE)
+# sim/devthread.c's thread-locals, read at every verb, by TLS descriptors (see the file).
+ifeq ($(shell uname -m),x86_64)
+$(OBJ)/sim/devthread.o: CFLAGS += -mtls-dialect=gnu2
+endif
 # testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
 SC_STAMP := $(BUILD)/.systemc
 $(shell mkdir -p $(BUILD); echo '$(HAVE_SC)' | cmp -s - $(SC_STAMP) || echo '$(HAVE_SC)' > $(SC_STAMP))

@@ -15,6 +15,9 @@ struct slot {
 
 static struct slot *slots;
 static size_t cap, count; /* cap is a power of two */
+/* The two handles found last (a poll loop asks for its CQ and its context over and over),
+ * tried before the table. A handle deleted or registered again leaves them. */
+static struct slot recent[2];
 
 static size_t hash(const void *p)
 {
@@ -48,6 +51,13 @@ static bool grow(void)
 	return true;
 }
 
+static void forget(const void *ptr)
+{
+	for (int r = 0; r < 2; r++)
+		if (recent[r].ptr == ptr)
+			recent[r] = (struct slot){ NULL, 0 };
+}
+
 void drv_handle_add(const void *ptr, uint32_t kind)
 {
 	size_t i;
@@ -62,15 +72,24 @@ void drv_handle_add(const void *ptr, uint32_t kind)
 	if (!slots[i].ptr)
 		count++;
 	slots[i] = (struct slot){ ptr, kind };
+	forget(ptr);
 }
 
 uint32_t drv_handle_kind(const void *ptr)
 {
 	if (!ptr || !cap)
 		return 0;
-	for (size_t i = hash(ptr) & (cap - 1); slots[i].ptr; i = (i + 1) & (cap - 1))
-		if (slots[i].ptr == ptr)
+	if (recent[0].ptr == ptr)
+		return recent[0].kind;
+	if (recent[1].ptr == ptr)
+		return recent[1].kind;
+	for (size_t i = hash(ptr) & (cap - 1); slots[i].ptr; i = (i + 1) & (cap - 1)) {
+		if (slots[i].ptr == ptr) {
+			recent[1] = recent[0];
+			recent[0] = slots[i];
 			return slots[i].kind;
+		}
+	}
 	return 0;
 }
 
@@ -80,6 +99,7 @@ void drv_handle_del(const void *ptr)
 
 	if (!ptr || !cap)
 		return;
+	forget(ptr);
 	for (i = hash(ptr) & (cap - 1); slots[i].ptr != ptr; i = (i + 1) & (cap - 1))
 		if (!slots[i].ptr)
 			return;

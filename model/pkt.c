@@ -117,6 +117,9 @@ static const struct {
 	{ HM_HDR_IETH, HM_IETH_BYTES },
 };
 /* clang-format on */
+#define EXT_HDRS                                                                                   \
+	(HM_HDR_DETH | HM_HDR_XRCETH | HM_HDR_RETH | HM_HDR_ATOMICETH | HM_HDR_AETH |             \
+	 HM_HDR_ATOMICACKETH | HM_HDR_IMMDT | HM_HDR_IETH)
 
 /* The bytes of the extension headers in hdrs, by the headers' bits (this runs for every frame
  * built and parsed: a packet has none to three, so the loop is over the bits set, not over
@@ -528,10 +531,12 @@ size_t hm_pkt_build_unsealed(enum hm_link_layer ll, const struct hm_pkt *p, uint
 		put_ib_l2(buf, p, len, l2);
 	put_bth(buf + l2, p, pad);
 	off = l2 + HM_BTH_BYTES;
-	for (size_t i = 0; i < sizeof(ext_order) / sizeof(ext_order[0]); i++) {
-		if (oi->hdrs & ext_order[i].bit) {
+	/* in wire order, until the last header the opcode carries */
+	for (uint32_t ext = oi->hdrs & EXT_HDRS, i = 0; ext; i++) {
+		if (ext & ext_order[i].bit) {
 			put_ext(buf + off, ext_order[i].bit, p);
 			off += ext_order[i].bytes;
+			ext &= ~ext_order[i].bit;
 		}
 	}
 	if (p->paylen && p->payload != buf + off) /* not gathered in place already */
@@ -699,10 +704,11 @@ int hm_pkt_parse_crc(enum hm_link_layer ll, const uint8_t *f, size_t len, bool c
 
 	if (off + ext_bytes(oi->hdrs) + trailer > len)
 		return -EPROTO; /* too short for the headers its opcode carries */
-	for (size_t i = 0; i < sizeof(ext_order) / sizeof(ext_order[0]); i++) {
-		if (oi->hdrs & ext_order[i].bit) {
+	for (uint32_t ext = oi->hdrs & EXT_HDRS, i = 0; ext; i++) {
+		if (ext & ext_order[i].bit) {
 			get_ext(f + off, ext_order[i].bit, p);
 			off += ext_order[i].bytes;
+			ext &= ~ext_order[i].bit;
 		}
 	}
 	region = len - trailer - off; /* payload and pad */

@@ -646,10 +646,18 @@ static void time_advance(void *arg, sim_time_t from, sim_time_t to)
 		time_hook(time_hook_arg, from, to);
 }
 
+/* The kernel calls time_advance only while there is a hook: not once an event otherwise. */
+static void time_hook_apply(void)
+{
+	if (sys.k)
+		sim_kernel_set_advance_hook(sys.k, time_hook ? time_advance : NULL, NULL);
+}
+
 void hcasim_time_hook(void (*fn)(void *arg, uint64_t from_ps, uint64_t to_ps), void *arg)
 {
 	time_hook = fn;
 	time_hook_arg = arg;
+	time_hook_apply();
 }
 
 /* HCASIM_IMPL = "block=mode[,block=mode...]" (block a name of model/twin.def or all; mode
@@ -945,7 +953,7 @@ int hcasim_boot(void)
 		return sim_error(-ENOMEM, "boot: out of memory");
 	hm_twin_mismatches_reset();
 	sim_kernel_set_current(sys.k);
-	sim_kernel_set_advance_hook(sys.k, time_advance, NULL);
+	time_hook_apply();
 	sim_sm_reset(sys.cfg.sm_delay_ns * SIM_PS_PER_NS);
 	sys.ndevs = (int)sys.cfg.hosts;
 	for (int i = 0; i < sys.ndevs; i++)

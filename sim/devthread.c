@@ -30,6 +30,9 @@ static struct {
 	bool flagged;		    /* the peers were told the program is away */
 } dt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* Every verb and every poll enters and leaves: the Makefile builds this file with TLS
+ * descriptors, which reach these without a call to __tls_get_addr, in a library that is
+ * dlopen'd too (initial-exec TLS fails there: pyverbs). */
 static _Thread_local unsigned depth; /* this thread's nesting of sim_enter */
 static _Thread_local bool holds;      /* it holds dt.lock */
 

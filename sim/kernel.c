@@ -17,6 +17,17 @@ struct sim_event {
 	void *arg;       /* argument for fn */
 };
 
+/* A binary min-heap of events. */
+struct evheap {
+	struct sim_event *ev;
+	size_t len, cap;
+};
+
+/* Events due this far or further ahead when scheduled (timers: an ACK timeout, an RNR wait, a
+ * fault window) wait in a heap of their own, so that the heap the pipeline's events go through
+ * is shallow. The next event is the earlier of the two tops: the order is (t, seq) as before. */
+#define FAR_PS (SIM_PS_PER_MS)
+
 enum {
 	EV_OWNED = 1,      /* arg is freed by the kernel if the event never runs */
 	EV_BACKGROUND = 2, /* does not count as work pending (sim_step_busy) */
@@ -27,8 +38,8 @@ struct sim_kernel {
 	sim_time_t now;          /* current time */
 	uint64_t next_seq;       /* next sequence number (ids start at 1) */
 	uint64_t run_seq;        /* the sequence number of the event running or last run */
-	struct sim_event *heap;  /* min-heap */
-	size_t len, cap;         /* heap size and capacity */
+	struct evheap near, far; /* events due within FAR_PS of their scheduling, and later */
+	sim_time_t far_t;        /* the time at the top of far (SIM_TIME_NEVER: far is empty) */
 	uint64_t executed;       /* events run so far */
 	uint64_t cancelled_live; /* cancelled events still in the heap */
 	uint64_t background_live; /* live background events in the heap */
@@ -79,6 +90,7 @@ struct sim_kernel *sim_kernel_create(void)
 	if (!k)
 		return NULL;
 	k->next_seq = 1;
+	k->far_t = SIM_TIME_NEVER;
 	return k;
 }
 
@@ -88,10 +100,12 @@ void sim_kernel_destroy(struct sim_kernel *k)
 		return;
 	if (current == k)
 		current = NULL;
-	for (size_t i = 0; i < k->len; i++)
-		if (k->heap[i].key & EV_OWNED)
-			free(k->heap[i].arg);
-	free(k->heap);
+	for (struct evheap *h = &k->near; h; h = h == &k->near ? &k->far : NULL) {
+		for (size_t i = 0; i < h->len; i++)
+			if (h->ev[i].key & EV_OWNED)
+				free(h->ev[i].arg);
+		free(h->ev);
+	}
 	free(k);
 }
 
@@ -105,40 +119,57 @@ static bool ev_less(const struct sim_event *a, const struct sim_event *b)
 	return a->t < b->t || (a->t == b->t && a->key < b->key);
 }
 
-/* Put e at the hole i, raised as far as it must go. e comes by value, never stored and loaded
- * back: a struct written field by field and read back whole stalls store forwarding. */
-static void heap_up(struct sim_kernel *k, size_t i, struct sim_event e)
+/* Put e at the hole i of h, raised as far as it must go. e comes by value, never stored and
+ * loaded back: a struct written field by field and read back whole stalls store forwarding. */
+static void heap_up(struct evheap *h, size_t i, struct sim_event e)
 {
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 
-		if (!ev_less(&e, &k->heap[p]))
+		if (!ev_less(&e, &h->ev[p]))
 			break;
-		k->heap[i] = k->heap[p];
+		h->ev[i] = h->ev[p];
 		i = p;
 	}
-	k->heap[i] = e;
+	h->ev[i] = e;
 }
 
-/* Put e at the hole i, lowered as far as it must go (e by value, as in heap_up). */
-static void heap_down(struct sim_kernel *k, size_t i, struct sim_event e)
+/* Put e at the hole i of h, lowered as far as it must go (e by value, as in heap_up). */
+static void heap_down(struct evheap *h, size_t i, struct sim_event e)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
 		const struct sim_event *best = &e;
 
-		if (l < k->len && ev_less(&k->heap[l], best)) {
+		if (l < h->len && ev_less(&h->ev[l], best)) {
 			m = l;
-			best = &k->heap[l];
+			best = &h->ev[l];
 		}
-		if (l + 1 < k->len && ev_less(&k->heap[l + 1], best))
+		if (l + 1 < h->len && ev_less(&h->ev[l + 1], best))
 			m = l + 1;
 		if (m == i)
 			break;
-		k->heap[i] = k->heap[m];
+		h->ev[i] = h->ev[m];
 		i = m;
 	}
-	k->heap[i] = e;
+	h->ev[i] = e;
+}
+
+/* The heap whose top is the next event (NULL when none is pending). */
+static inline struct evheap *next_heap(struct sim_kernel *k)
+{
+	if (k->near.len && k->near.ev[0].t < k->far_t)
+		return &k->near;
+	if (!k->far.len)
+		return k->near.len ? &k->near : NULL;
+	if (!k->near.len || ev_less(&k->far.ev[0], &k->near.ev[0]))
+		return &k->far;
+	return &k->near;
+}
+
+static inline size_t queued(const struct sim_kernel *k)
+{
+	return k->near.len + k->far.len;
 }
 
 static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_fn fn, void *arg,
@@ -146,18 +177,22 @@ static void insert(struct sim_kernel *k, sim_time_t t, uint64_t seq, sim_event_f
 {
 	SIM_ASSERT(t >= k->now, "event scheduled in the past (t=%llu)", (unsigned long long)t);
 	SIM_ASSERT(fn != NULL, "event without a function");
-	if (k->len == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 256;
-		struct sim_event *h = realloc(k->heap, cap * sizeof(*h));
+	struct evheap *h = t - k->now >= FAR_PS ? &k->far : &k->near;
 
-		SIM_ASSERT(h != NULL, "out of memory growing the event queue to %zu", cap);
-		k->heap = h;
-		k->cap = cap;
+	if (h->len == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 256;
+		struct sim_event *ev = realloc(h->ev, cap * sizeof(*ev));
+
+		SIM_ASSERT(ev != NULL, "out of memory growing the event queue to %zu", cap);
+		h->ev = ev;
+		h->cap = cap;
 	}
-	heap_up(k, k->len++,
+	heap_up(h, h->len++,
 		(struct sim_event){ .t = t, .fn = fn, .arg = arg,
 				    .key = seq << EV_SHIFT | (owned ? EV_OWNED : 0) |
 					   (background ? EV_BACKGROUND : 0) });
+	if (h == &k->far)
+		k->far_t = k->far.ev[0].t;
 	k->background_live += background;
 }
 
@@ -208,35 +243,43 @@ bool sim_cancel(struct sim_kernel *k, sim_event_id id)
 {
 	/* Linear search: cancellation is rare (timers restarted on progress use it, and those
 	 * are few per QP); the heap is not indexed by id to keep scheduling cheap. */
-	for (size_t i = 0; i < k->len; i++) {
-		struct sim_event *e = &k->heap[i];
+	for (struct evheap *h = &k->near; h; h = h == &k->near ? &k->far : NULL) {
+		for (size_t i = 0; i < h->len; i++) {
+			struct sim_event *e = &h->ev[i];
 
-		if (e->key >> EV_SHIFT == id && e->fn) {
-			if (e->key & EV_OWNED)
-				free(e->arg);
-			e->fn = NULL;
-			k->background_live -= !!(e->key & EV_BACKGROUND);
-			e->key &= ~(uint64_t)(EV_OWNED | EV_BACKGROUND);
-			k->cancelled_live++;
-			return true;
+			if (e->key >> EV_SHIFT == id && e->fn) {
+				if (e->key & EV_OWNED)
+					free(e->arg);
+				e->fn = NULL;
+				k->background_live -= !!(e->key & EV_BACKGROUND);
+				e->key &= ~(uint64_t)(EV_OWNED | EV_BACKGROUND);
+				k->cancelled_live++;
+				return true;
+			}
 		}
 	}
 	return false;
 }
 
-static struct sim_event pop(struct sim_kernel *k)
+/* Take the next event off its heap (there is one). */
+static inline __attribute__((always_inline)) struct sim_event pop(struct sim_kernel *k)
 {
-	struct sim_event top = k->heap[0];
+	struct evheap *h = next_heap(k);
+	struct sim_event top = h->ev[0];
 
-	if (--k->len)
-		heap_down(k, 0, k->heap[k->len]);
+	if (--h->len)
+		heap_down(h, 0, h->ev[h->len]);
+	if (h == &k->far)
+		k->far_t = h->len ? h->ev[0].t : SIM_TIME_NEVER;
 	return top;
 }
 
-/* Drop cancelled events sitting at the top of the heap. */
+/* Drop cancelled events sitting at the top of the queue. */
 static void drop_dead(struct sim_kernel *k)
 {
-	while (k->len && !k->heap[0].fn) {
+	struct evheap *h;
+
+	while ((h = next_heap(k)) && !h->ev[0].fn) {
 		pop(k);
 		k->cancelled_live--;
 	}
@@ -246,8 +289,16 @@ static void drop_dead(struct sim_kernel *k)
  * every event. */
 static inline void skip_dead(struct sim_kernel *k)
 {
-	if (k->len && !k->heap[0].fn)
+	if (k->cancelled_live)
 		drop_dead(k);
+}
+
+/* The next event (after skip_dead), or NULL. */
+static inline const struct sim_event *top(struct sim_kernel *k)
+{
+	struct evheap *h = next_heap(k);
+
+	return h ? &h->ev[0] : NULL;
 }
 
 void sim_halt(struct sim_kernel *k, const char *why)
@@ -265,19 +316,31 @@ const char *sim_halted(const struct sim_kernel *k)
  * next event (or limit, if earlier), taking in what does. false when the simulation is halted,
  * or when the horizon's wait was interrupted (-EINTR: the device thread gives the simulation
  * back to the program, docs/fabric.md#the-device-thread), which halts nothing. */
-static bool settle(struct sim_kernel *k, sim_time_t limit)
+static bool settle_horizon(struct sim_kernel *k, sim_time_t limit)
 {
 	int r = 1;
 
-	while (k->horizon && r > 0 && !k->halted[0]) {
+	while (r > 0 && !k->halted[0]) {
+		const struct sim_event *e;
+
 		skip_dead(k);
-		r = k->horizon(k->horizon_arg,
-			       k->len && k->heap[0].t < limit ? k->heap[0].t : limit);
+		e = top(k);
+		r = k->horizon(k->horizon_arg, e && e->t < limit ? e->t : limit);
 		if (r == -EINTR)
 			return false;
 		if (r < 0)
 			sim_halt(k, sim_last_error());
 	}
+	skip_dead(k);
+	return !k->halted[0];
+}
+
+/* In one process (no horizon) only the dead events go: inline, the run loops settle before
+ * every event. */
+static inline bool settle(struct sim_kernel *k, sim_time_t limit)
+{
+	if (k->horizon)
+		return settle_horizon(k, limit);
 	skip_dead(k);
 	return !k->halted[0];
 }
@@ -306,7 +369,7 @@ static void run_top(struct sim_kernel *k)
 bool sim_step(struct sim_kernel *k)
 {
 	skip_dead(k);
-	if (!k->len || k->halted[0] || !settle(k, SIM_TIME_NEVER))
+	if (!queued(k) || k->halted[0] || !settle(k, SIM_TIME_NEVER) || !queued(k))
 		return false;
 	run_top(k);
 	return true;
@@ -314,7 +377,7 @@ bool sim_step(struct sim_kernel *k)
 
 bool sim_step_busy(struct sim_kernel *k)
 {
-	if (k->len - k->cancelled_live == k->background_live)
+	if (queued(k) - k->cancelled_live == k->background_live)
 		return false;
 	return sim_step(k);
 }
@@ -322,7 +385,9 @@ bool sim_step_busy(struct sim_kernel *k)
 void sim_run_until(struct sim_kernel *k, sim_time_t t)
 {
 	for (;;) {
-		if (!settle(k, t) || !k->len || k->heap[0].t > t)
+		const struct sim_event *e;
+
+		if (!settle(k, t) || !(e = top(k)) || e->t > t)
 			break;
 		run_top(k);
 	}
@@ -336,15 +401,18 @@ void sim_run_until(struct sim_kernel *k, sim_time_t t)
 int sim_run_while_not(struct sim_kernel *k, bool (*pred)(void *), void *arg, sim_time_t limit)
 {
 	for (;;) {
+		const struct sim_event *e;
+
 		if (pred(arg))
 			return 0;
 		if (k->halted[0] || !settle(k, limit))
 			return -ECANCELED;
 		/* Dry: nothing can come (across processes, the horizon said so for an unlimited
 		 * wait; with a limit, nothing comes before it and the wait times out). */
-		if (!k->len && (!k->horizon || limit == SIM_TIME_NEVER))
+		e = top(k);
+		if (!e && (!k->horizon || limit == SIM_TIME_NEVER))
 			return -EDEADLK;
-		if (!k->len || k->heap[0].t > limit) {
+		if (!e || e->t > limit) {
 			if (limit > k->now) {
 				if (k->advance)
 					k->advance(k->advance_arg, k->now, limit);
@@ -360,10 +428,13 @@ uint64_t sim_host_actions;
 
 bool sim_next_event(struct sim_kernel *k, sim_time_t *t)
 {
+	const struct sim_event *e;
+
 	skip_dead(k);
-	if (!k->len)
+	e = top(k);
+	if (!e)
 		return false;
-	*t = k->heap[0].t;
+	*t = e->t;
 	return true;
 }
 
@@ -374,7 +445,7 @@ uint64_t sim_events_executed(const struct sim_kernel *k)
 
 uint64_t sim_events_pending(const struct sim_kernel *k)
 {
-	return k->len - k->cancelled_live;
+	return queued(k) - k->cancelled_live;
 }
 
 void sim_kernel_set_advance_hook(struct sim_kernel *k, sim_advance_fn fn, void *arg)
@@ -396,11 +467,15 @@ void sim_kernel_start_at(struct sim_kernel *k, sim_time_t t)
 	if (k->advance)
 		k->advance(k->advance_arg, k->now, t);
 	k->now = t;
-	for (size_t i = 0; i < k->len; i++)
-		k->heap[i].t = k->heap[i].t < t ? t : k->heap[i].t;
-	/* Raising keys to t can put a later-scheduled event above an earlier one: rebuild. */
-	for (size_t i = k->len / 2; i-- > 0;)
-		heap_down(k, i, k->heap[i]);
+	for (struct evheap *h = &k->near; h; h = h == &k->near ? &k->far : NULL) {
+		for (size_t i = 0; i < h->len; i++)
+			h->ev[i].t = h->ev[i].t < t ? t : h->ev[i].t;
+		/* Raising keys to t can put a later-scheduled event above an earlier one:
+		 * rebuild. */
+		for (size_t i = h->len / 2; i-- > 0;)
+			heap_down(h, i, h->ev[i]);
+	}
+	k->far_t = k->far.len ? k->far.ev[0].t : SIM_TIME_NEVER;
 }
 
 void *sim_obj_get(struct sim_objcache *c)

@@ -124,11 +124,33 @@ static struct delivery *delivery_of(const uint8_t *frame)
 static struct delivery *delivering;
 static bool delivery_kept;
 
-uint8_t *sim_link_frame_new(size_t len)
+/* Short frames (ACKs, small messages: two a message in a stream of them) come from an object
+ * cache; its blocks are malloc'd, so the kernel may free() one it owns. */
+enum { FRAME_SHORT = 128 };
+static struct sim_objcache short_frames = SIM_OBJCACHE(sizeof(struct delivery) + FRAME_SHORT);
+
+static struct delivery *delivery_new(size_t len)
 {
-	struct delivery *d = malloc(sizeof(*d) + len);
+	struct delivery *d = len <= FRAME_SHORT ? sim_obj_get(&short_frames)
+						: malloc(sizeof(*d) + len);
 
 	SIM_ASSERT(d != NULL, "out of memory");
+	return d;
+}
+
+/* d->len is never more than the block holds: a short one goes back to the cache. */
+static void delivery_free(struct delivery *d)
+{
+	if (d && d->len <= FRAME_SHORT)
+		sim_obj_put(&short_frames, d);
+	else
+		free(d);
+}
+
+uint8_t *sim_link_frame_new(size_t len)
+{
+	struct delivery *d = delivery_new(len);
+
 	d->len = len;
 	d->holds = 0;
 	d->msg = false;
@@ -142,7 +164,7 @@ void sim_link_frame_free(uint8_t *frame)
 	if (d && d->holds)
 		d->holds--;
 	else
-		free(d);
+		delivery_free(d);
 }
 
 size_t sim_link_frame_len(const uint8_t *frame)
@@ -322,14 +344,6 @@ int sim_link_send_msg(struct sim_link *l, int side, const void *msg, size_t len)
 	return 0;
 }
 
-/* (bytes * 8) bits at rate_mbps * 10^6 bit/s = bytes * 8 * 10^6 / rate_mbps ps, rounded to the
- * nearest picosecond (halves up). Exact whenever the division is: 4122 bytes at 100 000 Mb/s
- * is 329 760 ps. */
-sim_time_t sim_link_bytes_ps(uint64_t rate_mbps, uint64_t bytes)
-{
-	return (bytes * 8000000u + rate_mbps / 2) / rate_mbps;
-}
-
 static sim_time_t ser_ps(const struct sim_link *l, size_t len)
 {
 	return sim_link_bytes_ps(l->rate_mbps, (uint64_t)len + l->overhead_bytes);
@@ -364,7 +378,7 @@ static void deliver(void *arg)
 		if (delivery_kept)
 			return; /* the receiver's now (sim_link_frame_free) */
 	}
-	free(d);
+	delivery_free(d);
 }
 
 /* The tap's record of frame seq, while it is held; NULL once written (or without a tap). */
@@ -580,9 +594,8 @@ static void flip_bit(const struct sim_link *l, struct link_side *s, struct deliv
 static void duplicate(struct link_side *s, const struct delivery *d, sim_time_t t,
 		      struct tap_rec *r, const char *by)
 {
-	struct delivery *c = malloc(sizeof(*c) + d->len);
+	struct delivery *c = delivery_new(d->len);
 
-	SIM_ASSERT(c != NULL, "out of memory");
 	memcpy(c, d, sizeof(*c) + d->len);
 	s->injected[2]++;
 	tap_note(r, "hcasim: duplicated by %s: delivered twice", by);
@@ -612,7 +625,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 			tap_note(r, "hcasim: dropped by %s: never delivered", by);
 			if (r)
 				r->fate_ps = sim_now(k);
-			free(d);
+			delivery_free(d);
 			return;
 		case SIM_FAULT_CORRUPT:
 			if (d->len > 1)
@@ -638,7 +651,7 @@ static void inject(struct sim_link *l, int side, struct delivery *d, sim_time_t 
 		tap_note(r, "hcasim: dropped by link.fault_drop: never delivered");
 		if (r)
 			r->fate_ps = sim_now(k);
-		free(d);
+		delivery_free(d);
 		return;
 	}
 	if (chance(s, f->corrupt_ppm) && d->len > 1)
@@ -799,7 +812,7 @@ sim_time_t sim_link_send_frame(struct sim_link *l, int side, uint8_t *frame, siz
 		/* No signal: the frame goes nowhere, not even on the wire (or in the pcap). */
 		s->lost_down++;
 		trace_link_fault_down(-1, l->name, side, len, 0);
-		free(d);
+		delivery_free(d);
 		return now;
 	}
 	if (s->gate && (s->gated || !s->gate(s->gate_arg, len)))
@@ -1098,7 +1111,7 @@ static void remote_lost(struct sim_link *l, struct delivery *d)
 	}
 	l->side[l->remote->side].lost_absent++;
 	trace_link_peer_absent(-1, l->name, l->remote->side, d->len);
-	free(d);
+	delivery_free(d);
 }
 
 static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
@@ -1239,8 +1252,7 @@ static int remote_deliver(struct sim_link *l, struct sim_kernel *k, const struct
 	if (m->len <= fcs_len)
 		return sim_error(-EPROTO, "link %s: a frame of %u bytes from the peer (an Ethernet "
 				 "frame carries its 4-byte FCS)", l->name, m->len);
-	d = malloc(sizeof(*d) + m->len);
-	SIM_ASSERT(d != NULL, "out of memory");
+	d = delivery_new(m->len);
 	*d = (struct delivery){ .link_id = l->id, .to = l->remote->side, .epoch = l->epoch,
 				.len = m->len - fcs_len };
 	memcpy(d->frame, m->data, m->len);

@@ -113,8 +113,13 @@ void sim_link_set_classifier(struct sim_link *l, sim_link_classify_fn fn);
  * too (each a link.fault trace line, counted in sim_link_lost_down). Each side's state
  * function (with the port given to sim_link_attach) hears every change, at once. */
 /* The time bytes take on a link of rate_mbps (after line coding): bytes * 8 * 10^6 / rate_mbps
- * ps, rounded to the nearest picosecond (halves up), as the link serializes a frame. */
-sim_time_t sim_link_bytes_ps(uint64_t rate_mbps, uint64_t bytes);
+ * ps, rounded to the nearest picosecond (halves up), as the link serializes a frame. Exact
+ * whenever the division is: 4122 bytes at 100 000 Mb/s is 329 760 ps. Inline: the PCIe timing
+ * of cut-through asks for it per TLP. */
+static inline sim_time_t sim_link_bytes_ps(uint64_t rate_mbps, uint64_t bytes)
+{
+	return (bytes * 8000000u + rate_mbps / 2) / rate_mbps;
+}
 
 typedef void (*sim_link_state_fn)(void *port, bool up);
 void sim_link_set_state_fn(struct sim_link *l, int side, sim_link_state_fn fn);

@@ -33,6 +33,7 @@ struct sim_pcie_fn {
 	uint64_t mmio_wr_ps, mmio_rd_ps, dma_rd_ps, dma_wr_ps, msix_ps; /* latencies */
 	uint64_t mps, mrrs;                /* TLP size limits */
 	double ps_per_byte;                /* serialization per byte, one direction */
+	sim_time_t ser_hdr_ps, ser_mps_ps; /* ser_ps of a TLP without data and of a full one */
 	struct sim_clock clk;              /* PCIe controller clock: TLPs start on its edges */
 	sim_time_t up_busy_ps;             /* device → host direction free at */
 	sim_time_t down_busy_ps;           /* host → device direction free at */
@@ -43,6 +44,7 @@ struct sim_pcie_fn {
 	/* IOMMU */
 	struct iommu_map *maps;            /* sorted by iova (allocation order) */
 	size_t nmaps, capmaps;
+	struct iommu_map hint[4];          /* by permission: the map found last (len 0: none) */
 	int64_t next_map_id;
 	uint64_t next_iova;                /* bump allocator, page granular */
 	struct dma_op *wr_head, *wr_tail;  /* posted writes not yet landed, in issue order */
@@ -59,6 +61,11 @@ static uint64_t bus_generation;
 uint64_t sim_pcie_bus_generation(void)
 {
 	return bus_generation;
+}
+
+static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
+{
+	return (sim_time_t)((double)(bytes + SIM_PCIE_TLP_OVERHEAD_BYTES) * fn->ps_per_byte + 0.5);
 }
 
 struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, int devno,
@@ -85,6 +92,8 @@ struct sim_pcie_fn *sim_pcie_fn_create(const struct sim_config *cfg, int host, i
 	fn->mrrs = cfg->pcie_mrrs;
 	/* Mb/s → ps per byte: 8 bits * 1e12 ps/s / (mbps * 1e6 bits/s) */
 	fn->ps_per_byte = 8.0e6 / (double)sim_config_pcie_mbps(cfg);
+	fn->ser_hdr_ps = ser_ps(fn, 0);
+	fn->ser_mps_ps = ser_ps(fn, fn->mps);
 	fn->clk = (struct sim_clock){ "pcie", sim_config_period_ps(cfg->pcie_mhz) };
 	fn->tags = (unsigned)cfg->pcie_tags;
 	fn->tag_free_ps = calloc(fn->tags, sizeof(*fn->tag_free_ps));
@@ -155,9 +164,10 @@ int sim_pcie_fn_devno(const struct sim_pcie_fn *fn)
 	return fn->devno;
 }
 
-static sim_time_t ser_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
+/* The same for a TLP of a DMA's stream: most carry a full MPS (worked out once). */
+static inline sim_time_t tlp_ps(const struct sim_pcie_fn *fn, uint64_t bytes)
 {
-	return (sim_time_t)((double)(bytes + SIM_PCIE_TLP_OVERHEAD_BYTES) * fn->ps_per_byte + 0.5);
+	return bytes == fn->mps ? fn->ser_mps_ps : ser_ps(fn, bytes);
 }
 
 /* ---- MMIO ---- */
@@ -356,6 +366,7 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 			memmove(&fn->maps[i], &fn->maps[i + 1],
 				(fn->nmaps - i - 1) * sizeof(fn->maps[0]));
 			fn->nmaps--;
+			memset(fn->hint, 0, sizeof(fn->hint));
 			return 0;
 		}
 	}
@@ -363,8 +374,8 @@ int sim_pcie_unmap(struct sim_pcie_fn *fn, int64_t id)
 }
 
 /* The mapping holding [iova, iova+len) with perm, or NULL. */
-static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t iova, size_t len,
-					  unsigned perm)
+static const struct iommu_map *iommu_search(const struct sim_pcie_fn *fn, uint64_t iova,
+					    size_t len, unsigned perm)
 {
 	size_t lo = 0, hi = fn->nmaps;
 	const struct iommu_map *m;
@@ -387,20 +398,37 @@ static const struct iommu_map *iommu_find(const struct sim_pcie_fn *fn, uint64_t
 	return m;
 }
 
+/* The same for the device's own DMA, the map found last for the same permission tried first
+ * (a stream of DMAs stays in one buffer). A hint is a copy, dropped when anything is unmapped;
+ * maps never overlap, so a map that holds the range is the one the search would find. */
+static const struct iommu_map *iommu_find(struct sim_pcie_fn *fn, uint64_t iova, size_t len,
+					  unsigned perm)
+{
+	struct iommu_map *h = &fn->hint[perm & 3];
+	const struct iommu_map *m;
+
+	if (iova >= h->iova && iova + len >= iova && iova + len <= h->iova + h->len)
+		return h;
+	m = iommu_search(fn, iova, len, perm);
+	if (m)
+		*h = *m;
+	return m;
+}
+
 bool sim_iommu_allowed(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	return iommu_find(fn, addr, len ? len : 1, perm) != NULL;
+	return iommu_search(fn, addr, len ? len : 1, perm) != NULL;
 }
 
 int64_t sim_iommu_pasid(const struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	const struct iommu_map *m = iommu_find(fn, addr, len ? len : 1, perm);
+	const struct iommu_map *m = iommu_search(fn, addr, len ? len : 1, perm);
 
 	return m ? (int64_t)m->pasid : -1;
 }
 
 /* Host pointer for a checked device address. */
-static void *iommu_host(const struct sim_pcie_fn *fn, uint64_t iova, size_t len, unsigned perm)
+static void *iommu_host(struct sim_pcie_fn *fn, uint64_t iova, size_t len, unsigned perm)
 {
 	const struct iommu_map *m = iommu_find(fn, iova, len ? len : 1, perm);
 
@@ -409,7 +437,7 @@ static void *iommu_host(const struct sim_pcie_fn *fn, uint64_t iova, size_t len,
 
 static int iommu_check(struct sim_pcie_fn *fn, uint64_t addr, size_t len, unsigned perm)
 {
-	if (sim_iommu_allowed(fn, addr, len, perm))
+	if (iommu_find(fn, addr, len ? len : 1, perm))
 		return 0;
 	fn->faults++;
 	fn->last_fault = (struct sim_dma_fault){ addr, len, perm, sim_now(sim_kernel()) };
@@ -469,7 +497,7 @@ static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t le
 			issue = fn->tag_free_ps[tag]; /* wait for a free tag */
 		if (fn->up_busy_ps > issue)
 			issue = fn->up_busy_ps;
-		fn->up_busy_ps = issue + ser_ps(fn, 0); /* the request TLP */
+		fn->up_busy_ps = issue + fn->ser_hdr_ps; /* the request TLP */
 		cpl = fn->up_busy_ps + fn->dma_rd_ps;
 		/* completions: split at MPS, serialized on the host → device direction */
 		for (size_t c = 0; c < req || (req == 0 && c == 0); c += fn->mps) {
@@ -477,7 +505,7 @@ static sim_time_t read_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t le
 
 			if (fn->down_busy_ps > cpl)
 				cpl = fn->down_busy_ps;
-			fn->down_busy_ps = cpl + ser_ps(fn, n);
+			fn->down_busy_ps = cpl + tlp_ps(fn, n);
 			cpl = fn->down_busy_ps;
 			if (ct) {
 				sim_time_t ahead = sim_link_bytes_ps(ct->mbps, ct->off + off + c);
@@ -520,7 +548,7 @@ static sim_time_t write_timing_ct(struct sim_pcie_fn *fn, sim_time_t t, size_t l
 		}
 		if (fn->up_busy_ps > t)
 			t = fn->up_busy_ps;
-		fn->up_busy_ps = t + ser_ps(fn, n);
+		fn->up_busy_ps = t + tlp_ps(fn, n);
 		t = fn->up_busy_ps;
 		off += n;
 	} while (off < len);

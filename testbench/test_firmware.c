@@ -571,6 +571,66 @@ Test(firmware, unmapped_or_read_only_output_mailbox_is_bad_addr)
 	fwt_close(&f);
 }
 
+/* The IOMMU remembers the map it found last for each permission (sim/pcie.c iommu_find): a
+ * buffer the device wrote and read a moment ago is refused once it is unmapped, a range running
+ * past its end is refused, a read-only map it has just read is not written, and a mailbox used
+ * before its unmap is a bad address after it. */
+Test(firmware, dma_to_a_map_used_a_moment_ago_is_refused_once_unmapped)
+{
+	struct fwt f;
+	struct hca_port_in in = { .port = 1 };
+	uint8_t *pg[3], v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, back[8];
+	int64_t map[3];
+	uint64_t iova[3];
+	sim_time_t t;
+	struct raw r;
+	uint32_t syn;
+	uint8_t st;
+
+	fwt_open(&f);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(posix_memalign((void **)&pg[i], PAGE, PAGE), 0);
+		memset(pg[i], 0x5a, PAGE);
+		map[i] = sim_pcie_map(f.fn, pg[i], PAGE,
+				      i == 2 ? SIM_DMA_READ : SIM_DMA_READ | SIM_DMA_WRITE, &iova[i]);
+		cr_assert_gt(map[i], 0);
+	}
+	t = sim_now(sim_kernel());
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[0] + 8, v, sizeof(v), &t), 0);
+	cr_assert_eq(memcmp(pg[0] + 8, v, sizeof(v)), 0);
+	cr_assert_eq(sim_dma_read_timed(f.fn, iova[0] + 8, back, sizeof(back), &t), 0);
+	cr_assert_eq(memcmp(back, v, sizeof(v)), 0);
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[0] + PAGE - 4, v, sizeof(v), &t), -EFAULT,
+		     "a write past the map's end");
+	cr_assert_eq(sim_dma_read_timed(f.fn, iova[2], back, sizeof(back), &t), 0);
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[2], v, sizeof(v), &t), -EFAULT,
+		     "a write into a read-only map");
+	cr_assert_eq(pg[2][0], 0x5a);
+	memcpy(f.page + IN_OFF, &in, sizeof(in));
+	r = raw_for(&f, HCA_CMD_QUERY_PORT, sizeof(in), sizeof(struct hca_port_info));
+	r.out_addr = iova[0] + 64;
+	st = raw_run(&f, &r, &syn);
+	cr_assert_eq(st, HCA_STATUS_OK, "mapped output: status %s", hca_status_name(st));
+	/* the map last found for both directions when it goes */
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[0] + 8, v, sizeof(v), &t), 0);
+	cr_assert_eq(sim_dma_read_timed(f.fn, iova[0] + 8, back, sizeof(back), &t), 0);
+	cr_assert_eq(sim_pcie_unmap(f.fn, map[0]), 0);
+	memset(pg[0], 0x5a, PAGE);
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[0] + 8, v, sizeof(v), &t), -EFAULT);
+	cr_assert_eq(sim_dma_read_timed(f.fn, iova[0] + 8, back, sizeof(back), &t), -EFAULT);
+	st = raw_run(&f, &r, &syn);
+	cr_assert_eq(st, HCA_STATUS_BAD_ADDR, "unmapped output: status %s", hca_status_name(st));
+	cr_assert_eq(memcmp(pg[0], pg[2], PAGE), 0, "the device wrote into unmapped memory");
+	cr_assert_eq(sim_dma_write_timed(f.fn, iova[1], v, sizeof(v), &t), 0, "the other map");
+	cr_assert_eq(memcmp(pg[1], v, sizeof(v)), 0);
+	expect_alive(&f);
+	sim_pcie_unmap(f.fn, map[1]);
+	sim_pcie_unmap(f.fn, map[2]);
+	for (int i = 0; i < 3; i++)
+		free(pg[i]);
+	fwt_close(&f);
+}
+
 Test(firmware, unmapped_command_entry_is_a_dma_fault_the_device_survives)
 {
 	struct fwt f;

@@ -65,6 +65,47 @@ Test(kernel, a_late_start_runs_earlier_events_at_the_start_in_their_order)
 	sim_kernel_destroy(R.k);
 }
 
+/* Events due far ahead when scheduled (timers) wait apart from the pipeline's (FAR_PS in
+ * sim/kernel.c, 10 us): wherever an event waited, equal times still run in schedule order, a
+ * far one can be cancelled, and a late start raises both kinds. */
+static void mark_then_schedule(void *arg)
+{
+	mark(arg);
+	sim_schedule_at(R.k, 20 * SIM_PS_PER_US, mark, (void *)'c'); /* 19 us ahead */
+}
+
+Test(kernel, events_due_far_ahead_keep_the_order_of_time_then_schedule)
+{
+	sim_event_id id;
+
+	memset(&R, 0, sizeof(R));
+	R.k = sim_kernel_create();
+	sim_schedule_at(R.k, 20 * SIM_PS_PER_US, mark, (void *)'b');       /* far */
+	sim_schedule_at(R.k, SIM_PS_PER_US, mark_then_schedule, (void *)'a');
+	id = sim_schedule_at(R.k, 20 * SIM_PS_PER_US, mark, (void *)'x'); /* far, cancelled */
+	sim_schedule_at(R.k, SIM_PS_PER_MS, mark, (void *)'f');            /* far, last */
+	cr_assert(sim_cancel(R.k, id));
+	sim_run_until(R.k, 15 * SIM_PS_PER_US);
+	cr_assert_str_eq(R.log, "a");
+	sim_schedule_at(R.k, 20 * SIM_PS_PER_US, mark, (void *)'d'); /* 5 us ahead: near */
+	sim_schedule_at(R.k, 20 * SIM_PS_PER_US - 1, mark, (void *)'_');
+	cr_assert_eq(sim_events_pending(R.k), 5);
+	sim_run_until(R.k, 30 * SIM_PS_PER_US);
+	cr_assert_str_eq(R.log, "a_bcd");
+	cr_assert_eq(R.when[2], 20 * SIM_PS_PER_US);
+	cr_assert_eq(R.when[4], 20 * SIM_PS_PER_US);
+	/* a late start: a far event scheduled before a near one runs before it at the start */
+	sim_schedule_at(R.k, 500 * SIM_PS_PER_US, mark, (void *)'e');
+	sim_schedule_at(R.k, 31 * SIM_PS_PER_US, mark, (void *)'g');
+	sim_kernel_start_at(R.k, 600 * SIM_PS_PER_US);
+	sim_run_until(R.k, 2 * SIM_PS_PER_MS);
+	cr_assert_str_eq(R.log, "a_bcdegf");
+	cr_assert_eq(R.when[6], 600 * SIM_PS_PER_US);
+	cr_assert_eq(R.when[7], SIM_PS_PER_MS);
+	cr_assert_eq(sim_events_pending(R.k), 0);
+	sim_kernel_destroy(R.k);
+}
+
 Test(kernel, cancelled_event_never_fires)
 {
 	sim_event_id id;

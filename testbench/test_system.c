@@ -392,7 +392,15 @@ Test(system, time_hook_follows_simulated_time_forward)
 
 		hcasim_run_for_ps(1000);
 		cr_assert_eq(hook_calls, n, "called after removal");
+		/* set again on a running system (the kernel calls it only while there is one) */
+		hook_last = hcasim_now_ps();
+		hcasim_time_hook(on_advance, NULL);
+		hcasim_run_for_ps(1000);
+		cr_assert_gt(hook_calls, n, "not called once set again");
+		cr_assert_eq(hook_last, hcasim_now_ps());
+		hcasim_time_hook(NULL, NULL);
 	}
+	cr_assert_eq(hook_bad, 0);
 	tb_close(&a);
 }
 
