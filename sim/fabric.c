@@ -76,6 +76,7 @@ bool sim_fabric_holds(const struct sim_fabric *f, unsigned h)
 static bool shaping(const char *key)
 {
 	return !strcmp(key, "sim.hosts") || !strcmp(key, "sim.seed") ||
+	       !strcmp(key, "sim.topology") || !strncmp(key, "switch.", 7) ||
 	       !strcmp(key, "hca.ports") || !strcmp(key, "hca.link_layer") ||
 	       (!strncmp(key, "link.", 5) && strcmp(key, "link.pcap")) ||
 	       !strncmp(key, "fault.", 6);
@@ -364,7 +365,7 @@ static void replace_stale(const char *path)
 	close(fd);
 }
 
-int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, const char *name,
 		    int side, uint64_t latency_ps, uint64_t timeout_ms)
 {
 	struct sim_chan_params cp;
@@ -375,7 +376,7 @@ int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, 
 	if (!latency_ps)
 		return sim_error(-EINVAL, "config key 'link.latency_ns': 0 in a fabric (the link "
 				 "latency is the lookahead between processes: at least 1 ns)");
-	snprintf(path, sizeof(path), "%s/link%u.%u.chan", f->dir, n, p);
+	snprintf(path, sizeof(path), "%s/%s.chan", f->dir, name);
 	sim_chan_default_params(&cp, latency_ps);
 	/* Under the directory's lock: two processes never both find a file stale and replace
 	 * each other's. */

@@ -36,10 +36,11 @@ void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts);
 int sim_fabric_create(const char *dir, const struct sim_config *c);
 /* Whether this process holds host h (every host without a fabric). */
 bool sim_fabric_holds(const struct sim_fabric *f, unsigned h);
-/* Put link l (link n, port p, latency_ps), whose side `side` is held here, on its channel in
- * DIR: created or attached (either process may come first), waits bounded by timeout_ms.
- * 0 or -errno, nothing changed. */
-int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
+/* Put link l (latency_ps), whose side `side` is held here, on its channel DIR/<name>.chan
+ * ("link<N>.<P>" between hosts 2N and 2N+1, "sw<N>" for switch port N's cable): created or
+ * attached (either process may come first), waits bounded by timeout_ms. 0 or -errno,
+ * nothing changed. */
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, const char *name,
 		    int side, uint64_t latency_ps, uint64_t timeout_ms);
 
 #endif

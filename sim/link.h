@@ -177,6 +177,18 @@ uint64_t sim_link_gate_held(const struct sim_link *l, int side);
  * cut-through receiver (a switch port) that may forward a frame before its tail is in. */
 void sim_link_set_head_rx(struct sim_link *l, int side, bool head);
 
+/* Link-level control messages (flow-control updates, the management a switch's SM hears): up
+ * to SIM_LINK_CTL_MAX bytes sent from a side now reach the other side's ctl callback one
+ * latency later, whatever the transmitter is doing (they are not frames: not serialized, not
+ * captured, never faulted). Between processes they cross the channel as PACKETs on port 1
+ * (frames use port 0); one for a process that has not joined yet waits for it and is its first
+ * news, one for a process that has left is dropped. A link with a ctl callback on either side
+ * promises across the cut from its present, not from its transmitter's end. */
+#define SIM_LINK_CTL_MAX 64
+typedef void (*sim_link_ctl_fn)(void *arg, const uint8_t *msg, size_t len);
+void sim_link_set_ctl(struct sim_link *l, int side, sim_link_ctl_fn fn, void *arg);
+void sim_link_ctl_send(struct sim_link *l, int side, const uint8_t *msg, size_t len);
+
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);
 uint64_t sim_link_bytes(const struct sim_link *l, int side);
