@@ -100,7 +100,7 @@ static int link_ends(struct sim_link *l, int h, unsigned p)
 	char name[32];
 
 	snprintf(name, sizeof(name), "link%d.%u", h / 2, p);
-	return sim_fabric_link(&sys.fab, l, name, here[0] ? 0 : 1,
+	return sim_fabric_link(&sys.fab, l, name, here[0] ? 0 : 1, false,
 			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
 }
 
@@ -158,7 +158,9 @@ static int switch_cable(int h, unsigned p, unsigned n, bool sw_here,
 	if (here == sw_here)
 		return 0;
 	snprintf(name, sizeof(name), "sw%u", n);
-	return sim_fabric_link(&sys.fab, l, name, here ? 0 : 1,
+	/* The switch's process creates every cable's channel and the hosts' attach to it: each
+	 * host joins at the switch's time (docs/fabric.md#a-switch-across-processes). */
+	return sim_fabric_link(&sys.fab, l, name, here ? 0 : 1, here,
 			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
 }
 

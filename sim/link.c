@@ -1405,8 +1405,12 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
 		in = inbound_bound(l, l->remote->promise, &waits);
 		/* Away, the program may come back at any time: only a peer's wait lets this side
-		 * promise past its present (the program comes back at the base at the earliest). */
-		if (away.interrupted && !waits)
+		 * promise past its present (the program comes back at the base at the earliest).
+		 * With more links (a switch's process, a host's of several), no peer publishes a
+		 * wait, and a peer in the library may need this side to move for a third that is
+		 * away too: then it promises as far as it runs (t, at most the demand it runs to),
+		 * so that the demand passes on. */
+		if (away.interrupted && !waits && remote_links == 1)
 			in = sim_now(k);
 		base = in < base ? in : base;
 	}
