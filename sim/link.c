@@ -1573,15 +1573,23 @@ sim_time_t sim_link_demand(struct sim_kernel *k)
 	bool waits;
 
 	for (struct sim_link *l = live_links; l; l = l->next) {
-		if (!l->remote || !remote_joined(l, k) || l->remote->gone ||
-		    sim_chan_peer_away(l->remote->chan))
+		if (!l->remote || !remote_joined(l, k) || l->remote->gone)
 			continue;
+		if (sim_chan_peer_away(l->remote->chan)) {
+			/* an away peer passes on what a third, in the library, asked of it */
+			p = sim_chan_peer_relay(l->remote->chan);
+			d = p > d ? p : d;
+			continue;
+		}
 		p = l->remote->promise;
 		if (sim_chan_peek(l->remote->chan, &m) == 1 && m.ts > p)
 			p = m.ts;
 		p = inbound_bound(l, p, &waits);
 		d = p > d ? p : d;
 	}
+	for (struct sim_link *l = live_links; l && remote_links > 1; l = l->next)
+		if (l->remote)
+			sim_chan_set_relay(l->remote->chan, d);
 	return d;
 }
 

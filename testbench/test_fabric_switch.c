@@ -22,7 +22,7 @@
 
 #define HOSTS 8
 #define PROCS 4
-static unsigned WAIT_S = 150; /* wall time any wait of the test may take */
+#define WAIT_S 120u /* wall time any wait of the test may take */
 #define A2A_LEN (32768u + 123u)		/* not a multiple of the MTU */
 #define CONG_LEN (256u * 1024u)
 #define MLID 0xc007
@@ -117,9 +117,6 @@ static int fs_barrier(int b)
 	uint64_t t0 = wall_s(), t = 0;
 
 	sh->when[b][me] = hcasim_now_ps();
-	if (getenv("FS_DEBUG"))
-		fprintf(stderr, "proc %d barrier %d at %llu ps, wall %llu\n", me, b,
-			(unsigned long long)hcasim_now_ps(), (unsigned long long)wall_s());
 	atomic_fetch_add(&sh->arrived[b], 1);
 	while (atomic_load(&sh->arrived[b]) < PROCS) {
 		if (wall_s() - t0 > WAIT_S)
@@ -253,8 +250,7 @@ static int fs_boot(const char *ll, size_t src, size_t dst)
 	setenv("HCASIM_FABRIC", fdir, 1);
 	setenv("HCASIM_HOST", hosts, 1);
 	if (hcasim_config_set("sim.topology", "switch") || hcasim_config_set("sim.hosts", "8") ||
-	    hcasim_config_set("hca.link_layer", ll) ||
-	    (getenv("FS_LAT") && hcasim_config_set("link.latency_ns", getenv("FS_LAT"))))
+	    hcasim_config_set("hca.link_layer", ll))
 		return fs_fail("config");
 	list = ibv_get_device_list(&n);
 	if (!list || n != 2)
@@ -360,6 +356,208 @@ static int a2a_proc(const char *ll)
 	return fs_no_drops();
 }
 
+/* ---- multicast ---- */
+
+static const union ibv_gid MGID = { .raw = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0,
+					     0, 0, 0, 0, 0x07 } };
+
+/* A UD QP of d in RTS (its QP slot 0). */
+static int fs_ud(struct fs_dev *d)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = TB_QKEY };
+
+	if (!(d->qp[0] = fs_qp(d, IBV_QPT_UD)) ||
+	    ibv_modify_qp(d->qp[0], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_QKEY))
+		return fs_fail("host %d: UD QP", d->host);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+	if (ibv_modify_qp(d->qp[0], &a, IBV_QP_STATE))
+		return fs_fail("host %d: UD RTR", d->host);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100 };
+	return ibv_modify_qp(d->qp[0], &a, IBV_QP_STATE | IBV_QP_SQ_PSN)
+		       ? fs_fail("host %d: UD RTS", d->host) : 0;
+}
+
+/* Member hosts join the group and post their receives. */
+static int mc_join(struct fs_dev *d)
+{
+	if (fs_ud(d))
+		return -1;
+	if (d->host >= MEMBERS)
+		return 0;
+	if (ibv_attach_mcast(d->qp[0], &MGID, MLID))
+		return fs_fail("host %d: attach", d->host);
+	for (int s = 0; s < SENDS; s++) {
+		struct ibv_sge sge = { (uintptr_t)d->dst->addr + 4096 * (s + 1), 4096,
+				       d->dst->lkey };
+		struct ibv_recv_wr rw = { .wr_id = (uint64_t)s, .sg_list = &sge, .num_sge = 1 },
+				   *bad;
+
+		if (ibv_post_recv(d->qp[0], &rw, &bad))
+			return fs_fail("host %d: post_recv", d->host);
+	}
+	return 0;
+}
+
+/* Host 0 sends SENDS datagrams to the group. */
+static int mc_send(struct fs_dev *d)
+{
+	struct ibv_ah_attr aa = { .dlid = MLID, .port_num = 1, .is_global = 1,
+				  .grh = { .dgid = MGID, .hop_limit = 1 } };
+	struct ibv_ah *ah = ibv_create_ah(d->pd, &aa);
+	int r = 0;
+
+	if (!ah)
+		return fs_fail("host 0: AH");
+	for (int s = 0; s < SENDS && !r; s++) {
+		struct ibv_sge sge = { (uintptr_t)d->src->addr + (uint64_t)s * 7, DG_LEN,
+				       d->src->lkey };
+		struct ibv_send_wr wr = { .wr_id = 50, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = 0xffffff;
+		wr.wr.ud.remote_qkey = TB_QKEY;
+		r = ibv_post_send(d->qp[0], &wr, &bad) ? fs_fail("host 0: send %d", s) : 0;
+	}
+	ibv_destroy_ah(ah);
+	return r;
+}
+
+/* A member's datagrams: each once, byte for byte (after its 40-byte GRH). */
+static int mc_check(struct fs_dev *d)
+{
+	struct ibv_wc wc[2 * SENDS];
+	int n = d->host >= MEMBERS ? 0 : d->host ? SENDS : 2 * SENDS; /* host 0: its sends too */
+
+	if (fs_poll(d, wc, n))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *got = (const uint8_t *)d->dst->addr + 4096 * (wc[i].wr_id + 1) + 40;
+
+		if (wc[i].opcode != IBV_WC_RECV)
+			continue;
+		sh->recvd[d->host]++;
+		if (wc[i].byte_len != 40u + DG_LEN)
+			return fs_fail("host %d: %u bytes", d->host, wc[i].byte_len);
+		for (size_t k = 0; k < DG_LEN; k++)
+			if (got[k] != pattern(0, wc[i].wr_id * 7 + k))
+				return fs_fail("host %d: datagram %llu byte %zu", d->host,
+					       (unsigned long long)wc[i].wr_id, k);
+	}
+	return 0;
+}
+
+/* The switch's forwarding of every host's LID and of the group's MLID (host 0's process). */
+static int mc_forwarding(uint64_t out[HOSTS + 1])
+{
+	for (unsigned i = 0; i <= HOSTS; i++)
+		if (hcasim_switch_forward(i < HOSTS ? sh->host[i].lid : MLID, &out[i]))
+			return fs_fail("forwarding of lid %u", i < HOSTS ? sh->host[i].lid : MLID);
+	return 0;
+}
+
+static int mc_proc(const char *ll)
+{
+	struct ibv_wc wc;
+
+	if (fs_boot(ll, 4096, 4096 * (SENDS + 1)) || mc_join(&dv[0]) || mc_join(&dv[1]) ||
+	    fs_barrier(0)) /* every join has reached the switch */
+		return -1;
+	if (me == 0 && (mc_forwarding(sh->fwd[0]) || mc_send(&dv[0])))
+		return -1;
+	if (mc_check(&dv[0]) || mc_check(&dv[1]))
+		return -1;
+	hcasim_run_for_ps(100 * 1000 * 1000ull); /* a second copy would have come by now */
+	for (int i = 0; i < 2; i++)
+		if (ibv_poll_cq(dv[i].cq, 1, &wc))
+			return fs_fail("host %d: a second completion", dv[i].host);
+	for (int p = 1; me == 0 && p <= HOSTS; p++) {
+		struct hcasim_switch_port_counters c;
+		uint64_t want = p == 1 || p > MEMBERS ? 0 : SENDS;
+
+		if (hcasim_switch_port_counters(p, &c) || c.tx_pkts != want ||
+		    c.rx_pkts != (p == 1 ? SENDS : 0))
+			return fs_fail("switch port %d: %llu in, %llu out", p,
+				       (unsigned long long)c.rx_pkts, (unsigned long long)c.tx_pkts);
+	}
+	for (int i = 0; i < 2; i++)
+		if (dv[i].host < MEMBERS && ibv_detach_mcast(dv[i].qp[0], &MGID, MLID))
+			return fs_fail("host %d: detach", dv[i].host);
+	return fs_barrier(1);
+}
+
+/* The same group in one process (a child, without a fabric): the switch's forwarding. */
+static void mc_one_process(void)
+{
+	struct ibv_device **list;
+	int n;
+
+	me = PROCS;
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+	if (hcasim_config_set("sim.topology", "switch") || hcasim_config_set("sim.hosts", "8") ||
+	    !(list = ibv_get_device_list(&n)) || n != HOSTS)
+		_exit(fs_fail("one process: boot") ? 1 : 0);
+	for (int h = 0; h < HOSTS; h++)
+		if (fs_open(list[h], h, &dv[0], 64, 4096 * (SENDS + 1)) || mc_join(&dv[0]))
+			_exit(1); /* each host's objects stay until the exit */
+	hcasim_run_for_ps(10 * 1000 * 1000ull);
+	_exit(mc_forwarding(sh->fwd[1]) ? 1 : 0);
+}
+
+/* ---- congestion: seven hosts write to host 0 at once ---- */
+
+/* The frames this process's hosts were held back (their ports' stalls) into sh->stalls. */
+static int cg_stalls(void)
+{
+	for (int i = 0; i < 2; i++) {
+		struct hcasim_switch_port_counters c;
+
+		if (hcasim_switch_port_counters(dv[i].host + 1, &c))
+			return fs_fail("stalls of switch port %d", dv[i].host + 1);
+		sh->stalls[me] += c.stalls;
+	}
+	return 0;
+}
+
+/* Host 0's process: no discard, its output queue filled, every sender's port flow-controlled. */
+static int cg_switch(bool ib)
+{
+	struct hcasim_switch_port_counters c;
+
+	for (int p = 2; p <= HOSTS; p++)
+		if (hcasim_switch_port_counters(p, &c) || (ib ? !c.credit_blocks : !c.xoff))
+			return fs_fail("switch port %d: %s", p, ib ? "no credits returned"
+								     : "never paused its host");
+	if (hcasim_switch_port_counters(1, &c) || c.queue_max <= 4 * 4096u)
+		return fs_fail("host 0's output queue never filled (%llu)",
+			       (unsigned long long)c.queue_max);
+	return fs_no_drops();
+}
+
+static int cg_proc(const char *ll)
+{
+	struct ibv_wc wc;
+
+	if (fs_boot(ll, CONG_LEN, (size_t)HOSTS * CONG_LEN) || fs_rc_mesh(ll, 0xfe, 0x01))
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (dv[i].host && fs_write(&dv[i], 0, CONG_LEN, (size_t)dv[i].host * CONG_LEN))
+			return -1;
+	for (int i = 0; i < 2; i++)
+		if (dv[i].host && fs_poll(&dv[i], &wc, 1))
+			return -1;
+	if (fs_barrier(2) || cg_stalls())
+		return -1;
+	for (int a = 1; me == 0 && a < HOSTS; a++)
+		for (size_t k = 0; k < CONG_LEN; k++)
+			if (((uint8_t *)dv[0].dst->addr)[(size_t)a * CONG_LEN + k] != pattern(a, k))
+				return fs_fail("host %d's byte %zu at host 0", a, k);
+	return me == 0 ? cg_switch(!strcmp(ll, "ib")) : 0;
+}
+
 /* ---- the processes ---- */
 
 static const char *fs_ll;
@@ -386,8 +584,6 @@ static void fs_run(int (*role)(const char *ll), const char *ll)
 	uint64_t t0 = wall_s();
 	int left = PROCS;
 
-	if (getenv("FS_WAIT"))
-		WAIT_S = (unsigned)atoi(getenv("FS_WAIT"));
 	fs_role = role;
 	fs_ll = ll;
 	for (int p = 0; p < PROCS; p++) {
@@ -435,4 +631,55 @@ Test(fabric, eight_roce_hosts_in_four_processes_write_all_to_all_through_the_lea
      .init = fs_setup, .fini = fs_teardown)
 {
 	fs_run(a2a_proc, "roce");
+}
+
+Test(fabric, a_multicast_group_across_four_processes_delivers_to_every_member_once,
+     .init = fs_setup, .fini = fs_teardown)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		mc_one_process();
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the one-process run: %s",
+		  sh->err[PROCS]);
+	fs_run(mc_proc, "ib");
+	for (int h = 0; h < HOSTS; h++)
+		cr_expect_eq(sh->recvd[h], h < MEMBERS ? SENDS : 0, "host %d got %llu datagrams", h,
+			     (unsigned long long)sh->recvd[h]);
+	/* The SM's tables: each LID to its host's switch port, the MLID to the members' ports,
+	 * as in one process. */
+	for (int i = 0; i <= HOSTS; i++)
+		cr_expect_eq(sh->fwd[0][i], sh->fwd[1][i], "forwarding %d: 0x%llx, one process 0x%llx",
+			     i, (unsigned long long)sh->fwd[0][i], (unsigned long long)sh->fwd[1][i]);
+	for (int h = 0; h < HOSTS; h++)
+		cr_expect_eq(sh->fwd[0][h], 1ull << (h + 1), "host %d's LID", h);
+	cr_expect_eq(sh->fwd[0][HOSTS], 0xfeull, "the MLID to switch ports 1..7");
+}
+
+static void congestion(const char *ll)
+{
+	uint64_t stalls = 0;
+
+	fs_run(cg_proc, ll);
+	for (int p = 0; p < PROCS; p++)
+		stalls += sh->stalls[p];
+	cr_expect_gt(stalls, 0, "no sender was held back");
+	cr_log_info("%s: %llu frames held back", ll, (unsigned long long)stalls);
+}
+
+Test(fabric, a_congested_output_port_across_four_processes_back_pressures_by_credits_without_loss,
+     .init = fs_setup, .fini = fs_teardown)
+{
+	congestion("ib");
+}
+
+Test(fabric, a_congested_output_port_across_four_processes_back_pressures_by_pfc_without_loss,
+     .init = fs_setup, .fini = fs_teardown)
+{
+	congestion("roce");
 }
