@@ -4,7 +4,9 @@
  * across the processes delivers each datagram to every member once, and the LFT and MFT the
  * SM programmed are those of a one-process run; seven hosts writing to one congested output
  * port are held back by credits (IB) or PFC pauses (RoCE) across the cut, without a loss. */
+#include "sim/sm.h"
 #include "tb.h"
+#include "tb_expect.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -682,4 +684,54 @@ Test(fabric, a_congested_output_port_across_four_processes_back_pressures_by_pfc
      .init = fs_setup, .fini = fs_teardown)
 {
 	congestion("roce");
+}
+
+/* What a host's SM sends the switch's over a cable comes from another process: each message
+ * is checked, a bad one refused naming the rule and changing nothing (in one process here,
+ * where sim_sm_from_port is called directly), and hcasim_switch_forward checks its lid. */
+Test(fabric, the_messages_of_a_hosts_sm_to_the_switch_are_checked_naming_the_rule)
+{
+	static const struct {
+		uint8_t m[21];
+		size_t len;
+		unsigned port;
+		const char *words;
+	} bad[] = {
+		{ { 0x10, 0, 0, 0, 1 }, 3, 1, "a message of 3 bytes, kind 0x10" },
+		{ { 0x13, 0, 0, 0, 1 }, 5, 1, "kind 0x13" },
+		{ { 0x10, 0, 0, 0, 1 }, 21, 1, "a route is 0x10 and 5 bytes" },
+		{ { 0x10, 0, 5, 0, 1 }, 5, 1, "for port handle 5, which is not cabled there" },
+		{ { 0x10, 0, 99, 0, 1 }, 5, 1, "port handle 99" },
+		{ { 0x10, 0, 0, 0xc0, 1 }, 5, 1, "LID 0xc001: a route takes a unicast LID" },
+		{ { 0x11, 0, 0, 0, 9 }, 21, 1, "LID 0x9: a route takes a unicast LID, a group a "
+					       "multicast one" },
+	};
+	uint64_t ports;
+	struct ibv_device **list;
+	int n;
+
+	tb_config("sim.topology", "switch");
+	tb_config("sim.hosts", "4");
+	list = ibv_get_device_list(&n); /* the ports come up */
+	cr_assert(list && n == 4);
+	ibv_free_device_list(list);
+	hcasim_run_for_ps(1000 * 1000 * 1000ull); /* their sweeps have routed every LID */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(sim_sm_from_port(bad[i].port, bad[i].m, bad[i].len), -EPROTO, "%zu", i);
+		cr_expect(strstr(hcasim_last_error(), bad[i].words), "'%s' does not say '%s'",
+			  hcasim_last_error(), bad[i].words);
+	}
+	for (unsigned lid = 1; lid <= 4; lid++) {
+		EXPECT_OK(hcasim_switch_forward(lid, &ports));
+		cr_expect_eq(ports, 1ull << lid, "LID %u changed: 0x%llx", lid,
+			     (unsigned long long)ports);
+	}
+	/* A good route moves host 1's LID 2 to switch port 3, as a host's SM would. */
+	EXPECT_OK(sim_sm_from_port(2, (const uint8_t[5]){ 0x10, 0, 1, 0, 7 }, 5));
+	EXPECT_OK(hcasim_switch_forward(7, &ports));
+	cr_expect_eq(ports, 1ull << 2);
+	cr_expect_eq(hcasim_switch_forward(0, &ports), -EINVAL);
+	cr_expect_eq(hcasim_switch_forward(0xffff, &ports), -EINVAL);
+	cr_expect_eq(hcasim_switch_forward(1, NULL), -EINVAL);
+	hcasim_shutdown();
 }
