@@ -512,7 +512,7 @@ static void mc_one_process(void)
 /* ---- congestion: seven hosts write to host 0 at once ---- */
 
 /* The frames this process's hosts were held back (their ports' stalls) into sh->stalls. */
-static int cg_stalls(void)
+static int cg_stalls(const char *ll)
 {
 	for (int i = 0; i < 2; i++) {
 		struct hcasim_switch_port_counters c;
@@ -520,7 +520,16 @@ static int cg_stalls(void)
 		if (hcasim_switch_port_counters(dv[i].host + 1, &c))
 			return fs_fail("stalls of switch port %d", dv[i].host + 1);
 		sh->stalls[me] += c.stalls;
+		if (me && (c.rx_pkts || c.tx_pkts || c.credit_blocks || c.xoff))
+			return fs_fail("switch port %d: a host's process counts the switch's frames",
+				       dv[i].host + 1);
 	}
+	/* Away from the switch: its own ports only, and no forwarding to read. */
+	if (me && (hcasim_switch_port_counters(1, &(struct hcasim_switch_port_counters){ 0 }) !=
+		   -ENODEV || !strstr(hcasim_last_error(), "host 0's process") ||
+		   hcasim_switch_forward(1, &(uint64_t){ 0 }) != (strcmp(ll, "ib") ? -EINVAL
+										 : -ENODEV)))
+		return fs_fail("switch port 1 from process %d: not refused", me);
 	return 0;
 }
 
@@ -551,7 +560,7 @@ static int cg_proc(const char *ll)
 	for (int i = 0; i < 2; i++)
 		if (dv[i].host && fs_poll(&dv[i], &wc, 1))
 			return -1;
-	if (fs_barrier(2) || cg_stalls())
+	if (fs_barrier(2) || cg_stalls(ll))
 		return -1;
 	for (int a = 1; me == 0 && a < HOSTS; a++)
 		for (size_t k = 0; k < CONG_LEN; k++)
