@@ -51,6 +51,7 @@ struct fs_shared {
 	uint64_t fwd[2][HOSTS + 1];   /* switch forwarding of LIDs 1..HOSTS, then MLID: the
 				       * fabric's, the one-process run's */
 	uint64_t recvd[HOSTS];	      /* multicast: datagrams each host received */
+	uint64_t frames[HOSTS];	      /* frames in and out of each switch port */
 };
 
 static struct fs_shared *sh;
@@ -322,6 +323,7 @@ static int fs_no_drops(void)
 
 		if (hcasim_switch_port_counters(p, &c))
 			return fs_fail("counters of switch port %d", p);
+		sh->frames[p - 1] = c.rx_pkts + c.tx_pkts;
 		if (c.rx_discards || c.tx_discards)
 			return fs_fail("switch port %d dropped %llu in, %llu out", p,
 				       (unsigned long long)c.rx_discards,
@@ -335,7 +337,12 @@ static int fs_no_drops(void)
 static int a2a_proc(const char *ll)
 {
 	struct ibv_wc wc[HOSTS - 1];
+	char pcap[300];
 
+	/* Each process captures its sides of its cables; the last out merges each
+	 * (docs/fabric.md#capture). */
+	snprintf(pcap, sizeof(pcap), "%s/a2a", fdir);
+	setenv("HCASIM_PCAP", pcap, 1);
 	if (fs_boot(ll, A2A_LEN, (size_t)HOSTS * A2A_LEN) || fs_rc_mesh(ll, 0xff, 0xff))
 		return -1;
 	for (int i = 0; i < 2; i++)
@@ -632,16 +639,38 @@ static void fs_run(int (*role)(const char *ll), const char *ll)
 	cr_assert(!sh->err[0][0] && !sh->err[1][0] && !sh->err[2][0] && !sh->err[3][0]);
 }
 
+/* Each switch port's capture, merged from the host's process and the switch's: every frame
+ * the switch counted on the port, both directions, each good. */
+static void a2a_captures(void)
+{
+	for (int n = 0; n < HOSTS; n++) {
+		char cmd[600], want[64], *out;
+		int st;
+
+		snprintf(cmd, sizeof(cmd), "%s/bin/hcasim-pcapcheck %s/a2a.link%d.pcap 2>&1",
+			 HCASIM_BUILD_DIR, fdir, n);
+		snprintf(want, sizeof(want), "%llu frames, 0 bad",
+			 (unsigned long long)sh->frames[n]);
+		cr_expect_gt(sh->frames[n], 0, "switch port %d carried nothing", n + 1);
+		out = tb_run_cmd(cmd, &st);
+		cr_expect(st == 0 && out && strstr(out, want), "link %d: %s (want %s)", n,
+			  out ? out : "(nothing)", want);
+		free(out);
+	}
+}
+
 Test(fabric, eight_hosts_in_four_processes_write_all_to_all_byte_exact_through_the_switch,
      .init = fs_setup, .fini = fs_teardown)
 {
 	fs_run(a2a_proc, "ib");
+	a2a_captures();
 }
 
 Test(fabric, eight_roce_hosts_in_four_processes_write_all_to_all_through_the_learning_bridge,
      .init = fs_setup, .fini = fs_teardown)
 {
 	fs_run(a2a_proc, "roce");
+	a2a_captures();
 }
 
 Test(fabric, a_multicast_group_across_four_processes_delivers_to_every_member_once,
