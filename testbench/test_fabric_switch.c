@@ -773,3 +773,26 @@ Test(fabric, the_messages_of_a_hosts_sm_to_the_switch_are_checked_naming_the_rul
 	cr_expect_eq(hcasim_switch_forward(1, NULL), -EINVAL);
 	hcasim_shutdown();
 }
+
+/* A host's process needs the switch's: without it, its boot ends after
+ * fabric.join_timeout_ms, naming the cable's channel and the process it waited for, and
+ * leaves nothing booted. */
+Test(fabric, a_host_whose_switch_process_never_comes_is_refused_naming_it, .init = fs_setup,
+     .fini = fs_teardown)
+{
+	char want[300];
+
+	tb_config("sim.topology", "switch");
+	tb_config("sim.hosts", "8");
+	tb_config("fabric.join_timeout_ms", "200");
+	setenv("HCASIM_FABRIC", fdir, 1);
+	setenv("HCASIM_HOST", "2", 1);
+	cr_expect_eq(hcasim_boot(), -ETIMEDOUT);
+	snprintf(want, sizeof(want), "%s/sw3.chan did not come in 200 ms", fdir);
+	cr_expect(strstr(hcasim_last_error(), want) &&
+		  strstr(hcasim_last_error(), "the process holding the switch (host 0's)"), "%s",
+		  hcasim_last_error());
+	cr_expect(!hcasim_booted());
+	unsetenv("HCASIM_FABRIC");
+	unsetenv("HCASIM_HOST");
+}
