@@ -31,7 +31,10 @@ static struct {
 	struct sim_link *links[MAX_DEVS * HM_MAX_PORTS]; /* host 2k port p <-> host 2k+1 port p */
 	bool elsewhere[MAX_DEVS * HM_MAX_PORTS]; /* in a fabric: neither end is held here */
 	int nlinks;
-	struct sim_switch *sw;   /* sim.topology=switch: link n is switch port n + 1 */
+	struct sim_switch *sw;   /* sim.topology=switch: link n is switch port n + 1; NULL when
+				  * another process of the fabric holds it (host 0's) */
+	struct sim_switch_end *ends[MAX_DEVS * HM_MAX_PORTS]; /* the host ends held here */
+	unsigned swports;        /* sim.topology=switch: the switch's ports, wherever it is */
 	struct sim_fabric fab;   /* HCASIM_FABRIC: the hosts held here (all without one) */
 	struct mailbox {	 /* each host's program's host messages, oldest first */
 		struct hostmsg *head, **tail;
@@ -114,12 +117,24 @@ static void mbox_put(void *arg)
 	mb->tail = &m->next;
 }
 
+/* Host messages between processes ride the pair's cable as control messages (sim/link.h) of
+ * this kind: the tag, then the message's bytes (an empty message is a tag alone). */
+#define HOSTMSG_TAG 0x48
+#define HOSTMSG_MAX 4096u
+_Static_assert(HOSTMSG_MAX + 1 <= SIM_LINK_CTL_MAX, "a host message and its tag are a control "
+	       "message");
+
 /* One from the pair's host in another process, over the link's channel: arg is the mailbox. */
 static void mbox_rx(void *arg, const uint8_t *msg, size_t len)
 {
 	int to = (int)((struct mailbox *)arg - sys.mbox);
 
-	mbox_put(hostmsg_new(to ^ 1, to, msg, len));
+	if (!len || msg[0] != HOSTMSG_TAG) {
+		fprintf(stderr, "hcasim: host %d: a control message of %zu bytes on its pair's cable "
+			"that is no host message (tag 0x%02x): dropped\n", to, len, len ? msg[0] : 0);
+		return;
+	}
+	mbox_put(hostmsg_new(to ^ 1, to, msg + 1, len - 1));
 }
 
 /* Hosts are joined in pairs, back to back, port to port: host 0 with host 1, 2 with 3, ... */
@@ -134,13 +149,16 @@ static int link_ends(struct sim_link *l, int h, unsigned p)
 		if (!here[s])
 			continue;
 		hm_port_attach(sys.devs[h + s], p, l, s);
-		if (p == 1) /* the pair's host messages between processes go beside this cable */
-			sim_link_set_msg_rx(l, s, mbox_rx, &sys.mbox[h + s]);
+		if (p == 1 && !here[!s]) /* the pair's host messages between processes */
+			sim_link_set_ctl(l, s, mbox_rx, &sys.mbox[h + s]);
 	}
 	sys.elsewhere[sys.nlinks - 1] = !here[0] && !here[1];
 	if (here[0] == here[1])
 		return 0; /* both here (or both elsewhere: the link is idle in this process) */
-	return sim_fabric_link(&sys.fab, l, (unsigned)h / 2, p, here[0] ? 0 : 1,
+	char name[32];
+
+	snprintf(name, sizeof(name), "link%d.%u", h / 2, p);
+	return sim_fabric_link(&sys.fab, l, name, here[0] ? 0 : 1, false,
 			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
 }
 
@@ -163,10 +181,52 @@ static struct sim_link *new_link(const char *name)
 _Static_assert(SIM_SWITCH_MAX_FRAME >= HM_PKT_MAX_BYTES, "the switch's largest frame");
 _Static_assert(SIM_SWITCH_MAX_PORTS >= 16 * HM_MAX_PORTS, "a switch port per host port");
 
+/* This process's SM asks the switch's, in another process, over the cable of port handle. */
+static void sm_uplink(int handle, const uint8_t *msg, size_t len)
+{
+	for (unsigned n = 0; n < sys.swports; n++) {
+		struct hm_dev *d = sys.devs[n / sys.cfg.ports];
+
+		if (sys.ends[n] && d->ports[n % sys.cfg.ports].sm_handle == handle)
+			sim_link_ctl_send(sys.links[n], 0, msg, len);
+	}
+}
+
+/* Switch port n's cable to host h port p: the host's end where the host is held, the switch's
+ * where the switch is; a cable between processes goes over its channel DIR/sw<n>.chan. */
+static int switch_cable(int h, unsigned p, unsigned n, bool sw_here,
+			const struct sim_switch_params *sp)
+{
+	struct hm_dev *d = sys.devs[h];
+	bool here = sim_fabric_holds(&sys.fab, (unsigned)h);
+	struct sim_link *l;
+	char name[32];
+
+	snprintf(name, sizeof(name), "sw.port%u", n);
+	l = sys.links[sys.nlinks++] = new_link(name);
+	if (here) {
+		hm_port_attach(d, p, l, 0);
+		sys.ends[n - 1] = sim_switch_end_create(l, n, sp);
+	}
+	if (sw_here)
+		sim_switch_attach(sys.sw, n, l);
+	if (d->ports[p - 1].sm_handle >= 0)
+		sim_sm_cable(d->ports[p - 1].sm_handle, n);
+	sys.elsewhere[n - 1] = !here && !sw_here;
+	if (here == sw_here)
+		return 0;
+	snprintf(name, sizeof(name), "sw%u", n);
+	/* The switch's process creates every cable's channel and the hosts' attach to it: each
+	 * host joins at the switch's time (docs/fabric.md#a-switch-across-processes). */
+	return sim_fabric_link(&sys.fab, l, name, here ? 0 : 1, here,
+			       sys.cfg.link_latency_ns * SIM_PS_PER_NS, sys.cfg.join_timeout_ms);
+}
+
 /* sim.topology=switch (docs/blocks/switch.md): every host port cabled to a port of one switch,
  * host-major: host h port p on switch port h * hca.ports + p, over link h * hca.ports + p - 1
- * (side 0 the host, side 1 the switch). */
-static void make_switch(void)
+ * (side 0 the host, side 1 the switch). In a fabric the switch is in the process holding
+ * host 0 (docs/fabric.md#a-switch-across-processes). */
+static int make_switch(void)
 {
 	const struct sim_config *c = &sys.cfg;
 	struct sim_switch_params sp = {
@@ -179,21 +239,19 @@ static void make_switch(void)
 		.link_latency_ps = c->link_latency_ns * SIM_PS_PER_NS,
 	};
 
-	sys.sw = sim_switch_create((unsigned)sys.ndevs * (unsigned)c->ports, &sp);
-	for (int h = 0; h < sys.ndevs; h++) {
-		for (unsigned p = 1; p <= c->ports; p++) {
-			unsigned n = (unsigned)h * (unsigned)c->ports + p;
-			struct hm_dev *d = sys.devs[h];
-			char name[32];
+	bool sw_here = sim_fabric_holds(&sys.fab, 0);
+	unsigned n = 0;
+	int rc = 0;
 
-			snprintf(name, sizeof(name), "sw.port%u", n);
-			sys.links[sys.nlinks++] = new_link(name);
-			hm_port_attach(d, p, sys.links[n - 1], 0);
-			sim_switch_attach(sys.sw, n, sys.links[n - 1]);
-			if (d->ports[p - 1].sm_handle >= 0)
-				sim_sm_cable(d->ports[p - 1].sm_handle, n);
-		}
-	}
+	sys.swports = (unsigned)sys.ndevs * (unsigned)c->ports;
+	if (sw_here)
+		sys.sw = sim_switch_create(sys.swports, &sp);
+	else if (sp.ib)
+		sim_sm_set_uplink(sm_uplink);
+	for (int h = 0; h < sys.ndevs && !rc; h++)
+		for (unsigned p = 1; p <= c->ports && !rc; p++)
+			rc = switch_cable(h, p, ++n, sw_here, &sp);
+	return rc;
 }
 
 static int make_links(void)
@@ -201,10 +259,8 @@ static int make_links(void)
 	const struct sim_config *c = &sys.cfg;
 	int rc;
 
-	if (c->topology == SIM_TOPO_SWITCH) {
-		make_switch();
-		return 0;
-	}
+	if (c->topology == SIM_TOPO_SWITCH)
+		return make_switch();
 	for (int h = 0; h + 1 < sys.ndevs; h += 2) {
 		for (unsigned p = 1; p <= c->ports; p++) {
 			char name[32];
@@ -243,9 +299,6 @@ static int switch_check(const struct sim_config *c)
 
 	if (c->topology != SIM_TOPO_SWITCH)
 		return 0;
-	if (sim_env("HCASIM_FABRIC"))
-		return sim_error(-EOPNOTSUPP, "config key 'sim.topology': switch is built for one "
-				 "process only (HCASIM_FABRIC is set)");
 	if (c->switch_ib_credits && c->switch_ib_credits < min)
 		return sim_error(-EINVAL, "config key 'switch.ib_credits': %llu blocks cannot hold "
 				 "one frame of %d bytes (0, or %u or more)",
@@ -274,21 +327,42 @@ static int switch_refuses(const char *fn)
 
 int hcasim_switch_ports(void)
 {
-	return (int)sim_switch_ports(sys.sw);
+	return (int)sys.swports;
 }
 
 int hcasim_switch_port_counters(int port, struct hcasim_switch_port_counters *out)
 {
-	struct sim_switch_counters c;
+	struct sim_switch_counters c = { 0 };
 
-	if (!sys.sw || port < 1 || port > (int)sim_switch_ports(sys.sw) || !out)
-		return sim_error(-EINVAL, "hcasim_switch_port_counters: no switch port %d (%d ports)",
-				 port, (int)sim_switch_ports(sys.sw));
-	sim_switch_counters(sys.sw, (unsigned)port, &c);
+	if (port < 1 || port > (int)sys.swports || !out)
+		return sim_error(-EINVAL, "hcasim_switch_port_counters: no switch port %d (%u ports)",
+				 port, sys.swports);
+	if (!sys.sw && !sys.ends[port - 1])
+		return sim_error(-ENODEV, "hcasim_switch_port_counters: switch port %d: the switch "
+				 "is in host 0's process, and this one does not hold the port's "
+				 "host", port);
+	if (sys.sw)
+		sim_switch_counters(sys.sw, (unsigned)port, &c);
+	else /* a host's process: what its transmitter counts */
+		c.stalls = sim_link_gate_held(sys.links[port - 1], 0);
 	*out = (struct hcasim_switch_port_counters){ c.rx_pkts,	    c.rx_bytes,	   c.tx_pkts,
 						     c.tx_bytes,    c.rx_discards, c.tx_discards,
 						     c.flooded,	    c.xoff,	   c.stalls,
 						     c.credit_blocks, c.queue_max };
+	return 0;
+}
+
+int hcasim_switch_forward(unsigned lid, uint64_t *ports)
+{
+	if (!sys.sw || sys.cfg.link_layer == SIM_LL_ROCE || !ports)
+		return sim_error(!sys.swports || sys.cfg.link_layer == SIM_LL_ROCE || !ports
+					 ? -EINVAL : -ENODEV,
+				 "hcasim_switch_forward: no InfiniBand switch in this process "
+				 "(sim.topology=switch, hca.link_layer=ib; in a fabric, host 0's), "
+				 "or ports is NULL");
+	if (lid == 0 || lid > 0xfffe)
+		return sim_error(-EINVAL, "hcasim_switch_forward: lid 0x%x (0x0001..0xfffe)", lid);
+	*ports = sim_switch_forward(sys.sw, (uint16_t)lid);
 	return 0;
 }
 
@@ -1012,6 +1086,11 @@ void hcasim_shutdown(void)
 	sys.fab.dir[0] = 0;
 	sim_switch_destroy(sys.sw);
 	sys.sw = NULL;
+	for (unsigned n = 0; n < sys.swports; n++) {
+		sim_switch_end_destroy(sys.ends[n]);
+		sys.ends[n] = NULL;
+	}
+	sys.swports = 0;
 	for (int i = 0; i < sys.ndevs; i++)
 		hm_dev_destroy(sys.devs[i]);
 	sys.ndevs = 0;
@@ -1144,12 +1223,21 @@ static int host_send(int from, int to, const void *buf, size_t len)
 		return r;
 	if (!buf && len)
 		return sim_error(-EINVAL, "hcasim_host_send: buf is NULL for %zu bytes", len);
-	sim_host_actions++;
-	if (l)
-		return sim_link_send_msg(l, from & 1, buf, len);
-	if (len > SIM_LINK_MSG_MAX)
+	if (len > HOSTMSG_MAX)
 		return sim_error(-EMSGSIZE, "hcasim_host_send: a message of %zu bytes (at most %u)",
-				 len, SIM_LINK_MSG_MAX);
+				 len, HOSTMSG_MAX);
+	sim_host_actions++;
+	if (l) {
+		uint8_t *m = malloc(len + 1);
+
+		SIM_ASSERT(m != NULL, "out of memory");
+		m[0] = HOSTMSG_TAG;
+		if (len)
+			memcpy(m + 1, buf, len);
+		sim_link_ctl_send(l, from & 1, m, len + 1);
+		free(m);
+		return 0;
+	}
 	sim_schedule_owned_at(sys.k, sim_now(sys.k) + sys.cfg.link_latency_ns * SIM_PS_PER_NS,
 			      mbox_put, hostmsg_new(from, to, buf, len));
 	return 0;

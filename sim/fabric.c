@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* HCASIM_HOST: N or N,M,...; each a host of the system, once. */
@@ -76,6 +78,7 @@ bool sim_fabric_holds(const struct sim_fabric *f, unsigned h)
 static bool shaping(const char *key)
 {
 	return !strcmp(key, "sim.hosts") || !strcmp(key, "sim.seed") ||
+	       !strcmp(key, "sim.topology") || !strncmp(key, "switch.", 7) ||
 	       !strcmp(key, "hca.ports") || !strcmp(key, "hca.link_layer") ||
 	       (!strncmp(key, "link.", 5) && strcmp(key, "link.pcap")) ||
 	       !strncmp(key, "fault.", 6) || !strcmp(key, "fabric.start");
@@ -364,8 +367,24 @@ static void replace_stale(const char *path)
 	close(fd);
 }
 
-int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
-		    int side, uint64_t latency_ps, uint64_t timeout_ms)
+/* A channel the other side's process creates: wait (under no lock) for its file, bounded. */
+static int await_creator(const char *path, const char *dir, uint64_t timeout_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (uint64_t i = 0; access(path, F_OK); i++) {
+		if (i >= timeout_ms)
+			return sim_error(-ETIMEDOUT, "HCASIM_FABRIC: %s did not come in %" PRIu64
+					 " ms (fabric.join_timeout_ms): its creator, the process "
+					 "holding the switch (host 0's), has not joined %s", path,
+					 timeout_ms, dir);
+		nanosleep(&ms, NULL);
+	}
+	return 0;
+}
+
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, const char *name,
+		    int side, bool follow, uint64_t latency_ps, uint64_t timeout_ms)
 {
 	struct sim_chan_params cp;
 	struct sim_chan *c;
@@ -375,15 +394,23 @@ int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, 
 	if (!latency_ps)
 		return sim_error(-EINVAL, "config key 'link.latency_ns': 0 in a fabric (the link "
 				 "latency is the lookahead between processes: at least 1 ns)");
-	snprintf(path, sizeof(path), "%s/link%u.%u.chan", f->dir, n, p);
+	snprintf(path, sizeof(path), "%s/%s.chan", f->dir, name);
 	sim_chan_default_params(&cp, latency_ps);
-	/* Under the directory's lock: two processes never both find a file stale and replace
-	 * each other's. */
-	if ((lfd = fabric_lock(f->dir)) < 0)
-		return lfd;
-	replace_stale(path);
-	rc = sim_chan_join(&c, path, side, &cp);
-	close(lfd); /* unlocks */
+	for (;;) {
+		if (follow && (rc = await_creator(path, f->dir, timeout_ms)))
+			return rc;
+		/* Under the directory's lock: two processes never both find a file stale and
+		 * replace each other's. */
+		if ((lfd = fabric_lock(f->dir)) < 0)
+			return lfd;
+		replace_stale(path);
+		rc = follow && access(path, F_OK) ? 1 /* it was stale: wait for a new one */
+		     : follow ? sim_chan_attach(&c, path, side, &cp)
+			      : sim_chan_join(&c, path, side, &cp);
+		close(lfd); /* unlocks */
+		if (rc <= 0)
+			break;
+	}
 	if (rc)
 		return rc;
 	if ((rc = sim_link_remote(l, side, c, timeout_ms)))

@@ -36,10 +36,13 @@ void sim_fabric_leave(const struct sim_fabric *f, unsigned nhosts);
 int sim_fabric_create(const char *dir, const struct sim_config *c);
 /* Whether this process holds host h (every host without a fabric). */
 bool sim_fabric_holds(const struct sim_fabric *f, unsigned h);
-/* Put link l (link n, port p, latency_ps), whose side `side` is held here, on its channel in
- * DIR: created or attached (either process may come first), waits bounded by timeout_ms.
- * 0 or -errno, nothing changed. */
-int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, unsigned n, unsigned p,
-		    int side, uint64_t latency_ps, uint64_t timeout_ms);
+/* Put link l (latency_ps), whose side `side` is held here, on its channel DIR/<name>.chan
+ * ("link<N>.<P>" between hosts 2N and 2N+1, "sw<N>" for switch port N's cable): created or
+ * attached (either process may come first), waits bounded by timeout_ms. follow: only the
+ * other side's process creates the channel (a host's cable to a switch in another process):
+ * this side waits for the file and attaches, so it always starts at the creator's time
+ * (-ETIMEDOUT naming the file when it does not come). 0 or -errno, nothing changed. */
+int sim_fabric_link(const struct sim_fabric *f, struct sim_link *l, const char *name,
+		    int side, bool follow, uint64_t latency_ps, uint64_t timeout_ms);
 
 #endif

@@ -149,8 +149,17 @@ struct hcasim_switch_port_counters {
 	uint64_t credit_blocks;     /* InfiniBand: credits returned to the host (64-byte blocks) */
 	uint64_t queue_max;         /* most bytes the output queue ever held */
 };
+/* In a fabric (docs/fabric.md#a-switch-across-processes) the switch is in the process
+ * holding host 0, whose counters are the switch's (stalls only for the hosts it holds); a
+ * process holding other hosts answers for their ports with stalls alone (every other field 0)
+ * and refuses the rest with -ENODEV. */
 int hcasim_switch_ports(void);
 int hcasim_switch_port_counters(int port, struct hcasim_switch_port_counters *out);
+/* The switch's forwarding of lid, as the SM programmed it: *ports gets bit p set for every
+ * switch port p the LFT (unicast lid) or the MFT (multicast lid) sends it out of. 0, -EINVAL
+ * (no InfiniBand switch, lid 0 or above 0xfffe, ports NULL), -ENODEV (in a fabric, a process
+ * that does not hold the switch: host 0's does). */
+int hcasim_switch_forward(unsigned lid, uint64_t *ports);
 /* The subnet manager routes unicast lid out of switch port (0: nowhere) with a
  * SubnSet(LinearForwardingTable), as a static route set by an administrator; the port that
  * owns lid gets its route back at its next sweep or LID change. -ENODEV (no InfiniBand

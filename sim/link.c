@@ -49,8 +49,8 @@ struct link_side {
 	struct gated **gated_tail; /* where the next one goes */
 	uint64_t gate_held;	  /* frames the gate has held */
 	bool gate_waking;	  /* an event opens the gate when the transmitter is free */
-	sim_link_msg_fn msg_rx;	  /* receives the other side's host messages */
-	void *msg_arg;		  /* its argument */
+	sim_link_ctl_fn ctl;	  /* receives the other side's control messages, or NULL */
+	void *ctl_arg;		  /* its argument */
 };
 
 /* A frame the sending side's gate holds until flow control lets it start. */
@@ -96,6 +96,7 @@ struct sim_link {
 	bool down;		  /* no signal: nothing is carried */
 	uint32_t epoch;		  /* bumped when the link goes down: frames of older epochs are lost */
 	struct remote *remote;	  /* the other side lives in another process; NULL: in this one */
+	bool ctl;		  /* control messages: a side may send one now, arriving now + latency */
 };
 
 /* A frame in flight. It names its link by id: a link destroyed before the frame lands drops
@@ -108,7 +109,6 @@ struct delivery {
 	size_t len;	  /* bytes at frame */
 	uint32_t fcs;	  /* Ethernet: CRC-32 of the frame as sent (not with crc_pending) */
 	bool crc_pending; /* CRC fields not filled in, nobody has seen the bytes: they hold */
-	bool msg;	  /* a host message (sim_link_send_msg), not a frame */
 	uint32_t holds;	  /* references besides its owner's (sim_link_frame_hold) */
 	uint8_t frame[];  /* the frame (handed over, or copied at send time) */
 };
@@ -153,7 +153,6 @@ uint8_t *sim_link_frame_new(size_t len)
 
 	d->len = len;
 	d->holds = 0;
-	d->msg = false;
 	return d->frame;
 }
 
@@ -192,7 +191,8 @@ uint8_t *sim_link_frame_keep(const uint8_t *frame)
 struct outq {
 	struct outq *next;	/* by arrival, then by queueing order */
 	sim_time_t t;		/* arrival at the other side */
-	struct delivery *d;	/* the frame */
+	struct delivery *d;	/* the frame, or the control message */
+	bool ctl;		/* a control message (written with port 1) */
 };
 
 struct remote {
@@ -204,6 +204,7 @@ struct remote {
 	bool joined;		/* the peer's process has attached (it may have left since) */
 	bool gone;		/* it died without a TERMINATE: as if it had left */
 	int dead_pid;		/* a stale claim of the peer's side, seen while waiting for it */
+	struct outq *held_ctl;	/* control messages kept for a peer that has not joined yet */
 	char why[160];		/* why the last write failed (sim_error's message) */
 };
 
@@ -288,60 +289,9 @@ void sim_link_attach(struct sim_link *l, int side, sim_link_rx_fn rx, void *port
 	l->side[side].port = port;
 }
 
-/* ---- host messages (docs/fabric.md#host-messages) ---- */
-
 static sim_time_t add_sat(sim_time_t a, sim_time_t b)
 {
 	return a < SIM_TIME_NEVER - b ? a + b : SIM_TIME_NEVER;
-}
-
-/* A host message from the peer, due at the receiving side: handed to its msg_rx (the link
- * named by id, as a frame's delivery; gone, the message goes with it). */
-static void msg_arrive(void *arg)
-{
-	struct delivery *d = arg;
-	struct sim_link *l = find_link(d->link_id);
-
-	if (l && l->side[d->to].msg_rx)
-		l->side[d->to].msg_rx(l->side[d->to].msg_arg, d->frame, d->len);
-	free(d);
-}
-
-static struct delivery *msg_new(const struct sim_link *l, int to, const void *msg, size_t len)
-{
-	struct delivery *d = malloc(sizeof(*d) + len);
-
-	SIM_ASSERT(d != NULL, "out of memory");
-	*d = (struct delivery){ .link_id = l->id, .to = to, .len = len, .msg = true };
-	if (len)
-		memcpy(d->frame, msg, len);
-	return d;
-}
-
-void sim_link_set_msg_rx(struct sim_link *l, int side, sim_link_msg_fn fn, void *arg)
-{
-	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
-	l->side[side].msg_rx = fn;
-	l->side[side].msg_arg = arg;
-}
-
-int sim_link_send_msg(struct sim_link *l, int side, const void *msg, size_t len)
-{
-	struct sim_kernel *k = sim_kernel();
-	sim_time_t t;
-
-	SIM_ASSERT(l->remote && l->remote->side == side, "link %s: a host message from side %d, "
-		   "which is not this process's end of a link between processes", l->name, side);
-	if (len > SIM_LINK_MSG_MAX)
-		return sim_error(-EMSGSIZE, "link %s: a host message of %zu bytes (at most %u)",
-				 l->name, len, SIM_LINK_MSG_MAX);
-	t = add_sat(sim_now(k), l->latency_ps);
-	if (!l->remote->joined || l->remote->gone)
-		return sim_error(-ENOTCONN, "link %s: the process holding side %d has %s", l->name,
-				 !side, l->remote->gone ? "gone" : "not joined yet");
-	else
-		remote_queue(l, msg_new(l, !side, msg, len), t);
-	return 0;
 }
 
 static sim_time_t ser_ps(const struct sim_link *l, size_t len)
@@ -565,7 +515,7 @@ static const struct sim_link_target *targeted(struct sim_link *l, struct link_si
  * changed: then they are the frame's as if sealed at the sender. */
 static void seal(const struct sim_link *l, struct delivery *d)
 {
-	if (!d->crc_pending || d->msg)
+	if (!d->crc_pending)
 		return;
 	SIM_ASSERT(l->sealer != NULL, "link %s: a pending frame and no sealer", l->name);
 	l->sealer(d->frame, d->len);
@@ -781,6 +731,52 @@ void sim_link_gate_open(struct sim_link *l, int side)
 uint64_t sim_link_gate_held(const struct sim_link *l, int side)
 {
 	return l->side[side].gate_held;
+}
+
+/* ---- Control messages (docs/blocks/switch.md#back-pressure): a side's few bytes for the
+ * other side's ctl callback, one latency after they were sent; across processes over the
+ * channel (remote_ctl), in this one by an event. */
+static void ctl_deliver(void *arg)
+{
+	struct delivery *d = arg;
+	struct sim_link *l = find_link(d->link_id);
+
+	if (l && l->side[d->to].ctl)
+		l->side[d->to].ctl(l->side[d->to].ctl_arg, d->frame, d->len);
+	free(d);
+}
+
+static void remote_ctl(struct sim_link *l, struct delivery *d, sim_time_t t);
+
+void sim_link_set_ctl(struct sim_link *l, int side, sim_link_ctl_fn fn, void *arg)
+{
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	l->side[side].ctl = fn;
+	l->side[side].ctl_arg = arg;
+	l->ctl = true;
+}
+
+void sim_link_ctl_send(struct sim_link *l, int side, const uint8_t *msg, size_t len)
+{
+	struct sim_kernel *k = sim_kernel();
+	struct delivery *d;
+
+	SIM_ASSERT(k != NULL, "link %s: a control message without a running kernel", l->name);
+	SIM_ASSERT(side == 0 || side == 1, "link %s: side %d", l->name, side);
+	SIM_ASSERT(len > 0 && len <= SIM_LINK_CTL_MAX, "link %s: a control message of %zu bytes",
+		   l->name, len);
+	SIM_ASSERT(l->ctl, "link %s: control messages without sim_link_set_ctl", l->name);
+	d = malloc(sizeof(*d) + len);
+	SIM_ASSERT(d != NULL, "out of memory");
+	*d = (struct delivery){ .link_id = l->id, .to = !side, .len = len };
+	memcpy(d->frame, msg, len);
+	if (l->remote) {
+		SIM_ASSERT(side == l->remote->side, "link %s: side %d lives in another process",
+			   l->name, side);
+		remote_ctl(l, d, sim_now(k) + l->latency_ps);
+		return;
+	}
+	sim_schedule_owned_at(k, sim_now(k) + l->latency_ps, ctl_deliver, d);
 }
 
 void sim_link_set_head_rx(struct sim_link *l, int side, bool head)
@@ -1105,31 +1101,54 @@ uint64_t sim_link_lost_absent(const struct sim_link *l, int side)
 /* A frame for a process that is not there: lost, as on a cable to a machine that is off. */
 static void remote_lost(struct sim_link *l, struct delivery *d)
 {
-	if (d->msg) {
-		free(d); /* a host message to a process that has gone: nobody reads it */
-		return;
-	}
 	l->side[l->remote->side].lost_absent++;
 	trace_link_peer_absent(-1, l->name, l->remote->side, d->len);
 	delivery_free(d);
 }
 
+/* Into the queue *head, by arrival, after those arriving at the same time. */
+static void outq_insert(struct outq **head, struct delivery *d, sim_time_t t, bool ctl)
+{
+	struct outq *q = malloc(sizeof(*q)), **pp;
+
+	SIM_ASSERT(q != NULL, "out of memory");
+	*q = (struct outq){ NULL, t, d, ctl };
+	for (pp = head; *pp && (*pp)->t <= t; pp = &(*pp)->next)
+		;
+	q->next = *pp;
+	*pp = q;
+}
+
 static void remote_queue(struct sim_link *l, struct delivery *d, sim_time_t t)
 {
-	struct outq *q, **pp;
-
 	if (!l->remote->joined || l->remote->gone) {
 		remote_lost(l, d);
 		return;
 	}
-	q = malloc(sizeof(*q));
-	SIM_ASSERT(q != NULL, "out of memory");
-	q->t = t;
-	q->d = d;
-	for (pp = &l->remote->outq; *pp && (*pp)->t <= t; pp = &(*pp)->next)
-		;
-	q->next = *pp;
-	*pp = q;
+	outq_insert(&l->remote->outq, d, t, false);
+}
+
+/* A control message for the peer. One for a process that has not joined yet waits for it, and
+ * goes as its first news (a switch's SM learns the routes a host's SM set before the switch
+ * came); one for a peer that has left is dropped. */
+static void remote_ctl(struct sim_link *l, struct delivery *d, sim_time_t t)
+{
+	struct remote *rm = l->remote;
+
+	if (rm->gone) {
+		free(d);
+		return;
+	}
+	if (!rm->joined) {
+		struct outq **pp = &rm->held_ctl;
+
+		while (*pp)
+			pp = &(*pp)->next;
+		outq_insert(pp, d, t, true);
+		return;
+	}
+	outq_insert(&rm->outq, d, t, true);
+	remote_send(l, sim_now(sim_kernel()));
 }
 
 static uint64_t wall_ns(void)
@@ -1148,7 +1167,7 @@ static uint64_t wall_ms(void)
 /* Write one message, waiting (in wall time, up to stall_ms) while the ring is full: the peer
  * drains it as its time moves. A frame on Ethernet carries its FCS as sent after it, as on the
  * wire, so that the receiver's check sees a bit flipped on the way. */
-static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t t)
+static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t t, bool ctl)
 {
 	struct remote *rm = l->remote;
 	uint64_t t0 = wall_ms();
@@ -1157,7 +1176,7 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 	int r;
 
 	if (d) {
-		len = d->len + (l->kind == SIM_LINK_ETH && !d->msg ? 4 : 0);
+		len = d->len + (l->kind == SIM_LINK_ETH && !ctl ? 4 : 0);
 		buf = malloc(len);
 		SIM_ASSERT(buf != NULL, "out of memory");
 		memcpy(buf, d->frame, d->len);
@@ -1165,7 +1184,7 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 			buf[i] = (uint8_t)(d->fcs >> (8 * (i - d->len)));
 	}
 	for (;;) {
-		r = d ? sim_chan_send_packet(rm->chan, t, d->msg ? SIM_LINK_MSG_PORT : 0, buf, len)
+		r = d ? sim_chan_send_packet(rm->chan, t, ctl ? 1 : 0, buf, len)
 		      : sim_chan_send_sync(rm->chan, t);
 		if (r != -EAGAIN || wall_ms() - t0 > rm->stall_ms)
 			break;
@@ -1186,7 +1205,10 @@ static void remote_drop(struct sim_link *l)
 		struct outq *q = rm->outq;
 
 		rm->outq = q->next;
-		remote_lost(l, q->d);
+		if (q->ctl)
+			free(q->d); /* a control message: nobody to tell */
+		else
+			remote_lost(l, q->d);
 		free(q);
 	}
 }
@@ -1198,7 +1220,8 @@ static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
 {
 	struct remote *rm = l->remote;
 	sim_time_t busy = l->side[rm->side].busy_until_ps;
-	sim_time_t floor = base > busy ? base : busy;
+	/* A control message may go now, whatever the transmitter is doing. */
+	sim_time_t floor = base > busy || l->ctl ? base : busy;
 	sim_time_t last = sim_chan_out_ts(rm->chan);
 	int r = 0;
 
@@ -1212,15 +1235,16 @@ static int remote_promise(struct sim_link *l, sim_time_t base, bool sync)
 	while (rm->outq && rm->outq->t <= floor && !r) {
 		struct outq *q = rm->outq;
 
-		seal(l, q->d); /* its bytes leave this process: with their CRCs and FCS */
-		r = remote_write(l, q->d, q->t);
+		if (!q->ctl)
+			seal(l, q->d); /* its bytes leave this process: with their CRCs and FCS */
+		r = remote_write(l, q->d, q->t, q->ctl);
 		rm->outq = q->next;
 		free(q->d);
 		free(q);
 	}
 	if (!r && floor > last && floor != SIM_TIME_NEVER &&
 	    (sync || floor - last >= sim_chan_params(rm->chan)->sync_interval_ps))
-		r = remote_write(l, NULL, floor);
+		r = remote_write(l, NULL, floor, false);
 	if (r && sim_kernel())
 		sim_halt(sim_kernel(), rm->why);
 	return r;
@@ -1241,14 +1265,6 @@ static int remote_deliver(struct sim_link *l, struct sim_kernel *k, const struct
 		return sim_error(-EPROTO, "link %s: a frame stamped %" PRIu64 " ps came at %" PRIu64
 				 " ps: the peer broke its promise", l->name, (uint64_t)m->ts,
 				 (uint64_t)sim_now(k));
-	if (m->port == SIM_LINK_MSG_PORT) {
-		sim_schedule_owned_at(k, m->ts, msg_arrive,
-				      msg_new(l, l->remote->side, m->data, m->len));
-		return 0;
-	}
-	if (m->port)
-		return sim_error(-EPROTO, "link %s: a PACKET for port %u (0: a frame, %u: a host "
-				 "message)", l->name, m->port, SIM_LINK_MSG_PORT);
 	if (m->len <= fcs_len)
 		return sim_error(-EPROTO, "link %s: a frame of %u bytes from the peer (an Ethernet "
 				 "frame carries its 4-byte FCS)", l->name, m->len);
@@ -1259,6 +1275,25 @@ static int remote_deliver(struct sim_link *l, struct sim_kernel *k, const struct
 	for (size_t i = 0; i < fcs_len; i++)
 		d->fcs |= (uint32_t)m->data[d->len + i] << (8 * i);
 	sim_schedule_owned_at(k, m->ts, deliver, d);
+	return 0;
+}
+
+/* A control message from the peer (port 1): to this side's ctl callback at its time. */
+static int remote_ctl_in(struct sim_link *l, struct sim_kernel *k, const struct sim_chan_msg *m)
+{
+	struct delivery *d;
+
+	if (m->port != 1 || m->ts < sim_now(k) || m->len > SIM_LINK_CTL_MAX)
+		return sim_error(-EPROTO, "link %s: a message on port %u stamped %" PRIu64 " ps "
+				 "(%u bytes) at %" PRIu64 " ps: frames come on port 0, control "
+				 "messages of at most %d bytes on port 1, never in the past",
+				 l->name, m->port, (uint64_t)m->ts, m->len, (uint64_t)sim_now(k),
+				 SIM_LINK_CTL_MAX);
+	d = malloc(sizeof(*d) + m->len);
+	SIM_ASSERT(d != NULL, "out of memory");
+	*d = (struct delivery){ .link_id = l->id, .to = l->remote->side, .len = m->len };
+	memcpy(d->frame, m->data, m->len);
+	sim_schedule_owned_at(k, m->ts, ctl_deliver, d);
 	return 0;
 }
 
@@ -1275,7 +1310,7 @@ static int remote_take(struct sim_link *l, struct sim_kernel *k, sim_time_t t,
 	/* TERMINATE is taken whatever t: nothing follows it, and frames stop going out. */
 	while ((r = sim_chan_peek(c, &m)) == 1 && (m.ts <= t || m.type == SIM_CHAN_TERMINATE)) {
 		if (m.type == SIM_CHAN_PACKET) {
-			if ((r = remote_deliver(l, k, &m)))
+			if ((r = m.port ? remote_ctl_in(l, k, &m) : remote_deliver(l, k, &m)))
 				return r;
 			got = 1;
 		}
@@ -1334,8 +1369,15 @@ static bool remote_joined(struct sim_link *l, struct sim_kernel *k)
 		rm->joined = false;
 		return false;
 	}
-	if (remote_write(l, NULL, add_sat(sim_now(k), l->latency_ps)))
+	if (remote_write(l, NULL, add_sat(sim_now(k), l->latency_ps), false))
 		sim_halt(k, rm->why);
+	while (rm->held_ctl) { /* what waited for the peer: its first news */
+		struct outq *q = rm->held_ctl;
+
+		rm->held_ctl = q->next;
+		outq_insert(&rm->outq, q->d, add_sat(sim_now(k), l->latency_ps), true);
+		free(q);
+	}
 	return true;
 }
 
@@ -1375,8 +1417,12 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
 		in = inbound_bound(l, l->remote->promise, &waits);
 		/* Away, the program may come back at any time: only a peer's wait lets this side
-		 * promise past its present (the program comes back at the base at the earliest). */
-		if (away.interrupted && !waits)
+		 * promise past its present (the program comes back at the base at the earliest).
+		 * With more links (a switch's process, a host's of several), no peer publishes a
+		 * wait, and a peer in the library may need this side to move for a third that is
+		 * away too: then it promises as far as it runs (t, at most the demand it runs to),
+		 * so that the demand passes on. */
+		if (away.interrupted && !waits && remote_links == 1)
 			in = sim_now(k);
 		base = in < base ? in : base;
 	}
@@ -1539,15 +1585,23 @@ sim_time_t sim_link_demand(struct sim_kernel *k)
 	bool waits;
 
 	for (struct sim_link *l = live_links; l; l = l->next) {
-		if (!l->remote || !remote_joined(l, k) || l->remote->gone ||
-		    sim_chan_peer_away(l->remote->chan))
+		if (!l->remote || !remote_joined(l, k) || l->remote->gone)
 			continue;
+		if (sim_chan_peer_away(l->remote->chan)) {
+			/* an away peer passes on what a third, in the library, asked of it */
+			p = sim_chan_peer_relay(l->remote->chan);
+			d = p > d ? p : d;
+			continue;
+		}
 		p = l->remote->promise;
 		if (sim_chan_peek(l->remote->chan, &m) == 1 && m.ts > p)
 			p = m.ts;
 		p = inbound_bound(l, p, &waits);
 		d = p > d ? p : d;
 	}
+	for (struct sim_link *l = live_links; l && remote_links > 1; l = l->next)
+		if (l->remote)
+			sim_chan_set_relay(l->remote->chan, d);
 	return d;
 }
 
@@ -1636,13 +1690,20 @@ static void remote_close(struct sim_link *l)
 	while (peer && rm->outq) {
 		struct outq *q = rm->outq;
 
-		if (remote_write(l, q->d, q->t))
+		if (remote_write(l, q->d, q->t, q->ctl))
 			fprintf(stderr, "hcasim: link %s: %s\n", l->name, rm->why);
 		rm->outq = q->next;
 		free(q->d);
 		free(q);
 	}
 	remote_drop(l);
+	while (rm->held_ctl) {
+		struct outq *q = rm->held_ctl;
+
+		rm->held_ctl = q->next;
+		free(q->d);
+		free(q);
+	}
 	if (peer && sim_chan_send_terminate(rm->chan))
 		fprintf(stderr, "hcasim: link %s: %s\n", l->name, sim_last_error());
 	{

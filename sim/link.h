@@ -185,18 +185,17 @@ uint64_t sim_link_gate_held(const struct sim_link *l, int side);
  * cut-through receiver (a switch port) that may forward a frame before its tail is in. */
 void sim_link_set_head_rx(struct sim_link *l, int side, bool head);
 
-/* Host messages between processes (docs/fabric.md#host-messages): bytes from the program of
- * this process's end's host (side: the end this process holds) to the program of the other
- * end's, out of band — no port, tap, fault, flow control or link state sees them — riding the
- * link's channel as PACKETs for port SIM_LINK_MSG_PORT (frames use port 0), arriving one link
- * latency after the send as an event of the receiving process that calls its side's msg_rx.
- * -EMSGSIZE beyond SIM_LINK_MSG_MAX bytes; -ENOTCONN when the other end's process has not
- * joined or has gone. */
-#define SIM_LINK_MSG_PORT 1
-#define SIM_LINK_MSG_MAX 4096u
-typedef void (*sim_link_msg_fn)(void *arg, const uint8_t *msg, size_t len);
-void sim_link_set_msg_rx(struct sim_link *l, int side, sim_link_msg_fn fn, void *arg);
-int sim_link_send_msg(struct sim_link *l, int side, const void *msg, size_t len);
+/* Link-level control messages (flow-control updates, the management a switch's SM hears): up
+ * to SIM_LINK_CTL_MAX bytes sent from a side now reach the other side's ctl callback one
+ * latency later, whatever the transmitter is doing (they are not frames: not serialized, not
+ * captured, never faulted). Between processes they cross the channel as PACKETs on port 1
+ * (frames use port 0); one for a process that has not joined yet waits for it and is its first
+ * news, one for a process that has left is dropped. A link with a ctl callback on either side
+ * promises across the cut from its present, not from its transmitter's end. */
+#define SIM_LINK_CTL_MAX 4104 /* a host message's 4 096 bytes and its tag fit */
+typedef void (*sim_link_ctl_fn)(void *arg, const uint8_t *msg, size_t len);
+void sim_link_set_ctl(struct sim_link *l, int side, sim_link_ctl_fn fn, void *arg);
+void sim_link_ctl_send(struct sim_link *l, int side, const uint8_t *msg, size_t len);
 
 /* Frames and bytes sent from a side. */
 uint64_t sim_link_frames(const struct sim_link *l, int side);

@@ -39,7 +39,8 @@ struct chan_hdr {
 		_Atomic uint64_t seq;
 		_Atomic uint64_t t, m; /* the time it waits for; its earliest queued frame */
 		_Atomic uint64_t away; /* 1: its program is outside the library (device thread) */
-		uint8_t pad[32];
+		_Atomic uint64_t relay; /* away: the time its device thread is asked to reach */
+		uint8_t pad[24];
 	} wait[2];
 };
 _Static_assert(offsetof(struct chan_hdr, latency_ps) == 32, "latency_ps at 32");
@@ -504,6 +505,16 @@ void sim_chan_wait_clear(struct sim_chan *c)
 void sim_chan_set_away(struct sim_chan *c, bool away)
 {
 	atomic_store_explicit(&c->hdr->wait[c->side].away, away, memory_order_release);
+}
+
+void sim_chan_set_relay(struct sim_chan *c, sim_time_t t)
+{
+	atomic_store_explicit(&c->hdr->wait[c->side].relay, t, memory_order_release);
+}
+
+sim_time_t sim_chan_peer_relay(const struct sim_chan *c)
+{
+	return atomic_load_explicit(&c->hdr->wait[!c->side].relay, memory_order_acquire);
 }
 
 bool sim_chan_peer_away(const struct sim_chan *c)

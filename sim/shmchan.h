@@ -108,5 +108,10 @@ void sim_chan_set_away(struct sim_chan *c, bool away);
 void sim_chan_counts(const struct sim_chan *c, uint64_t *packets, uint64_t *syncs,
 		     uint64_t *taken);
 bool sim_chan_peer_away(const struct sim_chan *c);
+/* An away side with several peers (a switch's process) relays how far a peer in the library
+ * asked its device thread to go (sim_link_demand), so that its other peers, away too, move
+ * as far as that needs (docs/fabric.md#a-switch-across-processes); 0: nothing asked. */
+void sim_chan_set_relay(struct sim_chan *c, sim_time_t t);
+sim_time_t sim_chan_peer_relay(const struct sim_chan *c);
 
 #endif

@@ -1,6 +1,7 @@
 /* Subnet manager: LID assignment and port activation (IBA 14.4 in its simplest form: one
  * subnet, LMC 0, the SM on the first registered port). */
 #include "sim/sm.h"
+#include "sim/error.h"
 #include "sim/trace.h"
 
 #include <errno.h>
@@ -36,6 +37,23 @@ static void *sw_arg;
 static unsigned sw_nports;
 static uint8_t lft[0xc000];    /* output port per unicast LID */
 static uint64_t mft[SM_MLIDS]; /* bit p: switch port p, per MLID */
+static sim_sm_uplink_fn uplink; /* the switch is in another process: ask its SM */
+
+/* The messages to the switch's SM: kind, port handle (2 bytes), LID or MLID (2), and for a
+ * join or a leave the MGID (16); big-endian as MADs are. */
+enum { MSG_ROUTE = 0x10, MSG_JOIN = 0x11, MSG_LEAVE = 0x12 };
+#define MSG_ROUTE_LEN 5
+#define MSG_GROUP_LEN 21
+
+static void up_send(int handle, uint8_t kind, uint16_t lid, const uint8_t mgid[16])
+{
+	uint8_t m[MSG_GROUP_LEN] = { kind, (uint8_t)(handle >> 8), (uint8_t)handle,
+				     (uint8_t)(lid >> 8), (uint8_t)lid };
+
+	if (mgid)
+		memcpy(m + 5, mgid, 16);
+	uplink(handle, m, mgid ? MSG_GROUP_LEN : MSG_ROUTE_LEN);
+}
 
 void sim_sm_reset(uint64_t sweep_delay_ps)
 {
@@ -46,6 +64,12 @@ void sim_sm_reset(uint64_t sweep_delay_ps)
 	sw_ops = NULL;
 	sw_arg = NULL;
 	sw_nports = 0;
+	uplink = NULL;
+}
+
+void sim_sm_set_uplink(sim_sm_uplink_fn send)
+{
+	uplink = send;
 }
 
 void sim_sm_set_switch(const struct sim_smp_switch_ops *ops, void *sw, unsigned n)
@@ -86,6 +110,11 @@ int sim_sm_set_route(uint16_t lid, unsigned swport)
 /* Route p's LID to its switch port, and no longer the LID it had before. */
 static void sm_route(struct sm_port *p)
 {
+	if (!sw_ops && uplink && p->swport) {
+		up_send((int)(p - ports), MSG_ROUTE, p->lid, NULL);
+		p->routed = p->lid;
+		return;
+	}
 	if (!sw_ops || !p->swport)
 		return;
 	if (p->routed && p->routed != p->lid && lft[p->routed] == p->swport) {
@@ -176,6 +205,14 @@ static struct sm_mcg *mcg_find(uint16_t mlid, const uint8_t mgid[16])
 	return NULL;
 }
 
+static bool mcg_room(void)
+{
+	for (int i = 0; i < SIM_SM_MAX_MCGS; i++)
+		if (!mcgs[i].members)
+			return true;
+	return false;
+}
+
 static int mcg_count(uint64_t m)
 {
 	return __builtin_popcountll(m);
@@ -219,6 +256,8 @@ void sim_sm_mcast_join(int handle, uint16_t mlid, const uint8_t mgid[16])
 	g->members |= 1ull << handle;
 	trace_port_sm_mcast(-1, handle, mlid, "join", mcg_count(g->members));
 	mft_update(mlid);
+	if (!sw_ops && uplink && ports[handle].swport)
+		up_send(handle, MSG_JOIN, mlid, mgid);
 }
 
 void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16])
@@ -231,6 +270,8 @@ void sim_sm_mcast_leave(int handle, uint16_t mlid, const uint8_t mgid[16])
 	g->members &= ~(1ull << handle);
 	trace_port_sm_mcast(-1, handle, mlid, "leave", mcg_count(g->members));
 	mft_update(mlid);
+	if (!sw_ops && uplink && ports[handle].swport)
+		up_send(handle, MSG_LEAVE, mlid, mgid);
 }
 
 int sim_sm_mcast_ports(uint16_t mlid, const uint8_t mgid[16])
@@ -245,4 +286,37 @@ bool sim_sm_mcast_member(int handle, uint16_t mlid, const uint8_t mgid[16])
 	const struct sm_mcg *g = mcg_find(mlid, mgid);
 
 	return g && handle >= 0 && handle < nports && (g->members & (1ull << handle));
+}
+
+int sim_sm_from_port(unsigned swport, const uint8_t *m, size_t len)
+{
+	int h;
+	uint16_t lid;
+
+	if (len < MSG_ROUTE_LEN || (m[0] != MSG_ROUTE && m[0] != MSG_JOIN && m[0] != MSG_LEAVE) ||
+	    len != (m[0] == MSG_ROUTE ? MSG_ROUTE_LEN : MSG_GROUP_LEN))
+		return sim_error(-EPROTO, "SM: a message of %zu bytes, kind 0x%02x, from switch port "
+				 "%u: a route is 0x%02x and %d bytes, a join 0x%02x and a leave "
+				 "0x%02x %d bytes", len, len ? m[0] : 0, swport, MSG_ROUTE,
+				 MSG_ROUTE_LEN, MSG_JOIN, MSG_LEAVE, MSG_GROUP_LEN);
+	h = m[1] << 8 | m[2];
+	lid = (uint16_t)(m[3] << 8 | m[4]);
+	if (!sw_ops || h >= nports || ports[h].swport != swport)
+		return sim_error(-EPROTO, "SM: a message from switch port %u for port handle %d, "
+				 "which is not cabled there", swport, h);
+	if (m[0] == MSG_ROUTE ? !lid || lid >= 0xc000 : lid < 0xc000 || lid == 0xffff)
+		return sim_error(-EPROTO, "SM: a message from switch port %u with LID 0x%x: a route "
+				 "takes a unicast LID, a group a multicast one", swport, lid);
+	if (m[0] == MSG_JOIN && !mcg_find(lid, m + 5) && !mcg_room())
+		return sim_error(-EPROTO, "SM: a join from switch port %u finds the table of %d "
+				 "groups full", swport, SIM_SM_MAX_MCGS);
+	if (m[0] == MSG_ROUTE) {
+		ports[h].lid = lid;
+		sm_route(&ports[h]);
+	} else if (m[0] == MSG_JOIN) {
+		sim_sm_mcast_join(h, lid, m + 5);
+	} else {
+		sim_sm_mcast_leave(h, lid, m + 5);
+	}
+	return 0;
 }

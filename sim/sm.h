@@ -8,6 +8,7 @@
 #include "sim/kernel.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SIM_SM_MAX_PORTS 64
@@ -63,6 +64,18 @@ void sim_sm_cable(int handle, unsigned swport);
  * switch), -EINVAL (lid not unicast, or no such port). A later sweep of the port owning lid
  * routes it back to that port. */
 int sim_sm_set_route(uint16_t lid, unsigned swport);
+
+/* A fabric whose switch another process holds (docs/fabric.md#a-switch-across-processes): this
+ * process's SM programs no switch but asks the SM of the switch's process, by a message over
+ * the port's cable (send: sim_link_ctl_send on it), to do what touches the switch for its
+ * ports — route a port's LID (at its sweep, at a new LID), add a port to a multicast group or
+ * remove it — as in-band management would. NULL: no such switch (reset by sim_sm_reset). */
+typedef void (*sim_sm_uplink_fn)(int handle, const uint8_t *msg, size_t len);
+void sim_sm_set_uplink(sim_sm_uplink_fn send);
+/* In the switch's process: such a message, come in at switch port swport. 0, or -EPROTO
+ * naming the rule it breaks (its length, kind, port handle, a port not cabled to swport, a
+ * LID that is not unicast or a MLID that is not multicast), changing nothing. */
+int sim_sm_from_port(unsigned swport, const uint8_t *msg, size_t len);
 
 /* Number of ports the SM has brought to ACTIVE. */
 int sim_sm_active_ports(void);

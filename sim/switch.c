@@ -10,6 +10,7 @@
 #include "sim/sm.h"
 #include "sim/trace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +45,7 @@ struct sw_port {
 	bool busy;		  /* a frame is going out */
 	bool kick;		  /* an event will start the next one */
 	uint64_t held;		  /* bytes received here still in the switch */
-	uint32_t credits;	  /* IB: blocks the host may still send */
 	bool xoff;		  /* Ethernet: the switch has paused the host */
-	bool paused;		  /* the host has heard the pause (one latency later) */
 	struct sim_switch_counters c;
 };
 
@@ -66,13 +65,20 @@ struct sim_switch {
 	struct hold *holds;			       /* frames in the switch */
 };
 
-/* Flow-control news for a host (a credit update, a pause or resume), one latency after the
- * switch sends it. */
-struct fc_msg {
-	struct sw_port *pt;
-	uint32_t blocks; /* IB: credits returned */
-	bool xoff;	 /* Ethernet: pause (true) or resume */
+/* A host port's end of its cable to the switch: the flow control its transmitter obeys. It
+ * lives with the host, in whichever process holds it; the switch's news reach it as control
+ * messages over the cable (sim_link_ctl_send), one latency after the switch sent them. */
+struct sim_switch_end {
+	struct sim_link *link; /* side 0 is this end */
+	unsigned num;	       /* the switch port at the other end */
+	bool ib;
+	uint32_t credits;      /* IB: blocks the host may still send */
+	bool paused;	       /* Ethernet: the host has heard a pause */
 };
+
+/* The control messages on a switch cable: flow-control news to the host (FC_*), the
+ * management of the SM for the switch (sim/sm.h, SIM_SM_MSG_*) to the switch. */
+enum { FC_CREDITS = 1, FC_PAUSE = 2 };
 
 static uint32_t blocks_of(size_t len)
 {
@@ -83,7 +89,7 @@ static uint32_t blocks_of(size_t len)
 
 static bool credit_gate(void *arg, size_t len)
 {
-	struct sw_port *pt = arg;
+	struct sim_switch_end *pt = arg;
 	uint32_t b = blocks_of(len);
 
 	if (pt->credits < b)
@@ -94,36 +100,47 @@ static bool credit_gate(void *arg, size_t len)
 
 static bool pause_gate(void *arg, size_t len)
 {
-	const struct sw_port *pt = arg;
+	const struct sim_switch_end *pt = arg;
 
 	(void)len;
 	return !pt->paused;
 }
 
-static void fc_arrive(void *arg)
+/* News from the switch, from the cable: checked, as it may come from another process. */
+static void fc_arrive(void *arg, const uint8_t *m, size_t len)
 {
-	struct fc_msg *m = arg;
-	struct sw_port *pt = m->pt;
+	struct sim_switch_end *e = arg;
+	uint32_t blocks;
 
-	if (pt->sw->p.ib) {
-		pt->credits += m->blocks;
-		pt->c.credit_blocks += m->blocks;
-		trace_sw_credits(-1, pt->num, m->blocks, pt->credits);
+	if (e->ib && len == 5 && m[0] == FC_CREDITS) {
+		blocks = (uint32_t)m[1] | (uint32_t)m[2] << 8 | (uint32_t)m[3] << 16 |
+			 (uint32_t)m[4] << 24;
+		e->credits += blocks;
+		trace_sw_credits(-1, e->num, blocks, e->credits);
+	} else if (!e->ib && len == 2 && m[0] == FC_PAUSE && m[1] <= 1) {
+		e->paused = m[1];
 	} else {
-		pt->paused = m->xoff;
+		sim_error(-EPROTO, "switch port %u: a control message of %zu bytes, type %u, is no "
+			  "%s update", e->num, len, m[0], e->ib ? "credit" : "pause");
+		sim_halt(sim_kernel(), sim_last_error());
+		return;
 	}
-	free(m);
-	sim_link_gate_open(pt->link, 0);
+	sim_link_gate_open(e->link, 0);
 }
 
 static void fc_send(struct sw_port *pt, uint32_t blocks, bool xoff)
 {
-	struct fc_msg *m = malloc(sizeof(*m));
+	uint8_t m[5] = { FC_CREDITS, (uint8_t)blocks, (uint8_t)(blocks >> 8),
+			 (uint8_t)(blocks >> 16), (uint8_t)(blocks >> 24) };
 
-	SIM_ASSERT(m != NULL, "out of memory");
-	*m = (struct fc_msg){ pt, blocks, xoff };
-	sim_schedule_owned_at(sim_kernel(), sim_now(sim_kernel()) + pt->sw->p.link_latency_ps,
-			      fc_arrive, m);
+	if (pt->sw->p.ib) {
+		pt->c.credit_blocks += blocks;
+		sim_link_ctl_send(pt->link, 1, m, 5);
+		return;
+	}
+	m[0] = FC_PAUSE;
+	m[1] = xoff;
+	sim_link_ctl_send(pt->link, 1, m, 2);
 }
 
 /* A copy of h's frame has left (or was dropped): the last one frees its input's buffer. */
@@ -368,6 +385,20 @@ static void set_mft(void *arg, uint32_t modifier, const uint16_t masks[32])
 
 static const struct sim_smp_switch_ops smp_ops = { set_lft, set_mft };
 
+/* What a host's process sends the switch over the cable: its SM's management for the switch's
+ * (sim_sm_from_port), or nothing. A message that breaks the rules halts the simulation. */
+static void from_host(void *arg, const uint8_t *msg, size_t len)
+{
+	struct sw_port *pt = arg;
+	int rc = pt->sw->p.ib ? sim_sm_from_port(pt->num, msg, len)
+			      : sim_error(-EPROTO, "switch port %u: a control message from a RoCE "
+					  "host (%zu bytes): a learning bridge takes none",
+					  pt->num, len);
+
+	if (rc)
+		sim_halt(sim_kernel(), sim_last_error());
+}
+
 /* ---- construction ---- */
 
 struct sim_switch *sim_switch_create(unsigned nports, const struct sim_switch_params *p)
@@ -382,7 +413,6 @@ struct sim_switch *sim_switch_create(unsigned nports, const struct sim_switch_pa
 	for (unsigned i = 1; i <= nports; i++) {
 		sw->port[i].sw = sw;
 		sw->port[i].num = i;
-		sw->port[i].credits = p->credits;
 	}
 	if (p->ib)
 		sim_sm_set_switch(&smp_ops, sw, nports);
@@ -397,10 +427,28 @@ void sim_switch_attach(struct sim_switch *sw, unsigned port, struct sim_link *l)
 	pt->link = l;
 	sim_link_attach(l, 1, ingress, pt);
 	sim_link_set_head_rx(l, 1, true);
-	if (sw->p.ib && sw->p.credits)
-		sim_link_set_gate(l, 0, credit_gate, pt);
-	else if (!sw->p.ib && sw->p.xoff_bytes)
-		sim_link_set_gate(l, 0, pause_gate, pt);
+	sim_link_set_ctl(l, 1, from_host, pt);
+}
+
+struct sim_switch_end *sim_switch_end_create(struct sim_link *l, unsigned port,
+					     const struct sim_switch_params *p)
+{
+	struct sim_switch_end *e = calloc(1, sizeof(*e));
+
+	SIM_ASSERT(e != NULL, "out of memory");
+	*e = (struct sim_switch_end){ l, port, p->ib, p->credits, false };
+	sim_link_set_head_rx(l, 1, true); /* the switch port takes frames at their first bit */
+	sim_link_set_ctl(l, 0, fc_arrive, e);
+	if (p->ib && p->credits)
+		sim_link_set_gate(l, 0, credit_gate, e);
+	else if (!p->ib && p->xoff_bytes)
+		sim_link_set_gate(l, 0, pause_gate, e);
+	return e;
+}
+
+void sim_switch_end_destroy(struct sim_switch_end *e)
+{
+	free(e);
 }
 
 void sim_switch_destroy(struct sim_switch *sw)
@@ -424,6 +472,13 @@ void sim_switch_destroy(struct sim_switch *sw)
 		free(h);
 	}
 	free(sw);
+}
+
+uint64_t sim_switch_forward(const struct sim_switch *sw, uint16_t lid)
+{
+	uint8_t f[8] = { 0, 0, (uint8_t)(lid >> 8), (uint8_t)lid };
+
+	return lid ? ib_route(sw, f, 8) : 0;
 }
 
 unsigned sim_switch_ports(const struct sim_switch *sw)

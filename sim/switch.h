@@ -47,6 +47,18 @@ struct sim_switch *sim_switch_create(unsigned nports, const struct sim_switch_pa
 void sim_switch_destroy(struct sim_switch *sw);
 /* Cable switch port (1..nports) to side 1 of l; side 0 is the host port. */
 void sim_switch_attach(struct sim_switch *sw, unsigned port, struct sim_link *l);
+/* The host's end of switch port `port`'s cable l (side 0): the gate its transmitter obeys
+ * (credits on InfiniBand, PFC pause on Ethernet) and the control messages that open and close
+ * it. It lives with the host port, in the process holding the host: with the switch in
+ * another process, the switch's news cross the channel (sim_link_ctl_send). Also tells l that
+ * side 1 takes frames at their first bit, wherever the switch is. */
+struct sim_switch_end;
+struct sim_switch_end *sim_switch_end_create(struct sim_link *l, unsigned port,
+					     const struct sim_switch_params *p);
+void sim_switch_end_destroy(struct sim_switch_end *e);
+/* The output ports (bit p: switch port p) of lid: the LFT's for a unicast LID, the MFT's mask
+ * for a multicast one; 0 for none. */
+uint64_t sim_switch_forward(const struct sim_switch *sw, uint16_t lid);
 unsigned sim_switch_ports(const struct sim_switch *sw);
 void sim_switch_counters(const struct sim_switch *sw, unsigned port,
 			 struct sim_switch_counters *out);
