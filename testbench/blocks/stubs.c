@@ -415,8 +415,8 @@ static void key_stage(void *b, const struct hm_mkey_in *in, struct hm_mkey_out *
 
 BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
 {
-	(void)d, (void)nqps;
-	return NULL;
+	(void)nqps;
+	return d;
 }
 
 BLK_WEAK void hm_twin_stateless_destroy(void *b)
@@ -721,17 +721,6 @@ BLK_WEAK int hm_dma_do(struct hm_dma *p, struct hm_dma_xfer *x)
 	x->done_ps = x->issue_ps;
 	x->err = p->xfer(p, x->write, x->addr, p->buf + x->off, x->len, &x->done_ps);
 	return x->err;
-}
-
-BLK_WEAK void *hm_twin_stateless_create(struct hm_dev *d, uint32_t nqps)
-{
-	(void)nqps;
-	return d;
-}
-
-BLK_WEAK void hm_twin_stateless_destroy(void *b)
-{
-	(void)b;
 }
 
 BLK_WEAK void hm_waves_wqe_fetch(struct hm_dev *d, const struct hm_wqe_fetch_in *in,
