@@ -126,6 +126,7 @@ package hca_pkg;
     HM_RESP_FE_SEND = 2'd2,
     HM_RESP_FE_WRITE = 2'd3
   } hm_resp_fe_kind_e;
+
   // QP types (hca_hw.h enum hca_qp_type)
   typedef enum logic [3:0] {
     HCA_QPT_RC = 4'd2,
