@@ -355,17 +355,19 @@ static void counted(struct tb_dev *a, struct tb_dev *b, const char *mode, const 
 	free(err);
 }
 
-/* A PSN classifier that takes the third in-order request for one ahead of its expected PSN:
- * the responder sends a sequence NAK for it, and the requester resends it. */
+/* A responder front end whose PSN stage takes the third in-order request for one ahead of its
+ * expected PSN: the responder sends a sequence NAK for it, and the requester resends it. (The
+ * PSN check runs in resp_fe's PSN stage: the psn block is no longer called by the system.) */
 static int in_order;
 
-static void ahead_classify(void *b, const struct hm_psn_in *in, struct hm_psn_out *out)
+static void ahead_check(void *b, const struct hm_resp_fe_in *in, struct hm_resp_fe_out *out)
 {
-	hm_psn_model.classify(b, in, out);
-	if (out->cls == HM_PSN_EXPECTED && ++in_order == 3) {
-		out->cls = HM_PSN_AHEAD;
-		out->send_nak = !in->nak_sent;
-		out->nak_sent = true;
+	hm_resp_fe_model.check(b, in, out);
+	if (out->verdict == HM_RESP_FE_EXECUTE && out->psn_cls == HM_PSN_EXPECTED &&
+	    ++in_order == 3) {
+		*out = (struct hm_resp_fe_out){ .cycle = out->cycle, .verdict = HM_RESP_FE_AHEAD,
+						.psn_cls = HM_PSN_AHEAD, .send_nak = !in->nak_sent,
+						.nak_sent = true };
 	}
 }
 
@@ -377,26 +379,26 @@ static void count_nak(void *arg, uint64_t t_ps, int dev, const char *event, cons
 	naks += !strcmp(event, "resp.nak");
 }
 
-/* 20 messages with psn in mode (lockstep or checked) on the classifier above, each mismatch
- * counted: all of them arrive, one mismatch. Returns the NAKs the responder sent. */
+/* 20 messages with resp_fe in mode (lockstep or checked) on the front end above, each
+ * mismatch counted: all of them arrive, one mismatch. Returns the NAKs the responder sent. */
 static int psn_ahead(const char *mode)
 {
-	static struct hm_psn_ops ops;
+	static struct hm_resp_fe_ops ops;
 	struct tb_dev a, b;
 
 	own_modes();
-	ops = hm_psn_model;
-	ops.classify = ahead_classify;
-	hm_twin_register(HM_TWIN_PSN, &ops);
-	tb_config("impl.psn", mode);
+	ops = hm_resp_fe_model;
+	ops.check = ahead_check;
+	hm_twin_register(HM_TWIN_RESP_FE, &ops);
+	tb_config("impl.resp_fe", mode);
 	tb_config("impl.on_mismatch", "count");
 	cr_assert_eq(hcasim_trace_observe("resp", count_nak, NULL), 0);
 	tb_open(&a, 0);
 	tb_open(&b, 1);
 	tb_stderr_capture();
 	cr_assert_eq(traffic(&a, &b, 20), 20, "the run goes on after a counted mismatch");
-	counted(&a, &b, mode, "psn", 1, "block psn (classify) at cycle ",
-		"field cls expected 0x0 (model) got 0x2 (rtl); ");
+	counted(&a, &b, mode, "resp_fe", 1, "block resp_fe (check) at cycle ",
+		"field verdict expected 0x0 (model) got 0x2 (rtl); ");
 	hcasim_trace_observe("", NULL, NULL);
 	return naks;
 }
