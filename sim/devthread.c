@@ -9,11 +9,15 @@
  * entering and leaving cost a thread-local count. */
 #include "sim/devthread.h"
 #include "sim/error.h"
+#include "sim/hcasim.h"
 #include "sim/link.h"
+#include "sim/trace.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -28,7 +32,13 @@ static struct {
 	struct sim_kernel *k;
 	bool ran;		    /* the device thread ran since the program last held the lock */
 	bool flagged;		    /* the peers were told the program is away */
+	bool released;		    /* hcasim-exec: held past release_ms in this absence */
+	uint64_t releases;	    /* how many absences were released */
+	sim_time_t first_release;   /* the simulated time of the first */
 } dt = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* hcasim-exec's rules (hcasim_exec_rules); bound NULL without hcasim-exec. */
+static struct hcasim_exec_rules rules;
 
 static _Thread_local unsigned depth; /* this thread's nesting of sim_enter */
 static _Thread_local bool holds;      /* it holds dt.lock */
@@ -61,6 +71,7 @@ void sim_enter(void)
 	pthread_mutex_lock(&dt.lock);
 	atomic_fetch_sub(&dt.wanted, 1);
 	holds = true;
+	dt.released = false;
 	if (dt.flagged) {
 		dt.flagged = false;
 		sim_link_flag_away(false);
@@ -95,19 +106,51 @@ static bool program_away(void)
 	return !interrupted() && wall_ns() - atomic_load(&dt.left_ns) >= dt.grace_ns;
 }
 
+/* hcasim-exec: whether the program, away in a call it does not follow, has been away for
+ * release_ms; the first time in an absence, the determinism lost is reported. */
+static bool release(void)
+{
+	uint64_t away_ms = (wall_ns() - atomic_load(&dt.left_ns)) / 1000000u;
+
+	if (dt.released || away_ms < rules.release_ms)
+		return dt.released;
+	dt.released = true;
+	if (!dt.releases++)
+		dt.first_release = sim_now(dt.k);
+	trace_kernel_nondet(-1, rules.host, away_ms);
+	return true;
+}
+
 /* One run for the away program, under the lock: as far as the peers ask (a waiting peer that
- * asks for the end of time lets the local events run out). true if it moved anything. */
+ * asks for the end of time lets the local events run out). Under hcasim-exec, a program
+ * blocked in a call that returns no earlier than b (its bound) is run to b when a peer asks
+ * anything, and not further; one in a call it does not follow is held until released. true
+ * if it moved anything. */
 static bool away_run(void)
 {
-	sim_time_t now = sim_now(dt.k), d = sim_link_demand(dt.k);
+	sim_time_t now = sim_now(dt.k), d = sim_link_demand(dt.k), b = 0;
 
+	if (rules.bound && !(b = rules.bound()) && !release())
+		return false;
+	if (b && d > now)
+		d = b;
 	if (d <= now || sim_halted(dt.k))
 		return false;
-	sim_link_away(interrupted);
+	sim_link_away(interrupted, b);
 	sim_run_while_not(dt.k, interrupted_arg, NULL, d);
-	sim_link_away(NULL);
+	sim_link_away(NULL, 0);
 	dt.ran = true;
 	return true;
+}
+
+int hcasim_exec_rules(const struct hcasim_exec_rules *r)
+{
+	if (!r || !r->act || !r->bound || !r->release_ms)
+		return sim_error(-EINVAL, "hcasim_exec_rules: rules, act and bound must be given "
+				 "and release_ms be at least 1");
+	rules = *r;
+	sim_link_exec(r->act);
+	return 0;
 }
 
 static void *device_main(void *arg)
@@ -176,4 +219,11 @@ void sim_devthread_stop(void)
 	}
 	dt.on = false;
 	dt.ran = dt.flagged = false;
+	if (dt.releases)
+		fprintf(stderr, "hcasim-exec: host %u: determinism lost: %" PRIu64 " time(s) the program "
+			"stayed blocked outside the library, in a call hcasim-exec does not follow, for "
+			"exec.release_ms (%" PRIu64 " ms) of wall time, first at %" PRIu64 " ps; its "
+			"host then ran as its peers asked, so its simulated times depend on wall time\n",
+			rules.host, dt.releases, rules.release_ms, (uint64_t)dt.first_release);
+	dt.releases = 0;
 }

@@ -191,7 +191,12 @@ static unsigned remote_links; /* live links with a remote side */
 static struct {
 	bool (*interrupted)(void); /* non-NULL: the program is away */
 	sim_time_t floor;
+	sim_time_t bound; /* hcasim-exec: the program cannot come back before (0: any time) */
 } away;
+
+/* hcasim-exec (docs/fabric.md#determinism): where this host's time is published each time
+ * its kernel waits for a peer (NULL without hcasim-exec); and every host starts at 0. */
+static uint64_t *exec_act;
 
 /* What synchronisation costs this process (sim_link_fabric_counts): passes of the horizon
  * that had to wait, and the wall time they waited. Summed with the channels' counts of the
@@ -1090,6 +1095,11 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 	for (;;) {
 		r = d ? sim_chan_send_packet(rm->chan, t, 0, buf, len)
 		      : sim_chan_send_sync(rm->chan, t);
+		/* Under hcasim-exec a host that started at 0 behind a peer far ahead of it writes
+		 * promises the peer need not take yet: a SYNC that finds the ring full is left
+		 * out (the ring's last message promises less, and the next SYNC says more). */
+		if (r == -EAGAIN && !d && exec_act)
+			return 0;
 		if (r != -EAGAIN || wall_ms() - t0 > rm->stall_ms)
 			break;
 		sched_yield();
@@ -1298,9 +1308,13 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 		/* Away, the program may come back at any time: only a peer's wait lets this side
 		 * promise past its present (the program comes back at the base at the earliest). */
 		if (away.interrupted && !waits)
-			in = sim_now(k);
+			in = away.bound > sim_now(k) && in > sim_now(k)
+				     ? (in < away.bound ? in : away.bound)
+				     : sim_now(k);
 		base = in < base ? in : base;
 	}
+	if (!ok && exec_act)
+		__atomic_store_n(exec_act, sim_now(k), __ATOMIC_RELEASE);
 	if (away.interrupted) {
 		base = base == SIM_TIME_NEVER ? sim_now(k) : base;
 		away.floor = base > away.floor ? base : away.floor;
@@ -1413,9 +1427,15 @@ static int horizon(void *arg, sim_time_t t)
 	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
 }
 
-void sim_link_away(bool (*interrupted)(void))
+void sim_link_away(bool (*interrupted)(void), sim_time_t bound)
 {
 	away.interrupted = interrupted;
+	away.bound = bound;
+}
+
+void sim_link_exec(uint64_t *act)
+{
+	exec_act = act;
 }
 
 void sim_link_flag_away(bool on)
@@ -1493,7 +1513,7 @@ static int remote_start(struct sim_link *l, struct sim_kernel *k)
 	if (r < 0)
 		return r;
 	rm->joined = r == 1; /* gone without a word: as if it had never come */
-	if (r == 1 && m.type != SIM_CHAN_TERMINATE && m.ts >= l->latency_ps)
+	if (r == 1 && m.type != SIM_CHAN_TERMINATE && m.ts >= l->latency_ps && !exec_act)
 		sim_kernel_start_at(k, m.ts - l->latency_ps);
 	return 0;
 }
