@@ -139,6 +139,8 @@ static bool away_run(void)
 	sim_link_away(interrupted, b);
 	sim_run_while_not(dt.k, interrupted_arg, NULL, d);
 	sim_link_away(NULL, 0);
+	if (!interrupted())
+		sim_link_away_rest(dt.k, b);
 	dt.ran = true;
 	return true;
 }

@@ -161,6 +161,10 @@ void sim_link_flag_away(bool on); /* tell the peers the program is away, or back
 /* hcasim-exec (hcasim_exec_rules): this host's time is stored at act each time its kernel
  * waits for a peer, and a late joiner starts at time 0 rather than at its peer's time. */
 void sim_link_exec(uint64_t *act);
+/* After a device thread's run for a program that cannot come back before bound (hcasim-exec):
+ * with one link to another process, its wait record says this side acts next at its next
+ * event or at bound, whichever is first, so the peer runs on to there. */
+void sim_link_away_rest(struct sim_kernel *k, sim_time_t bound);
 sim_time_t sim_link_away_floor(void);
 sim_time_t sim_link_demand(struct sim_kernel *k);
 void sim_link_nap(unsigned *n);
