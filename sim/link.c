@@ -1339,7 +1339,7 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 				     : sim_now(k);
 		base = in < base ? in : base;
 	}
-	if (!ok && exec_act)
+	if (!ok && exec_act && sim_now(k) > *exec_act)
 		__atomic_store_n(exec_act, sim_now(k), __ATOMIC_RELEASE);
 	if (away.interrupted) {
 		base = base == SIM_TIME_NEVER ? sim_now(k) : base;

@@ -471,7 +471,8 @@ Test(exec, a_program_blocked_on_stdin_is_released_after_the_grace_time_and_says_
 	cr_expect(strstr(out, "status 0 0\n") && strstr(out, "read go\n") && strstr(out, "spun\n"),
 		  "%s", out);
 	cr_expect(strstr(out, "hcasim-exec: host 0: determinism lost: 1 time(s) the program stayed "
-			 "blocked outside the library, in a call hcasim-exec does not follow"),
+			 "outside the library in no call hcasim-exec follows, blocked for "
+			 "exec.release_ms (300 ms)"),
 		  "%s", out);
 	cr_expect(strstr(out, " kernel.nondet host=0 wall_ms="), "%s", out);
 	free(out);

@@ -145,12 +145,15 @@ static uint64_t host_now(void)
 	return hcasim_booted() ? hcasim_now_ps() : 0;
 }
 
-/* The program acts at t at the earliest: its host's time moves there. */
+/* The program acts at t at the earliest: its host's time moves there. Its peers learn that at
+ * once (its published time; the library's only grows), as the run to t may wait for them. */
 static void advance_to(uint64_t t)
 {
 	uint64_t now;
 
 	hcasim_bus_hold();
+	if (t > oob->host[my_host].act)
+		STORE(&oob->host[my_host].act, t);
 	now = host_now();
 	if (hcasim_booted() && t > now)
 		hcasim_host_advance(t - now);
@@ -637,14 +640,16 @@ static bool alive(int32_t pid)
  * the last one's end): started afresh. */
 static void oob_claim(void)
 {
-	bool live = false, used = false;
+	bool live = false, stale = false;
 
 	for (int h = 0; h < OOB_HOSTS; h++) {
-		used |= oob->host[h].pid != 0;
-		live |= alive(oob->host[h].pid) && h != (int)my_host;
+		int32_t pid = oob->host[h].pid;
+
+		stale |= pid && !alive(pid);
+		live |= alive(pid) && h != (int)my_host;
 	}
 	if (!live) {
-		if (used)
+		if (stale)
 			fprintf(stderr, "hcasim-exec: %s was left by processes that are gone: "
 				"replaced\n", oob_path);
 		memset(oob, 0, sizeof(*oob));
@@ -658,12 +663,15 @@ static void oob_claim(void)
 static void oob_leave(void)
 {
 	int fd = open(oob_path, O_RDONLY | O_CLOEXEC);
+	int32_t me = (int32_t)syscall(SYS_getpid);
 	bool live = false;
 
 	close_all();
 	if (fd >= 0)
 		flock(fd, LOCK_EX);
-	STORE(&oob->host[my_host].pid, 0);
+	/* (a shell or stdbuf that ran the program leaves the program's claim alone) */
+	__atomic_compare_exchange_n(&oob->host[my_host].pid, &me, 0, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
 	for (int h = 0; h < OOB_HOSTS; h++)
 		live |= alive(oob->host[h].pid);
 	if (!live)
