@@ -309,8 +309,7 @@ $(BIN)/hcasim-run: $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o $(LIBHCA
 	$(CC) $(LDFLAGS) -o $@ $(OBJ)/sim/apps/run.o $(OBJ)/sim/apps/run_workload.o -L$(LIB) -libverbs \
 		-lhcasim -Wl,-rpath,'$$ORIGIN/../lib'
 # hcasim-exec (docs/fabric.md#hcasim-exec) runs a program with libhcasim-exec.so preloaded.
-EXEC_LIB_OBJS := $(OBJ)/sim/apps/exec_clock.o $(OBJ)/sim/apps/exec_trap.o $(OBJ)/sim/apps/exec_spawn.o \
-                 $(OBJ)/sim/apps/exec_sock.o $(OBJ)/sim/apps/exec_sockio.o
+EXEC_LIB_OBJS := $(OBJ)/sim/apps/exec_clock.o $(OBJ)/sim/apps/exec_trap.o $(OBJ)/sim/apps/exec_spawn.o
 $(LIBEXEC): $(EXEC_LIB_OBJS) $(LIBHCASIM)
 	@mkdir -p $(@D)
 	$(CC) -shared $(LDFLAGS) -o $@ $(EXEC_LIB_OBJS) -L$(LIB) -lhcasim -ldl -Wl,-rpath,'$$ORIGIN'

@@ -224,28 +224,6 @@ struct hcasim_fabric_counts {
 };
 int hcasim_fabric_counts(struct hcasim_fabric_counts *out); /* 0, or -EINVAL (NULL) */
 
-/* hcasim-exec's rules of determinism (docs/fabric.md#determinism), set by its preload library
- * before the boot. act: where the library stores its host's simulated time each time its
- * kernel waits for a peer (never lowering it), a lower bound on the time of the program's next
- * action, which the peers' preload libraries read (shared memory). bound: called by the
- * device thread while the program is outside the library; the earliest simulated time at which the call the program
- * is blocked in can return (a socket call on a fabric peer, which returns at the later of its
- * own time and the peer's stamp + fabric.oob_ns): the device thread runs the HCA no further,
- * and its wait record tells the one peer that nothing happens here before then or its next
- * event. 0: the program is in no call hcasim-exec follows; the
- * device thread then runs nothing until the program has been away for release_ms of wall
- * time, and from then on runs as without hcasim-exec, reporting the determinism lost (trace
- * kernel.nondet, a line on stderr when the system shuts down). host: the host whose act it
- * is. With rules set, a host that joins late starts at time 0, as every host does. 0, or
- * -EINVAL (NULL rules, act or bound, release_ms 0); NULL rules are refused, the rules stay. */
-struct hcasim_exec_rules {
-	uint64_t *act;
-	uint64_t (*bound)(void);
-	uint64_t release_ms;
-	unsigned host;
-};
-int hcasim_exec_rules(const struct hcasim_exec_rules *rules);
-
 /* Data-path counters of device dev (since boot). */
 struct hcasim_dev_counters {
 	uint64_t qpc_hits;       /* QP context cache hits */

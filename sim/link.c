@@ -218,12 +218,7 @@ static unsigned remote_links; /* live links with a remote side */
 static struct {
 	bool (*interrupted)(void); /* non-NULL: the program is away */
 	sim_time_t floor;
-	sim_time_t bound; /* hcasim-exec: the program cannot come back before (0: any time) */
 } away;
-
-/* hcasim-exec (docs/fabric.md#determinism): where this host's time is published each time
- * its kernel waits for a peer (NULL without hcasim-exec); and every host starts at 0. */
-static uint64_t *exec_act;
 
 /* What synchronisation costs this process (sim_link_fabric_counts): passes of the horizon
  * that had to wait, and the wall time they waited. Summed with the channels' counts of the
@@ -1191,11 +1186,6 @@ static int remote_write(struct sim_link *l, const struct delivery *d, sim_time_t
 	for (;;) {
 		r = d ? sim_chan_send_packet(rm->chan, t, ctl ? 1 : 0, buf, len)
 		      : sim_chan_send_sync(rm->chan, t);
-		/* Under hcasim-exec a host that started at 0 behind a peer far ahead of it writes
-		 * promises the peer need not take yet: a SYNC that finds the ring full is left
-		 * out (the ring's last message promises less, and the next SYNC says more). */
-		if (r == -EAGAIN && !d && exec_act)
-			return 0;
 		if (r != -EAGAIN || wall_ms() - t0 > rm->stall_ms)
 			break;
 		sched_yield();
@@ -1391,32 +1381,6 @@ static bool remote_joined(struct sim_link *l, struct sim_kernel *k)
 	return true;
 }
 
-/* The remote link of a process that has one, joined and not gone, or NULL. */
-static struct sim_link *only_remote(void)
-{
-	if (remote_links != 1)
-		return NULL;
-	for (struct sim_link *l = live_links; l; l = l->next)
-		if (l->remote)
-			return l->remote->joined && !l->remote->gone ? l : NULL;
-	return NULL;
-}
-
-/* Under hcasim-exec: whether the one peer's wait record says nothing from it can arrive at or
- * before t. Its record (T, M) holds while it waits, so it acts next at T at the earliest, or
- * when something of ours reaches it; what is in flight from us is in the bound, and what this
- * side sends from its next event (at t or later) has answers after t. So the peer need not
- * have promised past t in SYNCs: a peer away in a call hcasim-exec follows lets this side run
- * to the time its program can come back (docs/fabric.md#determinism). */
-static bool quiet_peer(sim_time_t t)
-{
-	struct sim_link *l = exec_act ? only_remote() : NULL;
-	bool waits;
-
-	return l && t != SIM_TIME_NEVER && inbound_bound(l, l->remote->promise, &waits) > t &&
-	       waits;
-}
-
 /* One look at every remote link: 1 (deliveries added), 0 (every peer promised past t: go),
  * 2 (wait: *pmin is the earliest promise), or -errno. A waiting side publishes what it waits
  * for (when it has no other link) and promises from the bound its peers' waits give. */
@@ -1444,29 +1408,24 @@ static int horizon_pass(struct sim_kernel *k, sim_time_t t, sim_time_t *pmin)
 	}
 	if (got)
 		return 1;
-	ok = *pmin == SIM_TIME_NEVER || *pmin > t || quiet_peer(t);
+	ok = *pmin == SIM_TIME_NEVER || *pmin > t;
 	for (struct sim_link *l = live_links; l && !ok; l = l->next) {
 		if (!l->remote || !l->remote->joined || l->remote->gone)
 			continue;
-		if (remote_links == 1 && (!away.interrupted || away.bound))
+		if (remote_links == 1 && !away.interrupted)
 			sim_chan_wait_publish(l->remote->chan, t,
 					      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
 		in = inbound_bound(l, l->remote->promise, &waits);
 		/* Away, the program may come back at any time: only a peer's wait lets this side
-		 * promise past its present (the program comes back at the base at the earliest; under
-		 * hcasim-exec, no earlier than away.bound, the time its blocked call can return).
+		 * promise past its present (the program comes back at the base at the earliest).
 		 * With more links (a switch's process, a host's of several), no peer publishes a
 		 * wait, and a peer in the library may need this side to move for a third that is
 		 * away too: then it promises as far as it runs (t, at most the demand it runs to),
 		 * so that the demand passes on. */
 		if (away.interrupted && !waits && remote_links == 1)
-			in = away.bound > sim_now(k) && in > sim_now(k)
-				     ? (in < away.bound ? in : away.bound)
-				     : sim_now(k);
+			in = sim_now(k);
 		base = in < base ? in : base;
 	}
-	if (!ok && exec_act && sim_now(k) > *exec_act)
-		__atomic_store_n(exec_act, sim_now(k), __ATOMIC_RELEASE);
 	if (away.interrupted) {
 		base = base == SIM_TIME_NEVER ? sim_now(k) : base;
 		away.floor = base > away.floor ? base : away.floor;
@@ -1579,28 +1538,9 @@ static int horizon(void *arg, sim_time_t t)
 	return r == -EIO ? sim_error(-EIO, "%s", sim_halted(k) ? sim_halted(k) : "fabric") : r;
 }
 
-void sim_link_away(bool (*interrupted)(void), sim_time_t bound)
+void sim_link_away(bool (*interrupted)(void))
 {
 	away.interrupted = interrupted;
-	away.bound = bound;
-}
-
-void sim_link_away_rest(struct sim_kernel *k, sim_time_t bound)
-{
-	struct sim_link *l = only_remote();
-	sim_time_t t = bound;
-
-	if (!l || !bound)
-		return;
-	if (sim_next_event(k, &t) && t > bound)
-		t = bound;
-	sim_chan_wait_publish(l->remote->chan, t,
-			      l->remote->outq ? l->remote->outq->t : SIM_TIME_NEVER);
-}
-
-void sim_link_exec(uint64_t *act)
-{
-	exec_act = act;
 }
 
 void sim_link_flag_away(bool on)
@@ -1704,7 +1644,7 @@ static int remote_start(struct sim_link *l, struct sim_kernel *k)
 	if (r < 0)
 		return r;
 	rm->joined = r == 1; /* gone without a word: as if it had never come */
-	if (r == 1 && m.type != SIM_CHAN_TERMINATE && m.ts >= l->latency_ps && !exec_act)
+	if (r == 1 && m.type != SIM_CHAN_TERMINATE && m.ts >= l->latency_ps)
 		sim_kernel_start_at(k, m.ts - l->latency_ps);
 	return 0;
 }

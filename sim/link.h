@@ -159,20 +159,12 @@ int sim_link_await_peers(uint64_t timeout_ms);
 
 /* The device thread (docs/fabric.md#the-device-thread). sim_link_away(fn) while it runs the
  * simulation for a program outside the library (fn: whether the program wants it back; the
- * horizon's waits end with -EINTR then; bound: under hcasim-exec, the earliest time the
- * program can come back, from which it promises; 0: any time), sim_link_away(NULL, 0) after.
- * sim_link_away_floor: the earliest time the program may act again (what was promised while
- * away). sim_link_demand: how far the peers in the library need this side's time to go (0:
- * nothing asked). sim_link_nap: a wall-time pause for a wait that saw nothing new (*n counts them; 0 at the start). */
-void sim_link_away(bool (*interrupted)(void), sim_time_t bound);
+ * horizon's waits end with -EINTR then), sim_link_away(NULL) after. sim_link_away_floor: the
+ * earliest time the program may act again (what was promised while away). sim_link_demand: how
+ * far the peers in the library need this side's time to go (0: nothing asked). sim_link_nap: a
+ * wall-time pause for a wait that saw nothing new (*n counts them; 0 at the start). */
+void sim_link_away(bool (*interrupted)(void));
 void sim_link_flag_away(bool on); /* tell the peers the program is away, or back */
-/* hcasim-exec (hcasim_exec_rules): this host's time is stored at act each time its kernel
- * waits for a peer, and a late joiner starts at time 0 rather than at its peer's time. */
-void sim_link_exec(uint64_t *act);
-/* After a device thread's run for a program that cannot come back before bound (hcasim-exec):
- * with one link to another process, its wait record says this side acts next at its next
- * event or at bound, whichever is first, so the peer runs on to there. */
-void sim_link_away_rest(struct sim_kernel *k, sim_time_t bound);
 sim_time_t sim_link_away_floor(void);
 sim_time_t sim_link_demand(struct sim_kernel *k);
 void sim_link_nap(unsigned *n);

@@ -274,6 +274,6 @@ __attribute__((constructor)) static void exec_load(void)
 	exec_cfg.epoch_s = cfg_u64("exec.epoch_s");
 	exec_cfg.pid = 1000 + (host ? atoi(host) : 0);
 	dl_iterate_phdr(note_object, NULL);
-	if (exec_trap_start() || exec_sock_start())
+	if (exec_trap_start())
 		_exit(2);
 }

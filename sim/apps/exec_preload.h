@@ -1,14 +1,12 @@
 /* libhcasim-exec.so, the library hcasim-exec preloads into the program it runs
  * (docs/fabric.md#hcasim-exec): the program's clocks, TSC, pid and /proc/cpuinfo come from the
  * simulated host, so that its runs repeat. exec_clock.c serves the time and the pid,
- * exec_trap.c traps rdtsc and serves /proc/cpuinfo, exec_sock.c and exec_sockio.c place the
- * program's TCP traffic with other processes of the fabric in simulated time. */
+ * exec_trap.c traps rdtsc and serves /proc/cpuinfo. */
 #ifndef SIM_APPS_EXEC_PRELOAD_H
 #define SIM_APPS_EXEC_PRELOAD_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 /* The configuration, read once at load (exec.* keys). */
 struct exec_cfg {
@@ -52,30 +50,5 @@ bool exec_vdso_code(const void *pc);
 int exec_trap_start(void);
 /* The real clock (a system call: the vDSO would read the trapped TSC). */
 int exec_real_clock(int id, void *ts);
-/* The C library's function name, looked up once into *f (abort if missing). */
-void *exec_libc(void **f, const char *name);
-
-/* ---- TCP sockets between processes of the fabric (exec_sock.c, exec_sockio.c;
- * docs/fabric.md#determinism) ---- */
-/* A socket the library follows: a listening one, or a connection to another fabric process
- * whose byte stream is cut into records stamped with the writer's simulated time. */
-struct exec_sock {
-	int listen;	/* the listen registration (a listening socket), or -1 */
-	int conn;	/* the connection's slot, or -1 */
-	int side;	/* 0: the connecting side, 1: the accepting one */
-	uint32_t left;	/* bytes of the record being read that are still to come */
-	bool eof;	/* the peer's end of stream was read */
-	bool wr_closed; /* this side's end of stream was written */
-};
-/* Open the fabric's shared socket state and set hcasim's rules (the constructor); 0, or -1
- * with a message. Nothing without HCASIM_FABRIC. */
-int exec_sock_start(void);
-/* The followed socket fd is, or NULL. */
-struct exec_sock *exec_sock_of(int fd);
-/* recv, send, close and shutdown(SHUT_WR) of a followed connection. */
-ssize_t exec_sock_recv(int fd, struct exec_sock *s, void *buf, size_t n, int flags);
-ssize_t exec_sock_send(int fd, struct exec_sock *s, const void *buf, size_t n, int flags);
-void exec_sock_close(int fd);
-void exec_sock_shut(struct exec_sock *s);
 
 #endif

@@ -25,7 +25,7 @@ static bool trapping;
 
 /* The C library's functions, found at their first use: a sanitizer's runtime, preloaded
  * ahead of this library, calls sigaction before this library's constructor has run. */
-void *exec_libc(void **f, const char *name)
+static void *libc(void **f, const char *name)
 {
 	if (!*f && !(*f = dlsym(RTLD_NEXT, name))) {
 		fprintf(stderr, "libhcasim-exec: the C library's %s is not found\n", name);
@@ -37,9 +37,9 @@ void *exec_libc(void **f, const char *name)
 static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	static void *f;
-	int (*fn)(int, const struct sigaction *, struct sigaction *) = exec_libc(&f, "sigaction");
 
-	return fn(sig, act, old);
+	return ((int (*)(int, const struct sigaction *, struct sigaction *))libc(&f, "sigaction"))(
+		sig, act, old);
 }
 
 /* The real TSC, for the vDSO's clocks and hcasim's own code: untrapped for one read. */
@@ -142,7 +142,7 @@ sighandler_t signal(int sig, sighandler_t handler)
 	static void *f;
 
 	if (sig != SIGSEGV || !trapping)
-		return ((sighandler_t(*)(int, sighandler_t))exec_libc(&f, "signal"))(sig, handler);
+		return ((sighandler_t(*)(int, sighandler_t))libc(&f, "signal"))(sig, handler);
 	if (handler == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
@@ -268,7 +268,7 @@ FILE *fopen(const char *path, const char *mode)
 	FILE *f;
 
 	if (!is_cpuinfo(path) || !mode || mode[0] != 'r' || strchr(mode, '+'))
-		return ((FILE * (*)(const char *, const char *)) exec_libc(&real, "fopen"))(path, mode);
+		return ((FILE * (*)(const char *, const char *)) libc(&real, "fopen"))(path, mode);
 	fd = cpuinfo_fd(strchr(mode, 'e') ? O_CLOEXEC : 0);
 	if (fd < 0)
 		return NULL;

@@ -12,10 +12,7 @@
  *   exec-probe die        a fault without a handler
  *   exec-probe machine    a thread's TSC read between two of the main thread's clock reads;
  *                         the C library's own clock (ftime reads it through the vDSO) against
- *                         the kernel's (a system call), in seconds
- *   exec-probe stdin      boots, then reads a line from its standard input (a call hcasim-exec
- *                         does not follow) and prints it
- *   exec-probe spin MS    boots, then reads the clock until MS ms of it have passed */
+ *                         the kernel's (a system call), in seconds */
 #include "sim/hcasim.h"
 
 #include <fcntl.h>
@@ -23,7 +20,6 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,29 +191,6 @@ static int machine(void)
 	return 0;
 }
 
-/* Boot, then wait outside the library on something hcasim-exec cannot see (stdin), or spin
- * on the clock for ms milliseconds (which needs the peers' promises). */
-static int booted_wait(bool spin, long ms)
-{
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	char line[64] = "";
-	long long t0 = ns(CLOCK_MONOTONIC);
-
-	if (!list || n < 1)
-		return 1;
-	if (!spin && !fgets(line, sizeof(line), stdin))
-		line[0] = 0;
-	while (spin && ns(CLOCK_MONOTONIC) - t0 < ms * 1000000)
-		;
-	if (spin)
-		printf("spun\n");
-	else
-		printf("read %s", line);
-	ibv_free_device_list(list);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -233,13 +206,11 @@ int main(int argc, char **argv)
 		return segv();
 	if (!strcmp(m, "machine"))
 		return machine();
-	if (!strcmp(m, "stdin") || !strcmp(m, "spin"))
-		return booted_wait(m[1] == 'p', argc > 2 ? atol(argv[2]) : 0);
 	if (!strcmp(m, "die")) {
 		volatile int *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		return *none;
 	}
-	fprintf(stderr, "usage: exec-probe clocks|boot|calibrate|segv|die|machine|stdin|spin MS\n");
+	fprintf(stderr, "usage: exec-probe clocks|boot|calibrate|segv|die|machine\n");
 	return 2;
 }
