@@ -143,9 +143,12 @@ $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 
 $(TEST_OBJS): Makefile
 $(OBJ)/sim/%.o $(OBJ)/model/%.o $(OBJ)/firmware/%.o $(OBJ)/testbench/%.o: CFLAGS += $(DEVICE_SIDE)
-# sim/devthread.c's thread-locals, read at every verb, by TLS descriptors (see the file).
+# sim/devthread.c's thread-locals, read at every verb, by TLS descriptors (see the file): GCC's
+# option (Debian 12's clang, which builds the fuzzers, has none, and keeps the default model).
 ifeq ($(shell uname -m),x86_64)
+ifeq ($(findstring clang,$(CC)),)
 $(OBJ)/sim/devthread.o: CFLAGS += -mtls-dialect=gnu2
+endif
 endif
 # testbench/test_systemc.c runs or skips by HAVE_SC: recompiled when it changes.
 SC_STAMP := $(BUILD)/.systemc
